@@ -1,0 +1,34 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "mlw/context.hpp"
+
+namespace mlw::api {
+
+/// `mlw computetarget attach TYPE -n NAME …`.
+struct AttachRequest {
+  std::string type;
+  std::string name;
+  std::optional<std::string> address;
+  std::optional<std::string> username;
+  std::optional<std::string> password;  ///< -w (shows in the process list: warned)
+  bool password_stdin = false;
+  std::optional<std::string> private_key_file;
+  std::optional<std::string> base_image;
+  std::optional<std::string> python_location;
+  bool nvidia_docker = false;
+  bool force = false;
+};
+
+/// Writes aml_config/NAME.compute and NAME.runconfig (and the password into the secret store).
+void attach(Context& ctx, const AttachRequest& request);
+/// Prints the project's compute targets.
+void list_targets(Context& ctx);
+/// Prints one compute target's settings.
+void show_target(Context& ctx, const std::string& name);
+/// Removes NAME.compute, NAME.runconfig and the stored password.
+void detach(Context& ctx, const std::string& name);
+
+}  // namespace mlw::api

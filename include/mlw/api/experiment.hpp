@@ -1,0 +1,28 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlw/context.hpp"
+
+namespace mlw::api {
+
+/// `mlw experiment submit -c NAME [-t TARGET] [-a] [-e K=V]... SCRIPT [ARGS...]`.
+struct SubmitRequest {
+  std::string run_config;
+  std::optional<std::string> target;
+  bool async = false;
+  bool cancel_on_interrupt = false;
+  std::vector<std::string> env;  ///< KEY=VALUE
+  std::string script;
+  std::vector<std::string> arguments;
+};
+
+/// Runs a script on a target (spec §5); returns the exit code of spec §4.
+int submit(Context& ctx, const SubmitRequest& request);
+
+/// Cancels a live run and records it as Canceled.
+void cancel(Context& ctx, const std::string& run_id);
+
+}  // namespace mlw::api

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mlw/config/keys.hpp"
+
+namespace mlw {
+
+/// The contents of `aml_config/<name>.compute` (spec §2).
+struct ComputeConfig {
+  std::string type = "local";  ///< canonical executor name: local, docker, remotedocker, …
+  std::string base_docker_image;
+  std::string address;
+  std::string username;
+  std::string password;  ///< a secret-store reference (`MlwSecret=…`), never a password
+  std::string private_key_file;
+  bool shared_volumes = true;
+  bool nvidia_docker = false;
+  std::string gpus = "all";
+  std::vector<std::string> docker_run_args;
+  std::string native_shared_directory = "~/.mlw/share/";
+  std::string python_location = "python3";
+  bool user_managed_environment = false;
+  bool use_sudo = false;
+  std::string partition;
+  int nodes = 1;
+  int gpus_per_node = 0;
+  std::string time_limit;
+  std::string account;
+  std::string container;
+};
+
+/// The key table of `.compute` files: parsing, validation, generated comments and docs.
+const std::vector<KeySpec<ComputeConfig>>& compute_keys();
+
+/// The target types mlw knows, canonical names first (`localdocker` is accepted for docker).
+const std::vector<std::string>& compute_types();
+
+/// Parses a `.compute` document; warnings stay in `doc.warnings`.
+ComputeConfig parse_compute(ConfigDocument& doc);
+
+/// The commented YAML text of a `.compute` file for `config`.
+std::string render_compute(const ComputeConfig& config, const std::string& name);
+
+}  // namespace mlw

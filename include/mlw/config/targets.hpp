@@ -1,0 +1,21 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mlw/config/compute_file.hpp"
+#include "mlw/config/project.hpp"
+#include "mlw/config/run_config.hpp"
+
+namespace mlw {
+
+/// Loads `aml_config/<name>.compute`, logging its warnings; an unknown name fails with the
+/// known names and the nearest one.
+ComputeConfig load_compute(const Project& project, const std::string& name);
+
+/// Loads `aml_config/<name>.runconfig`, logging its warnings; `ignored` receives the names of
+/// accepted-but-ignored keys present. An unknown name fails with the known names.
+RunConfig load_run_config(const Project& project, const std::string& name,
+                          std::vector<std::string>* ignored = nullptr);
+
+}  // namespace mlw

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+
+#include "mlw/config/project.hpp"
+#include "mlw/output/output.hpp"
+#include "mlw/util/clock.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/process.hpp"
+
+namespace mlw {
+
+/// Everything a command needs from its surroundings; built once in main and passed down.
+struct Context {
+  std::optional<std::filesystem::path> project_dir;  ///< --project
+  std::filesystem::path working_dir;                 ///< where mlw was started
+  OutputFormat output_format = OutputFormat::Table;
+  int verbosity = 0;
+  bool quiet = false;
+  bool color = false;
+  bool stdin_is_terminal = false;
+  bool stdout_is_terminal = false;
+  bool stderr_is_terminal = false;
+  std::ostream* out = nullptr;  ///< stdout: data
+  std::ostream* err = nullptr;  ///< stderr: messages for people
+  std::shared_ptr<Clock> clock;
+  std::shared_ptr<ProcessRunner> processes;
+  std::filesystem::path self_exe;    ///< the running mlw binary
+  std::filesystem::path config_dir;  ///< the user's mlw config folder (secret store, keys)
+  /// Exit code for an mlw::Error without its own code: 1, or 125 inside a waiting submit.
+  int failure_code = exit_code::k_failure;
+  /// The exit code a successful command chose (submit: the script's).
+  int exit_status = exit_code::k_success;
+
+  /// The project (found once, from --project or the working folder).
+  const Project& project();
+  /// The result printer over `out`.
+  Output output() const { return Output(*out, output_format); }
+
+ private:
+  std::optional<Project> m_project;
+};
+
+}  // namespace mlw

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlw/config/compute_file.hpp"
+#include "mlw/config/run_config.hpp"
+#include "mlw/context.hpp"
+#include "mlw/history/record.hpp"
+#include "mlw/snapshot/manifest.hpp"
+
+namespace mlw {
+
+/// Everything an executor needs to start one run; validated before any executor sees it.
+struct RunPlan {
+  Project project;
+  std::string target_name;
+  ComputeConfig compute;
+  RunConfig run_config;
+  std::string script;                       ///< relative to the project
+  std::vector<std::string> arguments;       ///< after the script
+  std::map<std::string, std::string> extra_env;  ///< -e KEY=VALUE
+  std::filesystem::path run_dir;            ///< .mlw/runs/<run_id>
+  std::filesystem::path helper_dir;         ///< holds the `mlw` and `azureml` Python packages
+  RunRecord record;                         ///< created, with its run id
+  Manifest manifest;
+};
+
+/// A started run as seen by the submitting process.
+struct RunHandle {
+  int output_fd = -1;  ///< live merged stdout/stderr of the run; EOF when the run is finished
+  pid_t supervisor = 0;
+};
+
+/// A kind of compute target: starts runs and cancels them (spec §7). One file each.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  /// Checks what can be checked before anything is created (interpreter, daemon, …); throws
+  /// mlw::Error with the exit code to use (e.g. 127 for a missing interpreter).
+  virtual void validate(Context& ctx, const RunPlan& plan) = 0;
+  /// Starts the run in the background; it goes on when mlw exits.
+  virtual RunHandle start(Context& ctx, RunPlan& plan) = 0;
+  /// Asks a live run to stop (the whole process group or container) and returns at once;
+  /// `force` kills it outright.
+  virtual void stop(Context& ctx, const RunRecord& record, bool force) = 0;
+};
+
+/// Creates the executor for a target type, from the table of known types; throws mlw::Error for
+/// types this build cannot run yet.
+std::unique_ptr<Executor> make_executor(const std::string& type);
+
+}  // namespace mlw

@@ -1,0 +1,23 @@
+#pragma once
+
+#include "mlw/exec/executor.hpp"
+#include "mlw/util/process.hpp"
+
+namespace mlw {
+
+/// The argv, environment and working folder of a run on this machine: `pythonLocation` (or
+/// spark-submit for PySpark) with the ArgumentVector, MLW_* variables and the helper on
+/// PYTHONPATH. Pure: unit-tested without starting anything.
+ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpreter,
+                                const std::map<std::string, std::string>& base_env);
+
+/// The `local` target: the script runs here, in a per-run copy of the snapshot, as a process of
+/// its own session under a supervisor that records its end.
+class LocalExecutor : public Executor {
+ public:
+  void validate(Context& ctx, const RunPlan& plan) override;
+  RunHandle start(Context& ctx, RunPlan& plan) override;
+  void stop(Context& ctx, const RunRecord& record, bool force) override;
+};
+
+}  // namespace mlw

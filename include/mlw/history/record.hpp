@@ -1,0 +1,68 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mlw {
+
+/// Run statuses (spec §5).
+namespace status {
+inline constexpr const char* k_queued = "Queued";
+inline constexpr const char* k_preparing = "Preparing";
+inline constexpr const char* k_running = "Running";
+inline constexpr const char* k_completed = "Completed";
+inline constexpr const char* k_failed = "Failed";
+inline constexpr const char* k_canceled = "Canceled";
+inline constexpr const char* k_lost = "Lost";
+/// True for Completed, Failed, Canceled and Lost.
+bool is_final(const std::string& status);
+/// Every status, for validation and "did you mean".
+const std::vector<std::string>& all();
+}  // namespace status
+
+/// Everything recorded about one run (`.mlw/runs/<run_id>/run.json`).
+struct RunRecord {
+  std::string run_id;
+  std::int64_t run_number = 0;
+  std::string project;
+  std::string script;
+  std::vector<std::string> arguments;  ///< the submit arguments after the script
+  std::vector<std::string> command;    ///< the full argv that ran
+  std::string run_config;
+  std::string target;
+  std::string target_type;
+  std::string status = status::k_queued;
+  std::int64_t created_ms = 0;
+  std::int64_t start_ms = 0;  ///< 0 until started
+  std::int64_t end_ms = 0;    ///< 0 until ended
+  std::optional<int> exit_code;
+  std::string user;
+  std::string host;
+  std::string git_commit;
+  std::optional<bool> git_dirty;
+  std::string snapshot_hash;
+  std::uint64_t snapshot_files = 0;
+  std::uint64_t snapshot_bytes = 0;
+  std::string image_tag;
+  nlohmann::json metrics = nlohmann::json::object();  ///< name -> last value
+  std::vector<std::string> outputs;                    ///< relative paths under outputs/
+  std::vector<std::string> problems;  ///< what went wrong around the run (e.g. disk full)
+  int pid = 0;                        ///< the supervisor's pid while the run is live
+  int process_group = 0;              ///< the script's process group (local runs)
+  unsigned long long pid_start = 0;   ///< its start time, to tell a reused pid apart
+  std::string boot_id;
+  bool cancel_requested = false;
+
+  /// Duration in milliseconds (to now for a live run, given `now_ms`).
+  std::int64_t duration_ms(std::int64_t now_ms) const;
+  /// The record as the JSON of run.json and `history info -o json`.
+  nlohmann::json to_json() const;
+  /// Reads a record from JSON (missing keys keep their defaults).
+  static RunRecord from_json(const nlohmann::json& json);
+};
+
+}  // namespace mlw

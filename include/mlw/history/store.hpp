@@ -1,0 +1,77 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlw/history/record.hpp"
+
+struct sqlite3;
+
+namespace mlw {
+
+/// A line of `history list`: the indexed columns of a run.
+struct RunSummary {
+  std::string run_id;
+  std::int64_t run_number = 0;
+  std::string script;
+  std::string target;
+  std::string status;
+  std::int64_t created_ms = 0;
+  std::int64_t start_ms = 0;
+  std::int64_t end_ms = 0;
+  std::optional<int> exit_code;
+};
+
+/// Filters of `history list`.
+struct RunQuery {
+  std::string target;  ///< empty: all
+  std::string status;  ///< empty: all
+  int top = 0;         ///< 0: all
+};
+
+/// The project's run history: `.mlw/history.db` (SQLite, WAL) indexes the records kept in
+/// `.mlw/runs/<run_id>/run.json`. Safe for many processes at once.
+class HistoryStore {
+ public:
+  /// Opens (and creates when missing) the history of the project whose state folder is
+  /// `state_dir`. A missing index is rebuilt from the run folders.
+  explicit HistoryStore(std::filesystem::path state_dir);
+  ~HistoryStore();
+  HistoryStore(const HistoryStore&) = delete;
+  HistoryStore& operator=(const HistoryStore&) = delete;
+  /// Takes over the other store's connection.
+  HistoryStore(HistoryStore&& other) noexcept;
+
+  /// Allocates a unique run id (`<project>_<epoch-ms>`, bumped on collision) and run number,
+  /// creates the run folder and writes the record. Fills record.run_id and run_number.
+  void create(RunRecord& record, std::int64_t now_ms);
+  /// Writes the record (run.json atomically, then the index row).
+  void save(const RunRecord& record);
+  /// The record of `run_id`; throws mlw::Error (listing near ids) when there is none.
+  RunRecord load(const std::string& run_id);
+  /// The newest run's id, or nullopt when there are no runs.
+  std::optional<std::string> last_run_id();
+  /// Index rows matching the query, newest first.
+  std::vector<RunSummary> list(const RunQuery& query);
+  /// Marks live runs whose supervisor is gone (this host) as Lost; returns how many.
+  int reconcile_lost(const std::string& host);
+  /// The folder of a run.
+  std::filesystem::path run_dir(const std::string& run_id) const;
+  /// The runs folder.
+  std::filesystem::path runs_dir() const { return m_state_dir / "runs"; }
+
+ private:
+  void open();
+  void rebuild_index();
+  void exec(const char* sql);
+  void upsert(const RunRecord& record);
+  [[noreturn]] void fail(const std::string& what);
+  std::filesystem::path m_state_dir;
+  std::filesystem::path m_db_path;
+  sqlite3* m_db = nullptr;
+};
+
+}  // namespace mlw

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mlw {
+
+/// How results are printed on stdout (`-o`).
+enum class OutputFormat { Table, Json, Tsv, Yaml };
+
+/// Parses "table", "json", "tsv" or "yaml"; throws mlw::UsageError otherwise.
+OutputFormat parse_output_format(const std::string& text);
+
+/// A column of a listing: the key in each row object and its header.
+struct Column {
+  std::string key;
+  std::string header;
+};
+
+/// Prints results in the chosen format; every command's data goes through it to stdout.
+class Output {
+ public:
+  /// An output writing to `out` in `format`.
+  Output(std::ostream& out, OutputFormat format) : m_out(out), m_format(format) {}
+
+  /// Prints rows (a JSON array of objects); `columns` choose and order table and tsv columns.
+  void print_list(const nlohmann::json& rows, const std::vector<Column>& columns) const;
+  /// Prints one object: "key  value" lines in a table, the object itself otherwise.
+  void print_object(const nlohmann::json& object) const;
+  /// The format in use.
+  OutputFormat format() const { return m_format; }
+  /// True for json and yaml, whose stdout must hold only the document.
+  bool structured() const { return m_format == OutputFormat::Json || m_format == OutputFormat::Yaml; }
+
+ private:
+  std::ostream& m_out;
+  OutputFormat m_format;
+};
+
+/// A JSON value as YAML text.
+std::string to_yaml(const nlohmann::json& value);
+
+/// A scalar JSON value as plain text for a table cell (strings unquoted, null empty).
+std::string cell_text(const nlohmann::json& value);
+
+}  // namespace mlw

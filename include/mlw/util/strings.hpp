@@ -1,0 +1,33 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlw {
+
+/// Edit distance between two strings (insertions, deletions, substitutions, case-sensitive).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate nearest to `word` when it is close enough to be a likely typo.
+std::optional<std::string> nearest(std::string_view word, const std::vector<std::string>& candidates);
+
+/// " (did you mean \"x\"?)" for the nearest candidate, or an empty string.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+
+/// Joins `parts` with `separator`.
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
+/// Splits on every `separator` (empty fields kept).
+std::vector<std::string> split(std::string_view text, char separator);
+
+/// `text` without leading and trailing whitespace.
+std::string trim(std::string_view text);
+
+/// True when `text` starts with `prefix`.
+inline bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace mlw

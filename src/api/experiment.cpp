@@ -1,0 +1,359 @@
+#include "mlw/api/experiment.hpp"
+
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "mlw/exec/executor.hpp"
+#include "mlw/history/store.hpp"
+#include "mlw/snapshot/ignore.hpp"
+#include "mlw/config/targets.hpp"
+#include "mlw/util/embedded.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/sha256.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw::api {
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_interrupt(int) { g_interrupted = 1; }
+
+std::string user_name() {
+  if (const passwd* entry = ::getpwuid(::getuid()); entry && entry->pw_name) return entry->pw_name;
+  return std::to_string(::getuid());
+}
+
+std::string host_name() {
+  char buffer[256] = {};
+  ::gethostname(buffer, sizeof buffer - 1);
+  return buffer;
+}
+
+/// The `mlw` and `azureml` Python packages, written once per version under .mlw/python/.
+fs::path ensure_python_helper(const Project& project) {
+  Sha256 hash;
+  for (const auto& file : embedded_files()) {
+    if (!starts_with(file.path, "python/")) continue;
+    hash.update(file.path);
+    hash.update(file.contents);
+  }
+  const fs::path dir = project.state_dir() / "python" / hash.hex_digest().substr(0, 16);
+  if (fs::is_directory(dir)) return dir;
+  const fs::path staging = dir.string() + ".tmp" + std::to_string(::getpid());
+  for (const auto& file : embedded_files()) {
+    if (!starts_with(file.path, "python/")) continue;
+    const fs::path target = staging / std::string(file.path.substr(7));
+    make_directories(target.parent_path());
+    atomic_write_file(target, file.contents);
+  }
+  if (::rename(staging.c_str(), dir.c_str()) != 0) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);  // another submit won the race; its copy is identical
+  }
+  return dir;
+}
+
+/// The script as a path relative to the project; fails with 127 when it is missing, outside
+/// the project, or excluded from the snapshot by .amlignore.
+std::string resolve_script(const Context& ctx, const Project& project, const std::string& script) {
+  if (script.empty()) throw Error("no script given", exit_code::k_not_found);
+  std::error_code ec;
+  std::vector<fs::path> candidates;
+  if (fs::path(script).is_absolute()) {
+    candidates.push_back(script);
+  } else {
+    candidates.push_back(ctx.working_dir / script);
+    candidates.push_back(project.root / script);
+  }
+  for (const auto& candidate : candidates) {
+    if (!fs::is_regular_file(candidate, ec)) continue;
+    const fs::path relative = fs::weakly_canonical(candidate, ec).lexically_relative(project.root);
+    if (relative.empty() || relative.native().starts_with("..")) {
+      throw Error(fmt::format("script {} is outside the project {}; only project files are "
+                              "shipped with a run",
+                              script, project.root.string()),
+                  exit_code::k_not_found);
+    }
+    IgnoreRules rules;
+    if (auto text = read_file_if_exists(project.root / ".amlignore")) rules.add_text(*text);
+    std::string prefix;
+    const auto parts = split(relative.string(), '/');
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      prefix += (i ? "/" : "") + parts[i];
+      const bool is_dir = i + 1 < parts.size();
+      const bool builtin = i == 0 && (parts[0] == ".mlw" || parts[0] == "outputs");
+      if (builtin || parts[i] == ".git" || rules.ignored(prefix, is_dir)) {
+        throw Error(fmt::format("script {} is excluded from the snapshot (by .amlignore or as {}); "
+                                "change .amlignore to ship it",
+                                relative.string(), prefix),
+                    exit_code::k_not_found);
+      }
+    }
+    return relative.string();
+  }
+  throw Error(fmt::format("script {} not found in {}", script, project.root.string()),
+              exit_code::k_not_found);
+}
+
+std::map<std::string, std::string> parse_env(const std::vector<std::string>& items) {
+  std::map<std::string, std::string> env;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    bool valid = eq != std::string::npos && !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0]));
+    for (char c : key) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!valid) throw UsageError("-e expects KEY=VALUE with KEY made of letters, digits and _ (got \"" + item + "\")");
+    env[key] = item.substr(eq + 1);
+  }
+  return env;
+}
+
+/// Marks the run for cancellation; a marker file, not a field of run.json, which the
+/// supervisor may be rewriting at the same moment.
+void request_cancel(HistoryStore& store, const std::string& run_id) {
+  atomic_write_file(store.run_dir(run_id) / "cancel_requested", "");
+}
+
+void note_ignored_keys(const Project& project, const std::vector<std::string>& keys) {
+  for (const auto& key : keys) {
+    const fs::path marker = project.state_dir() / "notes" / key;
+    if (fs::exists(marker)) continue;
+    spdlog::info("{} in the run configuration is accepted for Workbench compatibility and ignored",
+                 key);
+    try {
+      make_directories(marker.parent_path());
+      atomic_write_file(marker, "");
+    } catch (const Error&) {
+    }
+  }
+}
+
+void write_live(Context& ctx, const char* data, std::size_t size) {
+  std::ostream& stream = ctx.output().structured() ? *ctx.err : *ctx.out;
+  stream.write(data, static_cast<std::streamsize>(size));
+  stream.flush();
+}
+
+int exit_code_of(const RunRecord& record) {
+  if (record.exit_code) return *record.exit_code;
+  if (record.status == status::k_completed) return 0;
+  return exit_code::k_cannot_start;
+}
+
+void print_summary(Context& ctx, const RunRecord& record) {
+  if (ctx.output().structured()) {
+    ctx.output().print_object(record.to_json());
+    return;
+  }
+  if (ctx.output_format == OutputFormat::Tsv) {
+    *ctx.out << fmt::format("{}\t{}\t{}\n", record.run_id, record.status,
+                            record.exit_code ? std::to_string(*record.exit_code) : "");
+    return;
+  }
+  std::string summary = fmt::format("\nRun {}: {} in {}, exit code {}\n", record.run_id,
+                                    record.status, format_duration(record.duration_ms(record.end_ms)),
+                                    record.exit_code ? std::to_string(*record.exit_code) : "none");
+  if (!record.outputs.empty()) {
+    summary += fmt::format("Outputs: {} file(s) in .mlw/runs/{}/outputs (mlw history download -r {})\n",
+                           record.outputs.size(), record.run_id, record.run_id);
+  }
+  if (!record.metrics.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [name, value] : record.metrics.items()) {
+      parts.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+    }
+    summary += "Metrics: " + join(parts, ", ") + "\n";
+  }
+  for (const auto& problem : record.problems) summary += "Problem: " + problem + "\n";
+  *ctx.out << summary << std::flush;
+}
+
+}  // namespace
+
+int submit(Context& ctx, const SubmitRequest& request) {
+  ctx.failure_code = exit_code::k_cannot_start;
+  const Project& project = ctx.project();
+  std::vector<std::string> ignored;
+  RunPlan plan{project, {}, {}, load_run_config(project, request.run_config, &ignored), {}, {}, {}, {}, {}, {}, {}};
+  plan.target_name = request.target.value_or(plan.run_config.target);
+  if (plan.target_name.empty()) {
+    throw Error(fmt::format("aml_config/{}.runconfig names no Target; add 'Target: NAME' or pass -t "
+                            "NAME",
+                            request.run_config));
+  }
+  plan.compute = load_compute(project, plan.target_name);
+  note_ignored_keys(project, ignored);
+  plan.extra_env = parse_env(request.env);
+  auto executor = make_executor(plan.compute.type);
+  plan.script = resolve_script(ctx, project, request.script);
+  plan.arguments = request.arguments;
+  plan.record.run_config = request.run_config;
+  executor->validate(ctx, plan);
+
+  std::optional<HistoryStore> store(std::in_place, project.state_dir());
+  RunRecord& record = plan.record;
+  record.project = project.name;
+  record.script = plan.script;
+  record.arguments = plan.arguments;
+  record.target = plan.target_name;
+  record.target_type = plan.compute.type;
+  record.status = status::k_preparing;
+  record.created_ms = ctx.clock->now_ms();
+  record.user = user_name();
+  record.host = host_name();
+  record.pid = ::getpid();
+  record.pid_start = process_start_time(::getpid()).value_or(0);
+  record.boot_id = boot_id();
+  record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
+  store->create(record, record.created_ms);
+  plan.run_dir = store->run_dir(record.run_id);
+  (ctx.output().structured() ? *ctx.err : *ctx.out) << "RunId: " << record.run_id << "\n" << std::flush;
+
+  RunHandle handle;
+  try {
+    plan.manifest = build_snapshot(project.root, project.state_dir() / "objects",
+                                   project.state_dir() / "cache" / "hashes.tsv");
+    for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
+    atomic_write_file(plan.run_dir / "manifest.json", plan.manifest.to_json().dump(1) + "\n");
+    materialize_snapshot(plan.manifest, project.state_dir() / "objects", plan.run_dir / "snapshot");
+    plan.helper_dir = ensure_python_helper(project);
+    record.snapshot_hash = plan.manifest.hash();
+    record.snapshot_files = plan.manifest.entries.size();
+    record.snapshot_bytes = plan.manifest.total_bytes();
+    store->save(record);
+    store.reset();  // the supervisor opens its own connection; none may cross the fork
+    handle = executor->start(ctx, plan);
+  } catch (const Error& e) {
+    if (!store) store.emplace(project.state_dir());
+    record.status = status::k_failed;
+    record.exit_code = exit_code::k_cannot_start;
+    record.end_ms = ctx.clock->now_ms();
+    record.pid = 0;
+    record.problems.push_back(std::string("the run could not start: ") + e.what());
+    try {
+      store->save(record);
+    } catch (const Error&) {
+    }
+    throw Error(std::string(e.what()) + " (run " + record.run_id + " recorded as Failed)",
+                exit_code::k_cannot_start);
+  }
+
+  if (request.async) {
+    ::close(handle.output_fd);
+    if (!ctx.quiet) {
+      *ctx.err << fmt::format("Run {} started. Follow it: mlw history logs -r {} -f\n",
+                              record.run_id, record.run_id);
+    }
+    if (ctx.output().structured()) {
+      ctx.output().print_object({{"run_id", record.run_id}, {"status", "Running"}});
+    }
+    return 0;
+  }
+
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  ::sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  ::sigaction(SIGINT, &action, &previous);
+  g_interrupted = 0;
+  bool canceling = false;
+  bool signalled = false;
+  char buffer[65536];
+  while (true) {
+    pollfd item{handle.output_fd, POLLIN, 0};
+    const int ready = ::poll(&item, 1, 100);
+    if (g_interrupted && !canceling) {
+      g_interrupted = 0;
+      if (!request.cancel_on_interrupt) {
+        ::close(handle.output_fd);
+        *ctx.err << fmt::format(
+            "\nDetached from run {}; it goes on.\n  Follow it: mlw history logs -r {} -f\n  "
+            "Cancel it: mlw experiment cancel -r {}\n",
+            record.run_id, record.run_id, record.run_id);
+        ::sigaction(SIGINT, &previous, nullptr);
+        return 130;
+      }
+      *ctx.err << fmt::format("\nCanceling run {}…\n", record.run_id);
+      canceling = true;
+      HistoryStore cancel_store(project.state_dir());
+      request_cancel(cancel_store, record.run_id);
+    }
+    if (canceling && !signalled) {
+      HistoryStore cancel_store(project.state_dir());
+      const RunRecord live = cancel_store.load(record.run_id);
+      if (live.process_group > 0) {
+        executor->stop(ctx, live, false);
+        signalled = true;
+      }
+    }
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(handle.output_fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    write_live(ctx, buffer, static_cast<std::size_t>(n));
+  }
+  ::sigaction(SIGINT, &previous, nullptr);
+  ::close(handle.output_fd);
+  int status_code = 0;
+  while (::waitpid(handle.supervisor, &status_code, 0) < 0 && errno == EINTR) {
+  }
+  store.emplace(project.state_dir());
+  const RunRecord final_record = store->load(record.run_id);
+  if (!status::is_final(final_record.status)) {
+    throw Error(fmt::format("run {} ended without its final record (see .mlw/runs/{}/supervisor.log)",
+                            record.run_id, record.run_id));
+  }
+  print_summary(ctx, final_record);
+  return exit_code_of(final_record);
+}
+
+void cancel(Context& ctx, const std::string& run_id) {
+  const Project& project = ctx.project();
+  HistoryStore store(project.state_dir());
+  store.reconcile_lost(host_name());
+  RunRecord record = store.load(run_id);
+  if (status::is_final(record.status)) {
+    throw Error(fmt::format("run {} has already ended ({})", run_id, record.status));
+  }
+  request_cancel(store, run_id);
+  auto executor = make_executor(record.target_type);
+  bool signalled = false;
+  bool killed = false;
+  using namespace std::chrono;
+  const auto start = steady_clock::now();
+  while (steady_clock::now() < start + seconds(20)) {
+    record = store.load(run_id);
+    if (status::is_final(record.status)) break;
+    if (!signalled && record.process_group > 0) {
+      executor->stop(ctx, record, false);
+      signalled = true;
+    } else if (signalled && !killed && steady_clock::now() > start + seconds(10)) {
+      executor->stop(ctx, record, true);
+      killed = true;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  if (!status::is_final(record.status)) {
+    throw Error(fmt::format("run {} was sent the stop signal but has not ended yet", run_id));
+  }
+  if (!ctx.quiet && !ctx.output().structured()) {
+    *ctx.err << fmt::format("Run {} is {}\n", run_id, record.status);
+  }
+  ctx.output().print_object({{"run_id", run_id}, {"status", record.status},
+                             {"exit_code", record.exit_code ? nlohmann::json(*record.exit_code) : nlohmann::json()}});
+}
+
+}  // namespace mlw::api

@@ -1,0 +1,205 @@
+#include "mlw/api/history.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "mlw/history/collect.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw::api {
+
+namespace {
+
+std::string host_name() {
+  char buffer[256] = {};
+  ::gethostname(buffer, sizeof buffer - 1);
+  return buffer;
+}
+
+HistoryStore open_history(Context& ctx) {
+  HistoryStore store(ctx.project().state_dir());
+  store.reconcile_lost(host_name());
+  return store;
+}
+
+nlohmann::json summary_row(const RunSummary& row, std::int64_t now_ms) {
+  const std::int64_t duration = row.start_ms ? (row.end_ms ? row.end_ms : now_ms) - row.start_ms : 0;
+  return {{"run_id", row.run_id},
+          {"run_number", row.run_number},
+          {"script", row.script},
+          {"target", row.target},
+          {"status", row.status},
+          {"created", row.created_ms ? nlohmann::json(format_utc(row.created_ms)) : nlohmann::json()},
+          {"duration", row.start_ms ? nlohmann::json(format_duration(duration)) : nlohmann::json()},
+          {"exit_code", row.exit_code ? nlohmann::json(*row.exit_code) : nlohmann::json()}};
+}
+
+}  // namespace
+
+void list_runs(Context& ctx, const RunQuery& query) {
+  if (!query.status.empty()) {
+    const auto& all = status::all();
+    if (std::find(all.begin(), all.end(), query.status) == all.end()) {
+      throw UsageError(fmt::format("--status must be one of {}{}", join(all, ", "),
+                                   did_you_mean(query.status, all)));
+    }
+  }
+  if (query.top < 0) throw UsageError("--top must be 0 (all) or more");
+  HistoryStore store = open_history(ctx);
+  const std::int64_t now = ctx.clock->now_ms();
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : store.list(query)) rows.push_back(summary_row(row, now));
+  ctx.output().print_list(rows, {{"run_id", "RUN ID"},
+                                 {"run_number", "#"},
+                                 {"script", "SCRIPT"},
+                                 {"target", "TARGET"},
+                                 {"status", "STATUS"},
+                                 {"created", "CREATED (UTC)"},
+                                 {"duration", "DURATION"},
+                                 {"exit_code", "EXIT"}});
+}
+
+void show_run(Context& ctx, const std::optional<std::string>& run_id) {
+  HistoryStore store = open_history(ctx);
+  std::string id;
+  if (run_id) {
+    id = *run_id;
+  } else {
+    auto last = store.last_run_id();
+    if (!last) throw Error("this project has no runs yet; start one with: mlw experiment submit -c local train.py");
+    id = *last;
+  }
+  const RunRecord record = store.load(id);
+  nlohmann::json json = record.to_json();
+  for (const char* internal : {"pid", "pid_start", "boot_id", "process_group", "created_ms",
+                               "started_ms", "ended_ms", "cancel_requested"}) {
+    json.erase(internal);
+  }
+  json["run_folder"] = store.run_dir(id).string();
+  if (ctx.output_format != OutputFormat::Table) {
+    ctx.output().print_object(json);
+    return;
+  }
+  json.erase("metrics");
+  ctx.output().print_object(json);
+  const auto series = read_metric_series(store.run_dir(id) / "metrics.jsonl");
+  if (series.empty()) return;
+  *ctx.out << "\nMETRIC  LAST  POINTS" << (ctx.stdout_is_terminal ? "  TREND" : "") << "\n";
+  for (const auto& [name, values] : series) {
+    *ctx.out << fmt::format("{}  {}  {}", name, cell_text(values.back()), values.size());
+    if (ctx.stdout_is_terminal) *ctx.out << "  " << sparkline(values);
+    *ctx.out << "\n";
+  }
+}
+
+void show_logs(Context& ctx, const std::string& run_id, bool follow) {
+  HistoryStore store = open_history(ctx);
+  RunRecord record = store.load(run_id);
+  const fs::path log = store.run_dir(run_id) / "driver_log.txt";
+  std::uint64_t offset = 0;
+  char buffer[65536];
+  using namespace std::chrono;
+  auto last_check = steady_clock::now();
+  while (true) {
+    const int fd = ::open(log.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      while (true) {
+        const ssize_t n = ::pread(fd, buffer, sizeof buffer, static_cast<off_t>(offset));
+        if (n <= 0) break;
+        ctx.out->write(buffer, n);
+        offset += static_cast<std::uint64_t>(n);
+      }
+      ::close(fd);
+      ctx.out->flush();
+    }
+    if (!follow || status::is_final(record.status)) break;
+    std::this_thread::sleep_for(milliseconds(100));
+    if (steady_clock::now() - last_check > seconds(2)) {
+      store.reconcile_lost(host_name());
+      last_check = steady_clock::now();
+    }
+    // The final record is written after the log is closed: one more read after it shows final.
+    record = store.load(run_id);
+  }
+  if (follow && !ctx.quiet) {
+    *ctx.err << fmt::format("Run {} is {}{}\n", run_id, record.status,
+                            record.exit_code ? fmt::format(" (exit code {})", *record.exit_code) : "");
+  }
+}
+
+void download(Context& ctx, const std::string& run_id, const std::optional<std::string>& destination,
+              const std::optional<std::string>& artifact) {
+  HistoryStore store = open_history(ctx);
+  const RunRecord record = store.load(run_id);
+  const fs::path outputs = store.run_dir(run_id) / "outputs";
+  std::vector<std::string> files = record.outputs;
+  if (artifact) {
+    const fs::path wanted = fs::path(*artifact).lexically_normal();
+    std::string name = wanted.string();
+    if (starts_with(name, "outputs/")) name = name.substr(8);
+    if (wanted.is_absolute() || name.empty() || starts_with(name, "..")) {
+      throw UsageError("--artifact must be a path inside the run's outputs/, e.g. model.pkl");
+    }
+    if (std::find(files.begin(), files.end(), name) == files.end()) {
+      throw Error(fmt::format("run {} has no output \"{}\"{}; its outputs: {}", run_id, name,
+                              did_you_mean(name, files), files.empty() ? "none" : join(files, ", ")));
+    }
+    files = {name};
+  }
+  const fs::path target = destination ? fs::absolute(expand_user(*destination)) : ctx.working_dir / run_id;
+  nlohmann::json copied = nlohmann::json::array();
+  for (const auto& file : files) {
+    const fs::path relative = fs::path(file).lexically_normal();
+    if (relative.is_absolute() || starts_with(relative.string(), "..")) continue;
+    const fs::path source = outputs / relative;
+    if (fs::is_symlink(source) || !fs::is_regular_file(source)) continue;
+    make_directories((target / relative).parent_path());
+    std::error_code ec;
+    fs::copy_file(source, target / relative, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw Error("cannot write " + (target / relative).string() + ": " + ec.message());
+    copied.push_back((target / relative).string());
+  }
+  ctx.output().print_object({{"run_id", run_id}, {"destination", target.string()}, {"files", copied}});
+}
+
+void compare(Context& ctx, const std::vector<std::string>& run_ids) {
+  if (run_ids.size() < 2) throw UsageError("compare needs at least two run ids");
+  HistoryStore store = open_history(ctx);
+  std::vector<RunRecord> records;
+  std::vector<std::string> names;
+  for (const auto& id : run_ids) {
+    records.push_back(store.load(id));
+    for (const auto& [name, value] : records.back().metrics.items()) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<Column> columns = {{"field", "FIELD"}};
+  for (const auto& record : records) columns.push_back({record.run_id, record.run_id});
+  auto add_row = [&](const std::string& field, auto value_of) {
+    nlohmann::json row = {{"field", field}};
+    for (const auto& record : records) row[record.run_id] = value_of(record);
+    rows.push_back(row);
+  };
+  add_row("status", [](const RunRecord& r) { return nlohmann::json(r.status); });
+  add_row("script", [](const RunRecord& r) { return nlohmann::json(r.script); });
+  add_row("arguments", [](const RunRecord& r) { return nlohmann::json(join(r.arguments, " ")); });
+  add_row("duration", [](const RunRecord& r) {
+    return r.end_ms ? nlohmann::json(format_duration(r.end_ms - r.start_ms)) : nlohmann::json();
+  });
+  for (const auto& name : names) {
+    add_row(name, [&](const RunRecord& r) {
+      return r.metrics.contains(name) ? r.metrics[name] : nlohmann::json();
+    });
+  }
+  ctx.output().print_list(rows, columns);
+}
+
+}  // namespace mlw::api

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "mlw/context.hpp"
+
+namespace mlw::cli {
+
+/// Options every command accepts, bound by CLI11 and applied to the Context before a command runs.
+struct GlobalOptions {
+  std::string project;
+  std::string output;
+  int verbose = 0;
+  bool quiet = false;
+  bool no_color = false;
+};
+
+/// Builds the whole command tree on `app`.
+void register_app(CLI::App& app, Context& ctx, GlobalOptions& globals);
+
+/// Applies the global options to the context and configures logging; called by every command.
+void apply_globals(Context& ctx, const GlobalOptions& globals);
+
+/// `mlw project …`.
+void register_project(CLI::App& app, Context& ctx);
+/// `mlw computetarget …`.
+void register_computetarget(CLI::App& app, Context& ctx);
+/// `mlw experiment …`.
+void register_experiment(CLI::App& app, Context& ctx);
+/// `mlw history …`.
+void register_history(CLI::App& app, Context& ctx);
+
+/// The "Examples:" footer of a command's help.
+std::string examples(std::initializer_list<const char*> lines);
+
+}  // namespace mlw::cli

@@ -1,0 +1,53 @@
+#include "cli/app.hpp"
+#include "mlw/api/experiment.hpp"
+
+namespace mlw::cli {
+
+void register_experiment(CLI::App& app, Context& ctx) {
+  auto* group = app.add_subcommand("experiment", "Submit and cancel runs");
+  group->require_subcommand(1);
+
+  auto request = std::make_shared<api::SubmitRequest>();
+  auto* submit = group->add_subcommand("submit", "Run a script on a compute target and record it");
+  submit->add_option("-c,--run-configuration", request->run_config,
+                     "Run configuration (aml_config/NAME.runconfig)")
+      ->required()
+      ->type_name("NAME");
+  submit->add_option_function<std::string>("-t,--target", [request](const std::string& v) { request->target = v; },
+                                           "Compute target (default: the run configuration's Target)");
+  submit->add_flag("-a,--async", request->async, "Return as soon as the run has started");
+  submit->add_option("-e,--env", request->env, "Set an environment variable in the run (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  submit->add_flag("--cancel-on-interrupt", request->cancel_on_interrupt,
+                   "Ctrl-C cancels the run (default: detaches, the run goes on)");
+  submit->prefix_command();
+  submit->fallthrough(false);
+  submit->footer(
+      "\nOptions go before SCRIPT; everything after SCRIPT is passed to it unchanged.\n"
+      "Exit code: the script's (128+N when killed by signal N), 125 when mlw could not start\n"
+      "the run, 126 when the script cannot be executed, 127 when it or python is missing.\n" +
+      examples({"mlw experiment submit -c local train.py --epochs 10",
+                "mlw experiment submit -c local -e SEED=1 -a train.py",
+                "mlw -o json experiment submit -c local train.py > run.json"}));
+  submit->callback([&ctx, request, submit] {
+    auto words = submit->remaining();
+    if (words.empty()) throw UsageError("no script given: mlw experiment submit -c NAME SCRIPT [ARGS...]");
+    if (words.front().size() > 1 && words.front()[0] == '-') {
+      throw UsageError("unknown option " + words.front() +
+                       " for submit; its options go before the script, global options (-o, -v, "
+                       "--project) before 'experiment'");
+    }
+    request->script = words.front();
+    request->arguments.assign(words.begin() + 1, words.end());
+    ctx.exit_status = api::submit(ctx, *request);
+  });
+
+  auto cancel_id = std::make_shared<std::string>();
+  auto* cancel = group->add_subcommand("cancel", "Stop a running run and record it as Canceled");
+  cancel->add_option("-r,--run", *cancel_id, "Run id")->required()->type_name("RUN_ID");
+  cancel->footer(examples({"mlw experiment cancel -r demo_1732200000000"}));
+  cancel->callback([&ctx, cancel_id] { api::cancel(ctx, *cancel_id); });
+}
+
+}  // namespace mlw::cli

@@ -1,0 +1,67 @@
+#include "cli/app.hpp"
+#include "mlw/api/history.hpp"
+
+namespace mlw::cli {
+
+namespace {
+
+std::shared_ptr<std::string> add_run_option(CLI::App* command) {
+  auto run_id = std::make_shared<std::string>();
+  command->add_option("-r,--run", *run_id, "Run id")->required()->type_name("RUN_ID");
+  return run_id;
+}
+
+}  // namespace
+
+void register_history(CLI::App& app, Context& ctx) {
+  auto* group = app.add_subcommand("history", "Look back at runs");
+  group->require_subcommand(1);
+
+  auto query = std::make_shared<RunQuery>();
+  query->top = 50;
+  auto* list = group->add_subcommand("list", "List runs, newest first");
+  list->add_option("-c,--target", query->target, "Only runs on this compute target")->type_name("TARGET");
+  list->add_option("--status", query->status, "Only runs with this status (Completed, Failed, …)");
+  list->add_option("--top", query->top, "At most N runs (default 50; 0 for all)")->type_name("N");
+  list->footer(examples({"mlw history list", "mlw history list --status Failed --top 5",
+                         "mlw history list -o tsv | cut -f1"}));
+  list->callback([&ctx, query] { api::list_runs(ctx, *query); });
+
+  auto* last = group->add_subcommand("last", "Show the newest run");
+  last->footer(examples({"mlw history last", "mlw history last -o json"}));
+  last->callback([&ctx] { api::show_run(ctx, std::nullopt); });
+
+  auto* info = group->add_subcommand("info", "Show a run's record and metrics");
+  auto info_id = add_run_option(info);
+  info->footer(examples({"mlw history info -r demo_1732200000000"}));
+  info->callback([&ctx, info_id] { api::show_run(ctx, *info_id); });
+
+  auto* logs = group->add_subcommand("logs", "Print a run's output (driver_log.txt)");
+  auto logs_id = add_run_option(logs);
+  auto follow = std::make_shared<bool>(false);
+  logs->add_flag("-f,--follow", *follow, "Keep printing until the run ends");
+  logs->footer(examples({"mlw history logs -r demo_1732200000000 -f"}));
+  logs->callback([&ctx, logs_id, follow] { api::show_logs(ctx, *logs_id, *follow); });
+
+  auto* download = group->add_subcommand("download", "Copy a run's outputs to a folder");
+  auto download_id = add_run_option(download);
+  auto destination = std::make_shared<std::optional<std::string>>();
+  auto artifact = std::make_shared<std::optional<std::string>>();
+  download->add_option_function<std::string>("-d,--destination", [destination](const std::string& v) { *destination = v; },
+                                             "Folder to copy into (default ./RUN_ID)");
+  download->add_option_function<std::string>("--artifact", [artifact](const std::string& v) { *artifact = v; },
+                                              "Only this file of outputs/");
+  download->footer(examples({"mlw history download -r demo_1732200000000 -d results",
+                             "mlw history download -r demo_1732200000000 --artifact model.pkl"}));
+  download->callback([&ctx, download_id, destination, artifact] {
+    api::download(ctx, *download_id, *destination, *artifact);
+  });
+
+  auto ids = std::make_shared<std::vector<std::string>>();
+  auto* compare = group->add_subcommand("compare", "Show runs' metrics side by side");
+  compare->add_option("runs", *ids, "Two or more run ids")->required()->expected(2, 1000)->type_name("RUN_ID");
+  compare->footer(examples({"mlw history compare demo_1732200000000 demo_1732200050000"}));
+  compare->callback([&ctx, ids] { api::compare(ctx, *ids); });
+}
+
+}  // namespace mlw::cli

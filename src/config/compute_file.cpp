@@ -1,0 +1,89 @@
+#include "mlw/config/compute_file.hpp"
+
+#include <fmt/format.h>
+
+#include "mlw/util/error.hpp"
+
+namespace mlw {
+
+namespace {
+using C = ComputeConfig;
+const std::vector<std::string_view> k_container_types = {"docker", "remotedocker", "slurm"};
+const std::vector<std::string_view> k_ssh_types = {"remotedocker", "remote", "slurm"};
+const std::vector<std::string_view> k_docker_types = {"docker", "remotedocker"};
+const std::vector<std::string_view> k_python_types = {"local", "remote"};
+}  // namespace
+
+const std::vector<std::string>& compute_types() {
+  static const std::vector<std::string> types = {"local", "docker", "remotedocker", "remote",
+                                                 "slurm", "localdocker"};
+  return types;
+}
+
+const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
+  static const std::vector<KeySpec<ComputeConfig>> table = {
+      {"type", &C::type,
+       "Where the run executes: local, docker (alias localdocker), remotedocker, remote or slurm.",
+       {"local", "docker", "localdocker", "remotedocker", "remote", "slurm"}, {}},
+      {"baseDockerImage", &C::base_docker_image,
+       "The Docker image the run environment is built on.", {}, k_container_types},
+      {"address", &C::address,
+       "SSH endpoint: host, host:port, [v6addr]:port or a Host alias from ~/.ssh/config.", {},
+       k_ssh_types},
+      {"username", &C::username, "The SSH login user.", {}, k_ssh_types},
+      {"password", &C::password,
+       "A reference into your secret store (never the password itself).", {}, k_ssh_types},
+      {"privateKeyFile", &C::private_key_file, "The SSH private key to log in with.", {},
+       k_ssh_types},
+      {"sharedVolumes", &C::shared_volumes,
+       "true: bind-mount the run's snapshot into the container; false: copy it in and out.", {},
+       k_docker_types},
+      {"nvidiaDocker", &C::nvidia_docker, "true: run the container with the machine's GPUs.", {},
+       k_docker_types},
+      {"gpus", &C::gpus, "Which GPUs when nvidiaDocker is true: all, a count, or device=0,1.", {},
+       k_docker_types},
+      {"dockerRunArgs", &C::docker_run_args,
+       "Extra docker run arguments, e.g. [\"--shm-size=8g\"].", {}, k_docker_types},
+      {"nativeSharedDirectory", &C::native_shared_directory,
+       "A folder that persists across runs, mounted at /mlw/share (env MLW_SHARE_DIR).", {}, {}},
+      {"pythonLocation", &C::python_location,
+       "The Python interpreter that runs the script.", {}, k_python_types},
+      {"userManagedEnvironment", &C::user_managed_environment,
+       "true: use the machine's python as it is, without preparing an environment.", {},
+       {"remote"}},
+      {"useSudo", &C::use_sudo, "true: run docker through sudo -n on the target.", {},
+       {"remotedocker"}},
+      {"partition", &C::partition, "Slurm partition.", {}, {"slurm"}},
+      {"nodes", &C::nodes, "Slurm: number of nodes.", {}, {"slurm"}},
+      {"gpusPerNode", &C::gpus_per_node, "Slurm: GPUs per node.", {}, {"slurm"}},
+      {"timeLimit", &C::time_limit, "Slurm: time limit, HH:MM:SS.", {}, {"slurm"}},
+      {"account", &C::account, "Slurm: account to charge.", {}, {"slurm"}},
+      {"container", &C::container, "Slurm: container image to run in.", {}, {"slurm"}},
+  };
+  return table;
+}
+
+ComputeConfig parse_compute(ConfigDocument& doc) {
+  ComputeConfig config;
+  if (!doc.root["type"]) {
+    throw Error(doc.display_path + ": the key \"type\" is missing (one of local, docker, " +
+                "remotedocker, remote, slurm)");
+  }
+  apply_key_table(doc, compute_keys(), config);
+  if (config.type == "localdocker") config.type = "docker";
+  if (config.nodes < 1) fail_at(doc, doc.root["nodes"], "nodes must be at least 1");
+  if (config.gpus_per_node < 0) {
+    fail_at(doc, doc.root["gpusPerNode"], "gpusPerNode must not be negative");
+  }
+  return config;
+}
+
+std::string render_compute(const ComputeConfig& config, const std::string& name) {
+  const std::string header = fmt::format(
+      "# Compute target \"{}\", written by mlw (Azure ML Workbench compatible).\n"
+      "# Each key is explained above it; see docs/compute-file.md.\n",
+      name);
+  return render_with_comments(compute_keys(), config, header, config.type);
+}
+
+}  // namespace mlw

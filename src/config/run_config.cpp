@@ -1,0 +1,66 @@
+#include "mlw/config/run_config.hpp"
+
+#include <fmt/format.h>
+
+namespace mlw {
+
+namespace {
+using R = RunConfig;
+}
+
+const std::vector<KeySpec<RunConfig>>& run_config_keys() {
+  static const std::vector<KeySpec<RunConfig>> table = {
+      {"ArgumentVector", &R::argument_vector,
+       "The command line; $file is the script given to submit, whose own arguments follow.", {},
+       {}},
+      {"Target", &R::target, "The compute target (aml_config/<Target>.compute).", {}, {}},
+      {"EnvironmentVariables", &R::environment_variables,
+       "Environment variables set in the run.", {}, {}},
+      {"Framework", &R::framework, "Python, or PySpark (runs spark-submit).",
+       {"Python", "PySpark"}, {}},
+      {"CondaDependenciesFile", &R::conda_dependencies_file,
+       "The environment for docker and remote targets.", {}, {}},
+      {"SparkDependenciesFile", &R::spark_dependencies_file,
+       "Spark packages, only for Framework PySpark.", {}, {}},
+      {"PrepareEnvironment", &R::prepare_environment,
+       "true: build the environment as part of submit when it is missing.", {}, {}},
+      {"TrackedRun", &R::tracked_run, "true: record the run in the project's history.", {}, {}},
+      {"UseSampling", &R::unused, "", {}, {}, true},
+      {"DataSourceSettings", &R::unused, "", {}, {}, true},
+      {"DataSourceSubstitutions", &R::unused, "", {}, {}, true},
+  };
+  return table;
+}
+
+RunConfig parse_run_config(ConfigDocument& doc, std::vector<std::string>* ignored_keys) {
+  RunConfig config;
+  auto ignored = apply_key_table(doc, run_config_keys(), config);
+  if (ignored_keys) *ignored_keys = std::move(ignored);
+  return config;
+}
+
+RunConfig default_run_config(const std::string& target) {
+  RunConfig config;
+  config.target = target;
+  config.framework = "Python";
+  config.prepare_environment = true;
+  return config;
+}
+
+std::string render_run_config(const RunConfig& config, const std::string& name) {
+  const std::string header = fmt::format(
+      "# Run configuration \"{}\", written by mlw (Azure ML Workbench compatible).\n"
+      "# Used by: mlw experiment submit -c {} SCRIPT [ARGS...]; see docs/runconfig-file.md.\n",
+      name, name);
+  return render_with_comments(run_config_keys(), config, header);
+}
+
+std::vector<std::string> expand_argument_vector(const RunConfig& config, const std::string& script,
+                                                const std::vector<std::string>& arguments) {
+  std::vector<std::string> out;
+  for (const auto& item : config.argument_vector) out.push_back(item == "$file" ? script : item);
+  out.insert(out.end(), arguments.begin(), arguments.end());
+  return out;
+}
+
+}  // namespace mlw

@@ -1,0 +1,291 @@
+#include "mlw/exec/local.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "mlw/history/collect.hpp"
+#include "mlw/history/store.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+std::string interpreter_name(const RunPlan& plan) {
+  return plan.run_config.framework == "PySpark" ? "spark-submit" : plan.compute.python_location;
+}
+
+void write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+/// The script's process: its own session, output into the pipe, then exec.
+[[noreturn]] void exec_script(const ProcessSpec& spec, int output_fd) {
+  ::setsid();
+  for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGTERM, SIGQUIT}) ::signal(sig, SIG_DFL);
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  ::dup2(null_fd, 0);
+  ::dup2(output_fd, 1);
+  ::dup2(output_fd, 2);
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  if (::chdir(spec.cwd.c_str()) != 0) {
+    const std::string message = "mlw: cannot enter " + spec.cwd.string() + ": " + errno_text(errno) + "\n";
+    write_all(2, message.data(), message.size());
+    ::_exit(exit_code::k_cannot_start);
+  }
+  ::execve(argv[0], argv.data(), envp.data());
+  const int err = errno;
+  const std::string message = "mlw: cannot run " + spec.argv[0] + ": " + errno_text(err) + "\n";
+  write_all(2, message.data(), message.size());
+  ::_exit(err == ENOENT ? exit_code::k_not_found : exit_code::k_not_executable);
+}
+
+/// Drains the script's output into driver_log.txt and the submitting terminal until the script
+/// has exited and its output is closed. Returns the script's exit code.
+int pump_output(pid_t script, int script_fd, int log_fd, int& live_fd, RunRecord& record) {
+  bool log_failed = false;
+  std::uint64_t logged = 0;
+  std::optional<int> exit_code;
+  char buffer[65536];
+  while (true) {
+    pollfd item{script_fd, POLLIN, 0};
+    const int ready = ::poll(&item, 1, exit_code ? 100 : 250);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0) {
+      const ssize_t n = ::read(script_fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (!log_failed) {
+        const ssize_t written = ::write(log_fd, buffer, static_cast<std::size_t>(n));
+        if (written != n) {
+          log_failed = true;
+          record.problems.push_back(fmt::format(
+              "driver_log.txt could not be written after {} bytes: {}; the rest of the output "
+              "was not saved",
+              logged + (written > 0 ? written : 0), errno_text(written < 0 ? errno : ENOSPC)));
+        } else {
+          logged += static_cast<std::uint64_t>(n);
+        }
+      }
+      if (live_fd >= 0) {
+        const char* data = buffer;
+        std::size_t left = static_cast<std::size_t>(n);
+        while (left > 0) {
+          const ssize_t w = ::write(live_fd, data, left);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) {
+            ::close(live_fd);
+            live_fd = -1;
+            break;
+          }
+          data += w;
+          left -= static_cast<std::size_t>(w);
+        }
+      }
+      continue;
+    }
+    if (!exit_code) {
+      int status = 0;
+      if (::waitpid(script, &status, WNOHANG) == script) {
+        exit_code = exit_code_from_wait_status(status);
+      }
+    } else {
+      break;  // exited, and nothing more arrived: children that keep the pipe open are not waited for
+    }
+  }
+  if (!exit_code) {
+    int status = 0;
+    while (::waitpid(script, &status, 0) < 0 && errno == EINTR) {
+    }
+    exit_code = exit_code_from_wait_status(status);
+  }
+  return *exit_code;
+}
+
+void record_git_state(Context& ctx, const fs::path& root, RunRecord& record) {
+  ProcessSpec head{{"git", "-C", root.string(), "rev-parse", "--verify", "-q", "HEAD"}, {}, {}};
+  auto commit = ctx.processes->run(head);
+  if (!commit || commit->exit_code != 0) return;
+  record.git_commit = trim(commit->output);
+  ProcessSpec dirty{{"git", "-C", root.string(), "status", "--porcelain"}, {}, {}};
+  if (auto state = ctx.processes->run(dirty); state && state->exit_code == 0) {
+    record.git_dirty = !trim(state->output).empty();
+  }
+}
+
+/// The supervisor: runs in its own session, outlives the submitting mlw, and records the end.
+int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int live_fd) {
+  HistoryStore store(plan.project.state_dir());
+  RunRecord record = store.load(plan.record.run_id);
+  const fs::path reserve = plan.run_dir / ".reserve";
+  {
+    // Room for the final record even when the disk fills up during the run.
+    const int fd = ::open(reserve.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::posix_fallocate(fd, 0, 256 * 1024);
+      ::close(fd);
+    }
+  }
+  auto finish = [&](RunRecord& final_record) {
+    ::unlink(reserve.c_str());
+    final_record.end_ms = ctx.clock->now_ms();
+    final_record.pid = 0;
+    store.save(final_record);
+  };
+  const fs::path cancel_marker = plan.run_dir / "cancel_requested";
+  if (fs::exists(cancel_marker)) {
+    record.cancel_requested = true;
+    record.status = status::k_canceled;
+    finish(record);
+    return 0;
+  }
+  int script_pipe[2];
+  if (::pipe2(script_pipe, O_CLOEXEC) != 0) {
+    record.status = status::k_failed;
+    record.exit_code = exit_code::k_cannot_start;
+    record.problems.push_back("cannot create a pipe: " + errno_text(errno));
+    finish(record);
+    return 0;
+  }
+  const int log_fd = ::open((plan.run_dir / "driver_log.txt").c_str(),
+                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const pid_t script = ::fork();
+  if (script == 0) exec_script(spec, script_pipe[1]);
+  ::close(script_pipe[1]);
+  record.status = status::k_running;
+  record.start_ms = ctx.clock->now_ms();
+  record.pid = ::getpid();
+  record.pid_start = process_start_time(::getpid()).value_or(0);
+  record.process_group = script;
+  store.save(record);
+
+  const int code = pump_output(script, script_pipe[0], log_fd, live_fd, record);
+  ::close(script_pipe[0]);
+  if (log_fd >= 0) ::close(log_fd);
+
+  record.cancel_requested = fs::exists(cancel_marker);
+  record_git_state(ctx, plan.project.root, record);
+  record.exit_code = code;
+  record.status = code == 0                  ? status::k_completed
+                  : record.cancel_requested ? status::k_canceled
+                                            : status::k_failed;
+  record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs", plan.run_dir / "outputs",
+                                   record.problems);
+  record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl");
+  record.process_group = 0;
+  finish(record);
+  return 0;
+}
+
+}  // namespace
+
+ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpreter,
+                                const std::map<std::string, std::string>& base_env) {
+  ProcessSpec spec;
+  spec.argv.push_back(interpreter);
+  for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
+    spec.argv.push_back(std::move(word));
+  }
+  spec.env = base_env;
+  for (const auto& [k, v] : plan.run_config.environment_variables) spec.env[k] = v;
+  for (const auto& [k, v] : plan.extra_env) spec.env[k] = v;
+  const fs::path snapshot = plan.run_dir / "snapshot";
+  const std::string share = expand_user(plan.compute.native_shared_directory).string();
+  spec.env["MLW_RUN_ID"] = plan.record.run_id;
+  spec.env["MLW_TARGET"] = plan.target_name;
+  spec.env["MLW_PROJECT"] = plan.project.name;
+  spec.env["MLW_OUTPUTS_DIR"] = (snapshot / "outputs").string();
+  spec.env["MLW_METRICS_FILE"] = (plan.run_dir / "metrics.jsonl").string();
+  spec.env["MLW_SHARE_DIR"] = share;
+  spec.env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share;
+  spec.env["PYTHONUNBUFFERED"] = "1";
+  const auto existing = spec.env.find("PYTHONPATH");
+  spec.env["PYTHONPATH"] = plan.helper_dir.string() +
+                           (existing != spec.env.end() && !existing->second.empty()
+                                ? ":" + existing->second
+                                : std::string());
+  spec.cwd = snapshot;
+  return spec;
+}
+
+void LocalExecutor::validate(Context&, const RunPlan& plan) {
+  const std::string name = interpreter_name(plan);
+  if (!find_executable(name)) {
+    if (plan.run_config.framework == "PySpark") {
+      throw Error("Framework is PySpark but spark-submit is not on PATH; install Spark, or set "
+                  "Framework: Python in aml_config/" + plan.record.run_config + ".runconfig",
+                  exit_code::k_not_found);
+    }
+    throw Error(fmt::format("python interpreter \"{}\" not found (pythonLocation in "
+                            "aml_config/{}.compute); install it or fix pythonLocation",
+                            name, plan.target_name),
+                exit_code::k_not_found);
+  }
+}
+
+RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
+  const auto interpreter = find_executable(interpreter_name(plan));
+  if (!interpreter) validate(ctx, plan);
+  const ProcessSpec spec = build_local_command(plan, fs::absolute(*interpreter).string(),
+                                               current_environment());
+  make_directories(expand_user(plan.compute.native_shared_directory));
+  make_directories(spec.cwd / "outputs");
+  int live[2];
+  if (::pipe2(live, O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + errno_text(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("cannot start the run: " + errno_text(errno));
+  if (pid == 0) {
+    ::close(live[0]);
+    ::setsid();
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGHUP, SIG_IGN);
+    ::signal(SIGPIPE, SIG_IGN);
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    const int log = ::open((plan.run_dir / "supervisor.log").c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(null_fd, 0);
+    ::dup2(log >= 0 ? log : null_fd, 1);
+    ::dup2(log >= 0 ? log : null_fd, 2);
+    int code = 0;
+    try {
+      code = supervise(ctx, plan, spec, live[1]);
+    } catch (const std::exception& e) {
+      const std::string message = std::string("mlw supervisor: ") + e.what() + "\n";
+      write_all(2, message.data(), message.size());
+      code = 1;
+    }
+    ::_exit(code);
+  }
+  ::close(live[1]);
+  return {live[0], pid};
+}
+
+void LocalExecutor::stop(Context&, const RunRecord& record, bool force) {
+  if (record.process_group > 0) ::kill(-record.process_group, force ? SIGKILL : SIGTERM);
+}
+
+}  // namespace mlw

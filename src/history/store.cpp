@@ -1,0 +1,284 @@
+#include "mlw/history/store.hpp"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/process.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : m_db(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) != SQLITE_OK) m_stmt = nullptr;
+  }
+  ~Statement() { sqlite3_finalize(m_stmt); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return m_stmt != nullptr; }
+  sqlite3_stmt* get() const { return m_stmt; }
+  void bind(int index, const std::string& text) {
+    sqlite3_bind_text(m_stmt, index, text.c_str(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int index, std::int64_t value) { sqlite3_bind_int64(m_stmt, index, value); }
+  void bind_null(int index) { sqlite3_bind_null(m_stmt, index); }
+  int step() { return sqlite3_step(m_stmt); }
+  std::string text(int column) const {
+    const auto* value = sqlite3_column_text(m_stmt, column);
+    return value ? reinterpret_cast<const char*>(value) : "";
+  }
+  std::int64_t integer(int column) const { return sqlite3_column_int64(m_stmt, column); }
+  bool is_null(int column) const { return sqlite3_column_type(m_stmt, column) == SQLITE_NULL; }
+
+ private:
+  sqlite3* m_db;
+  sqlite3_stmt* m_stmt = nullptr;
+};
+
+constexpr const char* k_live_statuses = "('Queued','Preparing','Running')";
+
+}  // namespace
+
+HistoryStore::HistoryStore(fs::path state_dir)
+    : m_state_dir(std::move(state_dir)), m_db_path(m_state_dir / "history.db") {
+  open();
+}
+
+HistoryStore::~HistoryStore() { sqlite3_close(m_db); }
+
+HistoryStore::HistoryStore(HistoryStore&& other) noexcept
+    : m_state_dir(std::move(other.m_state_dir)),
+      m_db_path(std::move(other.m_db_path)),
+      m_db(std::exchange(other.m_db, nullptr)) {}
+
+fs::path HistoryStore::run_dir(const std::string& run_id) const { return runs_dir() / run_id; }
+
+void HistoryStore::fail(const std::string& what) {
+  const int code = m_db ? sqlite3_errcode(m_db) : SQLITE_ERROR;
+  const std::string detail = m_db ? sqlite3_errmsg(m_db) : "cannot open";
+  const std::string shown = ".mlw/history.db";
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+    throw Error(fmt::format("the history database {} is locked by another process ({}); try again "
+                            "when it is done",
+                            shown, what));
+  }
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
+    throw Error(fmt::format(
+        "the history database {} is damaged ({}); the runs themselves are safe in .mlw/runs/: "
+        "move the database away (mv {} {}.damaged) and mlw rebuilds it from them",
+        shown, detail, m_db_path.string(), m_db_path.string()));
+  }
+  if (code == SQLITE_FULL) {
+    throw Error(fmt::format("cannot update the history database {}: the disk is full", shown));
+  }
+  throw Error(fmt::format("history database {}: {} failed: {}", shown, what, detail));
+}
+
+void HistoryStore::exec(const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(m_db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    sqlite3_free(message);
+    fail(sql);
+  }
+}
+
+void HistoryStore::open() {
+  make_directories(runs_dir());
+  const bool existed = fs::exists(m_db_path);
+  if (sqlite3_open_v2(m_db_path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      nullptr) != SQLITE_OK) {
+    fail("open");
+  }
+  sqlite3_busy_timeout(m_db, 10000);
+  {
+    Statement check(m_db, "PRAGMA user_version");
+    if (!check.ok() || check.step() != SQLITE_ROW) fail("reading the schema");
+    if (check.integer(0) == 1) return;
+  }
+  exec("PRAGMA journal_mode=WAL");
+  exec("BEGIN IMMEDIATE");
+  {
+    Statement check(m_db, "PRAGMA user_version");
+    check.step();
+    if (check.integer(0) == 1) {
+      exec("COMMIT");
+      return;
+    }
+  }
+  exec(
+      "CREATE TABLE IF NOT EXISTS runs ("
+      " run_id TEXT PRIMARY KEY, run_number INTEGER NOT NULL UNIQUE, script TEXT NOT NULL,"
+      " target TEXT NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+      " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER);"
+      "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
+      "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);"
+      "PRAGMA user_version = 1;");
+  exec("COMMIT");
+  if (!existed) rebuild_index();
+}
+
+void HistoryStore::rebuild_index() {
+  std::error_code ec;
+  std::vector<RunRecord> records;
+  for (const auto& entry : fs::directory_iterator(runs_dir(), ec)) {
+    auto text = read_file_if_exists(entry.path() / "run.json");
+    if (!text) continue;
+    auto json = nlohmann::json::parse(*text, nullptr, false);
+    if (json.is_discarded()) continue;
+    records.push_back(RunRecord::from_json(json));
+  }
+  if (records.empty()) return;
+  exec("BEGIN IMMEDIATE");
+  for (const auto& record : records) upsert(record);
+  exec("COMMIT");
+}
+
+void HistoryStore::upsert(const RunRecord& r) {
+  Statement stmt(m_db,
+                 "INSERT INTO runs(run_id, run_number, script, target, status, created_ms,"
+                 " start_ms, end_ms, exit_code) VALUES(?,?,?,?,?,?,?,?,?)"
+                 " ON CONFLICT(run_id) DO UPDATE SET status=excluded.status,"
+                 " start_ms=excluded.start_ms, end_ms=excluded.end_ms, exit_code=excluded.exit_code");
+  if (!stmt.ok()) fail("preparing an update");
+  stmt.bind(1, r.run_id);
+  stmt.bind(2, r.run_number);
+  stmt.bind(3, r.script);
+  stmt.bind(4, r.target);
+  stmt.bind(5, r.status);
+  stmt.bind(6, r.created_ms);
+  stmt.bind(7, r.start_ms);
+  stmt.bind(8, r.end_ms);
+  if (r.exit_code) {
+    stmt.bind(9, static_cast<std::int64_t>(*r.exit_code));
+  } else {
+    stmt.bind_null(9);
+  }
+  if (stmt.step() != SQLITE_DONE) fail("recording run " + r.run_id);
+}
+
+void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    Statement number(m_db, "SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs");
+    if (!number.ok() || number.step() != SQLITE_ROW) fail("numbering the run");
+    record.run_number = number.integer(0);
+    for (std::int64_t ms = now_ms;; ++ms) {
+      const std::string candidate = fmt::format("{}_{}", record.project, ms);
+      Statement exists(m_db, "SELECT 1 FROM runs WHERE run_id = ?");
+      exists.bind(1, candidate);
+      if (exists.step() == SQLITE_ROW || fs::exists(run_dir(candidate))) continue;
+      record.run_id = candidate;
+      break;
+    }
+    make_directories(run_dir(record.run_id));
+    atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n");
+    upsert(record);
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+void HistoryStore::save(const RunRecord& record) {
+  atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n");
+  upsert(record);
+}
+
+RunRecord HistoryStore::load(const std::string& run_id) {
+  auto text = run_id.find('/') == std::string::npos && !run_id.empty() && run_id[0] != '.'
+                  ? read_file_if_exists(run_dir(run_id) / "run.json")
+                  : std::nullopt;
+  if (!text) {
+    std::vector<std::string> ids;
+    for (const auto& row : list({"", "", 200})) ids.push_back(row.run_id);
+    throw Error(fmt::format("no run \"{}\" in this project's history{}; see: mlw history list",
+                            run_id, did_you_mean(run_id, ids)));
+  }
+  auto json = nlohmann::json::parse(*text, nullptr, false);
+  if (json.is_discarded()) {
+    throw Error("the record of run " + run_id + " (.mlw/runs/" + run_id + "/run.json) is damaged");
+  }
+  return RunRecord::from_json(json);
+}
+
+std::optional<std::string> HistoryStore::last_run_id() {
+  auto rows = list({"", "", 1});
+  if (rows.empty()) return std::nullopt;
+  return rows.front().run_id;
+}
+
+std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
+  std::string sql =
+      "SELECT run_id, run_number, script, target, status, created_ms, start_ms, end_ms, exit_code"
+      " FROM runs WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR status = ?2)"
+      " ORDER BY run_number DESC";
+  if (query.top > 0) sql += " LIMIT " + std::to_string(query.top);
+  Statement stmt(m_db, sql.c_str());
+  if (!stmt.ok()) fail("listing runs");
+  stmt.bind(1, query.target);
+  stmt.bind(2, query.status);
+  std::vector<RunSummary> rows;
+  int rc;
+  while ((rc = stmt.step()) == SQLITE_ROW) {
+    RunSummary row;
+    row.run_id = stmt.text(0);
+    row.run_number = stmt.integer(1);
+    row.script = stmt.text(2);
+    row.target = stmt.text(3);
+    row.status = stmt.text(4);
+    row.created_ms = stmt.integer(5);
+    row.start_ms = stmt.integer(6);
+    row.end_ms = stmt.integer(7);
+    if (!stmt.is_null(8)) row.exit_code = static_cast<int>(stmt.integer(8));
+    rows.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) fail("listing runs");
+  return rows;
+}
+
+int HistoryStore::reconcile_lost(const std::string& host) {
+  std::vector<std::string> live;
+  {
+    Statement stmt(m_db, (std::string("SELECT run_id FROM runs WHERE status IN ") + k_live_statuses).c_str());
+    if (!stmt.ok()) fail("checking live runs");
+    while (stmt.step() == SQLITE_ROW) live.push_back(stmt.text(0));
+  }
+  int lost = 0;
+  const std::string this_boot = boot_id();
+  for (const auto& run_id : live) {
+    auto text = read_file_if_exists(run_dir(run_id) / "run.json");
+    if (!text) continue;
+    auto json = nlohmann::json::parse(*text, nullptr, false);
+    if (json.is_discarded()) continue;
+    RunRecord record = RunRecord::from_json(json);
+    if (record.host != host || status::is_final(record.status)) continue;
+    const auto started = process_start_time(record.pid);
+    const bool alive =
+        record.boot_id == this_boot && started && (record.pid_start == 0 || *started == record.pid_start);
+    if (alive) continue;
+    // Read again: the supervisor writes its final record before it exits.
+    record = load(run_id);
+    if (status::is_final(record.status)) continue;
+    record.status = status::k_lost;
+    record.problems.push_back(fmt::format(
+        "the process that supervised the run (pid {}) is gone: the machine restarted or mlw was "
+        "killed",
+        record.pid));
+    save(record);
+    ++lost;
+  }
+  return lost;
+}
+
+}  // namespace mlw

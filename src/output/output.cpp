@@ -1,0 +1,154 @@
+#include "mlw/output/output.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <ostream>
+
+#include "mlw/util/error.hpp"
+
+namespace mlw {
+
+OutputFormat parse_output_format(const std::string& text) {
+  if (text == "table") return OutputFormat::Table;
+  if (text == "json") return OutputFormat::Json;
+  if (text == "tsv") return OutputFormat::Tsv;
+  if (text == "yaml") return OutputFormat::Yaml;
+  throw UsageError("output format must be table, json, tsv or yaml (got \"" + text + "\")");
+}
+
+std::string cell_text(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) {
+    std::string text = value.dump();
+    return text;
+  }
+  return value.dump();
+}
+
+namespace {
+
+std::size_t display_width(const std::string& text) {
+  std::size_t width = 0;
+  for (unsigned char c : text) width += (c & 0xC0) != 0x80 ? 1 : 0;
+  return width;
+}
+
+void emit(YAML::Emitter& out, const nlohmann::json& value) {
+  if (value.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [key, item] : value.items()) {
+      out << YAML::Key << key << YAML::Value;
+      emit(out, item);
+    }
+    out << YAML::EndMap;
+  } else if (value.is_array()) {
+    out << YAML::BeginSeq;
+    for (const auto& item : value) emit(out, item);
+    out << YAML::EndSeq;
+  } else if (value.is_null()) {
+    out << YAML::Null;
+  } else if (value.is_string()) {
+    out << YAML::DoubleQuoted << value.get<std::string>();
+  } else {
+    out << value.dump();
+  }
+}
+
+}  // namespace
+
+std::string to_yaml(const nlohmann::json& value) {
+  YAML::Emitter out;
+  emit(out, value);
+  return std::string(out.c_str()) + "\n";
+}
+
+void Output::print_list(const nlohmann::json& rows, const std::vector<Column>& columns) const {
+  switch (m_format) {
+    case OutputFormat::Json:
+      m_out << rows.dump(2) << "\n";
+      return;
+    case OutputFormat::Yaml:
+      m_out << (rows.empty() ? std::string("[]\n") : to_yaml(rows));
+      return;
+    case OutputFormat::Tsv:
+      for (const auto& row : rows) {
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+          std::string text = cell_text(row.value(columns[i].key, nlohmann::json()));
+          std::replace(text.begin(), text.end(), '\t', ' ');
+          std::replace(text.begin(), text.end(), '\n', ' ');
+          m_out << (i ? "\t" : "") << text;
+        }
+        m_out << "\n";
+      }
+      return;
+    case OutputFormat::Table: {
+      std::vector<std::vector<std::string>> cells;
+      std::vector<std::size_t> widths;
+      for (const auto& column : columns) widths.push_back(display_width(column.header));
+      for (const auto& row : rows) {
+        std::vector<std::string> line;
+        for (std::size_t i = 0; i < columns.size(); ++i) {
+          line.push_back(cell_text(row.value(columns[i].key, nlohmann::json())));
+          widths[i] = std::max(widths[i], display_width(line.back()));
+        }
+        cells.push_back(std::move(line));
+      }
+      auto print_line = [&](const std::vector<std::string>& line) {
+        std::string text;
+        for (std::size_t i = 0; i < line.size(); ++i) {
+          text += line[i];
+          if (i + 1 < line.size()) text += std::string(widths[i] - display_width(line[i]) + 2, ' ');
+        }
+        m_out << text << "\n";
+      };
+      std::vector<std::string> headers;
+      for (const auto& column : columns) headers.push_back(column.header);
+      print_line(headers);
+      for (const auto& line : cells) print_line(line);
+      return;
+    }
+  }
+}
+
+void Output::print_object(const nlohmann::json& object) const {
+  switch (m_format) {
+    case OutputFormat::Json:
+      m_out << object.dump(2) << "\n";
+      return;
+    case OutputFormat::Yaml:
+      m_out << to_yaml(object);
+      return;
+    case OutputFormat::Tsv:
+      for (const auto& [key, value] : object.items()) {
+        m_out << key << "\t" << (value.is_structured() ? value.dump() : cell_text(value)) << "\n";
+      }
+      return;
+    case OutputFormat::Table: {
+      std::size_t width = 0;
+      for (const auto& [key, value] : object.items()) width = std::max(width, key.size());
+      for (const auto& [key, value] : object.items()) {
+        m_out << key << std::string(width - key.size() + 2, ' ');
+        if (value.is_object() && !value.empty()) {
+          m_out << "\n";
+          for (const auto& [inner, item] : value.items()) {
+            m_out << "  " << inner << ": "
+                  << (item.is_structured() ? item.dump() : cell_text(item)) << "\n";
+          }
+        } else if (value.is_array()) {
+          std::string text;
+          for (const auto& item : value) {
+            text += (text.empty() ? "" : ", ") + (item.is_structured() ? item.dump() : cell_text(item));
+          }
+          m_out << text << "\n";
+        } else {
+          m_out << (value.is_object() ? "" : cell_text(value)) << "\n";
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace mlw

@@ -1,0 +1,288 @@
+#include "mlw/snapshot/manifest.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
+#include <spdlog/spdlog.h>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "mlw/snapshot/ignore.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/sha256.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+struct CachedHash {
+  std::uint64_t size;
+  std::int64_t mtime_ns;
+  std::int64_t ctime_ns;
+  std::uint64_t inode;
+  std::string sha256;
+};
+
+using HashCache = std::unordered_map<std::string, CachedHash>;
+
+std::int64_t nanoseconds(const timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
+
+HashCache load_cache(const fs::path& path) {
+  HashCache cache;
+  auto text = read_file_if_exists(path);
+  if (!text) return cache;
+  for (const auto& line : split(*text, '\n')) {
+    auto fields = split(line, '\t');
+    if (fields.size() != 6 || fields[5].size() != 64) continue;
+    try {
+      cache[fields[0]] = {std::stoull(fields[1]), std::stoll(fields[2]), std::stoll(fields[3]),
+                          std::stoull(fields[4]), fields[5]};
+    } catch (const std::exception&) {
+    }
+  }
+  return cache;
+}
+
+void save_cache(const fs::path& path, const HashCache& cache) {
+  // Entries changed in the last two seconds are left out: a file rewritten again within the
+  // clock's resolution could keep its times, so such files are hashed afresh next time.
+  const std::int64_t recent = (static_cast<std::int64_t>(::time(nullptr)) - 2) * 1000000000LL;
+  std::string text;
+  for (const auto& [name, entry] : cache) {
+    if (entry.mtime_ns >= recent || entry.ctime_ns >= recent) continue;
+    text += fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", name, entry.size, entry.mtime_ns,
+                        entry.ctime_ns, entry.inode, entry.sha256);
+  }
+  try {
+    atomic_write_file(path, text);
+  } catch (const Error& e) {
+    spdlog::debug("hash cache not saved: {}", e.what());
+  }
+}
+
+fs::path object_path(const fs::path& objects_dir, const std::string& sha256, bool executable) {
+  return objects_dir / sha256.substr(0, 2) / (sha256 + (executable ? ".x" : ""));
+}
+
+bool is_executable(std::uint32_t mode) { return (mode & 0111) != 0; }
+
+/// A stored object is valid while it keeps the size and the zero mtime it was given: writing
+/// through a hard link in a run's snapshot changes the mtime, and such an object is replaced.
+bool object_intact(const fs::path& object, std::uint64_t size) {
+  struct stat info {};
+  return ::stat(object.c_str(), &info) == 0 && static_cast<std::uint64_t>(info.st_size) == size &&
+         info.st_mtim.tv_sec == 0 && info.st_mtim.tv_nsec == 0;
+}
+
+/// Copies `source` into the store while hashing it; returns the hash of what was copied.
+std::string store_object(const fs::path& source, const fs::path& objects_dir, bool executable) {
+  make_directories(objects_dir);
+  std::random_device random;
+  const fs::path temp = objects_dir / fmt::format(".in-{}-{}", ::getpid(), random());
+  const int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw Error("cannot read " + source.string() + ": " + errno_text(errno));
+  const int out = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0) {
+    const int err = errno;
+    ::close(in);
+    throw Error("cannot write to the snapshot store " + objects_dir.string() + ": " +
+                errno_text(err));
+  }
+  Sha256 hash;
+  char buffer[1 << 16];
+  std::string failure;
+  while (failure.empty()) {
+    const ssize_t n = ::read(in, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) failure = "cannot read " + source.string() + ": " + errno_text(errno);
+    if (n <= 0) break;
+    hash.update(std::string_view(buffer, static_cast<std::size_t>(n)));
+    for (ssize_t done = 0; done < n && failure.empty();) {
+      const ssize_t w = ::write(out, buffer + done, static_cast<std::size_t>(n - done));
+      if (w < 0 && errno != EINTR) failure = "cannot write to the snapshot store: " + errno_text(errno);
+      if (w > 0) done += w;
+    }
+  }
+  ::close(in);
+  const timespec zero_times[2] = {{0, 0}, {0, 0}};
+  if (failure.empty() && (::futimens(out, zero_times) != 0 || ::fchmod(out, executable ? 0555 : 0444) != 0)) {
+    failure = "cannot prepare a snapshot object: " + errno_text(errno);
+  }
+  ::close(out);
+  if (!failure.empty()) {
+    ::unlink(temp.c_str());
+    throw Error(failure);
+  }
+  const std::string digest = hash.hex_digest();
+  const fs::path final_path = object_path(objects_dir, digest, executable);
+  make_directories(final_path.parent_path());
+  if (::rename(temp.c_str(), final_path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw Error("cannot write to the snapshot store: " + errno_text(err));
+  }
+  return digest;
+}
+
+bool inside(const fs::path& root, const fs::path& candidate) {
+  auto relative = candidate.lexically_relative(root);
+  return !relative.empty() && !relative.native().starts_with("..");
+}
+
+struct Walker {
+  fs::path root;
+  fs::path canonical_root;
+  fs::path objects_dir;
+  IgnoreRules rules;
+  HashCache cache;
+  HashCache fresh;
+  Manifest manifest;
+
+  void add_file(const std::string& relative, const fs::path& full, const struct stat& info) {
+    ManifestEntry entry;
+    entry.path = relative;
+    entry.size = static_cast<std::uint64_t>(info.st_size);
+    entry.mode = info.st_mode & 0777;
+    const bool executable = is_executable(entry.mode);
+    const auto cached = cache.find(relative);
+    const bool hit = cached != cache.end() && cached->second.size == entry.size &&
+                     cached->second.mtime_ns == nanoseconds(info.st_mtim) &&
+                     cached->second.ctime_ns == nanoseconds(info.st_ctim) &&
+                     cached->second.inode == info.st_ino;
+    if (hit && object_intact(object_path(objects_dir, cached->second.sha256, executable), entry.size)) {
+      entry.sha256 = cached->second.sha256;
+    } else {
+      entry.sha256 = store_object(full, objects_dir, executable);
+    }
+    fresh[relative] = {entry.size, nanoseconds(info.st_mtim), nanoseconds(info.st_ctim),
+                       info.st_ino, entry.sha256};
+    manifest.entries.push_back(std::move(entry));
+  }
+
+  void add_symlink(const std::string& relative, const std::string& prefix, const fs::path& full) {
+    std::error_code ec;
+    const fs::path resolved = fs::weakly_canonical(full, ec);
+    if (ec || !inside(canonical_root, resolved) || !fs::exists(resolved, ec)) {
+      manifest.warnings.push_back("skipped symlink " + relative +
+                                  ": it points outside the project (or nowhere)");
+      return;
+    }
+    ManifestEntry entry;
+    entry.path = relative;
+    entry.link_target = resolved.lexically_relative(canonical_root / prefix).string();
+    entry.mode = 0777;
+    manifest.entries.push_back(std::move(entry));
+  }
+
+  void walk(const fs::path& folder, const std::string& prefix) {
+    std::error_code ec;
+    fs::directory_iterator it(folder, ec);
+    if (ec) throw Error("cannot read folder " + folder.string() + ": " + ec.message());
+    for (const auto& dirent : it) {
+      const std::string name = dirent.path().filename().string();
+      const std::string relative = prefix.empty() ? name : prefix + "/" + name;
+      struct stat info {};
+      if (::lstat(dirent.path().c_str(), &info) != 0) continue;
+      const bool is_dir = S_ISDIR(info.st_mode);
+      if (name == ".git" || (prefix.empty() && (name == ".mlw" || name == "outputs"))) continue;
+      if (rules.ignored(relative, is_dir)) continue;
+      if (is_dir) {
+        walk(dirent.path(), relative);
+      } else if (S_ISREG(info.st_mode)) {
+        add_file(relative, dirent.path(), info);
+      } else if (S_ISLNK(info.st_mode)) {
+        add_symlink(relative, prefix, dirent.path());
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::string Manifest::hash() const {
+  Sha256 hash;
+  for (const auto& entry : entries) {
+    hash.update(fmt::format("{}\0{:o}\0{}\0{}\n", entry.path, entry.mode, entry.sha256,
+                            entry.link_target));
+  }
+  return hash.hex_digest();
+}
+
+std::uint64_t Manifest::total_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& entry : entries) total += entry.size;
+  return total;
+}
+
+nlohmann::json Manifest::to_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& entry : entries) {
+    nlohmann::json item = {{"path", entry.path}, {"size", entry.size},
+                           {"mode", fmt::format("{:04o}", entry.mode)}};
+    if (entry.link_target.empty()) {
+      item["sha256"] = entry.sha256;
+    } else {
+      item["link"] = entry.link_target;
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+Manifest build_snapshot(const fs::path& root, const fs::path& objects_dir,
+                        const fs::path& hash_cache) {
+  Walker walker;
+  walker.root = root;
+  std::error_code ec;
+  walker.canonical_root = fs::weakly_canonical(root, ec);
+  walker.objects_dir = objects_dir;
+  if (auto text = read_file_if_exists(root / ".amlignore")) walker.rules.add_text(*text);
+  walker.cache = load_cache(hash_cache);
+  walker.walk(root, "");
+  std::sort(walker.manifest.entries.begin(), walker.manifest.entries.end(),
+            [](const auto& a, const auto& b) { return a.path < b.path; });
+  if (walker.fresh.size() != walker.cache.size() ||
+      std::any_of(walker.fresh.begin(), walker.fresh.end(), [&](const auto& item) {
+        auto old = walker.cache.find(item.first);
+        return old == walker.cache.end() || old->second.mtime_ns != item.second.mtime_ns ||
+               old->second.ctime_ns != item.second.ctime_ns;
+      })) {
+    save_cache(hash_cache, walker.fresh);
+  }
+  return std::move(walker.manifest);
+}
+
+void materialize_snapshot(const Manifest& manifest, const fs::path& objects_dir,
+                          const fs::path& destination) {
+  make_directories(destination);
+  std::string last_folder;
+  for (const auto& entry : manifest.entries) {
+    const fs::path target = destination / entry.path;
+    const std::string folder = target.parent_path().string();
+    if (folder != last_folder) {
+      make_directories(target.parent_path());
+      last_folder = folder;
+    }
+    if (!entry.link_target.empty()) {
+      if (::symlink(entry.link_target.c_str(), target.c_str()) != 0) {
+        throw Error("cannot create " + target.string() + ": " + errno_text(errno));
+      }
+      continue;
+    }
+    const fs::path object = object_path(objects_dir, entry.sha256, is_executable(entry.mode));
+    if (::link(object.c_str(), target.c_str()) == 0) continue;
+    std::error_code ec;
+    fs::copy_file(object, target, ec);
+    if (ec) throw Error("cannot create " + target.string() + ": " + ec.message());
+    ::chmod(target.c_str(), entry.mode);
+  }
+}
+
+}  // namespace mlw

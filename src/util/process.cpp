@@ -1,0 +1,102 @@
+#include "mlw/util/process.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "mlw/util/fs.hpp"
+#include "mlw/util/strings.hpp"
+
+extern char** environ;
+
+namespace mlw {
+
+std::map<std::string, std::string> current_environment() {
+  std::map<std::string, std::string> env;
+  for (char** item = environ; item && *item; ++item) {
+    const std::string entry(*item);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+int exit_code_from_wait_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::optional<ProcessResult> SystemProcessRunner::run(const ProcessSpec& spec) {
+  if (spec.argv.empty()) return std::nullopt;
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], 1);
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    ::dup2(null_fd, 0);
+    ::dup2(null_fd, 2);
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ::_exit(127);
+    if (spec.env.empty()) {
+      ::execvp(argv[0], argv.data());
+    } else {
+      ::execvpe(argv[0], argv.data(), envp.data());
+    }
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  ProcessResult result;
+  char buffer[4096];
+  while (true) {
+    const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    result.output.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = exit_code_from_wait_status(status);
+  return result;
+}
+
+std::optional<unsigned long long> process_start_time(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  auto text = read_file_if_exists("/proc/" + std::to_string(pid) + "/stat");
+  if (!text) return std::nullopt;
+  const auto close = text->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  // Fields after the command name start at field 3; the start time is field 22.
+  auto fields = split(trim(text->substr(close + 2)), ' ');
+  if (fields.size() < 20) return std::nullopt;
+  if (fields[0] == "Z" || fields[0] == "X") return std::nullopt;
+  try {
+    return std::stoull(fields[19]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string boot_id() {
+  auto text = read_file_if_exists("/proc/sys/kernel/random/boot_id");
+  return text ? trim(*text) : std::string();
+}
+
+}  // namespace mlw
