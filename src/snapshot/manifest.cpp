@@ -209,8 +209,12 @@ struct Walker {
 std::string Manifest::hash() const {
   Sha256 hash;
   for (const auto& entry : entries) {
-    hash.update(fmt::format("{}\0{:o}\0{}\0{}\n", entry.path, entry.mode, entry.sha256,
-                            entry.link_target));
+    const char separator = '\0';
+    for (const std::string& field :
+         {entry.path, fmt::format("{:o}", entry.mode), entry.sha256, entry.link_target}) {
+      hash.update(field);
+      hash.update(std::string_view(&separator, 1));
+    }
   }
   return hash.hex_digest();
 }

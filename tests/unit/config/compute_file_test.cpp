@@ -1,0 +1,95 @@
+#include "mlw/config/compute_file.hpp"
+
+#include <gtest/gtest.h>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+
+namespace mlw {
+
+namespace {
+ComputeConfig parse(const std::string& text, std::vector<std::string>* warnings = nullptr) {
+  ConfigDocument doc = parse_config_text(text, "aml_config/x.compute");
+  ComputeConfig config = parse_compute(doc);
+  if (warnings) *warnings = doc.warnings;
+  return config;
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST(ComputeFile, LoadsWorkbench2017FilesUnchanged) {
+  const fs::path data = fs::path(MLW_TEST_DATA_DIR) / "workbench2017";
+  ConfigDocument docker_doc = load_config_file(data / "docker.compute", "docker.compute");
+  const ComputeConfig docker = parse_compute(docker_doc);
+  EXPECT_EQ(docker.type, "docker");  // localdocker is an alias
+  EXPECT_EQ(docker.base_docker_image, "microsoft/mmlspark:plus-0.7.91");
+  EXPECT_TRUE(docker.shared_volumes);
+  EXPECT_TRUE(docker_doc.warnings.empty());
+
+  ConfigDocument vm_doc = load_config_file(data / "my_dsvm.compute", "my_dsvm.compute");
+  const ComputeConfig vm = parse_compute(vm_doc);
+  EXPECT_EQ(vm.type, "remotedocker");
+  EXPECT_TRUE(vm.nvidia_docker);
+  EXPECT_EQ(vm.address, "my-dsvm.eastus2.cloudapp.azure.com");
+  EXPECT_EQ(vm.password.rfind("AzureMlSecret=", 0), 0u);
+
+  ConfigDocument local_doc = load_config_file(data / "local.compute", "local.compute");
+  EXPECT_EQ(parse_compute(local_doc).python_location, "python");
+}
+
+TEST(ComputeFile, WrongTypeNamesFileLineAndColumn) {
+  EXPECT_EQ(error_of("type: docker\nbaseDockerImage: x\n\nnvidiaDocker: maybe\n"),
+            "aml_config/x.compute:4:15: nvidiaDocker must be true or false");
+  EXPECT_EQ(error_of("type: local\nnodes: many\n"), "aml_config/x.compute:2:8: nodes must be a whole number");
+}
+
+TEST(ComputeFile, UnknownTypeSuggestsTheNearest) {
+  EXPECT_EQ(error_of("type: remotedoker\n"),
+            "aml_config/x.compute:1:7: type must be one of local, docker, localdocker, remotedocker, "
+            "remote, slurm (got \"remotedoker\") (did you mean \"remotedocker\"?)");
+}
+
+TEST(ComputeFile, MissingTypeIsAnError) {
+  EXPECT_NE(error_of("address: x\n").find("\"type\" is missing"), std::string::npos);
+}
+
+TEST(ComputeFile, MalformedYamlIsAnErrorWithPosition) {
+  EXPECT_EQ(error_of("type: local\n  bad: [\n").rfind("aml_config/x.compute:", 0), 0u);
+  EXPECT_NE(error_of("type: local\n  bad: [\n").find("malformed YAML"), std::string::npos);
+  EXPECT_NE(error_of("- a\n- b\n").find("expected a mapping"), std::string::npos);
+}
+
+TEST(ComputeFile, UnknownKeyWarnsWithLineAndSuggestion) {
+  std::vector<std::string> warnings;
+  parse("type: docker\nnvidiaDoker: true\n", &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "aml_config/x.compute:2: unknown key \"nvidiaDoker\" (did you mean \"nvidiaDocker\"?)");
+}
+
+TEST(ComputeFile, RenderedFileParsesBackToTheSameValues) {
+  ComputeConfig config;
+  config.type = "remotedocker";
+  config.address = "[::1]:2222";
+  config.username = "me \"quoted\"";
+  config.docker_run_args = {"--shm-size=8g", "--ulimit", "memlock=-1"};
+  config.nvidia_docker = true;
+  const std::string text = render_compute(config, "vm");
+  EXPECT_NE(text.find("# SSH endpoint"), std::string::npos);  // comments explain keys
+  EXPECT_EQ(text.find("pythonLocation"), std::string::npos);  // only keys of this type
+  const ComputeConfig back = parse(text);
+  EXPECT_EQ(back.address, config.address);
+  EXPECT_EQ(back.username, config.username);
+  EXPECT_EQ(back.docker_run_args, config.docker_run_args);
+  EXPECT_TRUE(back.nvidia_docker);
+}
+
+}  // namespace mlw

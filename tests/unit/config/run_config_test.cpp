@@ -1,0 +1,67 @@
+#include "mlw/config/run_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+
+namespace mlw {
+
+TEST(RunConfig, LoadsWorkbenchYamlWithIgnoredKeysNoted) {
+  const fs::path data = fs::path(MLW_TEST_DATA_DIR) / "workbench2017";
+  ConfigDocument doc = load_config_file(data / "docker.runconfig", "docker.runconfig");
+  std::vector<std::string> ignored;
+  const RunConfig config = parse_run_config(doc, &ignored);
+  EXPECT_EQ(config.target, "docker");
+  EXPECT_EQ(config.framework, "PySpark");
+  EXPECT_EQ(config.environment_variables.at("EXAMPLE_ENV_VAR"), "Example Value");
+  EXPECT_EQ(ignored, (std::vector<std::string>{"DataSourceSubstitutions", "UseSampling"}));
+  EXPECT_TRUE(doc.warnings.empty());
+}
+
+TEST(RunConfig, LoadsThe2017JsonFormat) {
+  const fs::path data = fs::path(MLW_TEST_DATA_DIR) / "workbench2017";
+  ConfigDocument doc = load_config_file(data / "local.runconfig", "local.runconfig");
+  const RunConfig config = parse_run_config(doc);
+  EXPECT_EQ(config.argument_vector, std::vector<std::string>{"$file"});
+  EXPECT_EQ(config.framework, "Python");
+  EXPECT_FALSE(config.prepare_environment);
+}
+
+TEST(RunConfig, NullEnvironmentIsEmptyAndMissingFrameworkIsPySpark) {
+  ConfigDocument doc = parse_config_text("Target: x\nEnvironmentVariables: null\n", "r");
+  const RunConfig config = parse_run_config(doc);
+  EXPECT_TRUE(config.environment_variables.empty());
+  EXPECT_EQ(config.framework, "PySpark");  // Workbench's default
+}
+
+TEST(RunConfig, BadFrameworkIsAnErrorWithPosition) {
+  ConfigDocument doc = parse_config_text("Target: x\nFramework: Pythn\n", "aml_config/l.runconfig");
+  try {
+    parse_run_config(doc);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "aml_config/l.runconfig:2:12: Framework must be one of Python, PySpark (got \"Pythn\") "
+              "(did you mean \"Python\"?)");
+  }
+}
+
+TEST(RunConfig, ArgumentVectorReplacesFileThenAppendsArguments) {
+  RunConfig config;
+  config.argument_vector = {"-u", "$file", "--fixed"};
+  EXPECT_EQ(expand_argument_vector(config, "train.py", {"--epochs", "3"}),
+            (std::vector<std::string>{"-u", "train.py", "--fixed", "--epochs", "3"}));
+}
+
+TEST(RunConfig, DefaultForNewTargetsIsPythonAndRoundTrips) {
+  const RunConfig config = default_run_config("gpu");
+  ConfigDocument doc = parse_config_text(render_run_config(config, "gpu"), "r");
+  const RunConfig back = parse_run_config(doc);
+  EXPECT_EQ(back.target, "gpu");
+  EXPECT_EQ(back.framework, "Python");
+  EXPECT_TRUE(back.prepare_environment);
+  EXPECT_TRUE(doc.warnings.empty());
+}
+
+}  // namespace mlw

@@ -1,0 +1,65 @@
+#include "mlw/config/secret_store.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+
+namespace mlw {
+
+class SecretStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/mlw-secrets-XXXXXX";
+    m_dir = fs::path(::mkdtemp(pattern)) / "mlw";
+  }
+  void TearDown() override { fs::remove_all(m_dir.parent_path()); }
+  fs::path m_dir;
+};
+
+TEST_F(SecretStoreTest, StoresBehindAReferenceInAPrivateFile) {
+  SecretStore store(m_dir);
+  const std::string ref = store.put("vm", "me", "p@ss w0rd");
+  EXPECT_EQ(ref.rfind("MlwSecret=vm#me#", 0), 0u);
+  EXPECT_EQ(ref.find("p@ss"), std::string::npos);
+  EXPECT_EQ(store.get(ref), "p@ss w0rd");
+  struct stat info {};
+  ASSERT_EQ(::stat(store.file().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(m_dir.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0700u);
+}
+
+TEST_F(SecretStoreTest, RemoveForgetsTheSecret) {
+  SecretStore store(m_dir);
+  const std::string ref = store.put("vm", "me", "x");
+  EXPECT_TRUE(store.remove(ref));
+  EXPECT_FALSE(store.remove(ref));
+  EXPECT_THROW(store.get(ref), Error);
+}
+
+TEST_F(SecretStoreTest, RefusesAStoreOthersCanRead) {
+  SecretStore store(m_dir);
+  const std::string ref = store.put("vm", "me", "x");
+  ::chmod(store.file().c_str(), 0644);
+  try {
+    store.get(ref);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chmod 600"), std::string::npos);
+  }
+  EXPECT_THROW(store.put("vm2", "me", "y"), Error);
+}
+
+TEST_F(SecretStoreTest, WorkbenchReferenceAsksToReattach) {
+  SecretStore store(m_dir);
+  try {
+    store.get("AzureMlSecret=my_dsvm#azureuser#1234");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("re-attach"), std::string::npos);
+  }
+}
+
+}  // namespace mlw

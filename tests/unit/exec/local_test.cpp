@@ -1,0 +1,56 @@
+#include "mlw/exec/local.hpp"
+
+#include <gtest/gtest.h>
+
+namespace mlw {
+
+namespace {
+RunPlan plan_for(const std::string& script, std::vector<std::string> args) {
+  RunPlan plan;
+  plan.project = {"/p/demo", "demo"};
+  plan.target_name = "local";
+  plan.run_config = default_run_config("local");
+  plan.run_config.environment_variables = {{"FROM_RUNCONFIG", "1"}, {"MLW_RUN_ID", "spoofed"}};
+  plan.script = script;
+  plan.arguments = std::move(args);
+  plan.extra_env = {{"FROM_CLI", "two words"}};
+  plan.run_dir = "/p/demo/.mlw/runs/demo_1";
+  plan.helper_dir = "/p/demo/.mlw/python/abc";
+  plan.record.run_id = "demo_1";
+  plan.compute.native_shared_directory = "/share";
+  return plan;
+}
+}  // namespace
+
+TEST(BuildLocalCommand, InterpreterScriptThenArgumentsUnchanged) {
+  const auto spec = build_local_command(plan_for("train.py", {"--x", "", "a b", "$(id)"}),
+                                        "/usr/bin/python3", {{"PATH", "/bin"}});
+  EXPECT_EQ(spec.argv, (std::vector<std::string>{"/usr/bin/python3", "train.py", "--x", "", "a b", "$(id)"}));
+  EXPECT_EQ(spec.cwd, std::filesystem::path("/p/demo/.mlw/runs/demo_1/snapshot"));
+}
+
+TEST(BuildLocalCommand, SetsRunVariablesOverUserOnes) {
+  const auto spec = build_local_command(plan_for("t.py", {}), "python3",
+                                        {{"PATH", "/bin"}, {"PYTHONPATH", "/mine"}});
+  EXPECT_EQ(spec.env.at("PATH"), "/bin");
+  EXPECT_EQ(spec.env.at("FROM_RUNCONFIG"), "1");
+  EXPECT_EQ(spec.env.at("FROM_CLI"), "two words");
+  EXPECT_EQ(spec.env.at("MLW_RUN_ID"), "demo_1");
+  EXPECT_EQ(spec.env.at("MLW_TARGET"), "local");
+  EXPECT_EQ(spec.env.at("MLW_PROJECT"), "demo");
+  EXPECT_EQ(spec.env.at("MLW_OUTPUTS_DIR"), "/p/demo/.mlw/runs/demo_1/snapshot/outputs");
+  EXPECT_EQ(spec.env.at("MLW_METRICS_FILE"), "/p/demo/.mlw/runs/demo_1/metrics.jsonl");
+  EXPECT_EQ(spec.env.at("MLW_SHARE_DIR"), "/share");
+  EXPECT_EQ(spec.env.at("AZUREML_NATIVE_SHARE_DIRECTORY"), "/share");
+  EXPECT_EQ(spec.env.at("PYTHONUNBUFFERED"), "1");
+  EXPECT_EQ(spec.env.at("PYTHONPATH"), "/p/demo/.mlw/python/abc:/mine");
+}
+
+TEST(BuildLocalCommand, ArgumentVectorWithExtraWords) {
+  RunPlan plan = plan_for("t.py", {"1"});
+  plan.run_config.argument_vector = {"-X", "dev", "$file", "fixed"};
+  const auto spec = build_local_command(plan, "python3", {});
+  EXPECT_EQ(spec.argv, (std::vector<std::string>{"python3", "-X", "dev", "t.py", "fixed", "1"}));
+}
+
+}  // namespace mlw

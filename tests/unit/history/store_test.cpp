@@ -1,0 +1,158 @@
+#include "mlw/history/store.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "mlw/history/collect.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/process.hpp"
+
+namespace mlw {
+
+class HistoryStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/mlw-history-XXXXXX";
+    m_dir = fs::path(::mkdtemp(pattern)) / ".mlw";
+  }
+  void TearDown() override { fs::remove_all(m_dir.parent_path()); }
+  RunRecord new_record(const std::string& script = "train.py") {
+    RunRecord r;
+    r.project = "demo";
+    r.script = script;
+    r.target = "local";
+    r.host = "h";
+    return r;
+  }
+  fs::path m_dir;
+};
+
+TEST_F(HistoryStoreTest, SameMillisecondGivesDistinctIdsAndNumbers) {
+  HistoryStore store(m_dir);
+  RunRecord a = new_record(), b = new_record();
+  store.create(a, 1000);
+  store.create(b, 1000);
+  EXPECT_EQ(a.run_id, "demo_1000");
+  EXPECT_EQ(b.run_id, "demo_1001");
+  EXPECT_EQ(a.run_number, 1);
+  EXPECT_EQ(b.run_number, 2);
+}
+
+TEST_F(HistoryStoreTest, SaveUpdatesRecordAndIndex) {
+  HistoryStore store(m_dir);
+  RunRecord r = new_record();
+  store.create(r, 5);
+  r.status = status::k_completed;
+  r.exit_code = 3;
+  r.metrics = {{"acc", 0.5}};
+  store.save(r);
+  const RunRecord back = store.load(r.run_id);
+  EXPECT_EQ(back.status, "Completed");
+  EXPECT_EQ(back.exit_code, 3);
+  EXPECT_EQ(back.metrics["acc"], 0.5);
+  const auto rows = store.list({"", "Completed", 0});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].exit_code, 3);
+}
+
+TEST_F(HistoryStoreTest, ListFiltersAndLimitsNewestFirst) {
+  HistoryStore store(m_dir);
+  for (int i = 0; i < 5; ++i) {
+    RunRecord r = new_record("s" + std::to_string(i) + ".py");
+    if (i % 2) r.target = "docker";
+    store.create(r, 100 + i);
+  }
+  const auto top = store.list({"", "", 2});
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].script, "s4.py");
+  EXPECT_EQ(store.list({"docker", "", 0}).size(), 2u);
+}
+
+TEST_F(HistoryStoreTest, UnknownRunSuggestsANearOne) {
+  HistoryStore store(m_dir);
+  RunRecord r = new_record();
+  store.create(r, 123456);
+  try {
+    store.load("demo_123457");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean \"demo_123456\""), std::string::npos);
+  }
+  EXPECT_THROW(store.load("../../etc"), Error);
+}
+
+TEST_F(HistoryStoreTest, LiveRunWithoutItsProcessBecomesLost) {
+  HistoryStore store(m_dir);
+  RunRecord gone = new_record();
+  gone.status = status::k_running;
+  gone.pid = 999999;  // above the default pid_max: no such process
+  gone.boot_id = boot_id();
+  store.create(gone, 1);
+  RunRecord alive = new_record();
+  alive.status = status::k_running;
+  alive.pid = ::getpid();
+  alive.pid_start = process_start_time(::getpid()).value();
+  alive.boot_id = boot_id();
+  store.create(alive, 2);
+  RunRecord other_host = new_record();
+  other_host.status = status::k_running;
+  other_host.host = "elsewhere";
+  store.create(other_host, 3);
+  EXPECT_EQ(store.reconcile_lost("h"), 1);
+  EXPECT_EQ(store.load(gone.run_id).status, "Lost");
+  EXPECT_EQ(store.load(alive.run_id).status, "Running");
+  EXPECT_EQ(store.load(other_host.run_id).status, "Running");
+}
+
+TEST_F(HistoryStoreTest, MissingIndexIsRebuiltFromRunFolders) {
+  std::string id;
+  {
+    HistoryStore store(m_dir);
+    RunRecord r = new_record();
+    store.create(r, 77);
+    id = r.run_id;
+  }
+  fs::remove(m_dir / "history.db");
+  fs::remove(m_dir / "history.db-wal");
+  fs::remove(m_dir / "history.db-shm");
+  HistoryStore again(m_dir);
+  const auto rows = again.list({});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].run_id, id);
+}
+
+TEST_F(HistoryStoreTest, DamagedDatabaseIsAClearErrorAndRunsAreUntouched) {
+  {
+    HistoryStore store(m_dir);
+    RunRecord r = new_record();
+    store.create(r, 1);
+  }
+  fs::remove(m_dir / "history.db-wal");
+  fs::remove(m_dir / "history.db-shm");
+  atomic_write_file(m_dir / "history.db", std::string(8192, 'Z'));
+  try {
+    HistoryStore store(m_dir);
+    store.list({});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(m_dir / "runs" / "demo_1" / "run.json"));
+}
+
+TEST(Collect, LastMetricValuesAndSeries) {
+  char pattern[] = "/tmp/mlw-metrics-XXXXXX";
+  const fs::path dir = ::mkdtemp(pattern);
+  atomic_write_file(dir / "m.jsonl",
+                    "{\"name\":\"loss\",\"value\":1.0}\n{\"name\":\"acc\",\"value\":0.1}\nnot json\n"
+                    "{\"name\":\"loss\",\"value\":0.5,\"step\":2}\n");
+  const auto last = last_metric_values(dir / "m.jsonl");
+  EXPECT_EQ(last["loss"], 0.5);
+  EXPECT_EQ(last["acc"], 0.1);
+  EXPECT_EQ(read_metric_series(dir / "m.jsonl")["loss"].size(), 2u);
+  EXPECT_EQ(sparkline({1, 2, 3}), "▁▅█");
+  fs::remove_all(dir);
+}
+
+}  // namespace mlw

@@ -1,0 +1,98 @@
+#include "mlw/snapshot/manifest.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mlw/util/fs.hpp"
+#include "mlw/util/sha256.hpp"
+
+namespace mlw {
+
+class ManifestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/mlw-snap-XXXXXX";
+    m_base = ::mkdtemp(pattern);
+    m_root = m_base / "proj";
+    make_directories(m_root / "aml_config");
+    write("train.py", "print('hi')\n", 0755);
+    write("aml_config/local.compute", "type: local\n");
+    write("data/big.csv", "1,2,3\n");
+    write("data/keep.csv", "4\n");
+    write(".mlw/history.db", "x");
+    write("outputs/old.txt", "x");
+    write(".git/HEAD", "ref: refs/heads/main\n");
+    write("sub/outputs/kept.txt", "nested outputs are project files\n");
+    write(".amlignore", "*.csv\n!keep.csv\n");
+  }
+  void TearDown() override { fs::remove_all(m_base); }
+  void write(const std::string& path, const std::string& text, mode_t mode = 0644) {
+    make_directories((m_root / path).parent_path());
+    atomic_write_file(m_root / path, text, mode);
+  }
+  Manifest build() { return build_snapshot(m_root, m_base / "objects", m_base / "hashes.tsv"); }
+  std::vector<std::string> paths(const Manifest& m) {
+    std::vector<std::string> out;
+    for (const auto& e : m.entries) out.push_back(e.path);
+    return out;
+  }
+  fs::path m_base, m_root;
+};
+
+TEST_F(ManifestTest, ExcludesAmlignoreGitMlwAndTopLevelOutputs) {
+  const Manifest m = build();
+  EXPECT_EQ(paths(m), (std::vector<std::string>{".amlignore", "aml_config/local.compute", "data/keep.csv",
+                                                "sub/outputs/kept.txt", "train.py"}));
+  for (const auto& e : m.entries) {
+    EXPECT_EQ(e.sha256, sha256_file(m_root / e.path)) << e.path;
+  }
+  EXPECT_EQ(m.entries.back().mode, 0755u);
+}
+
+TEST_F(ManifestTest, HashChangesWithContentAndIsStableOtherwise) {
+  const std::string first = build().hash();
+  EXPECT_EQ(build().hash(), first);
+  write("train.py", "print('changed')\n", 0755);
+  EXPECT_NE(build().hash(), first);
+}
+
+TEST_F(ManifestTest, SymlinksLeavingTheProjectAreSkippedWithAWarning) {
+  ASSERT_EQ(::symlink("/etc/passwd", (m_root / "passwd").c_str()), 0);
+  ASSERT_EQ(::symlink("train.py", (m_root / "alias.py").c_str()), 0);
+  const Manifest m = build();
+  const auto p = paths(m);
+  EXPECT_EQ(std::count(p.begin(), p.end(), "passwd"), 0);
+  EXPECT_EQ(std::count(p.begin(), p.end(), "alias.py"), 1);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_NE(m.warnings[0].find("passwd"), std::string::npos);
+}
+
+TEST_F(ManifestTest, MaterializedTreeHasTheSameFilesAndModes) {
+  ASSERT_EQ(::symlink("train.py", (m_root / "alias.py").c_str()), 0);
+  const Manifest m = build();
+  materialize_snapshot(m, m_base / "objects", m_base / "run");
+  EXPECT_EQ(read_file(m_base / "run" / "data/keep.csv"), "4\n");
+  EXPECT_EQ(read_file(m_base / "run" / "alias.py"), "print('hi')\n");
+  EXPECT_EQ(::access((m_base / "run" / "train.py").c_str(), X_OK), 0);
+  EXPECT_FALSE(fs::exists(m_base / "run" / "data/big.csv"));
+}
+
+TEST_F(ManifestTest, AStoreObjectModifiedThroughARunIsReplaced) {
+  const Manifest m = build();
+  materialize_snapshot(m, m_base / "objects", m_base / "run1");
+  // A script that rewrites a snapshot file in place (possible as root) must not poison later runs.
+  ::chmod((m_base / "run1" / "data/keep.csv").c_str(), 0644);
+  atomic_write_file(m_base / "run1" / "data/keep.csv.tmp", "");
+  {
+    FILE* f = std::fopen((m_base / "run1" / "data/keep.csv").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("poisoned\n", f);
+    std::fclose(f);
+  }
+  const Manifest again = build();
+  materialize_snapshot(again, m_base / "objects", m_base / "run2");
+  EXPECT_EQ(read_file(m_base / "run2" / "data/keep.csv"), "4\n");
+}
+
+}  // namespace mlw
