@@ -4,8 +4,52 @@
 
 #include "cli/app.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/strings.hpp"
 
 namespace {
+
+/// The innermost command that was recognised, e.g. "computetarget attach local".
+CLI::App* deepest_parsed(CLI::App* app) {
+  for (CLI::App* sub : app->get_subcommands()) return deepest_parsed(sub);
+  return app;
+}
+
+std::string command_path(CLI::App* app) {
+  std::string path;
+  for (CLI::App* at = app; at && at->get_parent(); at = at->get_parent()) {
+    path = at->get_name() + (path.empty() ? "" : " " + path);
+  }
+  return path;
+}
+
+/// One line for a parse error: what was wrong, a "did you mean" for a mistyped command, and
+/// where to read the command's help.
+std::string parse_error_line(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args) {
+  CLI::App* at = deepest_parsed(&app);
+  std::string message = e.what();
+  const auto subcommands = at->get_subcommands({});
+  if (!subcommands.empty() && at->get_subcommands().empty()) {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : subcommands) names.push_back(sub->get_name());
+    std::string given;
+    const std::string here = command_path(at);
+    // The first word after the recognised command that is not an option.
+    std::size_t depth = here.empty() ? 0 : mlw::split(here, ' ').size();
+    std::size_t words = 0;
+    for (const auto& arg : args) {
+      if (!arg.empty() && arg[0] == '-') continue;
+      if (words++ == depth) {
+        given = arg;
+        break;
+      }
+    }
+    message = given.empty() ? "a command is required: " + mlw::join(names, ", ")
+                            : "unknown command \"" + given + "\"" + mlw::did_you_mean(given, names) +
+                                  "; commands: " + mlw::join(names, ", ");
+  }
+  const std::string path = command_path(at);
+  return message + " (see: mlw " + (path.empty() ? "" : path + " ") + "--help)";
+}
 
 int usage_exit_code(CLI::App& app) {
   // A submit that could not start is 125, as docker run; every other command uses 2.
@@ -44,7 +88,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "mlw: error: " << e.what() << " (see: mlw " << "--help)\n";
+    std::cerr << "mlw: error: " << parse_error_line(app, e, std::vector<std::string>(argv + 1, argv + argc)) << "\n";
     return usage_exit_code(app);
   } catch (const mlw::Error& e) {
     std::cerr << "mlw: error: " << e.what() << "\n";

@@ -232,7 +232,14 @@ ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpre
 
 void LocalExecutor::validate(Context&, const RunPlan& plan) {
   const std::string name = interpreter_name(plan);
-  if (!find_executable(name)) {
+  if (name.find('/') != std::string::npos && fs::is_regular_file(expand_user(name)) &&
+      !find_executable(expand_user(name).string())) {
+    throw Error(fmt::format("python interpreter \"{}\" (pythonLocation in aml_config/{}.compute) "
+                            "is not executable; fix it with: chmod +x {}",
+                            name, plan.target_name, name),
+                exit_code::k_not_executable);
+  }
+  if (!find_executable(expand_user(name).string())) {
     if (plan.run_config.framework == "PySpark") {
       throw Error("Framework is PySpark but spark-submit is not on PATH; install Spark, or set "
                   "Framework: Python in aml_config/" + plan.record.run_config + ".runconfig",
@@ -246,7 +253,7 @@ void LocalExecutor::validate(Context&, const RunPlan& plan) {
 }
 
 RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
-  const auto interpreter = find_executable(interpreter_name(plan));
+  const auto interpreter = find_executable(expand_user(interpreter_name(plan)).string());
   if (!interpreter) validate(ctx, plan);
   const ProcessSpec spec = build_local_command(plan, fs::absolute(*interpreter).string(),
                                                current_environment());

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <utility>
 
 #include <fmt/format.h>
@@ -99,7 +100,8 @@ void HistoryStore::open() {
                       nullptr) != SQLITE_OK) {
     fail("open");
   }
-  sqlite3_busy_timeout(m_db, 10000);
+  const char* timeout = std::getenv("MLW_HISTORY_LOCK_TIMEOUT_MS");
+  sqlite3_busy_timeout(m_db, timeout && *timeout ? std::atoi(timeout) : 10000);
   {
     Statement check(m_db, "PRAGMA user_version");
     if (!check.ok() || check.step() != SQLITE_ROW) fail("reading the schema");

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Shared helpers for integration suites: each suite drives the built mlw binary ($MLW) against a
+# real Python in a scratch folder, counts checks, and ends with "N passed, M failed".
+set -u
+: "${MLW:?set MLW to the mlw binary (ctest does this)}"
+: "${MLW_SOURCE_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+PASSED=0
+FAILED=0
+WORK=$(mktemp -d /tmp/mlw-it-XXXXXX)
+export XDG_CONFIG_HOME="$WORK/config"
+export MLW_HISTORY_LOCK_TIMEOUT_MS=2000
+unset MLW_OUTPUT NO_COLOR
+STARTED_PIDS=()
+
+cleanup() {
+  local pid
+  for pid in "${STARTED_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  if mountpoint -q "$WORK/tmpfs" 2>/dev/null; then umount "$WORK/tmpfs"; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+command -v python3 >/dev/null || { echo "python3 is required for integration tests"; exit 1; }
+
+pass() { PASSED=$((PASSED + 1)); }
+fail() {
+  FAILED=$((FAILED + 1))
+  echo "FAIL: $*" >&2
+}
+
+# check NAME CONDITION-COMMAND...: passes when the command succeeds.
+check() {
+  local name=$1
+  shift
+  if "$@"; then pass; else fail "$name"; fi
+}
+
+expect_eq() { # NAME ACTUAL EXPECTED
+  if [ "$2" == "$3" ]; then pass; else fail "$1: expected [$3], got [$2]"; fi
+}
+
+expect_contains() { # NAME HAYSTACK NEEDLE
+  if [[ "$2" == *"$3"* ]]; then pass; else fail "$1: [$3] not in [$2]"; fi
+}
+
+expect_not_contains() { # NAME HAYSTACK NEEDLE
+  if [[ "$2" != *"$3"* ]]; then pass; else fail "$1: [$3] unexpectedly in [$2]"; fi
+}
+
+# run_mlw ARGS...: runs mlw, leaving OUT (stdout), ERR (stderr) and CODE.
+run_mlw() {
+  local out_file="$WORK/.out" err_file="$WORK/.err"
+  "$MLW" "$@" >"$out_file" 2>"$err_file" </dev/null
+  CODE=$?
+  OUT=$(cat "$out_file")
+  ERR=$(cat "$err_file")
+}
+
+# expect_error NAME CODE MESSAGE-PART ARGS...: mlw fails with CODE and one "mlw: error:" line.
+expect_error() {
+  local name=$1 code=$2 part=$3
+  shift 3
+  run_mlw "$@"
+  expect_eq "$name (exit code)" "$CODE" "$code"
+  expect_contains "$name (message)" "$ERR" "$part"
+  local lines
+  lines=$(grep -c '^mlw: error: ' <<<"$ERR")
+  expect_eq "$name (one error line)" "$lines" "1"
+}
+
+# json_get JSON PYTHON-EXPRESSION-ON-d
+json_get() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print($2)" <<<"$1"; }
+
+# wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
+wait_for() {
+  local limit=$1 i
+  shift
+  for ((i = 0; i < limit * 10; i++)); do
+    if "$@"; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
+new_project() { # NAME [TEMPLATE] -> cd into it
+  (cd "$WORK" && "$MLW" -q project create -n "$1" --template "${2:-blank}" >/dev/null) || {
+    echo "cannot create project $1"
+    exit 1
+  }
+  cd "$WORK/$1" || exit 1
+}
+
+finish() {
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" -eq 0 ]
+}
