@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Local runs: exit codes, hostile arguments, environment, outputs, async, cancel, Ctrl-C,
+# SIGKILL, sixteen concurrent submits, and runs whose supervisor vanished (Lost).
+source "$(dirname "$0")/lib.sh"
+
+new_project proj
+
+cat >echo_args.py <<'PY'
+import json, os, sys
+os.makedirs("outputs", exist_ok=True)
+with open("outputs/args.json", "w", encoding="utf-8") as f:
+    json.dump(sys.argv[1:], f, ensure_ascii=False)
+env = {k: v for k, v in os.environ.items() if k.startswith(("MLW_", "AZUREML_", "PYTHON", "FROM_"))}
+with open("outputs/env.json", "w", encoding="utf-8") as f:
+    json.dump(env, f)
+print("cwd files:", sorted(os.listdir(".")))
+PY
+cat >exit_with.py <<'PY'
+import sys
+print("about to exit with", sys.argv[1], flush=True)
+sys.exit(int(sys.argv[1]))
+PY
+cat >kill_self.py <<'PY'
+import os, signal
+print("killing myself", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+cat >slow.py <<'PY'
+import sys, time
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+for i in range(n):
+    print("tick", i, flush=True)
+    time.sleep(0.1)
+PY
+cat >metrics.py <<'PY'
+from mlw import log_metric, log_artifact
+from azureml.logging import get_azureml_logger
+logger = get_azureml_logger()
+for step in range(5):
+    log_metric("loss", 1.0 / (step + 1), step=step)
+assert logger.log("Accuracy", 0.75).wait() is None
+with open("model.bin", "wb") as f:
+    f.write(b"\x00weights")
+log_artifact("model.bin")
+print("done")
+PY
+
+# --- hostile arguments reach the script exactly
+HOSTILE=(--flag "" "two words" "it's" '"dq"' '$(touch /tmp/pwned-mlw)' '`id`' '; rm -rf /' $'line1\nline2' 'ünïcødé ✓' '*' '\' '-e' 'X=1')
+run_mlw experiment submit -c local echo_args.py "${HOSTILE[@]}"
+expect_eq "hostile-args run exits 0" "$CODE" 0
+RUN=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
+EXPECTED=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "${HOSTILE[@]}")
+expect_eq "arguments arrive unchanged" "$(cat ".mlw/runs/$RUN/outputs/args.json")" "$EXPECTED"
+check "no command was injected" test ! -e /tmp/pwned-mlw
+expect_contains "RunId is printed first" "$(head -1 <<<"$OUT")" "RunId: proj_"
+
+# --- environment: MLW_* variables, -e, EnvironmentVariables, helper on PYTHONPATH
+sed -i 's/^EnvironmentVariables: {}/EnvironmentVariables:\n  FROM_RUNCONFIG: "rc value"/' aml_config/local.runconfig
+run_mlw experiment submit -c local -e FROM_CLI='a=b c' -e MLW_RUN_ID=spoof echo_args.py
+RUN=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
+ENVJSON=$(cat ".mlw/runs/$RUN/outputs/env.json")
+expect_eq "MLW_RUN_ID is the run's" "$(json_get "$ENVJSON" 'd["MLW_RUN_ID"]')" "$RUN"
+expect_eq "MLW_TARGET" "$(json_get "$ENVJSON" 'd["MLW_TARGET"]')" "local"
+expect_eq "MLW_PROJECT" "$(json_get "$ENVJSON" 'd["MLW_PROJECT"]')" "proj"
+expect_eq "PYTHONUNBUFFERED" "$(json_get "$ENVJSON" 'd["PYTHONUNBUFFERED"]')" "1"
+expect_eq "-e value" "$(json_get "$ENVJSON" 'd["FROM_CLI"]')" "a=b c"
+expect_eq "EnvironmentVariables value" "$(json_get "$ENVJSON" 'd["FROM_RUNCONFIG"]')" "rc value"
+expect_eq "share folders" "$(json_get "$ENVJSON" 'd["MLW_SHARE_DIR"] == d["AZUREML_NATIVE_SHARE_DIRECTORY"] != ""')" "True"
+check "MLW_METRICS_FILE points into the run folder" test "$(json_get "$ENVJSON" 'd["MLW_METRICS_FILE"]')" = "$PWD/.mlw/runs/$RUN/metrics.jsonl"
+expect_error "-e without =" 2 "KEY=VALUE" experiment submit -c local -e NOPE echo_args.py
+
+# --- the snapshot follows .amlignore; the project is not the working folder
+mkdir -p data sub && echo 1 >data/big.csv && echo 2 >data/keep.csv && echo x >sub/skip.tmp
+printf 'data/*.csv\n!data/keep.csv\n**/*.tmp\n' >>.amlignore
+cat >ls_snapshot.py <<'PY'
+import os
+for root, dirs, files in os.walk("."):
+    for name in files:
+        print("SNAP", os.path.join(root, name)[2:])
+print("PROJECT_CWD", os.getcwd())
+PY
+run_mlw experiment submit -c local ls_snapshot.py
+expect_contains "kept by negation" "$OUT" "SNAP data/keep.csv"
+expect_not_contains "excluded by pattern" "$OUT" "SNAP data/big.csv"
+expect_not_contains "excluded by **" "$OUT" "SNAP sub/skip.tmp"
+expect_not_contains "history is never shipped" "$OUT" "SNAP .mlw/"
+expect_contains "runs in its own copy" "$OUT" "PROJECT_CWD $PWD/.mlw/runs/"
+expect_error "script excluded by .amlignore" 127 "excluded from the snapshot" experiment submit -c local data/big.csv
+
+# --- exit codes (spec §4)
+run_mlw experiment submit -c local exit_with.py 3
+expect_eq "script's exit code" "$CODE" 3
+expect_contains "summary names the status" "$OUT" "Failed"
+run_mlw experiment submit -c local kill_self.py
+expect_eq "SIGKILL is 137" "$CODE" 137
+expect_eq "SIGKILL recorded" "$(json_get "$("$MLW" -o json history last)" '(d["status"], d["exit_code"])')" "('Failed', 137)"
+expect_error "missing script is 127" 127 "not found" experiment submit -c local nope.py
+"$MLW" -q computetarget attach local -n nopython --python /nonexistent/python9 >/dev/null
+expect_error "missing interpreter is 127" 127 "not found" experiment submit -c nopython echo_args.py
+printf '#!/bin/sh\n' >notexec && chmod 644 notexec
+"$MLW" -q computetarget attach local -n badpython --python "$PWD/notexec" >/dev/null
+expect_error "interpreter not executable is 126" 126 "not executable" experiment submit -c badpython echo_args.py
+sed -i 's/^Framework: "Python"/Framework: "PySpark"/' aml_config/nopython.runconfig
+expect_error "PySpark without spark-submit" 127 "spark-submit" experiment submit -c nopython echo_args.py
+
+# --- metrics, artifacts, the azureml.logging shim, download, json output
+run_mlw -o json experiment submit -c local metrics.py
+expect_eq "json submit exits 0" "$CODE" 0
+expect_eq "json stdout is the record" "$(json_get "$OUT" '(d["status"], d["metrics"]["loss"], d["metrics"]["Accuracy"])')" "('Completed', 0.2, 0.75)"
+expect_contains "script output goes to stderr with -o json" "$ERR" "done"
+expect_eq "artifact collected" "$(json_get "$OUT" 'd["outputs"]')" "['model.bin']"
+RUN=$(json_get "$OUT" 'd["run_id"]')
+run_mlw history download -r "$RUN" -d "$WORK/dl" --artifact model.bin
+printf '\000weights' >"$WORK/model.expected"
+check "downloaded artifact is byte-identical" cmp "$WORK/dl/model.bin" "$WORK/model.expected"
+expect_error "artifact outside outputs refused" 2 "inside the run's outputs" history download -r "$RUN" --artifact ../run.json
+
+# --- async, logs -f, cancel
+run_mlw experiment submit -c local -a slow.py 300
+expect_eq "async returns at once" "$CODE" 0
+RUN=$(sed -n 's/^RunId: //p' <<<"$OUT")
+check "async run is Running" wait_for 10 bash -c "'$MLW' -o json history info -r '$RUN' | grep -q '\"status\": \"Running\"'"
+timeout 60 "$MLW" history logs -r "$RUN" -f >"$WORK/follow.txt" 2>&1 &
+FOLLOW=$!
+check "a few lines arrive" wait_for 10 grep -q "tick 3" "$WORK/follow.txt"
+GROUP=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/$RUN/run.json")
+run_mlw experiment cancel -r "$RUN"
+expect_eq "cancel exits 0" "$CODE" 0
+wait "$FOLLOW"
+expect_eq "logs -f ends when the run ends" "$?" 0
+INFO=$("$MLW" -o json history info -r "$RUN")
+expect_eq "cancelled run recorded" "$(json_get "$INFO" 'd["status"]')" "Canceled"
+check "the script had its own process group" test "$GROUP" -gt 1
+check "no process of the run's group is left" bash -c "! kill -0 -- -$GROUP 2>/dev/null"
+LINES=$(grep -c '^tick' "$WORK/follow.txt")
+expect_eq "logs -f printed every line once" "$(grep '^tick' "$WORK/follow.txt" | sort -u | wc -l)" "$LINES"
+expect_error "cancel an ended run" 1 "already ended" experiment cancel -r "$RUN"
+
+# --- Ctrl-C detaches (the run goes on), --cancel-on-interrupt cancels
+"$MLW" experiment submit -c local slow.py 30 >"$WORK/ctrlc.out" 2>"$WORK/ctrlc.err" &
+SUBMIT=$!
+check "run started before Ctrl-C" wait_for 10 grep -q "tick 2" "$WORK/ctrlc.out"
+kill -INT "$SUBMIT"
+wait "$SUBMIT"
+expect_eq "detach exits 130" "$?" 130
+expect_contains "detach says how to follow" "$(cat "$WORK/ctrlc.err")" "mlw history logs -r"
+RUN=$(sed -n 's/^RunId: //p' "$WORK/ctrlc.out")
+check "detached run completes on its own" wait_for 30 bash -c "'$MLW' -o json history info -r '$RUN' | grep -q '\"status\": \"Completed\"'"
+expect_eq "detached run logged every tick" "$(grep -c '^tick' ".mlw/runs/$RUN/driver_log.txt")" "30"
+
+"$MLW" experiment submit -c local --cancel-on-interrupt slow.py 300 >"$WORK/cancel.out" 2>&1 &
+SUBMIT=$!
+check "run started" wait_for 10 grep -q "tick 2" "$WORK/cancel.out"
+kill -INT "$SUBMIT"
+wait "$SUBMIT"
+expect_eq "--cancel-on-interrupt exits with the script's signal code" "$?" 143
+expect_eq "cancelled on interrupt" "$(json_get "$("$MLW" -o json history last)" 'd["status"]')" "Canceled"
+
+# --- sixteen submits at once from separate processes
+PIDS=()
+for i in $(seq 1 16); do
+  "$MLW" -q experiment submit -c local exit_with.py 0 >"$WORK/c$i.out" 2>&1 &
+  PIDS+=($!)
+done
+ALLOK=0
+for p in "${PIDS[@]}"; do wait "$p" || ALLOK=1; done
+expect_eq "all sixteen succeeded" "$ALLOK" 0
+IDS=$(cat "$WORK"/c[0-9]*.out | sed -n 's/^RunId: //p' | sort -u | wc -l)
+expect_eq "sixteen distinct run ids" "$IDS" 16
+ROWS=$("$MLW" -o json history list --top 16)
+expect_eq "sixteen complete records" "$(json_get "$ROWS" 'sum(1 for r in d if r["status"] == "Completed" and r["script"] == "exit_with.py")')" 16
+expect_eq "run numbers are distinct" "$(json_get "$("$MLW" -o json history list --top 0)" 'len(d) == len({r["run_number"] for r in d})')" "True"
+
+# --- a run whose supervisor is killed shows Lost, not Running forever
+run_mlw experiment submit -c local -a slow.py 300
+RUN=$(sed -n 's/^RunId: //p' <<<"$OUT")
+check "running" wait_for 10 bash -c "'$MLW' -o json history info -r '$RUN' | grep -q '\"status\": \"Running\"'"
+SUP=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' ".mlw/runs/$RUN/run.json")
+PG=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/$RUN/run.json")
+kill -9 "$SUP"
+kill -9 -- "-$PG" 2>/dev/null
+check "shown as Lost" wait_for 10 bash -c "'$MLW' -o json history list | grep -q '\"status\": \"Lost\"'"
+expect_contains "Lost says why" "$("$MLW" -o json history info -r "$RUN")" "is gone"
+
+finish
