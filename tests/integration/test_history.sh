@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# History: list/last/info/logs/download/compare in every format, a locked or damaged database,
+# and a disk that fills up during a run.
+source "$(dirname "$0")/lib.sh"
+
+new_project hist
+cat >m.py <<'PY'
+import sys
+from mlw import log_metric
+lr = float(sys.argv[1])
+for step in range(1, 6):
+    log_metric("loss", round(1.0 / (step * lr), 4), step=step)
+log_metric("lr", lr)
+print("trained with", lr)
+PY
+printf 'import sys\nsys.exit(2)\n' >bad.py
+"$MLW" -q computetarget attach local -n second >/dev/null
+"$MLW" -q experiment submit -c local m.py 1 >/dev/null
+"$MLW" -q experiment submit -c local m.py 2 >/dev/null
+"$MLW" -q experiment submit -c second bad.py >/dev/null
+
+run_mlw -o json history list
+expect_eq "list newest first" "$(json_get "$OUT" '[r["script"] for r in d]')" "['bad.py', 'm.py', 'm.py']"
+run_mlw -o json history list --status Failed
+expect_eq "--status filter" "$(json_get "$OUT" '[r["exit_code"] for r in d]')" "[2]"
+run_mlw -o json history list -c second
+expect_eq "-c filter" "$(json_get "$OUT" 'len(d)')" "1"
+run_mlw -o json history list --top 1
+expect_eq "--top" "$(json_get "$OUT" 'len(d)')" "1"
+expect_error "bad --status" 2 'did you mean "Failed"' history list --status Faild
+run_mlw -o tsv history list
+expect_eq "tsv has one line per run" "$(wc -l <<<"$OUT")" "3"
+run_mlw -o yaml history list
+expect_contains "yaml list" "$OUT" 'status: "Failed"'
+run_mlw history list
+expect_contains "table header" "$OUT" "RUN ID"
+
+IDS=($("$MLW" -o tsv history list | cut -f1))
+run_mlw history last
+expect_contains "last is the newest" "$OUT" "${IDS[0]}"
+run_mlw -o json history info -r "${IDS[1]}"
+expect_eq "info has metrics (last values)" "$(json_get "$OUT" '(d["metrics"]["loss"], d["metrics"]["lr"])')" "(0.1, 2.0)"
+expect_eq "info has the snapshot hash" "$(json_get "$OUT" 'len(d["snapshot_hash"])')" "64"
+expect_eq "info has UTC times" "$(json_get "$OUT" 'd["created"].endswith("Z")')" "True"
+run_mlw history info -r "${IDS[1]}"
+expect_contains "info table lists metric series" "$OUT" "loss"
+run_mlw history logs -r "${IDS[1]}"
+expect_eq "logs print the driver log" "$OUT" "trained with 2.0"
+run_mlw -o json history compare "${IDS[1]}" "${IDS[2]}"
+expect_eq "compare puts metrics side by side" "$(json_get "$OUT" '[r for r in d if r["field"] == "lr"][0]["'"${IDS[2]}"'"]')" "1.0"
+expect_error "compare needs two" 2 "" history compare "${IDS[1]}"
+expect_error "unknown run" 1 "no run" history info -r hist_1
+expect_error "path as run id" 1 "no run" history logs -r ../../etc
+
+# A locked database: a clear message after the (shortened) timeout, and nothing lost.
+python3 - "$PWD/.mlw/history.db" <<'PY' &
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+time.sleep(6)
+PY
+LOCKER=$!
+STARTED_PIDS+=("$LOCKER")
+sleep 1
+run_mlw -o json history list
+expect_eq "reading works while another process writes (WAL)" "$(json_get "$OUT" 'len(d)')" "3"
+expect_error "locked database stops a submit cleanly" 125 "locked by another process" experiment submit -c local m.py 3
+wait "$LOCKER"
+run_mlw -o json history list
+expect_eq "all runs still there after the lock" "$(json_get "$OUT" 'len(d)')" "3"
+
+# A damaged database: a clear message; moving it away rebuilds the index from the run folders.
+cp .mlw/history.db "$WORK/good.db"
+rm -f .mlw/history.db-wal .mlw/history.db-shm
+head -c 16384 /dev/urandom >.mlw/history.db
+expect_error "damaged database" 1 "is damaged" history list
+mv .mlw/history.db .mlw/history.db.damaged
+run_mlw -o json history list
+expect_eq "index rebuilt from run folders" "$(json_get "$OUT" 'sorted(r["run_id"] for r in d)')" "$(python3 -c 'import sys; print(sorted(sys.argv[1:]))' "${IDS[@]}")"
+
+# A disk that fills up during a run: the record says what happened.
+mkdir -p "$WORK/tmpfs"
+if mount -t tmpfs -o size=3m tmpfs "$WORK/tmpfs"; then
+  (cd "$WORK/tmpfs" && "$MLW" -q project create -n full >/dev/null)
+  cd "$WORK/tmpfs/full"
+  printf 'import sys\nfor i in range(60000):\n    print("x" * 100)\nprint("end")\n' >flood.py
+  run_mlw experiment submit -c local flood.py
+  expect_eq "the script itself succeeds" "$CODE" 0
+  run_mlw -o json history last
+  expect_eq "recorded Completed" "$(json_get "$OUT" 'd["status"]')" "Completed"
+  expect_contains "record says the log could not be written" "$(json_get "$OUT" 'd["problems"]')" "No space left on device"
+  cd "$WORK"
+else
+  fail "cannot mount a tmpfs for the disk-full test (needs root)"
+fi
+
+finish
