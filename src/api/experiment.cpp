@@ -20,7 +20,6 @@
 #include "mlw/config/targets.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
-#include "mlw/util/sha256.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw::api {
@@ -44,13 +43,7 @@ std::string host_name() {
 
 /// The `mlw` and `azureml` Python packages, written once per version under .mlw/python/.
 fs::path ensure_python_helper(const Project& project) {
-  Sha256 hash;
-  for (const auto& file : embedded_files()) {
-    if (!starts_with(file.path, "python/")) continue;
-    hash.update(file.path);
-    hash.update(file.contents);
-  }
-  const fs::path dir = project.state_dir() / "python" / hash.hex_digest().substr(0, 16);
+  const fs::path dir = project.state_dir() / "python" / std::string(embedded_files_hash());
   if (fs::is_directory(dir)) return dir;
   const fs::path staging = dir.string() + ".tmp" + std::to_string(::getpid());
   for (const auto& file : embedded_files()) {
@@ -223,19 +216,28 @@ int submit(Context& ctx, const SubmitRequest& request) {
   (ctx.output().structured() ? *ctx.err : *ctx.out) << "RunId: " << record.run_id << "\n" << std::flush;
 
   RunHandle handle;
+  const std::int64_t phase_start = ctx.clock->now_ms();
   try {
     plan.manifest = build_snapshot(project.root, project.state_dir() / "objects",
                                    project.state_dir() / "cache" / "hashes.tsv");
     for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
-    atomic_write_file(plan.run_dir / "manifest.json", plan.manifest.to_json().dump(1) + "\n");
-    materialize_snapshot(plan.manifest, project.state_dir() / "objects", plan.run_dir / "snapshot");
-    plan.helper_dir = ensure_python_helper(project);
+    spdlog::debug("snapshot: {} files, {} bytes, {} ms", plan.manifest.entries.size(),
+                  plan.manifest.total_bytes(), ctx.clock->now_ms() - phase_start);
     record.snapshot_hash = plan.manifest.hash();
     record.snapshot_files = plan.manifest.entries.size();
     record.snapshot_bytes = plan.manifest.total_bytes();
-    store->save(record);
+    save_manifest(plan.manifest, record.snapshot_hash, project.state_dir() / "manifests",
+                  plan.run_dir / "manifest.json");
+    const fs::path objects = project.state_dir() / "objects";
+    if (!adopt_prepared_tree(plan.manifest, record.snapshot_hash, project.state_dir() / "trees",
+                             objects, project.root, plan.run_dir / "snapshot")) {
+      materialize_snapshot(plan.manifest, objects, project.root, plan.run_dir / "snapshot");
+    }
+    spdlog::debug("snapshot materialized: {} ms", ctx.clock->now_ms() - phase_start);
+    plan.helper_dir = ensure_python_helper(project);
     store.reset();  // the supervisor opens its own connection; none may cross the fork
     handle = executor->start(ctx, plan);
+    spdlog::debug("run started: {} ms after submit", ctx.clock->now_ms() - record.created_ms);
   } catch (const Error& e) {
     if (!store) store.emplace(project.state_dir());
     record.status = status::k_failed;
@@ -307,9 +309,9 @@ int submit(Context& ctx, const SubmitRequest& request) {
   }
   ::sigaction(SIGINT, &previous, nullptr);
   ::close(handle.output_fd);
+  // The supervisor may still be preparing the next run's tree; it is not waited for.
   int status_code = 0;
-  while (::waitpid(handle.supervisor, &status_code, 0) < 0 && errno == EINTR) {
-  }
+  ::waitpid(handle.supervisor, &status_code, WNOHANG);
   store.emplace(project.state_dir());
   const RunRecord final_record = store->load(record.run_id);
   if (!status::is_final(final_record.status)) {

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <future>
+#include <thread>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -137,8 +139,8 @@ void record_git_state(Context& ctx, const fs::path& root, RunRecord& record) {
 
 /// The supervisor: runs in its own session, outlives the submitting mlw, and records the end.
 int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int live_fd) {
-  HistoryStore store(plan.project.state_dir());
-  RunRecord record = store.load(plan.record.run_id);
+  std::optional<HistoryStore> store;  // opened once the script is on its way
+  RunRecord record = plan.record;
   const fs::path reserve = plan.run_dir / ".reserve";
   {
     // Room for the final record even when the disk fills up during the run.
@@ -152,7 +154,8 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
     ::unlink(reserve.c_str());
     final_record.end_ms = ctx.clock->now_ms();
     final_record.pid = 0;
-    store.save(final_record);
+    if (!store) store.emplace(plan.project.state_dir());
+    store->save(final_record);
   };
   const fs::path cancel_marker = plan.run_dir / "cancel_requested";
   if (fs::exists(cancel_marker)) {
@@ -174,19 +177,31 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
   const pid_t script = ::fork();
   if (script == 0) exec_script(spec, script_pipe[1]);
   ::close(script_pipe[1]);
+  store.emplace(plan.project.state_dir());
   record.status = status::k_running;
   record.start_ms = ctx.clock->now_ms();
   record.pid = ::getpid();
   record.pid_start = process_start_time(::getpid()).value_or(0);
   record.process_group = script;
-  store.save(record);
+  store->save(record, false);
 
+  // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
+  RunRecord git_state;
+  std::promise<void> git_done;
+  std::thread helper([&] {
+    record_git_state(ctx, plan.project.root, git_state);
+    git_done.set_value();
+    prepare_tree(plan.manifest, plan.record.snapshot_hash, plan.project.state_dir() / "trees",
+                 plan.project.state_dir() / "objects", plan.project.root);
+  });
   const int code = pump_output(script, script_pipe[0], log_fd, live_fd, record);
+  git_done.get_future().wait();
+  record.git_commit = git_state.git_commit;
+  record.git_dirty = git_state.git_dirty;
   ::close(script_pipe[0]);
   if (log_fd >= 0) ::close(log_fd);
 
   record.cancel_requested = fs::exists(cancel_marker);
-  record_git_state(ctx, plan.project.root, record);
   record.exit_code = code;
   record.status = code == 0                  ? status::k_completed
                   : record.cancel_requested ? status::k_canceled
@@ -196,6 +211,8 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
   record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl");
   record.process_group = 0;
   finish(record);
+  if (live_fd >= 0) ::close(live_fd);  // the submitting mlw is done; the tree may still be building
+  helper.join();
   return 0;
 }
 

@@ -102,6 +102,8 @@ void HistoryStore::open() {
   }
   const char* timeout = std::getenv("MLW_HISTORY_LOCK_TIMEOUT_MS");
   sqlite3_busy_timeout(m_db, timeout && *timeout ? std::atoi(timeout) : 10000);
+  // WAL with synchronous=NORMAL stays consistent after a crash; run.json is the durable record.
+  sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
   {
     Statement check(m_db, "PRAGMA user_version");
     if (!check.ok() || check.step() != SQLITE_ROW) fail("reading the schema");
@@ -192,8 +194,9 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
   }
 }
 
-void HistoryStore::save(const RunRecord& record) {
-  atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n");
+void HistoryStore::save(const RunRecord& record, bool durable) {
+  atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n", 0644,
+                    durable);
   upsert(record);
 }
 

@@ -61,6 +61,7 @@ void save_cache(const fs::path& path, const HashCache& cache) {
                         entry.ctime_ns, entry.inode, entry.sha256);
   }
   try {
+    make_directories(path.parent_path());
     atomic_write_file(path, text);
   } catch (const Error& e) {
     spdlog::debug("hash cache not saved: {}", e.what());
@@ -77,8 +78,9 @@ bool is_executable(std::uint32_t mode) { return (mode & 0111) != 0; }
 /// through a hard link in a run's snapshot changes the mtime, and such an object is replaced.
 bool object_intact(const fs::path& object, std::uint64_t size) {
   struct stat info {};
-  return ::stat(object.c_str(), &info) == 0 && static_cast<std::uint64_t>(info.st_size) == size &&
-         info.st_mtim.tv_sec == 0 && info.st_mtim.tv_nsec == 0;
+  return ::lstat(object.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+         static_cast<std::uint64_t>(info.st_size) == size && info.st_mtim.tv_sec == 0 &&
+         info.st_mtim.tv_nsec == 0;
 }
 
 /// Copies `source` into the store while hashing it; returns the hash of what was copied.
@@ -156,7 +158,7 @@ struct Walker {
                      cached->second.mtime_ns == nanoseconds(info.st_mtim) &&
                      cached->second.ctime_ns == nanoseconds(info.st_ctim) &&
                      cached->second.inode == info.st_ino;
-    if (hit && object_intact(object_path(objects_dir, cached->second.sha256, executable), entry.size)) {
+    if (hit) {
       entry.sha256 = cached->second.sha256;
     } else {
       entry.sha256 = store_object(full, objects_dir, executable);
@@ -263,8 +265,45 @@ Manifest build_snapshot(const fs::path& root, const fs::path& objects_dir,
   return std::move(walker.manifest);
 }
 
+void save_manifest(const Manifest& manifest, const std::string& hash, const fs::path& manifests_dir,
+                   const fs::path& run_copy) {
+  const fs::path shared = manifests_dir / (hash + ".json");
+  if (!fs::exists(shared)) {
+    make_directories(manifests_dir);
+    atomic_write_file(shared, manifest.to_json().dump(1) + "\n");
+  }
+  if (::link(shared.c_str(), run_copy.c_str()) != 0) {
+    atomic_write_file(run_copy, manifest.to_json().dump(1) + "\n");
+  }
+}
+
+namespace {
+
+/// Links one file of the snapshot from the store, first re-storing its object from the project
+/// when the object is missing or was modified through a hard link.
+void link_entry(const ManifestEntry& entry, const fs::path& objects_dir, const fs::path& project_root,
+                const fs::path& target) {
+  const bool executable = is_executable(entry.mode);
+  const fs::path object = object_path(objects_dir, entry.sha256, executable);
+  if (!object_intact(object, entry.size)) {
+    std::error_code ec;
+    fs::remove(object, ec);
+    const std::string digest = store_object(project_root / entry.path, objects_dir, executable);
+    if (digest != entry.sha256) {
+      throw Error(entry.path + " changed while the snapshot was taken; submit again");
+    }
+  }
+  if (::link(object.c_str(), target.c_str()) == 0) return;
+  std::error_code ec;
+  fs::copy_file(object, target, ec);
+  if (ec) throw Error("cannot create " + target.string() + ": " + ec.message());
+  ::chmod(target.c_str(), entry.mode);
+}
+
+}  // namespace
+
 void materialize_snapshot(const Manifest& manifest, const fs::path& objects_dir,
-                          const fs::path& destination) {
+                          const fs::path& project_root, const fs::path& destination) {
   make_directories(destination);
   std::string last_folder;
   for (const auto& entry : manifest.entries) {
@@ -280,13 +319,46 @@ void materialize_snapshot(const Manifest& manifest, const fs::path& objects_dir,
       }
       continue;
     }
-    const fs::path object = object_path(objects_dir, entry.sha256, is_executable(entry.mode));
-    if (::link(object.c_str(), target.c_str()) == 0) continue;
-    std::error_code ec;
-    fs::copy_file(object, target, ec);
-    if (ec) throw Error("cannot create " + target.string() + ": " + ec.message());
-    ::chmod(target.c_str(), entry.mode);
+    link_entry(entry, objects_dir, project_root, target);
   }
+}
+
+bool adopt_prepared_tree(const Manifest& manifest, const std::string& hash, const fs::path& trees_dir,
+                         const fs::path& objects_dir, const fs::path& project_root,
+                         const fs::path& destination) {
+  if (::rename((trees_dir / hash).c_str(), destination.c_str()) != 0) return false;
+  for (const auto& entry : manifest.entries) {
+    const fs::path target = destination / entry.path;
+    if (!entry.link_target.empty()) continue;
+    // Prepared files are hard links to store objects: a zero mtime and the right size show that
+    // no run wrote through its own link since.
+    if (object_intact(target, entry.size)) continue;
+    std::error_code ec;
+    fs::remove(target, ec);
+    make_directories(target.parent_path());
+    link_entry(entry, objects_dir, project_root, target);
+  }
+  return true;
+}
+
+void prepare_tree(const Manifest& manifest, const std::string& hash, const fs::path& trees_dir,
+                  const fs::path& objects_dir, const fs::path& project_root) {
+  std::error_code ec;
+  if (fs::exists(trees_dir / hash, ec)) return;
+  make_directories(trees_dir);
+  for (const auto& old : fs::directory_iterator(trees_dir, ec)) {
+    const std::string name = old.path().filename().string();
+    if (name.size() == 64 && name != hash) fs::remove_all(old.path(), ec);
+  }
+  const fs::path building = trees_dir / fmt::format(".building-{}", ::getpid());
+  fs::remove_all(building, ec);
+  try {
+    materialize_snapshot(manifest, objects_dir, project_root, building);
+  } catch (const Error&) {
+    fs::remove_all(building, ec);
+    return;
+  }
+  if (::rename(building.c_str(), (trees_dir / hash).c_str()) != 0) fs::remove_all(building, ec);
 }
 
 }  // namespace mlw

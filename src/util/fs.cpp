@@ -11,6 +11,8 @@
 #include <random>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "mlw/util/error.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -31,17 +33,17 @@ void write_all(int fd, std::string_view data, const fs::path& path) {
 
 }  // namespace
 
-void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode) {
+void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode, bool durable) {
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::random_device random;
-  const fs::path temp = folder / ("." + path.filename().string() + ".tmp" +
-                                  std::to_string(::getpid()) + "-" + std::to_string(random()));
+  const fs::path temp =
+      folder / fmt::format(".{}.tmp{}-{}", path.filename().string(), ::getpid(), random());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) throw Error("cannot write " + path.string() + ": " + errno_text(errno));
   try {
     if (::fchmod(fd, mode) != 0) throw Error("cannot set mode of " + temp.string());
     write_all(fd, content, path);
-    if (::fsync(fd) != 0) throw Error("cannot write " + path.string() + ": " + errno_text(errno));
+    if (durable && ::fsync(fd) != 0) throw Error("cannot write " + path.string() + ": " + errno_text(errno));
   } catch (...) {
     ::close(fd);
     ::unlink(temp.c_str());

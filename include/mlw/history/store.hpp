@@ -48,8 +48,9 @@ class HistoryStore {
   /// Allocates a unique run id (`<project>_<epoch-ms>`, bumped on collision) and run number,
   /// creates the run folder and writes the record. Fills record.run_id and run_number.
   void create(RunRecord& record, std::int64_t now_ms);
-  /// Writes the record (run.json atomically, then the index row).
-  void save(const RunRecord& record);
+  /// Writes the record (run.json atomically, then the index row); `durable` false skips the
+  /// fsync for intermediate states that a later save supersedes.
+  void save(const RunRecord& record, bool durable = true);
   /// The record of `run_id`; throws mlw::Error (listing near ids) when there is none.
   RunRecord load(const std::string& run_id);
   /// The newest run's id, or nullopt when there are no runs.

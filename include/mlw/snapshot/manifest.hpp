@@ -37,9 +37,30 @@ struct Manifest {
 Manifest build_snapshot(const std::filesystem::path& root, const std::filesystem::path& objects_dir,
                         const std::filesystem::path& hash_cache);
 
-/// Makes the snapshot's tree under `destination` (which must not exist yet) from the store,
-/// with hard links where it can and copies where it cannot.
+/// Writes the manifest once per content (`<manifests_dir>/<hash>.json`) and links it to
+/// `run_copy`, so that every run folder holds its manifest without rewriting identical ones.
+void save_manifest(const Manifest& manifest, const std::string& hash,
+                   const std::filesystem::path& manifests_dir, const std::filesystem::path& run_copy);
+
+/// Makes the snapshot's tree under `destination` from the store, with hard links where it can
+/// and copies where it cannot. An object missing from the store, or modified through a run's
+/// hard link, is stored again from `project_root` first.
 void materialize_snapshot(const Manifest& manifest, const std::filesystem::path& objects_dir,
+                          const std::filesystem::path& project_root,
                           const std::filesystem::path& destination);
+
+/// Moves a tree prepared for this snapshot (`<trees_dir>/<hash>`) to `destination` and repairs
+/// any file written through a hard link since; false when no such tree is ready.
+bool adopt_prepared_tree(const Manifest& manifest, const std::string& hash,
+                         const std::filesystem::path& trees_dir,
+                         const std::filesystem::path& objects_dir,
+                         const std::filesystem::path& project_root,
+                         const std::filesystem::path& destination);
+
+/// Builds `<trees_dir>/<hash>` for the next run of an unchanged project (off the submit's
+/// critical path) and removes trees of other snapshots. Failures only mean no tree is ready.
+void prepare_tree(const Manifest& manifest, const std::string& hash,
+                  const std::filesystem::path& trees_dir, const std::filesystem::path& objects_dir,
+                  const std::filesystem::path& project_root);
 
 }  // namespace mlw

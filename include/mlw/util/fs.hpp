@@ -10,9 +10,11 @@ namespace mlw {
 
 namespace fs = std::filesystem;
 
-/// Writes `content` to `path` atomically: a temporary file in the same folder, fsync, rename.
+/// Writes `content` to `path` atomically: a temporary file in the same folder, fsync (unless
+/// `durable` is false: the content may then be lost, never torn, on power loss), rename.
 /// The file gets `mode`; a failure leaves any previous file untouched and throws mlw::Error.
-void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode = 0644);
+void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode = 0644,
+                       bool durable = true);
 
 /// The whole file as a string; throws mlw::Error naming the path when it cannot be read.
 std::string read_file(const fs::path& path);

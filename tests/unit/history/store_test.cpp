@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "mlw/history/collect.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
@@ -59,7 +61,7 @@ TEST_F(HistoryStoreTest, SaveUpdatesRecordAndIndex) {
 TEST_F(HistoryStoreTest, ListFiltersAndLimitsNewestFirst) {
   HistoryStore store(m_dir);
   for (int i = 0; i < 5; ++i) {
-    RunRecord r = new_record("s" + std::to_string(i) + ".py");
+    RunRecord r = new_record(fmt::format("s{}.py", i));
     if (i % 2) r.target = "docker";
     store.create(r, 100 + i);
   }

@@ -71,7 +71,7 @@ TEST_F(ManifestTest, SymlinksLeavingTheProjectAreSkippedWithAWarning) {
 TEST_F(ManifestTest, MaterializedTreeHasTheSameFilesAndModes) {
   ASSERT_EQ(::symlink("train.py", (m_root / "alias.py").c_str()), 0);
   const Manifest m = build();
-  materialize_snapshot(m, m_base / "objects", m_base / "run");
+  materialize_snapshot(m, m_base / "objects", m_root, m_base / "run");
   EXPECT_EQ(read_file(m_base / "run" / "data/keep.csv"), "4\n");
   EXPECT_EQ(read_file(m_base / "run" / "alias.py"), "print('hi')\n");
   EXPECT_EQ(::access((m_base / "run" / "train.py").c_str(), X_OK), 0);
@@ -80,10 +80,9 @@ TEST_F(ManifestTest, MaterializedTreeHasTheSameFilesAndModes) {
 
 TEST_F(ManifestTest, AStoreObjectModifiedThroughARunIsReplaced) {
   const Manifest m = build();
-  materialize_snapshot(m, m_base / "objects", m_base / "run1");
+  materialize_snapshot(m, m_base / "objects", m_root, m_base / "run1");
   // A script that rewrites a snapshot file in place (possible as root) must not poison later runs.
   ::chmod((m_base / "run1" / "data/keep.csv").c_str(), 0644);
-  atomic_write_file(m_base / "run1" / "data/keep.csv.tmp", "");
   {
     FILE* f = std::fopen((m_base / "run1" / "data/keep.csv").c_str(), "w");
     ASSERT_NE(f, nullptr);
@@ -91,8 +90,47 @@ TEST_F(ManifestTest, AStoreObjectModifiedThroughARunIsReplaced) {
     std::fclose(f);
   }
   const Manifest again = build();
-  materialize_snapshot(again, m_base / "objects", m_base / "run2");
+  materialize_snapshot(again, m_base / "objects", m_root, m_base / "run2");
   EXPECT_EQ(read_file(m_base / "run2" / "data/keep.csv"), "4\n");
+}
+
+namespace {
+void overwrite(const fs::path& path, const char* text) {
+  ::chmod(path.c_str(), 0644);
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(text, f);
+  std::fclose(f);
+}
+}  // namespace
+
+TEST_F(ManifestTest, PreparedTreeIsAdoptedOnceAndMatchesTheSnapshot) {
+  const Manifest m = build();
+  prepare_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root);
+  EXPECT_TRUE(fs::is_directory(m_base / "trees" / m.hash()));
+  EXPECT_TRUE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root, m_base / "run1"));
+  EXPECT_EQ(read_file(m_base / "run1" / "train.py"), "print('hi')\n");
+  EXPECT_FALSE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root, m_base / "run2"));
+}
+
+TEST_F(ManifestTest, APreparedTreeWrittenThroughByARunIsRepaired) {
+  const Manifest m = build();
+  prepare_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root);
+  materialize_snapshot(m, m_base / "objects", m_root, m_base / "run1");
+  overwrite(m_base / "run1" / "train.py", "import os; os.system('evil')\n");  // shares the inode
+  ASSERT_TRUE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root, m_base / "run2"));
+  EXPECT_EQ(read_file(m_base / "run2" / "train.py"), "print('hi')\n");
+  EXPECT_EQ(::access((m_base / "run2" / "train.py").c_str(), X_OK), 0);
+}
+
+TEST_F(ManifestTest, PreparingATreeRemovesTreesOfOtherSnapshots) {
+  const Manifest first = build();
+  prepare_tree(first, first.hash(), m_base / "trees", m_base / "objects", m_root);
+  write("train.py", "print('v2')\n", 0755);
+  const Manifest second = build();
+  prepare_tree(second, second.hash(), m_base / "trees", m_base / "objects", m_root);
+  EXPECT_FALSE(fs::exists(m_base / "trees" / first.hash()));
+  EXPECT_TRUE(fs::exists(m_base / "trees" / second.hash()));
 }
 
 }  // namespace mlw
