@@ -1,0 +1,54 @@
+"""Alternating timer for mlw's benchmarks: runs commands in turn (A, B, A, B, ...) so that both
+see the same machine state, and reports medians in milliseconds. Processes are started with
+posix_spawn and reaped with waitpid, the same way for mlw and for its floor."""
+
+import os
+import statistics
+import subprocess
+import time
+
+
+def run_once(argv, cwd=None, env=None):
+    """Wall time of one run of argv in ms; raises when it fails."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
+                   (os.POSIX_SPAWN_DUP2, devnull, 2)]
+        start = time.perf_counter()
+        pid = os.posix_spawnp(argv[0], argv, env if env is not None else os.environ,
+                              file_actions=actions)
+        _, status = os.waitpid(pid, 0)
+        elapsed = (time.perf_counter() - start) * 1000.0
+    finally:
+        os.chdir(old)
+        os.close(devnull)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited with {code}")
+    return elapsed
+
+
+def alternate(commands, runs=30, warmup=3, cwd=None, env=None):
+    """{name: argv} -> {name: [ms, ...]}, measured in alternation."""
+    times = {name: [] for name in commands}
+    for i in range(warmup + runs):
+        for name, argv in commands.items():
+            elapsed = run_once(argv, cwd=cwd, env=env)
+            if i >= warmup:
+                times[name].append(elapsed)
+    return times
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def row(figure, what, value, floor, target, ok):
+    return f"| {figure} | {what} | {value} | {floor} | {target} | {'met' if ok else 'NOT met'} |"
+
+
+def sh(command, cwd=None):
+    return subprocess.run(command, shell=True, cwd=cwd, check=True, capture_output=True, text=True).stdout
