@@ -24,7 +24,8 @@ std::string command_path(CLI::App* app) {
 
 /// One line for a parse error: what was wrong, a "did you mean" for a mistyped command, and
 /// where to read the command's help.
-std::string parse_error_line(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args) {
+std::string parse_error_line(CLI::App& app, const CLI::ParseError& e,
+                             const std::vector<std::string>& args) {
   CLI::App* at = deepest_parsed(&app);
   std::string message = e.what();
   const auto subcommands = at->get_subcommands({});
@@ -43,9 +44,10 @@ std::string parse_error_line(CLI::App& app, const CLI::ParseError& e, const std:
         break;
       }
     }
-    message = given.empty() ? "a command is required: " + mlw::join(names, ", ")
-                            : "unknown command \"" + given + "\"" + mlw::did_you_mean(given, names) +
-                                  "; commands: " + mlw::join(names, ", ");
+    message = given.empty()
+                  ? "a command is required: " + mlw::join(names, ", ")
+                  : "unknown command \"" + given + "\"" + mlw::did_you_mean(given, names) +
+                        "; commands: " + mlw::join(names, ", ");
   }
   const std::string path = command_path(at);
   return message + " (see: mlw " + (path.empty() ? "" : path + " ") + "--help)";
@@ -75,7 +77,9 @@ int main(int argc, char** argv) {
   ctx.working_dir = std::filesystem::current_path(ec);
   ctx.self_exe = std::filesystem::read_symlink("/proc/self/exe", ec);
 
-  CLI::App app{"mlw — run Python training scripts on any compute target and keep the history of every run", "mlw"};
+  CLI::App app{
+      "mlw — run Python training scripts on any compute target and keep the history of every run",
+      "mlw"};
   mlw::cli::GlobalOptions globals;
   mlw::cli::register_app(app, ctx, globals);
   try {
@@ -88,7 +92,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "mlw: error: " << parse_error_line(app, e, std::vector<std::string>(argv + 1, argv + argc)) << "\n";
+    std::cerr << "mlw: error: "
+              << parse_error_line(app, e, std::vector<std::string>(argv + 1, argv + argc)) << "\n";
     return usage_exit_code(app);
   } catch (const mlw::Error& e) {
     std::cerr << "mlw: error: " << e.what() << "\n";

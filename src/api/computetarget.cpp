@@ -78,7 +78,8 @@ void attach(Context& ctx, const AttachRequest& request) {
   ComputeConfig compute;
   compute.type = request.type == "localdocker" ? "docker" : request.type;
   const auto& types = compute_types();
-  if (std::find(types.begin(), types.end(), compute.type) == types.end() || compute.type == "slurm") {
+  if (std::find(types.begin(), types.end(), compute.type) == types.end() ||
+      compute.type == "slurm") {
     const std::vector<std::string> allowed = {"local", "docker", "remotedocker", "remote"};
     throw UsageError(fmt::format("unknown target type \"{}\"; one of: {}{}", request.type,
                                  join(allowed, ", "), did_you_mean(request.type, allowed)));
@@ -150,14 +151,15 @@ void attach(Context& ctx, const AttachRequest& request) {
   if (previous && !previous->password.empty() && previous->password != compute.password) {
     secrets.remove(previous->password);
   }
-  nlohmann::json result = {{"name", request.name},
-                           {"type", compute.type},
-                           {"compute_file", project.display(compute_path)},
-                           {"run_config_file", project.display(run_config_path)}};
+  nlohmann::ordered_json result = {{"name", request.name},
+                                   {"type", compute.type},
+                                   {"compute_file", project.display(compute_path)},
+                                   {"run_config_file", project.display(run_config_path)}};
   if (remote) {
     result["address"] = compute.address;
     result["username"] = compute.username;
-    result["password"] = compute.password.empty() ? "(none stored)" : "stored in " + secrets.file().string();
+    result["password"] =
+        compute.password.empty() ? "(none stored)" : "stored in " + secrets.file().string();
   }
   if (!compute.base_docker_image.empty()) result["baseDockerImage"] = compute.base_docker_image;
   ctx.output().print_object(result);
@@ -165,9 +167,9 @@ void attach(Context& ctx, const AttachRequest& request) {
 
 void list_targets(Context& ctx) {
   const Project& project = ctx.project();
-  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& name : project.compute_names()) {
-    nlohmann::json row = {{"name", name}};
+    nlohmann::ordered_json row = {{"name", name}};
     try {
       const ComputeConfig compute = load_compute(project, name);
       row["type"] = compute.type;
@@ -190,7 +192,8 @@ void list_targets(Context& ctx) {
 void show_target(Context& ctx, const std::string& name) {
   const Project& project = ctx.project();
   const ComputeConfig compute = load_compute(project, name);
-  nlohmann::json result = {{"name", name}, {"file", project.display(project.compute_path(name))}};
+  nlohmann::ordered_json result = {{"name", name},
+                                   {"file", project.display(project.compute_path(name))}};
   for (const auto& spec : compute_keys()) {
     bool applies = spec.applies_to.empty();
     for (auto t : spec.applies_to) applies = applies || t == compute.type;
@@ -221,10 +224,10 @@ void detach(Context& ctx, const std::string& name) {
   if (compute && !compute->password.empty()) {
     secret_removed = SecretStore(ctx.config_dir).remove(compute->password);
   }
-  ctx.output().print_object({{"detached", name},
-                             {"removed", {project.display(compute_path),
-                                          project.display(project.run_config_path(name))}},
-                             {"secret_removed", secret_removed}});
+  ctx.output().print_object(
+      {{"detached", name},
+       {"removed", {project.display(compute_path), project.display(project.run_config_path(name))}},
+       {"secret_removed", secret_removed}});
 }
 
 }  // namespace mlw::api

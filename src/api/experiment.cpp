@@ -14,10 +14,10 @@
 #include <iostream>
 #include <thread>
 
+#include "mlw/config/targets.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/snapshot/ignore.hpp"
-#include "mlw/config/targets.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -28,17 +28,13 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-void on_interrupt(int) { g_interrupted = 1; }
+void on_interrupt(int) {
+  g_interrupted = 1;
+}
 
 std::string user_name() {
   if (const passwd* entry = ::getpwuid(::getuid()); entry && entry->pw_name) return entry->pw_name;
   return std::to_string(::getuid());
-}
-
-std::string host_name() {
-  char buffer[256] = {};
-  ::gethostname(buffer, sizeof buffer - 1);
-  return buffer;
 }
 
 /// The `mlw` and `azureml` Python packages, written once per version under .mlw/python/.
@@ -106,9 +102,12 @@ std::map<std::string, std::string> parse_env(const std::vector<std::string>& ite
   for (const auto& item : items) {
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    bool valid = eq != std::string::npos && !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0]));
+    bool valid = eq != std::string::npos && !key.empty() &&
+                 !std::isdigit(static_cast<unsigned char>(key[0]));
     for (char c : key) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (!valid) throw UsageError("-e expects KEY=VALUE with KEY made of letters, digits and _ (got \"" + item + "\")");
+    if (!valid)
+      throw UsageError("-e expects KEY=VALUE with KEY made of letters, digits and _ (got \"" +
+                       item + "\")");
     env[key] = item.substr(eq + 1);
   }
   return env;
@@ -156,12 +155,14 @@ void print_summary(Context& ctx, const RunRecord& record) {
                             record.exit_code ? std::to_string(*record.exit_code) : "");
     return;
   }
-  std::string summary = fmt::format("\nRun {}: {} in {}, exit code {}\n", record.run_id,
-                                    record.status, format_duration(record.duration_ms(record.end_ms)),
-                                    record.exit_code ? std::to_string(*record.exit_code) : "none");
+  std::string summary =
+      fmt::format("\nRun {}: {} in {}, exit code {}\n", record.run_id, record.status,
+                  format_duration(record.duration_ms(record.end_ms)),
+                  record.exit_code ? std::to_string(*record.exit_code) : "none");
   if (!record.outputs.empty()) {
-    summary += fmt::format("Outputs: {} file(s) in .mlw/runs/{}/outputs (mlw history download -r {})\n",
-                           record.outputs.size(), record.run_id, record.run_id);
+    summary +=
+        fmt::format("Outputs: {} file(s) in .mlw/runs/{}/outputs (mlw history download -r {})\n",
+                    record.outputs.size(), record.run_id, record.run_id);
   }
   if (!record.metrics.empty()) {
     std::vector<std::string> parts;
@@ -180,12 +181,15 @@ int submit(Context& ctx, const SubmitRequest& request) {
   ctx.failure_code = exit_code::k_cannot_start;
   const Project& project = ctx.project();
   std::vector<std::string> ignored;
-  RunPlan plan{project, {}, {}, load_run_config(project, request.run_config, &ignored), {}, {}, {}, {}, {}, {}, {}};
+  RunPlan plan{project, {}, {}, load_run_config(project, request.run_config, &ignored),
+               {},      {}, {}, {},
+               {},      {}, {}};
   plan.target_name = request.target.value_or(plan.run_config.target);
   if (plan.target_name.empty()) {
-    throw Error(fmt::format("aml_config/{}.runconfig names no Target; add 'Target: NAME' or pass -t "
-                            "NAME",
-                            request.run_config));
+    throw Error(
+        fmt::format("aml_config/{}.runconfig names no Target; add 'Target: NAME' or pass -t "
+                    "NAME",
+                    request.run_config));
   }
   plan.compute = load_compute(project, plan.target_name);
   note_ignored_keys(project, ignored);
@@ -213,7 +217,8 @@ int submit(Context& ctx, const SubmitRequest& request) {
   record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
   store->create(record, record.created_ms);
   plan.run_dir = store->run_dir(record.run_id);
-  (ctx.output().structured() ? *ctx.err : *ctx.out) << "RunId: " << record.run_id << "\n" << std::flush;
+  (ctx.output().structured() ? *ctx.err : *ctx.out) << "RunId: " << record.run_id << "\n"
+                                                    << std::flush;
 
   RunHandle handle;
   const std::int64_t phase_start = ctx.clock->now_ms();
@@ -315,8 +320,9 @@ int submit(Context& ctx, const SubmitRequest& request) {
   store.emplace(project.state_dir());
   const RunRecord final_record = store->load(record.run_id);
   if (!status::is_final(final_record.status)) {
-    throw Error(fmt::format("run {} ended without its final record (see .mlw/runs/{}/supervisor.log)",
-                            record.run_id, record.run_id));
+    throw Error(
+        fmt::format("run {} ended without its final record (see .mlw/runs/{}/supervisor.log)",
+                    record.run_id, record.run_id));
   }
   print_summary(ctx, final_record);
   return exit_code_of(final_record);
@@ -354,8 +360,11 @@ void cancel(Context& ctx, const std::string& run_id) {
   if (!ctx.quiet && !ctx.output().structured()) {
     *ctx.err << fmt::format("Run {} is {}\n", run_id, record.status);
   }
-  ctx.output().print_object({{"run_id", run_id}, {"status", record.status},
-                             {"exit_code", record.exit_code ? nlohmann::json(*record.exit_code) : nlohmann::json()}});
+  ctx.output().print_object(
+      {{"run_id", run_id},
+       {"status", record.status},
+       {"exit_code",
+        record.exit_code ? nlohmann::ordered_json(*record.exit_code) : nlohmann::ordered_json()}});
 }
 
 }  // namespace mlw::api

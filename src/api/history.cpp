@@ -16,28 +16,26 @@ namespace mlw::api {
 
 namespace {
 
-std::string host_name() {
-  char buffer[256] = {};
-  ::gethostname(buffer, sizeof buffer - 1);
-  return buffer;
-}
-
 HistoryStore open_history(Context& ctx) {
   HistoryStore store(ctx.project().state_dir());
   store.reconcile_lost(host_name());
   return store;
 }
 
-nlohmann::json summary_row(const RunSummary& row, std::int64_t now_ms) {
-  const std::int64_t duration = row.start_ms ? (row.end_ms ? row.end_ms : now_ms) - row.start_ms : 0;
+nlohmann::ordered_json summary_row(const RunSummary& row, std::int64_t now_ms) {
+  const std::int64_t duration =
+      row.start_ms ? (row.end_ms ? row.end_ms : now_ms) - row.start_ms : 0;
   return {{"run_id", row.run_id},
           {"run_number", row.run_number},
           {"script", row.script},
           {"target", row.target},
           {"status", row.status},
-          {"created", row.created_ms ? nlohmann::json(format_utc(row.created_ms)) : nlohmann::json()},
-          {"duration", row.start_ms ? nlohmann::json(format_duration(duration)) : nlohmann::json()},
-          {"exit_code", row.exit_code ? nlohmann::json(*row.exit_code) : nlohmann::json()}};
+          {"created", row.created_ms ? nlohmann::ordered_json(format_utc(row.created_ms))
+                                     : nlohmann::ordered_json()},
+          {"duration", row.start_ms ? nlohmann::ordered_json(format_duration(duration))
+                                    : nlohmann::ordered_json()},
+          {"exit_code",
+           row.exit_code ? nlohmann::ordered_json(*row.exit_code) : nlohmann::ordered_json()}};
 }
 
 }  // namespace
@@ -53,7 +51,7 @@ void list_runs(Context& ctx, const RunQuery& query) {
   if (query.top < 0) throw UsageError("--top must be 0 (all) or more");
   HistoryStore store = open_history(ctx);
   const std::int64_t now = ctx.clock->now_ms();
-  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& row : store.list(query)) rows.push_back(summary_row(row, now));
   ctx.output().print_list(rows, {{"run_id", "RUN ID"},
                                  {"run_number", "#"},
@@ -72,11 +70,13 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
     id = *run_id;
   } else {
     auto last = store.last_run_id();
-    if (!last) throw Error("this project has no runs yet; start one with: mlw experiment submit -c local train.py");
+    if (!last)
+      throw Error(
+          "this project has no runs yet; start one with: mlw experiment submit -c local train.py");
     id = *last;
   }
   const RunRecord record = store.load(id);
-  nlohmann::json json = record.to_json();
+  nlohmann::ordered_json json = record.to_json();
   for (const char* internal : {"pid", "pid_start", "boot_id", "process_group", "created_ms",
                                "started_ms", "ended_ms", "cancel_requested"}) {
     json.erase(internal);
@@ -90,12 +90,17 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
   ctx.output().print_object(json);
   const auto series = read_metric_series(store.run_dir(id) / "metrics.jsonl");
   if (series.empty()) return;
-  *ctx.out << "\nMETRIC  LAST  POINTS" << (ctx.stdout_is_terminal ? "  TREND" : "") << "\n";
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& [name, values] : series) {
-    *ctx.out << fmt::format("{}  {}  {}", name, cell_text(values.back()), values.size());
-    if (ctx.stdout_is_terminal) *ctx.out << "  " << sparkline(values);
-    *ctx.out << "\n";
+    rows.push_back({{"metric", name},
+                    {"last", values.back()},
+                    {"points", values.size()},
+                    {"trend", ctx.stdout_is_terminal ? sparkline(values) : ""}});
   }
+  std::vector<Column> columns = {{"metric", "METRIC"}, {"last", "LAST"}, {"points", "POINTS"}};
+  if (ctx.stdout_is_terminal) columns.push_back({"trend", "TREND"});
+  *ctx.out << "\n";
+  ctx.output().print_list(rows, columns);
 }
 
 void show_logs(Context& ctx, const std::string& run_id, bool follow) {
@@ -128,12 +133,14 @@ void show_logs(Context& ctx, const std::string& run_id, bool follow) {
     record = store.load(run_id);
   }
   if (follow && !ctx.quiet) {
-    *ctx.err << fmt::format("Run {} is {}{}\n", run_id, record.status,
-                            record.exit_code ? fmt::format(" (exit code {})", *record.exit_code) : "");
+    *ctx.err << fmt::format(
+        "Run {} is {}{}\n", run_id, record.status,
+        record.exit_code ? fmt::format(" (exit code {})", *record.exit_code) : "");
   }
 }
 
-void download(Context& ctx, const std::string& run_id, const std::optional<std::string>& destination,
+void download(Context& ctx, const std::string& run_id,
+              const std::optional<std::string>& destination,
               const std::optional<std::string>& artifact) {
   HistoryStore store = open_history(ctx);
   const RunRecord record = store.load(run_id);
@@ -148,12 +155,14 @@ void download(Context& ctx, const std::string& run_id, const std::optional<std::
     }
     if (std::find(files.begin(), files.end(), name) == files.end()) {
       throw Error(fmt::format("run {} has no output \"{}\"{}; its outputs: {}", run_id, name,
-                              did_you_mean(name, files), files.empty() ? "none" : join(files, ", ")));
+                              did_you_mean(name, files),
+                              files.empty() ? "none" : join(files, ", ")));
     }
     files = {name};
   }
-  const fs::path target = destination ? fs::absolute(expand_user(*destination)) : ctx.working_dir / run_id;
-  nlohmann::json copied = nlohmann::json::array();
+  const fs::path target =
+      destination ? fs::absolute(expand_user(*destination)) : ctx.working_dir / run_id;
+  nlohmann::ordered_json copied = nlohmann::ordered_json::array();
   for (const auto& file : files) {
     const fs::path relative = fs::path(file).lexically_normal();
     if (relative.is_absolute() || starts_with(relative.string(), "..")) continue;
@@ -165,7 +174,8 @@ void download(Context& ctx, const std::string& run_id, const std::optional<std::
     if (ec) throw Error("cannot write " + (target / relative).string() + ": " + ec.message());
     copied.push_back((target / relative).string());
   }
-  ctx.output().print_object({{"run_id", run_id}, {"destination", target.string()}, {"files", copied}});
+  ctx.output().print_object(
+      {{"run_id", run_id}, {"destination", target.string()}, {"files", copied}});
 }
 
 void compare(Context& ctx, const std::vector<std::string>& run_ids) {
@@ -180,23 +190,25 @@ void compare(Context& ctx, const std::vector<std::string>& run_ids) {
     }
   }
   std::sort(names.begin(), names.end());
-  nlohmann::json rows = nlohmann::json::array();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::vector<Column> columns = {{"field", "FIELD"}};
   for (const auto& record : records) columns.push_back({record.run_id, record.run_id});
   auto add_row = [&](const std::string& field, auto value_of) {
-    nlohmann::json row = {{"field", field}};
+    nlohmann::ordered_json row = {{"field", field}};
     for (const auto& record : records) row[record.run_id] = value_of(record);
     rows.push_back(row);
   };
-  add_row("status", [](const RunRecord& r) { return nlohmann::json(r.status); });
-  add_row("script", [](const RunRecord& r) { return nlohmann::json(r.script); });
-  add_row("arguments", [](const RunRecord& r) { return nlohmann::json(join(r.arguments, " ")); });
+  add_row("status", [](const RunRecord& r) { return nlohmann::ordered_json(r.status); });
+  add_row("script", [](const RunRecord& r) { return nlohmann::ordered_json(r.script); });
+  add_row("arguments",
+          [](const RunRecord& r) { return nlohmann::ordered_json(join(r.arguments, " ")); });
   add_row("duration", [](const RunRecord& r) {
-    return r.end_ms ? nlohmann::json(format_duration(r.end_ms - r.start_ms)) : nlohmann::json();
+    return r.end_ms ? nlohmann::ordered_json(format_duration(r.end_ms - r.start_ms))
+                    : nlohmann::ordered_json();
   });
   for (const auto& name : names) {
     add_row(name, [&](const RunRecord& r) {
-      return r.metrics.contains(name) ? r.metrics[name] : nlohmann::json();
+      return r.metrics.contains(name) ? r.metrics[name] : nlohmann::ordered_json();
     });
   }
   ctx.output().print_list(rows, columns);

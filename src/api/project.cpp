@@ -55,7 +55,8 @@ void create_project(Context& ctx, const CreateProjectRequest& request) {
     throw UsageError(fmt::format("unknown template \"{}\"; templates: {}{}", request.template_name,
                                  join(names, ", "), did_you_mean(request.template_name, names)));
   }
-  const fs::path parent = request.parent ? fs::absolute(expand_user(*request.parent)) : ctx.working_dir;
+  const fs::path parent =
+      request.parent ? fs::absolute(expand_user(*request.parent)) : ctx.working_dir;
   const fs::path root = parent / request.name;
   std::error_code ec;
   if (fs::exists(root, ec) && !fs::is_empty(root, ec)) {
@@ -76,7 +77,8 @@ void create_project(Context& ctx, const CreateProjectRequest& request) {
       {"aml_config/local.runconfig", render_run_config(default_run_config("local"), "local")},
       {"aml_config/docker.compute", render_compute(docker, "docker")},
       {"aml_config/docker.runconfig", render_run_config(default_run_config("docker"), "docker")},
-      {"aml_config/conda_dependencies.yml", std::string(embedded(folder + "/conda_dependencies.yml"))},
+      {"aml_config/conda_dependencies.yml",
+       std::string(embedded(folder + "/conda_dependencies.yml"))},
       {"aml_config/spark_dependencies.yml", std::string(k_spark_dependencies)},
       {".amlignore", std::string(embedded("examples/amlignore"))},
       {".gitignore", std::string(k_gitignore)},
@@ -98,7 +100,7 @@ void create_project(Context& ctx, const CreateProjectRequest& request) {
     fs::remove_all(staging, ec);
     throw;
   }
-  nlohmann::json written = nlohmann::json::array();
+  nlohmann::ordered_json written = nlohmann::ordered_json::array();
   for (const auto& [path, text] : files) written.push_back(path);
   ctx.output().print_object({{"project", request.name},
                              {"path", root.string()},

@@ -31,10 +31,10 @@ void apply_globals(Context& ctx, const GlobalOptions& globals) {
       ctx.color ? spdlog::color_mode::automatic : spdlog::color_mode::never);
   auto logger = std::make_shared<spdlog::logger>("mlw", sink);
   logger->set_pattern("mlw: %^%l%$: %v");
-  logger->set_level(globals.quiet             ? spdlog::level::err
-                    : globals.verbose >= 2    ? spdlog::level::trace
-                    : globals.verbose == 1    ? spdlog::level::debug
-                                              : spdlog::level::info);
+  logger->set_level(globals.quiet          ? spdlog::level::err
+                    : globals.verbose >= 2 ? spdlog::level::trace
+                    : globals.verbose == 1 ? spdlog::level::debug
+                                           : spdlog::level::info);
   spdlog::set_default_logger(logger);
 }
 
@@ -43,16 +43,18 @@ void register_app(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   app.require_subcommand(1);
   app.fallthrough();
   app.option_defaults()->always_capture_default(false);
-  app.add_option("--project", globals.project, "The project folder (default: found from here upward)")
+  app.add_option("--project", globals.project,
+                 "The project folder (default: found from here upward)")
       ->type_name("DIR");
-  app.add_option("-o,--output", globals.output, "Output format: table, json, tsv or yaml (or $MLW_OUTPUT)")
+  app.add_option("-o,--output", globals.output,
+                 "Output format: table, json, tsv or yaml (or $MLW_OUTPUT)")
       ->type_name("FORMAT");
   app.add_flag("-v,--verbose", globals.verbose, "More diagnostics on stderr (repeat for debug)");
   app.add_flag("-q,--quiet", globals.quiet, "Only errors on stderr");
   app.add_flag("--no-color", globals.no_color, "No colors (also: NO_COLOR=1)");
   app.footer(examples({"mlw project create -n demo && cd demo",
-                       "mlw experiment submit -c local train.py --epochs 3",
-                       "mlw history list", "mlw history info -r demo_1732200000000 -o json"}));
+                       "mlw experiment submit -c local train.py --epochs 3", "mlw history list",
+                       "mlw history info -r demo_1732200000000 -o json"}));
   app.parse_complete_callback([&ctx, &globals] { apply_globals(ctx, globals); });
   register_project(app, ctx);
   register_computetarget(app, ctx);

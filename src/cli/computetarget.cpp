@@ -1,5 +1,5 @@
-#include "cli/app.hpp"
 #include "mlw/api/computetarget.hpp"
+#include "cli/app.hpp"
 
 namespace mlw::cli {
 
@@ -7,47 +7,62 @@ namespace {
 
 void add_optional(CLI::App* command, const std::string& flags, std::optional<std::string>& target,
                   const std::string& help) {
-  command->add_option_function<std::string>(flags, [&target](const std::string& v) { target = v; }, help);
+  command->add_option_function<std::string>(
+      flags, [&target](const std::string& v) { target = v; }, help);
 }
 
 }  // namespace
 
 void register_computetarget(CLI::App& app, Context& ctx) {
-  auto* group = app.add_subcommand("computetarget", "Attach, list, show and detach compute targets");
+  auto* group =
+      app.add_subcommand("computetarget", "Attach, list, show and detach compute targets");
   group->require_subcommand(1);
 
-  auto* attach = group->add_subcommand("attach", "Write aml_config/NAME.compute and NAME.runconfig");
+  auto* attach =
+      group->add_subcommand("attach", "Write aml_config/NAME.compute and NAME.runconfig");
   attach->require_subcommand(1);
   for (const char* type : {"local", "docker", "remotedocker", "remote"}) {
     auto request = std::make_shared<api::AttachRequest>();
     request->type = type;
     auto* command = attach->add_subcommand(type, std::string("Attach a ") + type + " target");
-    command->add_option("-n,--name", request->name, "Target name (letters, digits, _ and -)")->required();
+    command->add_option("-n,--name", request->name, "Target name (letters, digits, _ and -)")
+        ->required();
     const bool remote = std::string(type) == "remotedocker" || std::string(type) == "remote";
     if (remote) {
-      add_optional(command, "-a,--address", request->address, "host, host:port, [v6addr]:port or an ~/.ssh/config alias");
+      add_optional(command, "-a,--address", request->address,
+                   "host, host:port, [v6addr]:port or an ~/.ssh/config alias");
       add_optional(command, "-u,--username", request->username, "SSH user (default: you)");
       add_optional(command, "-w,--password", request->password,
                    "SSH password (shows in the process list; prefer --password-stdin)");
-      command->add_flag("--password-stdin", request->password_stdin, "Read the SSH password from standard input");
-      add_optional(command, "--private-key-file", request->private_key_file, "SSH private key to log in with");
+      command->add_flag("--password-stdin", request->password_stdin,
+                        "Read the SSH password from standard input");
+      add_optional(command, "--private-key-file", request->private_key_file,
+                   "SSH private key to log in with");
     }
     if (std::string(type) == "docker" || std::string(type) == "remotedocker") {
-      add_optional(command, "--base-image", request->base_image, "Base Docker image (default python:3.11-slim)");
-      command->add_flag("--nvidia-docker", request->nvidia_docker, "Run the container with the GPUs");
+      add_optional(command, "--base-image", request->base_image,
+                   "Base Docker image (default python:3.11-slim)");
+      command->add_flag("--nvidia-docker", request->nvidia_docker,
+                        "Run the container with the GPUs");
     }
     if (std::string(type) == "local" || std::string(type) == "remote") {
-      add_optional(command, "--python", request->python_location, "Python interpreter (default python3)");
+      add_optional(command, "--python", request->python_location,
+                   "Python interpreter (default python3)");
     }
     command->add_flag("--force", request->force, "Replace an existing target of that name");
-    command->footer(remote ? examples({"mlw computetarget attach remotedocker -n my_dsvm -a gpu-vm.example.com -u me --password-stdin < pw.txt",
-                                       "mlw computetarget attach remote -n box -a [::1]:2222 -u me --private-key-file ~/.ssh/id_ed25519"})
-                           : examples({"mlw computetarget attach local -n py311 --python python3.11",
-                                       "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch --nvidia-docker"}));
+    command->footer(remote
+                        ? examples({"mlw computetarget attach remotedocker -n my_dsvm -a "
+                                    "gpu-vm.example.com -u me --password-stdin < pw.txt",
+                                    "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
+                                    "--private-key-file ~/.ssh/id_ed25519"})
+                        : examples({"mlw computetarget attach local -n py311 --python python3.11",
+                                    "mlw computetarget attach docker -n gpu --base-image "
+                                    "pytorch/pytorch --nvidia-docker"}));
     command->callback([&ctx, request] { api::attach(ctx, *request); });
   }
   attach->footer(examples({"mlw computetarget attach local -n mylocal",
-                           "mlw computetarget attach remotedocker -n my_dsvm -a vm.example.com -u me --password-stdin"}));
+                           "mlw computetarget attach remotedocker -n my_dsvm -a vm.example.com -u "
+                           "me --password-stdin"}));
 
   auto* list = group->add_subcommand("list", "List the project's compute targets");
   list->footer(examples({"mlw computetarget list", "mlw computetarget list -o json"}));
@@ -56,11 +71,13 @@ void register_computetarget(CLI::App& app, Context& ctx) {
   auto show_name = std::make_shared<std::string>();
   auto* show = group->add_subcommand("show", "Show a compute target's settings");
   show->add_option("-n,--name", *show_name, "Target name")->required();
-  show->footer(examples({"mlw computetarget show -n local", "mlw -o yaml computetarget show -n docker"}));
+  show->footer(
+      examples({"mlw computetarget show -n local", "mlw -o yaml computetarget show -n docker"}));
   show->callback([&ctx, show_name] { api::show_target(ctx, *show_name); });
 
   auto detach_name = std::make_shared<std::string>();
-  auto* detach = group->add_subcommand("detach", "Remove a compute target, its run configuration and stored password");
+  auto* detach = group->add_subcommand(
+      "detach", "Remove a compute target, its run configuration and stored password");
   detach->add_option("-n,--name", *detach_name, "Target name")->required();
   detach->footer(examples({"mlw computetarget detach -n my_dsvm"}));
   detach->callback([&ctx, detach_name] { api::detach(ctx, *detach_name); });

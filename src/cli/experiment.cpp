@@ -1,5 +1,5 @@
-#include "cli/app.hpp"
 #include "mlw/api/experiment.hpp"
+#include "cli/app.hpp"
 
 namespace mlw::cli {
 
@@ -9,14 +9,17 @@ void register_experiment(CLI::App& app, Context& ctx) {
 
   auto request = std::make_shared<api::SubmitRequest>();
   auto* submit = group->add_subcommand("submit", "Run a script on a compute target and record it");
-  submit->add_option("-c,--run-configuration", request->run_config,
-                     "Run configuration (aml_config/NAME.runconfig)")
+  submit
+      ->add_option("-c,--run-configuration", request->run_config,
+                   "Run configuration (aml_config/NAME.runconfig)")
       ->required()
       ->type_name("NAME");
-  submit->add_option_function<std::string>("-t,--target", [request](const std::string& v) { request->target = v; },
-                                           "Compute target (default: the run configuration's Target)");
+  submit->add_option_function<std::string>(
+      "-t,--target", [request](const std::string& v) { request->target = v; },
+      "Compute target (default: the run configuration's Target)");
   submit->add_flag("-a,--async", request->async, "Return as soon as the run has started");
-  submit->add_option("-e,--env", request->env, "Set an environment variable in the run (repeatable)")
+  submit
+      ->add_option("-e,--env", request->env, "Set an environment variable in the run (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
   submit->add_flag("--cancel-on-interrupt", request->cancel_on_interrupt,
@@ -32,7 +35,8 @@ void register_experiment(CLI::App& app, Context& ctx) {
                 "mlw -o json experiment submit -c local train.py > run.json"}));
   submit->callback([&ctx, request, submit] {
     auto words = submit->remaining();
-    if (words.empty()) throw UsageError("no script given: mlw experiment submit -c NAME SCRIPT [ARGS...]");
+    if (words.empty())
+      throw UsageError("no script given: mlw experiment submit -c NAME SCRIPT [ARGS...]");
     if (words.front().size() > 1 && words.front()[0] == '-') {
       throw UsageError("unknown option " + words.front() +
                        " for submit; its options go before the script, global options (-o, -v, "

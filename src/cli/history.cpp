@@ -1,5 +1,5 @@
-#include "cli/app.hpp"
 #include "mlw/api/history.hpp"
+#include "cli/app.hpp"
 
 namespace mlw::cli {
 
@@ -20,7 +20,8 @@ void register_history(CLI::App& app, Context& ctx) {
   auto query = std::make_shared<RunQuery>();
   query->top = 50;
   auto* list = group->add_subcommand("list", "List runs, newest first");
-  list->add_option("-c,--target", query->target, "Only runs on this compute target")->type_name("TARGET");
+  list->add_option("-c,--target", query->target, "Only runs on this compute target")
+      ->type_name("TARGET");
   list->add_option("--status", query->status, "Only runs with this status (Completed, Failed, …)");
   list->add_option("--top", query->top, "At most N runs (default 50; 0 for all)")->type_name("N");
   list->footer(examples({"mlw history list", "mlw history list --status Failed --top 5",
@@ -47,10 +48,12 @@ void register_history(CLI::App& app, Context& ctx) {
   auto download_id = add_run_option(download);
   auto destination = std::make_shared<std::optional<std::string>>();
   auto artifact = std::make_shared<std::optional<std::string>>();
-  download->add_option_function<std::string>("-d,--destination", [destination](const std::string& v) { *destination = v; },
-                                             "Folder to copy into (default ./RUN_ID)");
-  download->add_option_function<std::string>("--artifact", [artifact](const std::string& v) { *artifact = v; },
-                                              "Only this file of outputs/");
+  download->add_option_function<std::string>(
+      "-d,--destination", [destination](const std::string& v) { *destination = v; },
+      "Folder to copy into (default ./RUN_ID)");
+  download->add_option_function<std::string>(
+      "--artifact", [artifact](const std::string& v) { *artifact = v; },
+      "Only this file of outputs/");
   download->footer(examples({"mlw history download -r demo_1732200000000 -d results",
                              "mlw history download -r demo_1732200000000 --artifact model.pkl"}));
   download->callback([&ctx, download_id, destination, artifact] {
@@ -59,7 +62,10 @@ void register_history(CLI::App& app, Context& ctx) {
 
   auto ids = std::make_shared<std::vector<std::string>>();
   auto* compare = group->add_subcommand("compare", "Show runs' metrics side by side");
-  compare->add_option("runs", *ids, "Two or more run ids")->required()->expected(2, 1000)->type_name("RUN_ID");
+  compare->add_option("runs", *ids, "Two or more run ids")
+      ->required()
+      ->expected(2, 1000)
+      ->type_name("RUN_ID");
   compare->footer(examples({"mlw history compare demo_1732200000000 demo_1732200050000"}));
   compare->callback([&ctx, ids] { api::compare(ctx, *ids); });
 }

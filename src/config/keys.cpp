@@ -90,11 +90,12 @@ std::map<std::string, std::string> map_value(const ConfigDocument& doc, const YA
                                              std::string_view key) {
   std::map<std::string, std::string> out;
   if (node.IsNull()) return out;
-  if (!node.IsMap()) fail_at(doc, node, fmt::format("{} must be a mapping of names to values", key));
+  if (!node.IsMap())
+    fail_at(doc, node, fmt::format("{} must be a mapping of names to values", key));
   for (const auto& entry : node) {
     if (!entry.second.IsScalar() && !entry.second.IsNull()) {
-      fail_at(doc, entry.second, fmt::format("{}: the value of {} must be a single value", key,
-                                             entry.first.Scalar()));
+      fail_at(doc, entry.second,
+              fmt::format("{}: the value of {} must be a single value", key, entry.first.Scalar()));
     }
     out[entry.first.Scalar()] = entry.second.IsNull() ? "" : entry.second.Scalar();
   }
@@ -117,11 +118,21 @@ std::string yaml_quote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));

@@ -26,9 +26,10 @@ void validate_name(const std::string& name, const std::string& what) {
 namespace {
 
 int parse_port(const std::string& text, const std::string& whole) {
-  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string::npos) {
-    throw UsageError(fmt::format("address \"{}\": port \"{}\" is not a number from 1 to 65535",
-                                 whole, text));
+  if (text.empty() || text.size() > 5 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    throw UsageError(
+        fmt::format("address \"{}\": port \"{}\" is not a number from 1 to 65535", whole, text));
   }
   const int port = std::stoi(text);
   if (port < 1 || port > 65535) {
@@ -41,8 +42,8 @@ void check_host(const std::string& host, const std::string& whole) {
   if (host.empty()) throw UsageError(fmt::format("address \"{}\" has no host name", whole));
   for (char c : host) {
     if (c <= ' ' || c == '/' || c == '@' || c == '\'' || c == '"' || c == '\\' || c == 0x7f) {
-      throw UsageError(fmt::format("address \"{}\": host name has a character that is not allowed",
-                                   whole));
+      throw UsageError(
+          fmt::format("address \"{}\": host name has a character that is not allowed", whole));
     }
   }
 }

@@ -27,9 +27,11 @@ std::string new_uuid() {
   for (auto& x : b) x = static_cast<unsigned char>(byte(random));
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
-  return fmt::format("{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-                     b[12], b[13], b[14], b[15]);
+  return fmt::format(
+      "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:"
+      "02x}{:02x}",
+      b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+      b[15]);
 }
 
 /// Holds an exclusive flock on the store's lock file for the lifetime of the object.
@@ -53,16 +55,18 @@ class StoreLock {
 
 SecretStore::SecretStore(fs::path folder) : m_folder(std::move(folder)) {}
 
-bool SecretStore::is_reference(const std::string& value) { return starts_with(value, k_prefix); }
+bool SecretStore::is_reference(const std::string& value) {
+  return starts_with(value, k_prefix);
+}
 
 std::string SecretStore::load_text() const {
   const fs::path path = file();
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return "{}";
   if ((info.st_mode & 077) != 0) {
-    throw Error(fmt::format(
-        "{} can be read by other users (mode {:04o}); fix it with: chmod 600 {}", path.string(),
-        info.st_mode & 07777, path.string()));
+    throw Error(
+        fmt::format("{} can be read by other users (mode {:04o}); fix it with: chmod 600 {}",
+                    path.string(), info.st_mode & 07777, path.string()));
   }
   return read_file(path);
 }
@@ -71,10 +75,10 @@ std::string SecretStore::put(const std::string& target, const std::string& user,
                              const std::string& secret) {
   make_directories(m_folder, 0700);
   StoreLock lock(m_folder);
-  nlohmann::json data;
+  nlohmann::ordered_json data;
   try {
-    data = nlohmann::json::parse(load_text());
-  } catch (const nlohmann::json::parse_error&) {
+    data = nlohmann::ordered_json::parse(load_text());
+  } catch (const nlohmann::ordered_json::parse_error&) {
     throw Error(file().string() + " is damaged (not JSON); move it away and attach again");
   }
   const std::string reference = fmt::format("{}{}#{}#{}", k_prefix, target, user, new_uuid());
@@ -85,18 +89,20 @@ std::string SecretStore::put(const std::string& target, const std::string& user,
 
 std::string SecretStore::get(const std::string& reference) const {
   if (starts_with(reference, "AzureMlSecret=")) {
-    throw Error("the password is an Azure ML Workbench secret reference (AzureMlSecret=…) that "
-                "mlw cannot read; re-attach the target with: mlw computetarget attach … --force "
-                "--password-stdin");
+    throw Error(
+        "the password is an Azure ML Workbench secret reference (AzureMlSecret=…) that "
+        "mlw cannot read; re-attach the target with: mlw computetarget attach … --force "
+        "--password-stdin");
   }
   if (!is_reference(reference)) {
-    throw Error("the password key must hold a secret reference (MlwSecret=…), not a password; "
-                "re-attach the target with --force --password-stdin");
+    throw Error(
+        "the password key must hold a secret reference (MlwSecret=…), not a password; "
+        "re-attach the target with --force --password-stdin");
   }
-  nlohmann::json data;
+  nlohmann::ordered_json data;
   try {
-    data = nlohmann::json::parse(load_text());
-  } catch (const nlohmann::json::parse_error&) {
+    data = nlohmann::ordered_json::parse(load_text());
+  } catch (const nlohmann::ordered_json::parse_error&) {
     throw Error(file().string() + " is damaged (not JSON); move it away and attach again");
   }
   if (!data.contains("secrets") || !data["secrets"].contains(reference)) {
@@ -109,7 +115,7 @@ std::string SecretStore::get(const std::string& reference) const {
 bool SecretStore::remove(const std::string& reference) {
   if (!is_reference(reference) || !fs::exists(file())) return false;
   StoreLock lock(m_folder);
-  nlohmann::json data = nlohmann::json::parse(load_text(), nullptr, false);
+  nlohmann::ordered_json data = nlohmann::ordered_json::parse(load_text(), nullptr, false);
   if (data.is_discarded() || !data.contains("secrets") || !data["secrets"].contains(reference)) {
     return false;
   }

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
-#include <thread>
 #include <iostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -38,26 +38,20 @@ void write_all(int fd, const char* data, std::size_t size) {
 }
 
 /// The script's process: its own session, output into the pipe, then exec.
-[[noreturn]] void exec_script(const ProcessSpec& spec, int output_fd) {
+[[noreturn]] void exec_script(const ProcessSpec& spec, ExecArrays& arrays, int output_fd) {
   ::setsid();
   for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGTERM, SIGQUIT}) ::signal(sig, SIG_DFL);
   const int null_fd = ::open("/dev/null", O_RDONLY);
   ::dup2(null_fd, 0);
   ::dup2(output_fd, 1);
   ::dup2(output_fd, 2);
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
   if (::chdir(spec.cwd.c_str()) != 0) {
-    const std::string message = "mlw: cannot enter " + spec.cwd.string() + ": " + errno_text(errno) + "\n";
+    const std::string message =
+        "mlw: cannot enter " + spec.cwd.string() + ": " + errno_text(errno) + "\n";
     write_all(2, message.data(), message.size());
     ::_exit(exit_code::k_cannot_start);
   }
-  ::execve(argv[0], argv.data(), envp.data());
+  ::execve(arrays.argv()[0], arrays.argv(), arrays.envp());
   const int err = errno;
   const std::string message = "mlw: cannot run " + spec.argv[0] + ": " + errno_text(err) + "\n";
   write_all(2, message.data(), message.size());
@@ -114,7 +108,8 @@ int pump_output(pid_t script, int script_fd, int log_fd, int& live_fd, RunRecord
         exit_code = exit_code_from_wait_status(status);
       }
     } else {
-      break;  // exited, and nothing more arrived: children that keep the pipe open are not waited for
+      break;  // exited, and nothing more arrived: children that keep the pipe open are not waited
+              // for
     }
   }
   if (!exit_code) {
@@ -174,8 +169,9 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
   }
   const int log_fd = ::open((plan.run_dir / "driver_log.txt").c_str(),
                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  ExecArrays arrays(spec);
   const pid_t script = ::fork();
-  if (script == 0) exec_script(spec, script_pipe[1]);
+  if (script == 0) exec_script(spec, arrays, script_pipe[1]);
   ::close(script_pipe[1]);
   store.emplace(plan.project.state_dir());
   record.status = status::k_running;
@@ -203,7 +199,7 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
 
   record.cancel_requested = fs::exists(cancel_marker);
   record.exit_code = code;
-  record.status = code == 0                  ? status::k_completed
+  record.status = code == 0                 ? status::k_completed
                   : record.cancel_requested ? status::k_canceled
                                             : status::k_failed;
   record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs", plan.run_dir / "outputs",
@@ -239,10 +235,10 @@ ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpre
   spec.env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share;
   spec.env["PYTHONUNBUFFERED"] = "1";
   const auto existing = spec.env.find("PYTHONPATH");
-  spec.env["PYTHONPATH"] = plan.helper_dir.string() +
-                           (existing != spec.env.end() && !existing->second.empty()
-                                ? ":" + existing->second
-                                : std::string());
+  spec.env["PYTHONPATH"] =
+      plan.helper_dir.string() + (existing != spec.env.end() && !existing->second.empty()
+                                      ? ":" + existing->second
+                                      : std::string());
   spec.cwd = snapshot;
   return spec;
 }
@@ -258,9 +254,11 @@ void LocalExecutor::validate(Context&, const RunPlan& plan) {
   }
   if (!find_executable(expand_user(name).string())) {
     if (plan.run_config.framework == "PySpark") {
-      throw Error("Framework is PySpark but spark-submit is not on PATH; install Spark, or set "
-                  "Framework: Python in aml_config/" + plan.record.run_config + ".runconfig",
-                  exit_code::k_not_found);
+      throw Error(
+          "Framework is PySpark but spark-submit is not on PATH; install Spark, or set "
+          "Framework: Python in aml_config/" +
+              plan.record.run_config + ".runconfig",
+          exit_code::k_not_found);
     }
     throw Error(fmt::format("python interpreter \"{}\" not found (pythonLocation in "
                             "aml_config/{}.compute); install it or fix pythonLocation",
@@ -272,8 +270,8 @@ void LocalExecutor::validate(Context&, const RunPlan& plan) {
 RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
   const auto interpreter = find_executable(expand_user(interpreter_name(plan)).string());
   if (!interpreter) validate(ctx, plan);
-  const ProcessSpec spec = build_local_command(plan, fs::absolute(*interpreter).string(),
-                                               current_environment());
+  const ProcessSpec spec =
+      build_local_command(plan, fs::absolute(*interpreter).string(), current_environment());
   make_directories(expand_user(plan.compute.native_shared_directory));
   make_directories(spec.cwd / "outputs");
   int live[2];
@@ -289,8 +287,8 @@ RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
     ::signal(SIGHUP, SIG_IGN);
     ::signal(SIGPIPE, SIG_IGN);
     const int null_fd = ::open("/dev/null", O_RDWR);
-    const int log = ::open((plan.run_dir / "supervisor.log").c_str(),
-                           O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int log =
+        ::open((plan.run_dir / "supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(null_fd, 0);
     ::dup2(log >= 0 ? log : null_fd, 1);
     ::dup2(log >= 0 ? log : null_fd, 2);

@@ -12,13 +12,14 @@
 
 namespace mlw {
 
-std::map<std::string, std::vector<nlohmann::json>> read_metric_series(const fs::path& metrics_file) {
-  std::map<std::string, std::vector<nlohmann::json>> series;
+std::map<std::string, std::vector<nlohmann::ordered_json>> read_metric_series(
+    const fs::path& metrics_file) {
+  std::map<std::string, std::vector<nlohmann::ordered_json>> series;
   auto text = read_file_if_exists(metrics_file);
   if (!text) return series;
   for (const auto& line : split(*text, '\n')) {
     if (trim(line).empty()) continue;
-    auto json = nlohmann::json::parse(line, nullptr, false);
+    auto json = nlohmann::ordered_json::parse(line, nullptr, false);
     if (json.is_discarded() || !json.is_object() || !json.contains("name") ||
         !json["name"].is_string() || !json.contains("value")) {
       continue;
@@ -28,8 +29,8 @@ std::map<std::string, std::vector<nlohmann::json>> read_metric_series(const fs::
   return series;
 }
 
-nlohmann::json last_metric_values(const fs::path& metrics_file) {
-  nlohmann::json out = nlohmann::json::object();
+nlohmann::ordered_json last_metric_values(const fs::path& metrics_file) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [name, values] : read_metric_series(metrics_file)) out[name] = values.back();
   return out;
 }
@@ -71,7 +72,7 @@ std::vector<std::string> collect_outputs(const fs::path& source, const fs::path&
   return files;
 }
 
-std::string sparkline(const std::vector<nlohmann::json>& values, std::size_t width) {
+std::string sparkline(const std::vector<nlohmann::ordered_json>& values, std::size_t width) {
   static const char* k_bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
   std::vector<double> numbers;
   for (const auto& value : values) {

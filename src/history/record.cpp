@@ -11,7 +11,7 @@ bool is_final(const std::string& value) {
   return value == k_completed || value == k_failed || value == k_canceled || value == k_lost;
 }
 const std::vector<std::string>& all() {
-  static const std::vector<std::string> values = {k_queued,   k_preparing, k_running, k_completed,
+  static const std::vector<std::string> values = {k_queued, k_preparing, k_running, k_completed,
                                                   k_failed, k_canceled,  k_lost};
   return values;
 }
@@ -23,17 +23,17 @@ std::int64_t RunRecord::duration_ms(std::int64_t now_ms) const {
 }
 
 namespace {
-nlohmann::json time_or_null(std::int64_t ms) {
-  return ms ? nlohmann::json(format_utc(ms)) : nlohmann::json();
+nlohmann::ordered_json time_or_null(std::int64_t ms) {
+  return ms ? nlohmann::ordered_json(format_utc(ms)) : nlohmann::ordered_json();
 }
-std::int64_t ms_from(const nlohmann::json& json, const char* key) {
+std::int64_t ms_from(const nlohmann::ordered_json& json, const char* key) {
   const auto it = json.find(std::string(key) + "_ms");
   return it != json.end() && it->is_number() ? it->get<std::int64_t>() : 0;
 }
 }  // namespace
 
-nlohmann::json RunRecord::to_json() const {
-  nlohmann::json out = {
+nlohmann::ordered_json RunRecord::to_json() const {
+  nlohmann::ordered_json out = {
       {"run_id", run_id},
       {"run_number", run_number},
       {"project", project},
@@ -47,17 +47,19 @@ nlohmann::json RunRecord::to_json() const {
       {"created", time_or_null(created_ms)},
       {"started", time_or_null(start_ms)},
       {"ended", time_or_null(end_ms)},
-      {"duration_s", end_ms && start_ms ? nlohmann::json((end_ms - start_ms) / 1000.0)
-                                        : nlohmann::json()},
-      {"exit_code", exit_code ? nlohmann::json(*exit_code) : nlohmann::json()},
+      {"duration_s", end_ms && start_ms ? nlohmann::ordered_json((end_ms - start_ms) / 1000.0)
+                                        : nlohmann::ordered_json()},
+      {"exit_code", exit_code ? nlohmann::ordered_json(*exit_code) : nlohmann::ordered_json()},
       {"user", user},
       {"host", host},
-      {"git_commit", git_commit.empty() ? nlohmann::json() : nlohmann::json(git_commit)},
-      {"git_dirty", git_dirty ? nlohmann::json(*git_dirty) : nlohmann::json()},
+      {"git_commit",
+       git_commit.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(git_commit)},
+      {"git_dirty", git_dirty ? nlohmann::ordered_json(*git_dirty) : nlohmann::ordered_json()},
       {"snapshot_hash", snapshot_hash},
       {"snapshot_files", snapshot_files},
       {"snapshot_bytes", snapshot_bytes},
-      {"image_tag", image_tag.empty() ? nlohmann::json() : nlohmann::json(image_tag)},
+      {"image_tag",
+       image_tag.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(image_tag)},
       {"metrics", metrics},
       {"outputs", outputs},
       {"problems", problems},
@@ -73,7 +75,7 @@ nlohmann::json RunRecord::to_json() const {
   return out;
 }
 
-RunRecord RunRecord::from_json(const nlohmann::json& json) {
+RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   RunRecord r;
   auto str = [&](const char* key) {
     const auto it = json.find(key);

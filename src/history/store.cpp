@@ -52,26 +52,37 @@ constexpr const char* k_live_statuses = "('Queued','Preparing','Running')";
 
 HistoryStore::HistoryStore(fs::path state_dir)
     : m_state_dir(std::move(state_dir)), m_db_path(m_state_dir / "history.db") {
-  open();
+  try {
+    open();
+  } catch (...) {
+    sqlite3_close(m_db);  // the destructor does not run for a constructor that throws
+    m_db = nullptr;
+    throw;
+  }
 }
 
-HistoryStore::~HistoryStore() { sqlite3_close(m_db); }
+HistoryStore::~HistoryStore() {
+  sqlite3_close(m_db);
+}
 
 HistoryStore::HistoryStore(HistoryStore&& other) noexcept
     : m_state_dir(std::move(other.m_state_dir)),
       m_db_path(std::move(other.m_db_path)),
       m_db(std::exchange(other.m_db, nullptr)) {}
 
-fs::path HistoryStore::run_dir(const std::string& run_id) const { return runs_dir() / run_id; }
+fs::path HistoryStore::run_dir(const std::string& run_id) const {
+  return runs_dir() / run_id;
+}
 
 void HistoryStore::fail(const std::string& what) {
   const int code = m_db ? sqlite3_errcode(m_db) : SQLITE_ERROR;
   const std::string detail = m_db ? sqlite3_errmsg(m_db) : "cannot open";
   const std::string shown = ".mlw/history.db";
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
-    throw Error(fmt::format("the history database {} is locked by another process ({}); try again "
-                            "when it is done",
-                            shown, what));
+    throw Error(
+        fmt::format("the history database {} is locked by another process ({}); try again "
+                    "when it is done",
+                    shown, what));
   }
   if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
     throw Error(fmt::format(
@@ -137,7 +148,7 @@ void HistoryStore::rebuild_index() {
   for (const auto& entry : fs::directory_iterator(runs_dir(), ec)) {
     auto text = read_file_if_exists(entry.path() / "run.json");
     if (!text) continue;
-    auto json = nlohmann::json::parse(*text, nullptr, false);
+    auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
     if (json.is_discarded()) continue;
     records.push_back(RunRecord::from_json(json));
   }
@@ -148,11 +159,12 @@ void HistoryStore::rebuild_index() {
 }
 
 void HistoryStore::upsert(const RunRecord& r) {
-  Statement stmt(m_db,
-                 "INSERT INTO runs(run_id, run_number, script, target, status, created_ms,"
-                 " start_ms, end_ms, exit_code) VALUES(?,?,?,?,?,?,?,?,?)"
-                 " ON CONFLICT(run_id) DO UPDATE SET status=excluded.status,"
-                 " start_ms=excluded.start_ms, end_ms=excluded.end_ms, exit_code=excluded.exit_code");
+  Statement stmt(
+      m_db,
+      "INSERT INTO runs(run_id, run_number, script, target, status, created_ms,"
+      " start_ms, end_ms, exit_code) VALUES(?,?,?,?,?,?,?,?,?)"
+      " ON CONFLICT(run_id) DO UPDATE SET status=excluded.status,"
+      " start_ms=excluded.start_ms, end_ms=excluded.end_ms, exit_code=excluded.exit_code");
   if (!stmt.ok()) fail("preparing an update");
   stmt.bind(1, r.run_id);
   stmt.bind(2, r.run_number);
@@ -210,7 +222,7 @@ RunRecord HistoryStore::load(const std::string& run_id) {
     throw Error(fmt::format("no run \"{}\" in this project's history{}; see: mlw history list",
                             run_id, did_you_mean(run_id, ids)));
   }
-  auto json = nlohmann::json::parse(*text, nullptr, false);
+  auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
   if (json.is_discarded()) {
     throw Error("the record of run " + run_id + " (.mlw/runs/" + run_id + "/run.json) is damaged");
   }
@@ -255,7 +267,8 @@ std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
 int HistoryStore::reconcile_lost(const std::string& host) {
   std::vector<std::string> live;
   {
-    Statement stmt(m_db, (std::string("SELECT run_id FROM runs WHERE status IN ") + k_live_statuses).c_str());
+    Statement stmt(
+        m_db, (std::string("SELECT run_id FROM runs WHERE status IN ") + k_live_statuses).c_str());
     if (!stmt.ok()) fail("checking live runs");
     while (stmt.step() == SQLITE_ROW) live.push_back(stmt.text(0));
   }
@@ -264,13 +277,13 @@ int HistoryStore::reconcile_lost(const std::string& host) {
   for (const auto& run_id : live) {
     auto text = read_file_if_exists(run_dir(run_id) / "run.json");
     if (!text) continue;
-    auto json = nlohmann::json::parse(*text, nullptr, false);
+    auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
     if (json.is_discarded()) continue;
     RunRecord record = RunRecord::from_json(json);
     if (record.host != host || status::is_final(record.status)) continue;
     const auto started = process_start_time(record.pid);
-    const bool alive =
-        record.boot_id == this_boot && started && (record.pid_start == 0 || *started == record.pid_start);
+    const bool alive = record.boot_id == this_boot && started &&
+                       (record.pid_start == 0 || *started == record.pid_start);
     if (alive) continue;
     // Read again: the supervisor writes its final record before it exits.
     record = load(run_id);

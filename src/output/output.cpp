@@ -17,7 +17,7 @@ OutputFormat parse_output_format(const std::string& text) {
   throw UsageError("output format must be table, json, tsv or yaml (got \"" + text + "\")");
 }
 
-std::string cell_text(const nlohmann::json& value) {
+std::string cell_text(const nlohmann::ordered_json& value) {
   if (value.is_null()) return "";
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_float()) {
@@ -35,7 +35,7 @@ std::size_t display_width(const std::string& text) {
   return width;
 }
 
-void emit(YAML::Emitter& out, const nlohmann::json& value) {
+void emit(YAML::Emitter& out, const nlohmann::ordered_json& value) {
   if (value.is_object()) {
     out << YAML::BeginMap;
     for (const auto& [key, item] : value.items()) {
@@ -58,13 +58,14 @@ void emit(YAML::Emitter& out, const nlohmann::json& value) {
 
 }  // namespace
 
-std::string to_yaml(const nlohmann::json& value) {
+std::string to_yaml(const nlohmann::ordered_json& value) {
   YAML::Emitter out;
   emit(out, value);
   return std::string(out.c_str()) + "\n";
 }
 
-void Output::print_list(const nlohmann::json& rows, const std::vector<Column>& columns) const {
+void Output::print_list(const nlohmann::ordered_json& rows,
+                        const std::vector<Column>& columns) const {
   switch (m_format) {
     case OutputFormat::Json:
       m_out << rows.dump(2) << "\n";
@@ -75,7 +76,7 @@ void Output::print_list(const nlohmann::json& rows, const std::vector<Column>& c
     case OutputFormat::Tsv:
       for (const auto& row : rows) {
         for (std::size_t i = 0; i < columns.size(); ++i) {
-          std::string text = cell_text(row.value(columns[i].key, nlohmann::json()));
+          std::string text = cell_text(row.value(columns[i].key, nlohmann::ordered_json()));
           std::replace(text.begin(), text.end(), '\t', ' ');
           std::replace(text.begin(), text.end(), '\n', ' ');
           m_out << (i ? "\t" : "") << text;
@@ -90,7 +91,7 @@ void Output::print_list(const nlohmann::json& rows, const std::vector<Column>& c
       for (const auto& row : rows) {
         std::vector<std::string> line;
         for (std::size_t i = 0; i < columns.size(); ++i) {
-          line.push_back(cell_text(row.value(columns[i].key, nlohmann::json())));
+          line.push_back(cell_text(row.value(columns[i].key, nlohmann::ordered_json())));
           widths[i] = std::max(widths[i], display_width(line.back()));
         }
         cells.push_back(std::move(line));
@@ -112,7 +113,7 @@ void Output::print_list(const nlohmann::json& rows, const std::vector<Column>& c
   }
 }
 
-void Output::print_object(const nlohmann::json& object) const {
+void Output::print_object(const nlohmann::ordered_json& object) const {
   switch (m_format) {
     case OutputFormat::Json:
       m_out << object.dump(2) << "\n";
@@ -133,13 +134,14 @@ void Output::print_object(const nlohmann::json& object) const {
         if (value.is_object() && !value.empty()) {
           m_out << "\n";
           for (const auto& [inner, item] : value.items()) {
-            m_out << "  " << inner << ": "
-                  << (item.is_structured() ? item.dump() : cell_text(item)) << "\n";
+            m_out << "  " << inner << ": " << (item.is_structured() ? item.dump() : cell_text(item))
+                  << "\n";
           }
         } else if (value.is_array()) {
           std::string text;
           for (const auto& item : value) {
-            text += (text.empty() ? "" : ", ") + (item.is_structured() ? item.dump() : cell_text(item));
+            text +=
+                (text.empty() ? "" : ", ") + (item.is_structured() ? item.dump() : cell_text(item));
           }
           m_out << text << "\n";
         } else {

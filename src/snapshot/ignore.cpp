@@ -116,7 +116,8 @@ bool IgnoreRules::ignored(std::string_view path, bool is_directory) const {
   bool result = false;
   for (const auto& rule : m_rules) {
     if (rule.directory_only && !is_directory) continue;
-    const bool matched = rule.anchored ? glob_match(rule.pattern, path) : glob_match(rule.pattern, base);
+    const bool matched =
+        rule.anchored ? glob_match(rule.pattern, path) : glob_match(rule.pattern, base);
     if (matched) result = !rule.negated;
   }
   return result;

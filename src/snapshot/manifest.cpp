@@ -4,10 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <cerrno>
 #include <random>
-#include <spdlog/spdlog.h>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -32,7 +32,9 @@ struct CachedHash {
 
 using HashCache = std::unordered_map<std::string, CachedHash>;
 
-std::int64_t nanoseconds(const timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
+std::int64_t nanoseconds(const timespec& t) {
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 HashCache load_cache(const fs::path& path) {
   HashCache cache;
@@ -72,7 +74,9 @@ fs::path object_path(const fs::path& objects_dir, const std::string& sha256, boo
   return objects_dir / sha256.substr(0, 2) / (sha256 + (executable ? ".x" : ""));
 }
 
-bool is_executable(std::uint32_t mode) { return (mode & 0111) != 0; }
+bool is_executable(std::uint32_t mode) {
+  return (mode & 0111) != 0;
+}
 
 /// A stored object is valid while it keeps the size and the zero mtime it was given: writing
 /// through a hard link in a run's snapshot changes the mtime, and such an object is replaced.
@@ -108,13 +112,15 @@ std::string store_object(const fs::path& source, const fs::path& objects_dir, bo
     hash.update(std::string_view(buffer, static_cast<std::size_t>(n)));
     for (ssize_t done = 0; done < n && failure.empty();) {
       const ssize_t w = ::write(out, buffer + done, static_cast<std::size_t>(n - done));
-      if (w < 0 && errno != EINTR) failure = "cannot write to the snapshot store: " + errno_text(errno);
+      if (w < 0 && errno != EINTR)
+        failure = "cannot write to the snapshot store: " + errno_text(errno);
       if (w > 0) done += w;
     }
   }
   ::close(in);
   const timespec zero_times[2] = {{0, 0}, {0, 0}};
-  if (failure.empty() && (::futimens(out, zero_times) != 0 || ::fchmod(out, executable ? 0555 : 0444) != 0)) {
+  if (failure.empty() &&
+      (::futimens(out, zero_times) != 0 || ::fchmod(out, executable ? 0555 : 0444) != 0)) {
     failure = "cannot prepare a snapshot object: " + errno_text(errno);
   }
   ::close(out);
@@ -227,11 +233,11 @@ std::uint64_t Manifest::total_bytes() const {
   return total;
 }
 
-nlohmann::json Manifest::to_json() const {
-  nlohmann::json out = nlohmann::json::array();
+nlohmann::ordered_json Manifest::to_json() const {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& entry : entries) {
-    nlohmann::json item = {{"path", entry.path}, {"size", entry.size},
-                           {"mode", fmt::format("{:04o}", entry.mode)}};
+    nlohmann::ordered_json item = {
+        {"path", entry.path}, {"size", entry.size}, {"mode", fmt::format("{:04o}", entry.mode)}};
     if (entry.link_target.empty()) {
       item["sha256"] = entry.sha256;
     } else {
@@ -281,8 +287,8 @@ namespace {
 
 /// Links one file of the snapshot from the store, first re-storing its object from the project
 /// when the object is missing or was modified through a hard link.
-void link_entry(const ManifestEntry& entry, const fs::path& objects_dir, const fs::path& project_root,
-                const fs::path& target) {
+void link_entry(const ManifestEntry& entry, const fs::path& objects_dir,
+                const fs::path& project_root, const fs::path& target) {
   const bool executable = is_executable(entry.mode);
   const fs::path object = object_path(objects_dir, entry.sha256, executable);
   if (!object_intact(object, entry.size)) {
@@ -323,9 +329,9 @@ void materialize_snapshot(const Manifest& manifest, const fs::path& objects_dir,
   }
 }
 
-bool adopt_prepared_tree(const Manifest& manifest, const std::string& hash, const fs::path& trees_dir,
-                         const fs::path& objects_dir, const fs::path& project_root,
-                         const fs::path& destination) {
+bool adopt_prepared_tree(const Manifest& manifest, const std::string& hash,
+                         const fs::path& trees_dir, const fs::path& objects_dir,
+                         const fs::path& project_root, const fs::path& destination) {
   if (::rename((trees_dir / hash).c_str(), destination.c_str()) != 0) return false;
   for (const auto& entry : manifest.entries) {
     const fs::path target = destination / entry.path;

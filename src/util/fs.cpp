@@ -43,7 +43,8 @@ void atomic_write_file(const fs::path& path, std::string_view content, mode_t mo
   try {
     if (::fchmod(fd, mode) != 0) throw Error("cannot set mode of " + temp.string());
     write_all(fd, content, path);
-    if (durable && ::fsync(fd) != 0) throw Error("cannot write " + path.string() + ": " + errno_text(errno));
+    if (durable && ::fsync(fd) != 0)
+      throw Error("cannot write " + path.string() + ": " + errno_text(errno));
   } catch (...) {
     ::close(fd);
     ::unlink(temp.c_str());

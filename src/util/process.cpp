@@ -30,17 +30,21 @@ int exit_code_from_wait_status(int status) {
   return 1;
 }
 
+ExecArrays::ExecArrays(const ProcessSpec& spec) {
+  m_strings = spec.argv;
+  for (const auto& [k, v] : spec.env) m_strings.push_back(k + "=" + v);
+  for (std::size_t i = 0; i < m_strings.size(); ++i) {
+    (i < spec.argv.size() ? m_argv : m_envp).push_back(m_strings[i].data());
+  }
+  m_argv.push_back(nullptr);
+  m_envp.push_back(nullptr);
+}
+
 std::optional<ProcessResult> SystemProcessRunner::run(const ProcessSpec& spec) {
   if (spec.argv.empty()) return std::nullopt;
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  ExecArrays arrays(spec);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(pipe_fds[0]);
@@ -54,9 +58,9 @@ std::optional<ProcessResult> SystemProcessRunner::run(const ProcessSpec& spec) {
     ::dup2(null_fd, 2);
     if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ::_exit(127);
     if (spec.env.empty()) {
-      ::execvp(argv[0], argv.data());
+      ::execvp(arrays.argv()[0], arrays.argv());
     } else {
-      ::execvpe(argv[0], argv.data(), envp.data());
+      ::execvpe(arrays.argv()[0], arrays.argv(), arrays.envp());
     }
     ::_exit(127);
   }
@@ -92,6 +96,12 @@ std::optional<unsigned long long> process_start_time(pid_t pid) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+std::string host_name() {
+  char buffer[256] = {};
+  ::gethostname(buffer, sizeof buffer - 1);
+  return buffer;
 }
 
 std::string boot_id() {

@@ -41,6 +41,18 @@ done
 cd "$WORK/t_pytorch_mnist" && run_mlw history logs -r "$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')"
 expect_contains "pytorch template says which device" "$OUT" "device:"
 
+# Outside a project: say where mlw looked; --project points at one from anywhere.
+mkdir -p "$WORK/empty/deeper"
+cd "$WORK/empty/deeper"
+expect_error "no project found" 1 "no aml_config/ folder found in $WORK/empty/deeper or any folder above it" history list
+expect_error "--project without aml_config" 1 "no aml_config/ folder in $WORK/empty" --project "$WORK/empty" history list
+run_mlw --project "$WORK/demo" -o json computetarget list
+expect_eq "--project from elsewhere" "$(json_get "$OUT" 'len(d)')" "2"
+mkdir -p "$WORK/demo/sub/dir" && cd "$WORK/demo/sub/dir"
+run_mlw -o json computetarget list
+expect_eq "found from a subfolder" "$(json_get "$OUT" 'len(d)')" "2"
+cd "$WORK"
+
 run_mlw --version
 expect_contains "--version" "$OUT" "mlw 0."
 for cmd in "project create" "computetarget attach local" "computetarget list" "computetarget show" \

@@ -16,7 +16,8 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id);
 /// Prints a run's driver log; with `follow`, keeps printing until the run ends.
 void show_logs(Context& ctx, const std::string& run_id, bool follow);
 /// Copies a run's outputs (or one artifact) into `destination` (default ./<run_id>/).
-void download(Context& ctx, const std::string& run_id, const std::optional<std::string>& destination,
+void download(Context& ctx, const std::string& run_id,
+              const std::optional<std::string>& destination,
               const std::optional<std::string>& artifact);
 /// Prints the runs' metrics side by side.
 void compare(Context& ctx, const std::vector<std::string>& run_ids);

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <map>
@@ -46,9 +46,9 @@ struct KeySpec {
   /// A pointer to the field of `T` that holds the value.
   using Field = std::variant<std::string T::*, bool T::*, int T::*, std::vector<std::string> T::*,
                              std::map<std::string, std::string> T::*>;
-  std::string_view name;                 ///< the key as written in the file (case-sensitive)
-  Field field;                           ///< where the parsed value goes
-  std::string_view help;                 ///< one-line explanation, written as a comment
+  std::string_view name;                  ///< the key as written in the file (case-sensitive)
+  Field field;                            ///< where the parsed value goes
+  std::string_view help;                  ///< one-line explanation, written as a comment
   std::vector<std::string_view> choices;  ///< allowed values of a string key (empty: any)
   /// Types of compute target the key applies to (empty: all); used when writing files.
   std::vector<std::string_view> applies_to;
@@ -95,8 +95,8 @@ std::string render_value(const KeySpec<T>& spec, const T& value);
 
 /// The value in `field` of `value` as JSON (for show commands and `-o json`).
 template <class T>
-nlohmann::json json_value(const KeySpec<T>& spec, const T& value) {
-  return std::visit([&](auto member) { return nlohmann::json(value.*member); }, spec.field);
+nlohmann::ordered_json json_value(const KeySpec<T>& spec, const T& value) {
+  return std::visit([&](auto member) { return nlohmann::ordered_json(value.*member); }, spec.field);
 }
 
 /// Writes the keys of `table` that apply to `type` (all when empty), each preceded by its

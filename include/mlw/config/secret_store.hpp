@@ -13,7 +13,8 @@ class SecretStore {
   /// A store in `folder` (normally user_config_directory()).
   explicit SecretStore(std::filesystem::path folder);
 
-  /// Stores `secret` for a target and user; returns its reference `MlwSecret=<target>#<user>#<uuid>`.
+  /// Stores `secret` for a target and user; returns its reference
+  /// `MlwSecret=<target>#<user>#<uuid>`.
   std::string put(const std::string& target, const std::string& user, const std::string& secret);
   /// The secret behind `reference`; throws mlw::Error for a Workbench `AzureMlSecret=` reference
   /// (with how to re-attach) or a missing entry.

@@ -23,12 +23,12 @@ struct RunPlan {
   std::string target_name;
   ComputeConfig compute;
   RunConfig run_config;
-  std::string script;                       ///< relative to the project
-  std::vector<std::string> arguments;       ///< after the script
+  std::string script;                            ///< relative to the project
+  std::vector<std::string> arguments;            ///< after the script
   std::map<std::string, std::string> extra_env;  ///< -e KEY=VALUE
-  std::filesystem::path run_dir;            ///< .mlw/runs/<run_id>
-  std::filesystem::path helper_dir;         ///< holds the `mlw` and `azureml` Python packages
-  RunRecord record;                         ///< created, with its run id
+  std::filesystem::path run_dir;                 ///< .mlw/runs/<run_id>
+  std::filesystem::path helper_dir;              ///< holds the `mlw` and `azureml` Python packages
+  RunRecord record;                              ///< created, with its run id
   Manifest manifest;
 };
 

@@ -10,11 +10,11 @@
 namespace mlw {
 
 /// Every value of each metric in a metrics file (JSON lines of {name, value, step}), in order.
-std::map<std::string, std::vector<nlohmann::json>> read_metric_series(
+std::map<std::string, std::vector<nlohmann::ordered_json>> read_metric_series(
     const std::filesystem::path& metrics_file);
 
 /// The last value of each metric.
-nlohmann::json last_metric_values(const std::filesystem::path& metrics_file);
+nlohmann::ordered_json last_metric_values(const std::filesystem::path& metrics_file);
 
 /// Moves a run's `outputs/` folder to `destination` (in the run's history folder) and returns
 /// the relative paths of the regular files in it. Symlinks and special files are left out and
@@ -24,6 +24,6 @@ std::vector<std::string> collect_outputs(const std::filesystem::path& source,
                                          std::vector<std::string>& problems);
 
 /// A one-line sparkline (▁▂▃▄▅▆▇█) of the numeric values of a series.
-std::string sparkline(const std::vector<nlohmann::json>& values, std::size_t width = 40);
+std::string sparkline(const std::vector<nlohmann::ordered_json>& values, std::size_t width = 40);
 
 }  // namespace mlw

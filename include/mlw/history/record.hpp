@@ -48,8 +48,8 @@ struct RunRecord {
   std::uint64_t snapshot_files = 0;
   std::uint64_t snapshot_bytes = 0;
   std::string image_tag;
-  nlohmann::json metrics = nlohmann::json::object();  ///< name -> last value
-  std::vector<std::string> outputs;                    ///< relative paths under outputs/
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();  ///< name -> last value
+  std::vector<std::string> outputs;   ///< relative paths under outputs/
   std::vector<std::string> problems;  ///< what went wrong around the run (e.g. disk full)
   int pid = 0;                        ///< the supervisor's pid while the run is live
   int process_group = 0;              ///< the script's process group (local runs)
@@ -60,9 +60,9 @@ struct RunRecord {
   /// Duration in milliseconds (to now for a live run, given `now_ms`).
   std::int64_t duration_ms(std::int64_t now_ms) const;
   /// The record as the JSON of run.json and `history info -o json`.
-  nlohmann::json to_json() const;
+  nlohmann::ordered_json to_json() const;
   /// Reads a record from JSON (missing keys keep their defaults).
-  static RunRecord from_json(const nlohmann::json& json);
+  static RunRecord from_json(const nlohmann::ordered_json& json);
 };
 
 }  // namespace mlw

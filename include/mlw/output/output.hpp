@@ -27,13 +27,15 @@ class Output {
   Output(std::ostream& out, OutputFormat format) : m_out(out), m_format(format) {}
 
   /// Prints rows (a JSON array of objects); `columns` choose and order table and tsv columns.
-  void print_list(const nlohmann::json& rows, const std::vector<Column>& columns) const;
+  void print_list(const nlohmann::ordered_json& rows, const std::vector<Column>& columns) const;
   /// Prints one object: "key  value" lines in a table, the object itself otherwise.
-  void print_object(const nlohmann::json& object) const;
+  void print_object(const nlohmann::ordered_json& object) const;
   /// The format in use.
   OutputFormat format() const { return m_format; }
   /// True for json and yaml, whose stdout must hold only the document.
-  bool structured() const { return m_format == OutputFormat::Json || m_format == OutputFormat::Yaml; }
+  bool structured() const {
+    return m_format == OutputFormat::Json || m_format == OutputFormat::Yaml;
+  }
 
  private:
   std::ostream& m_out;
@@ -41,9 +43,9 @@ class Output {
 };
 
 /// A JSON value as YAML text.
-std::string to_yaml(const nlohmann::json& value);
+std::string to_yaml(const nlohmann::ordered_json& value);
 
 /// A scalar JSON value as plain text for a table cell (strings unquoted, null empty).
-std::string cell_text(const nlohmann::json& value);
+std::string cell_text(const nlohmann::ordered_json& value);
 
 }  // namespace mlw

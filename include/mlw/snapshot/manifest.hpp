@@ -28,7 +28,7 @@ struct Manifest {
   /// Total bytes of the files.
   std::uint64_t total_bytes() const;
   /// The manifest as JSON (a list of {path, size, mode, sha256 | link}).
-  nlohmann::json to_json() const;
+  nlohmann::ordered_json to_json() const;
 };
 
 /// Builds the snapshot of the project at `root`: every file not excluded by `.amlignore`, nor
@@ -40,7 +40,8 @@ Manifest build_snapshot(const std::filesystem::path& root, const std::filesystem
 /// Writes the manifest once per content (`<manifests_dir>/<hash>.json`) and links it to
 /// `run_copy`, so that every run folder holds its manifest without rewriting identical ones.
 void save_manifest(const Manifest& manifest, const std::string& hash,
-                   const std::filesystem::path& manifests_dir, const std::filesystem::path& run_copy);
+                   const std::filesystem::path& manifests_dir,
+                   const std::filesystem::path& run_copy);
 
 /// Makes the snapshot's tree under `destination` from the store, with hard links where it can
 /// and copies where it cannot. An object missing from the store, or modified through a run's

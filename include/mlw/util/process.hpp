@@ -17,6 +17,23 @@ struct ProcessSpec {
   std::filesystem::path cwd;
 };
 
+/// The NUL-terminated argv and envp arrays that execve wants, owning their strings. Built
+/// before fork, so the child only calls exec.
+class ExecArrays {
+ public:
+  /// Arrays for `spec` (argv, and "KEY=VALUE" for each variable of spec.env).
+  explicit ExecArrays(const ProcessSpec& spec);
+  /// argv for execve.
+  char* const* argv() { return m_argv.data(); }
+  /// envp for execve.
+  char* const* envp() { return m_envp.data(); }
+
+ private:
+  std::vector<std::string> m_strings;
+  std::vector<char*> m_argv;
+  std::vector<char*> m_envp;
+};
+
 /// The result of a process run to completion with its output captured.
 struct ProcessResult {
   int exit_code = -1;  ///< exit status, or 128+N when killed by signal N
@@ -49,5 +66,8 @@ std::optional<unsigned long long> process_start_time(pid_t pid);
 
 /// This boot's id (/proc/sys/kernel/random/boot_id).
 std::string boot_id();
+
+/// This machine's host name.
+std::string host_name();
 
 }  // namespace mlw

@@ -11,7 +11,8 @@ namespace mlw {
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The candidate nearest to `word` when it is close enough to be a likely typo.
-std::optional<std::string> nearest(std::string_view word, const std::vector<std::string>& candidates);
+std::optional<std::string> nearest(std::string_view word,
+                                   const std::vector<std::string>& candidates);
 
 /// " (did you mean \"x\"?)" for the nearest candidate, or an empty string.
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);

@@ -48,13 +48,15 @@ TEST(ComputeFile, LoadsWorkbench2017FilesUnchanged) {
 TEST(ComputeFile, WrongTypeNamesFileLineAndColumn) {
   EXPECT_EQ(error_of("type: docker\nbaseDockerImage: x\n\nnvidiaDocker: maybe\n"),
             "aml_config/x.compute:4:15: nvidiaDocker must be true or false");
-  EXPECT_EQ(error_of("type: local\nnodes: many\n"), "aml_config/x.compute:2:8: nodes must be a whole number");
+  EXPECT_EQ(error_of("type: local\nnodes: many\n"),
+            "aml_config/x.compute:2:8: nodes must be a whole number");
 }
 
 TEST(ComputeFile, UnknownTypeSuggestsTheNearest) {
-  EXPECT_EQ(error_of("type: remotedoker\n"),
-            "aml_config/x.compute:1:7: type must be one of local, docker, localdocker, remotedocker, "
-            "remote, slurm (got \"remotedoker\") (did you mean \"remotedocker\"?)");
+  EXPECT_EQ(
+      error_of("type: remotedoker\n"),
+      "aml_config/x.compute:1:7: type must be one of local, docker, localdocker, remotedocker, "
+      "remote, slurm (got \"remotedoker\") (did you mean \"remotedocker\"?)");
 }
 
 TEST(ComputeFile, MissingTypeIsAnError) {

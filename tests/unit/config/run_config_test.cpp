@@ -41,9 +41,10 @@ TEST(RunConfig, BadFrameworkIsAnErrorWithPosition) {
     parse_run_config(doc);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "aml_config/l.runconfig:2:12: Framework must be one of Python, PySpark (got \"Pythn\") "
-              "(did you mean \"Python\"?)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "aml_config/l.runconfig:2:12: Framework must be one of Python, PySpark (got \"Pythn\") "
+        "(did you mean \"Python\"?)");
   }
 }
 

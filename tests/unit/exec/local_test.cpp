@@ -25,7 +25,8 @@ RunPlan plan_for(const std::string& script, std::vector<std::string> args) {
 TEST(BuildLocalCommand, InterpreterScriptThenArgumentsUnchanged) {
   const auto spec = build_local_command(plan_for("train.py", {"--x", "", "a b", "$(id)"}),
                                         "/usr/bin/python3", {{"PATH", "/bin"}});
-  EXPECT_EQ(spec.argv, (std::vector<std::string>{"/usr/bin/python3", "train.py", "--x", "", "a b", "$(id)"}));
+  EXPECT_EQ(spec.argv,
+            (std::vector<std::string>{"/usr/bin/python3", "train.py", "--x", "", "a b", "$(id)"}));
   EXPECT_EQ(spec.cwd, std::filesystem::path("/p/demo/.mlw/runs/demo_1/snapshot"));
 }
 

@@ -146,9 +146,10 @@ TEST_F(HistoryStoreTest, DamagedDatabaseIsAClearErrorAndRunsAreUntouched) {
 TEST(Collect, LastMetricValuesAndSeries) {
   char pattern[] = "/tmp/mlw-metrics-XXXXXX";
   const fs::path dir = ::mkdtemp(pattern);
-  atomic_write_file(dir / "m.jsonl",
-                    "{\"name\":\"loss\",\"value\":1.0}\n{\"name\":\"acc\",\"value\":0.1}\nnot json\n"
-                    "{\"name\":\"loss\",\"value\":0.5,\"step\":2}\n");
+  atomic_write_file(
+      dir / "m.jsonl",
+      "{\"name\":\"loss\",\"value\":1.0}\n{\"name\":\"acc\",\"value\":0.1}\nnot json\n"
+      "{\"name\":\"loss\",\"value\":0.5,\"step\":2}\n");
   const auto last = last_metric_values(dir / "m.jsonl");
   EXPECT_EQ(last["loss"], 0.5);
   EXPECT_EQ(last["acc"], 0.1);

@@ -10,8 +10,8 @@
 namespace mlw {
 
 namespace {
-const nlohmann::json k_rows = nlohmann::json::array({{{"id", "a"}, {"n", 1}, {"s", "x y"}},
-                                                     {{"id", "bbb"}, {"n", nullptr}, {"s", "tab\there"}}});
+const nlohmann::ordered_json k_rows = nlohmann::ordered_json::array(
+    {{{"id", "a"}, {"n", 1}, {"s", "x y"}}, {{"id", "bbb"}, {"n", nullptr}, {"s", "tab\there"}}});
 const std::vector<Column> k_columns = {{"id", "ID"}, {"n", "N"}, {"s", "S"}};
 
 std::string render(OutputFormat format) {
@@ -30,7 +30,7 @@ TEST(Output, TsvHasOneLinePerRowAndNoTabsInside) {
 }
 
 TEST(Output, JsonAndYamlCarryTheSameData) {
-  EXPECT_EQ(nlohmann::json::parse(render(OutputFormat::Json)), k_rows);
+  EXPECT_EQ(nlohmann::ordered_json::parse(render(OutputFormat::Json)), k_rows);
   const YAML::Node yaml = YAML::Load(render(OutputFormat::Yaml));
   ASSERT_TRUE(yaml.IsSequence());
   EXPECT_EQ(yaml[1]["id"].as<std::string>(), "bbb");

@@ -42,8 +42,9 @@ class ManifestTest : public ::testing::Test {
 
 TEST_F(ManifestTest, ExcludesAmlignoreGitMlwAndTopLevelOutputs) {
   const Manifest m = build();
-  EXPECT_EQ(paths(m), (std::vector<std::string>{".amlignore", "aml_config/local.compute", "data/keep.csv",
-                                                "sub/outputs/kept.txt", "train.py"}));
+  EXPECT_EQ(paths(m),
+            (std::vector<std::string>{".amlignore", "aml_config/local.compute", "data/keep.csv",
+                                      "sub/outputs/kept.txt", "train.py"}));
   for (const auto& e : m.entries) {
     EXPECT_EQ(e.sha256, sha256_file(m_root / e.path)) << e.path;
   }
@@ -108,9 +109,11 @@ TEST_F(ManifestTest, PreparedTreeIsAdoptedOnceAndMatchesTheSnapshot) {
   const Manifest m = build();
   prepare_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root);
   EXPECT_TRUE(fs::is_directory(m_base / "trees" / m.hash()));
-  EXPECT_TRUE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root, m_base / "run1"));
+  EXPECT_TRUE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root,
+                                  m_base / "run1"));
   EXPECT_EQ(read_file(m_base / "run1" / "train.py"), "print('hi')\n");
-  EXPECT_FALSE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root, m_base / "run2"));
+  EXPECT_FALSE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root,
+                                   m_base / "run2"));
 }
 
 TEST_F(ManifestTest, APreparedTreeWrittenThroughByARunIsRepaired) {
@@ -118,7 +121,8 @@ TEST_F(ManifestTest, APreparedTreeWrittenThroughByARunIsRepaired) {
   prepare_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root);
   materialize_snapshot(m, m_base / "objects", m_root, m_base / "run1");
   overwrite(m_base / "run1" / "train.py", "import os; os.system('evil')\n");  // shares the inode
-  ASSERT_TRUE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root, m_base / "run2"));
+  ASSERT_TRUE(adopt_prepared_tree(m, m.hash(), m_base / "trees", m_base / "objects", m_root,
+                                  m_base / "run2"));
   EXPECT_EQ(read_file(m_base / "run2" / "train.py"), "print('hi')\n");
   EXPECT_EQ(::access((m_base / "run2" / "train.py").c_str(), X_OK), 0);
 }

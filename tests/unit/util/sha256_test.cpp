@@ -14,7 +14,8 @@ TEST(Sha256, MatchesTheFipsTestVectors) {
 TEST(Sha256, IncrementalUpdatesEqualOneShot) {
   const std::string text(1000003, 'x');
   Sha256 hash;
-  for (std::size_t i = 0; i < text.size(); i += 97) hash.update(std::string_view(text).substr(i, 97));
+  for (std::size_t i = 0; i < text.size(); i += 97)
+    hash.update(std::string_view(text).substr(i, 97));
   EXPECT_EQ(hash.hex_digest(), sha256_hex(text));
   EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");

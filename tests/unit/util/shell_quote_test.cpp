@@ -24,9 +24,9 @@ TEST(ShellQuote, QuotesEverythingElse) {
 
 // The real test: a POSIX shell receives exactly the words that were quoted.
 TEST(ShellQuote, RoundTripsHostileWordsThroughARealShell) {
-  const std::vector<std::string> words = {"",        "a b",      "it's",   "\"double\"", "$(id)",
-                                          "`id`",    "; rm -rf", "line1\nline2", "tab\there",
-                                          "ünïcødé", "*",        "\\",     "!$HOME",     "-n"};
+  const std::vector<std::string> words = {
+      "",          "a b",     "it's", "\"double\"", "$(id)",  "`id`", "; rm -rf", "line1\nline2",
+      "tab\there", "ünïcødé", "*",    "\\",         "!$HOME", "-n"};
   std::string script = "for w in " + shell_join(words) + "; do printf '%s\\0' \"$w\"; done";
   SystemProcessRunner runner;
   auto result = runner.run({{"/bin/sh", "-c", script}, {}, {}});

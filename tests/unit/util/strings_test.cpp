@@ -26,6 +26,8 @@ TEST(Split, KeepsEmptyFields) {
   EXPECT_EQ(split("", ','), (std::vector<std::string>{""}));
 }
 
-TEST(Trim, RemovesSurroundingWhitespace) { EXPECT_EQ(trim("  a b \n"), "a b"); }
+TEST(Trim, RemovesSurroundingWhitespace) {
+  EXPECT_EQ(trim("  a b \n"), "a b");
+}
 
 }  // namespace mlw
