@@ -1,6 +1,7 @@
 #include "mlw/history/store.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -88,7 +89,10 @@ TEST_F(HistoryStoreTest, LiveRunWithoutItsProcessBecomesLost) {
   HistoryStore store(m_dir);
   RunRecord gone = new_record();
   gone.status = status::k_running;
-  gone.pid = 999999;  // above the default pid_max: no such process
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  gone.pid = child;  // exited and reaped: no such process
   gone.boot_id = boot_id();
   store.create(gone, 1);
   RunRecord alive = new_record();
