@@ -3,6 +3,18 @@
 
 namespace mlw::cli {
 
+namespace {
+
+/// submit takes its script and the script's arguments unparsed; say so in its usage line.
+class SubmitFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: mlw experiment submit -c NAME [OPTIONS] SCRIPT [ARGS...]\n";
+  }
+};
+
+}  // namespace
+
 void register_experiment(CLI::App& app, Context& ctx) {
   auto* group = app.add_subcommand("experiment", "Submit and cancel runs");
   group->require_subcommand(1);
@@ -25,6 +37,7 @@ void register_experiment(CLI::App& app, Context& ctx) {
   submit->add_flag("--cancel-on-interrupt", request->cancel_on_interrupt,
                    "Ctrl-C cancels the run (default: detaches, the run goes on)");
   submit->prefix_command();
+  submit->formatter(std::make_shared<SubmitFormatter>());
   submit->fallthrough(false);
   submit->footer(
       "\nOptions go before SCRIPT; everything after SCRIPT is passed to it unchanged.\n"

@@ -29,6 +29,11 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> nearest(std::string_view word,
                                    const std::vector<std::string>& candidates) {
+  if (word.size() >= 3) {
+    for (const auto& candidate : candidates) {
+      if (candidate.size() > word.size() && starts_with(candidate, word)) return candidate;
+    }
+  }
   std::optional<std::string> best;
   std::size_t best_distance = 0;
   for (const auto& candidate : candidates) {

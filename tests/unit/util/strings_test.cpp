@@ -16,6 +16,12 @@ TEST(DidYouMean, SuggestsTheNearestCloseName) {
   EXPECT_EQ(did_you_mean("locl", {"docker", "local"}), " (did you mean \"local\"?)");
 }
 
+TEST(DidYouMean, CompletesAPrefix) {
+  EXPECT_EQ(did_you_mean("tensorflow", {"blank", "tensorflow-mnist"}),
+            " (did you mean \"tensorflow-mnist\"?)");
+  EXPECT_EQ(did_you_mean("te", {"tensorflow-mnist"}), "");
+}
+
 TEST(DidYouMean, StaysQuietWhenNothingIsClose) {
   EXPECT_EQ(did_you_mean("zzzzzzzz", {"local", "docker"}), "");
   EXPECT_EQ(did_you_mean("x", {}), "");
