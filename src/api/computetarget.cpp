@@ -70,6 +70,18 @@ void write_pair(const fs::path& first, const std::string& first_text, const fs::
   }
 }
 
+/// The target's current settings, to find its stored password; a file that no longer parses is
+/// reported and yields nothing (its secret, if any, stays in the store).
+std::optional<ComputeConfig> current_settings(const Project& project, const std::string& name) {
+  if (!fs::exists(project.compute_path(name))) return std::nullopt;
+  try {
+    return load_compute(project, name);
+  } catch (const Error& e) {
+    spdlog::warn("{}", e.what());
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 void attach(Context& ctx, const AttachRequest& request) {
@@ -105,22 +117,15 @@ void attach(Context& ctx, const AttachRequest& request) {
   }
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
-  std::optional<ComputeConfig> previous;
-  if (fs::exists(compute_path) || fs::exists(run_config_path)) {
-    if (!request.force) {
-      throw Error(fmt::format("target \"{}\" already exists ({}); add --force to replace it",
-                              request.name, project.display(compute_path)));
-    }
-    try {
-      if (fs::exists(compute_path)) previous = load_compute(project, request.name);
-    } catch (const Error&) {
-    }
+  if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {
+    throw Error(fmt::format("target \"{}\" already exists ({}); add --force to replace it",
+                            request.name, project.display(compute_path)));
   }
+  const std::optional<ComputeConfig> previous = current_settings(project, request.name);
   if (remote) {
-    const Address address = parse_address(*request.address);
+    parse_address(*request.address);  // refuses a malformed address before anything is written
     compute.address = *request.address;
     compute.username = request.username.value_or(current_user());
-    (void)address;
   }
   if (request.private_key_file) compute.private_key_file = *request.private_key_file;
   if (compute.type == "docker" || compute.type == "remotedocker") {
@@ -207,15 +212,8 @@ void detach(Context& ctx, const std::string& name) {
   validate_name(name, "target name");
   const Project& project = ctx.project();
   const fs::path compute_path = project.compute_path(name);
-  std::optional<ComputeConfig> compute;
-  if (!fs::exists(compute_path)) {
-    load_compute(project, name);  // fails with the known names
-  }
-  try {
-    compute = load_compute(project, name);
-  } catch (const Error& e) {
-    spdlog::warn("{} (removing it anyway)", e.what());
-  }
+  if (!fs::exists(compute_path)) load_compute(project, name);  // throws, naming the known targets
+  const std::optional<ComputeConfig> compute = current_settings(project, name);
   std::error_code ec;
   fs::remove(compute_path, ec);
   if (ec) throw Error("cannot remove " + compute_path.string() + ": " + ec.message());

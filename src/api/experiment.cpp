@@ -177,29 +177,35 @@ void print_summary(Context& ctx, const RunRecord& record) {
 
 }  // namespace
 
-int submit(Context& ctx, const SubmitRequest& request) {
-  ctx.failure_code = exit_code::k_cannot_start;
-  const Project& project = ctx.project();
+namespace {
+
+/// Everything that can be checked before anything is written: configuration, script, executor.
+RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor) {
+  RunPlan plan;
+  plan.project = ctx.project();
   std::vector<std::string> ignored;
-  RunPlan plan{project, {}, {}, load_run_config(project, request.run_config, &ignored),
-               {},      {}, {}, {},
-               {},      {}, {}};
+  plan.run_config = load_run_config(plan.project, request.run_config, &ignored);
   plan.target_name = request.target.value_or(plan.run_config.target);
   if (plan.target_name.empty()) {
     throw Error(
-        fmt::format("aml_config/{}.runconfig names no Target; add 'Target: NAME' or pass -t "
-                    "NAME",
+        fmt::format("aml_config/{}.runconfig names no Target; add 'Target: NAME' or pass -t NAME",
                     request.run_config));
   }
-  plan.compute = load_compute(project, plan.target_name);
-  note_ignored_keys(project, ignored);
+  plan.compute = load_compute(plan.project, plan.target_name);
+  note_ignored_keys(plan.project, ignored);
   plan.extra_env = parse_env(request.env);
-  auto executor = make_executor(plan.compute.type);
-  plan.script = resolve_script(ctx, project, request.script);
+  executor = make_executor(plan.compute.type);
+  plan.script = resolve_script(ctx, plan.project, request.script);
   plan.arguments = request.arguments;
   plan.record.run_config = request.run_config;
   executor->validate(ctx, plan);
+  return plan;
+}
 
+/// Records the run, takes its snapshot and hands it to the executor. A failure after the record
+/// exists marks it Failed and exits 125.
+RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
+  const Project& project = plan.project;
   std::optional<HistoryStore> store(std::in_place, project.state_dir());
   RunRecord& record = plan.record;
   record.project = project.name;
@@ -219,30 +225,27 @@ int submit(Context& ctx, const SubmitRequest& request) {
   plan.run_dir = store->run_dir(record.run_id);
   (ctx.output().structured() ? *ctx.err : *ctx.out) << "RunId: " << record.run_id << "\n"
                                                     << std::flush;
-
-  RunHandle handle;
-  const std::int64_t phase_start = ctx.clock->now_ms();
   try {
-    plan.manifest = build_snapshot(project.root, project.state_dir() / "objects",
-                                   project.state_dir() / "cache" / "hashes.tsv");
+    const fs::path objects = project.state_dir() / "objects";
+    plan.manifest =
+        build_snapshot(project.root, objects, project.state_dir() / "cache" / "hashes.tsv");
     for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
-    spdlog::debug("snapshot: {} files, {} bytes, {} ms", plan.manifest.entries.size(),
-                  plan.manifest.total_bytes(), ctx.clock->now_ms() - phase_start);
     record.snapshot_hash = plan.manifest.hash();
     record.snapshot_files = plan.manifest.entries.size();
     record.snapshot_bytes = plan.manifest.total_bytes();
+    spdlog::debug("snapshot: {} files, {} bytes, {} ms", record.snapshot_files,
+                  record.snapshot_bytes, ctx.clock->now_ms() - record.created_ms);
     save_manifest(plan.manifest, record.snapshot_hash, project.state_dir() / "manifests",
                   plan.run_dir / "manifest.json");
-    const fs::path objects = project.state_dir() / "objects";
     if (!adopt_prepared_tree(plan.manifest, record.snapshot_hash, project.state_dir() / "trees",
                              objects, project.root, plan.run_dir / "snapshot")) {
       materialize_snapshot(plan.manifest, objects, project.root, plan.run_dir / "snapshot");
     }
-    spdlog::debug("snapshot materialized: {} ms", ctx.clock->now_ms() - phase_start);
     plan.helper_dir = ensure_python_helper(project);
     store.reset();  // the supervisor opens its own connection; none may cross the fork
-    handle = executor->start(ctx, plan);
+    RunHandle handle = executor.start(ctx, plan);
     spdlog::debug("run started: {} ms after submit", ctx.clock->now_ms() - record.created_ms);
+    return handle;
   } catch (const Error& e) {
     if (!store) store.emplace(project.state_dir());
     record.status = status::k_failed;
@@ -257,19 +260,13 @@ int submit(Context& ctx, const SubmitRequest& request) {
     throw Error(std::string(e.what()) + " (run " + record.run_id + " recorded as Failed)",
                 exit_code::k_cannot_start);
   }
+}
 
-  if (request.async) {
-    ::close(handle.output_fd);
-    if (!ctx.quiet) {
-      *ctx.err << fmt::format("Run {} started. Follow it: mlw history logs -r {} -f\n",
-                              record.run_id, record.run_id);
-    }
-    if (ctx.output().structured()) {
-      ctx.output().print_object({{"run_id", record.run_id}, {"status", "Running"}});
-    }
-    return 0;
-  }
-
+/// Prints the run's live output until it ends; Ctrl-C detaches (130) or, when asked, cancels.
+/// Returns the exit code of spec §4.
+int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& executor,
+               bool cancel_on_interrupt) {
+  const std::string& run_id = plan.record.run_id;
   struct sigaction action {};
   action.sa_handler = on_interrupt;
   ::sigemptyset(&action.sa_mask);
@@ -284,25 +281,25 @@ int submit(Context& ctx, const SubmitRequest& request) {
     const int ready = ::poll(&item, 1, 100);
     if (g_interrupted && !canceling) {
       g_interrupted = 0;
-      if (!request.cancel_on_interrupt) {
+      if (!cancel_on_interrupt) {
         ::close(handle.output_fd);
         *ctx.err << fmt::format(
             "\nDetached from run {}; it goes on.\n  Follow it: mlw history logs -r {} -f\n  "
             "Cancel it: mlw experiment cancel -r {}\n",
-            record.run_id, record.run_id, record.run_id);
+            run_id, run_id, run_id);
         ::sigaction(SIGINT, &previous, nullptr);
         return 130;
       }
-      *ctx.err << fmt::format("\nCanceling run {}…\n", record.run_id);
+      *ctx.err << fmt::format("\nCanceling run {}…\n", run_id);
       canceling = true;
-      HistoryStore cancel_store(project.state_dir());
-      request_cancel(cancel_store, record.run_id);
+      HistoryStore store(plan.project.state_dir());
+      request_cancel(store, run_id);
     }
     if (canceling && !signalled) {
-      HistoryStore cancel_store(project.state_dir());
-      const RunRecord live = cancel_store.load(record.run_id);
+      HistoryStore store(plan.project.state_dir());
+      const RunRecord live = store.load(run_id);
       if (live.process_group > 0) {
-        executor->stop(ctx, live, false);
+        executor.stop(ctx, live, false);
         signalled = true;
       }
     }
@@ -317,15 +314,33 @@ int submit(Context& ctx, const SubmitRequest& request) {
   // The supervisor may still be preparing the next run's tree; it is not waited for.
   int status_code = 0;
   ::waitpid(handle.supervisor, &status_code, WNOHANG);
-  store.emplace(project.state_dir());
-  const RunRecord final_record = store->load(record.run_id);
+  HistoryStore store(plan.project.state_dir());
+  const RunRecord final_record = store.load(run_id);
   if (!status::is_final(final_record.status)) {
-    throw Error(
-        fmt::format("run {} ended without its final record (see .mlw/runs/{}/supervisor.log)",
-                    record.run_id, record.run_id));
+    throw Error(fmt::format(
+        "run {} ended without its final record (see .mlw/runs/{}/supervisor.log)", run_id, run_id));
   }
   print_summary(ctx, final_record);
   return exit_code_of(final_record);
+}
+
+}  // namespace
+
+int submit(Context& ctx, const SubmitRequest& request) {
+  ctx.failure_code = exit_code::k_cannot_start;
+  std::unique_ptr<Executor> executor;
+  RunPlan plan = plan_run(ctx, request, executor);
+  const RunHandle handle = start_run(ctx, plan, *executor);
+  if (!request.async) return follow_run(ctx, plan, handle, *executor, request.cancel_on_interrupt);
+  ::close(handle.output_fd);
+  if (!ctx.quiet) {
+    *ctx.err << fmt::format("Run {} started. Follow it: mlw history logs -r {} -f\n",
+                            plan.record.run_id, plan.record.run_id);
+  }
+  if (ctx.output().structured()) {
+    ctx.output().print_object({{"run_id", plan.record.run_id}, {"status", "Running"}});
+  }
+  return 0;
 }
 
 void cancel(Context& ctx, const std::string& run_id) {
