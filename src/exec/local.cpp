@@ -243,6 +243,12 @@ ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpre
   return spec;
 }
 
+std::optional<fs::path> resolve_interpreter(const std::string& python_location) {
+  if (auto found = find_executable(expand_user(python_location).string())) return found;
+  if (python_location == "python") return find_executable("python3");
+  return std::nullopt;
+}
+
 void LocalExecutor::validate(Context&, const RunPlan& plan) {
   const std::string name = interpreter_name(plan);
   if (name.find('/') != std::string::npos && fs::is_regular_file(expand_user(name)) &&
@@ -252,7 +258,7 @@ void LocalExecutor::validate(Context&, const RunPlan& plan) {
                             name, plan.target_name, name),
                 exit_code::k_not_executable);
   }
-  if (!find_executable(expand_user(name).string())) {
+  if (!resolve_interpreter(name)) {
     if (plan.run_config.framework == "PySpark") {
       throw Error(
           "Framework is PySpark but spark-submit is not on PATH; install Spark, or set "
@@ -268,7 +274,7 @@ void LocalExecutor::validate(Context&, const RunPlan& plan) {
 }
 
 RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
-  const auto interpreter = find_executable(expand_user(interpreter_name(plan)).string());
+  const auto interpreter = resolve_interpreter(interpreter_name(plan));
   if (!interpreter) validate(ctx, plan);
   const ProcessSpec spec =
       build_local_command(plan, fs::absolute(*interpreter).string(), current_environment());

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <filesystem>
+#include <optional>
+
 #include "mlw/exec/executor.hpp"
 #include "mlw/util/process.hpp"
 
@@ -10,6 +13,10 @@ namespace mlw {
 /// PYTHONPATH. Pure: unit-tested without starting anything.
 ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpreter,
                                 const std::map<std::string, std::string>& base_env);
+
+/// The interpreter to run for `pythonLocation` (a path, `~/…`, or a name on PATH). Workbench
+/// files say `python`, which Debian 12 does not have: `python` falls back to `python3`.
+std::optional<std::filesystem::path> resolve_interpreter(const std::string& python_location);
 
 /// The `local` target: the script runs here, in a per-run copy of the snapshot, as a process of
 /// its own session under a supervisor that records its end.

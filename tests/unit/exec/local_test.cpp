@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "mlw/util/fs.hpp"
+
 namespace mlw {
 
 namespace {
@@ -52,6 +56,21 @@ TEST(BuildLocalCommand, ArgumentVectorWithExtraWords) {
   plan.run_config.argument_vector = {"-X", "dev", "$file", "fixed"};
   const auto spec = build_local_command(plan, "python3", {});
   EXPECT_EQ(spec.argv, (std::vector<std::string>{"python3", "-X", "dev", "t.py", "fixed", "1"}));
+}
+
+TEST(ResolveInterpreter, WorkbenchPythonFallsBackToPython3) {
+  char pattern[] = "/tmp/mlw-path-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(pattern);
+  atomic_write_file(dir / "python3", "#!/bin/sh\n", 0755);
+  const std::string old_path = std::getenv("PATH");
+  ::setenv("PATH", dir.c_str(), 1);
+  EXPECT_EQ(resolve_interpreter("python"), dir / "python3");
+  EXPECT_EQ(resolve_interpreter("python3"), dir / "python3");
+  EXPECT_FALSE(resolve_interpreter("python2"));
+  atomic_write_file(dir / "python", "#!/bin/sh\n", 0755);
+  EXPECT_EQ(resolve_interpreter("python"), dir / "python");  // a real `python` wins
+  ::setenv("PATH", old_path.c_str(), 1);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace mlw
