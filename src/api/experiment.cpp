@@ -351,23 +351,30 @@ void cancel(Context& ctx, const std::string& run_id) {
   if (status::is_final(record.status)) {
     throw Error(fmt::format("run {} has already ended ({})", run_id, record.status));
   }
-  request_cancel(store, run_id);
   auto executor = make_executor(record.target_type);
-  bool signalled = false;
-  bool killed = false;
-  using namespace std::chrono;
-  const auto start = steady_clock::now();
-  while (steady_clock::now() < start + seconds(20)) {
-    record = store.load(run_id);
-    if (status::is_final(record.status)) break;
-    if (!signalled && record.process_group > 0) {
-      executor->stop(ctx, record, false);
-      signalled = true;
-    } else if (signalled && !killed && steady_clock::now() > start + seconds(10)) {
-      executor->stop(ctx, record, true);
-      killed = true;
+  request_cancel(store, run_id);
+  try {
+    bool signalled = false;
+    bool killed = false;
+    using namespace std::chrono;
+    const auto start = steady_clock::now();
+    while (steady_clock::now() < start + seconds(20)) {
+      record = store.load(run_id);
+      if (status::is_final(record.status)) break;
+      if (!signalled && record.process_group > 0) {
+        executor->stop(ctx, record, false);
+        signalled = true;
+      } else if (signalled && !killed && steady_clock::now() > start + seconds(10)) {
+        executor->stop(ctx, record, true);
+        killed = true;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
     }
-    std::this_thread::sleep_for(milliseconds(50));
+  } catch (const Error&) {
+    // Not stopped here, so not canceled: the run must not end up recorded as Canceled.
+    std::error_code ec;
+    fs::remove(store.run_dir(run_id) / "cancel_requested", ec);
+    throw;
   }
   if (!status::is_final(record.status)) {
     throw Error(fmt::format("run {} was sent the stop signal but has not ended yet", run_id));

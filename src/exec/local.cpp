@@ -313,6 +313,10 @@ RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
 }
 
 void LocalExecutor::stop(Context&, const RunRecord& record, bool force) {
+  // A process group number means something only on the machine (and boot) that recorded it.
+  if (record.host != host_name() || record.boot_id != boot_id()) {
+    throw Error(fmt::format("run {} runs on host {}; cancel it there", record.run_id, record.host));
+  }
   if (record.process_group > 0) ::kill(-record.process_group, force ? SIGKILL : SIGTERM);
 }
 

@@ -123,7 +123,7 @@ RUN=$(sed -n 's/^RunId: //p' <<<"$OUT")
 check "async run is Running" wait_for 10 bash -c "'$MLW' -o json history info -r '$RUN' | grep -q '\"status\": \"Running\"'"
 timeout 60 "$MLW" history logs -r "$RUN" -f >"$WORK/follow.txt" 2>&1 &
 FOLLOW=$!
-check "a few lines arrive" wait_for 10 grep -q "tick 3" "$WORK/follow.txt"
+check "a few lines arrive" wait_for 10 grep -qs "tick 3" "$WORK/follow.txt"
 GROUP=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/$RUN/run.json")
 run_mlw experiment cancel -r "$RUN"
 expect_eq "cancel exits 0" "$CODE" 0
@@ -140,7 +140,7 @@ expect_error "cancel an ended run" 1 "already ended" experiment cancel -r "$RUN"
 # --- Ctrl-C detaches (the run goes on), --cancel-on-interrupt cancels
 "$MLW" experiment submit -c local slow.py 30 >"$WORK/ctrlc.out" 2>"$WORK/ctrlc.err" &
 SUBMIT=$!
-check "run started before Ctrl-C" wait_for 10 grep -q "tick 2" "$WORK/ctrlc.out"
+check "run started before Ctrl-C" wait_for 10 grep -qs "tick 2" "$WORK/ctrlc.out"
 kill -INT "$SUBMIT"
 wait "$SUBMIT"
 expect_eq "detach exits 130" "$?" 130
@@ -151,11 +151,29 @@ expect_eq "detached run logged every tick" "$(grep -c '^tick' ".mlw/runs/$RUN/dr
 
 "$MLW" experiment submit -c local --cancel-on-interrupt slow.py 300 >"$WORK/cancel.out" 2>&1 &
 SUBMIT=$!
-check "run started" wait_for 10 grep -q "tick 2" "$WORK/cancel.out"
+check "run started" wait_for 10 grep -qs "tick 2" "$WORK/cancel.out"
 kill -INT "$SUBMIT"
 wait "$SUBMIT"
 expect_eq "--cancel-on-interrupt exits with the script's signal code" "$?" 143
 expect_eq "cancelled on interrupt" "$(json_get "$("$MLW" -o json history last)" 'd["status"]')" "Canceled"
+
+# --- a live run recorded by another machine (a project on a shared disk) is not signalled here
+run_mlw experiment submit -c local -a slow.py 100
+RUN=$(sed -n 's/^RunId: //p' <<<"$OUT")
+check "running before the host swap" wait_for 10 bash -c "'$MLW' -o json history info -r '$RUN' | grep -q '\"status\": \"Running\"'"
+python3 - ".mlw/runs/$RUN/run.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+record = json.load(open(path))
+record["host"] = "other-machine"
+json.dump(record, open(path, "w"))
+PY
+run_mlw experiment cancel -r "$RUN"
+expect_eq "cancel of another host's run fails" "$CODE" 1
+expect_contains "and says where to cancel it" "$ERR" "runs on host other-machine; cancel it there"
+check "the run here was not signalled" test "$(grep -c '^tick' ".mlw/runs/$RUN/driver_log.txt")" -ge 1
+check "the run goes on to completion" wait_for 30 bash -c "grep -q '^tick 99' '.mlw/runs/$RUN/driver_log.txt'"
+check "a refused cancel leaves no cancel request behind" test ! -e ".mlw/runs/$RUN/cancel_requested"
 
 # --- sixteen submits at once from separate processes
 PIDS=()
