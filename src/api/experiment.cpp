@@ -324,6 +324,25 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
   return exit_code_of(final_record);
 }
 
+/// For -a: returns once the supervisor has recorded the run as started (or ended), so that the
+/// record never names the exiting submit process as the run's owner.
+void wait_until_started(const RunPlan& plan, const RunHandle& handle) {
+  using namespace std::chrono;
+  const auto deadline = steady_clock::now() + seconds(30);
+  const fs::path record_file = plan.run_dir / "run.json";
+  while (steady_clock::now() < deadline) {
+    if (auto text = read_file_if_exists(record_file)) {
+      const auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
+      if (!json.is_discarded() && json.value("status", "") != status::k_preparing) return;
+    }
+    int status_code = 0;
+    if (::waitpid(handle.supervisor, &status_code, WNOHANG) == handle.supervisor) return;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  throw Error(fmt::format("run {} did not start within 30 s (see .mlw/runs/{}/supervisor.log)",
+                          plan.record.run_id, plan.record.run_id));
+}
+
 }  // namespace
 
 int submit(Context& ctx, const SubmitRequest& request) {
@@ -333,6 +352,7 @@ int submit(Context& ctx, const SubmitRequest& request) {
   const RunHandle handle = start_run(ctx, plan, *executor);
   if (!request.async) return follow_run(ctx, plan, handle, *executor, request.cancel_on_interrupt);
   ::close(handle.output_fd);
+  wait_until_started(plan, handle);
   if (!ctx.quiet) {
     *ctx.err << fmt::format("Run {} started. Follow it: mlw history logs -r {} -f\n",
                             plan.record.run_id, plan.record.run_id);

@@ -3,7 +3,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -68,7 +70,8 @@ HistoryStore::~HistoryStore() {
 HistoryStore::HistoryStore(HistoryStore&& other) noexcept
     : m_state_dir(std::move(other.m_state_dir)),
       m_db_path(std::move(other.m_db_path)),
-      m_db(std::exchange(other.m_db, nullptr)) {}
+      m_db(std::exchange(other.m_db, nullptr)),
+      m_lock_timeout_ms(other.m_lock_timeout_ms) {}
 
 fs::path HistoryStore::run_dir(const std::string& run_id) const {
   return runs_dir() / run_id;
@@ -97,65 +100,76 @@ void HistoryStore::fail(const std::string& what) {
 }
 
 void HistoryStore::exec(const char* sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(m_db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
-    sqlite3_free(message);
-    fail(sql);
+  // SQLite does not consult the busy handler for every lock (switching a new database to WAL
+  // while another process opens it, for one), so busy answers are retried here too.
+  using namespace std::chrono;
+  const auto deadline = steady_clock::now() + milliseconds(m_lock_timeout_ms);
+  while (true) {
+    const int rc = sqlite3_exec(m_db, sql, nullptr, nullptr, nullptr);
+    if (rc == SQLITE_OK) return;
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || steady_clock::now() >= deadline) fail(sql);
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+}
+
+int HistoryStore::user_version() {
+  using namespace std::chrono;
+  const auto deadline = steady_clock::now() + milliseconds(m_lock_timeout_ms);
+  while (true) {
+    Statement check(m_db, "PRAGMA user_version");
+    const int rc = check.ok() ? check.step() : SQLITE_ERROR;
+    if (rc == SQLITE_ROW) return static_cast<int>(check.integer(0));
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || steady_clock::now() >= deadline) {
+      fail("reading the schema");
+    }
+    std::this_thread::sleep_for(milliseconds(5));
   }
 }
 
 void HistoryStore::open() {
   make_directories(runs_dir());
-  const bool existed = fs::exists(m_db_path);
   if (sqlite3_open_v2(m_db_path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       nullptr) != SQLITE_OK) {
     fail("open");
   }
   const char* timeout = std::getenv("MLW_HISTORY_LOCK_TIMEOUT_MS");
-  sqlite3_busy_timeout(m_db, timeout && *timeout ? std::atoi(timeout) : 10000);
+  m_lock_timeout_ms = timeout && *timeout ? std::atoi(timeout) : 10000;
+  sqlite3_busy_timeout(m_db, m_lock_timeout_ms);
   // WAL with synchronous=NORMAL stays consistent after a crash; run.json is the durable record.
   sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
-  {
-    Statement check(m_db, "PRAGMA user_version");
-    if (!check.ok() || check.step() != SQLITE_ROW) fail("reading the schema");
-    if (check.integer(0) == 1) return;
-  }
+  if (user_version() == 1) return;
   exec("PRAGMA journal_mode=WAL");
   exec("BEGIN IMMEDIATE");
-  {
-    Statement check(m_db, "PRAGMA user_version");
-    check.step();
-    if (check.integer(0) == 1) {
-      exec("COMMIT");
-      return;
+  try {
+    if (user_version() != 1) {
+      exec(
+          "CREATE TABLE IF NOT EXISTS runs ("
+          " run_id TEXT PRIMARY KEY, run_number INTEGER NOT NULL UNIQUE, script TEXT NOT NULL,"
+          " target TEXT NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+          " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER);"
+          "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
+          "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);");
+      // A new index over existing run folders (the old one was damaged and moved away):
+      // rebuilt in the same transaction, before any new run can take a number.
+      index_run_folders();
+      exec("PRAGMA user_version = 1");
     }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
-  exec(
-      "CREATE TABLE IF NOT EXISTS runs ("
-      " run_id TEXT PRIMARY KEY, run_number INTEGER NOT NULL UNIQUE, script TEXT NOT NULL,"
-      " target TEXT NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,"
-      " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER);"
-      "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
-      "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);"
-      "PRAGMA user_version = 1;");
-  exec("COMMIT");
-  if (!existed) rebuild_index();
 }
 
-void HistoryStore::rebuild_index() {
+void HistoryStore::index_run_folders() {
   std::error_code ec;
-  std::vector<RunRecord> records;
   for (const auto& entry : fs::directory_iterator(runs_dir(), ec)) {
     auto text = read_file_if_exists(entry.path() / "run.json");
     if (!text) continue;
     auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
     if (json.is_discarded()) continue;
-    records.push_back(RunRecord::from_json(json));
+    upsert(RunRecord::from_json(json));
   }
-  if (records.empty()) return;
-  exec("BEGIN IMMEDIATE");
-  for (const auto& record : records) upsert(record);
-  exec("COMMIT");
 }
 
 void HistoryStore::upsert(const RunRecord& r) {
@@ -274,20 +288,22 @@ int HistoryStore::reconcile_lost(const std::string& host) {
   }
   int lost = 0;
   const std::string this_boot = boot_id();
+  const auto owner_alive = [&](const RunRecord& record) {
+    const auto started = process_start_time(record.pid);
+    return record.boot_id == this_boot && started &&
+           (record.pid_start == 0 || *started == record.pid_start);
+  };
   for (const auto& run_id : live) {
     auto text = read_file_if_exists(run_dir(run_id) / "run.json");
     if (!text) continue;
     auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
     if (json.is_discarded()) continue;
     RunRecord record = RunRecord::from_json(json);
-    if (record.host != host || status::is_final(record.status)) continue;
-    const auto started = process_start_time(record.pid);
-    const bool alive = record.boot_id == this_boot && started &&
-                       (record.pid_start == 0 || *started == record.pid_start);
-    if (alive) continue;
-    // Read again: the supervisor writes its final record before it exits.
+    if (record.host != host || status::is_final(record.status) || owner_alive(record)) continue;
+    // Read again: the run may have ended, or passed from the submitting process to its
+    // supervisor, since the first read.
     record = load(run_id);
-    if (status::is_final(record.status)) continue;
+    if (status::is_final(record.status) || owner_alive(record)) continue;
     record.status = status::k_lost;
     record.problems.push_back(fmt::format(
         "the process that supervised the run (pid {}) is gone: the machine restarted or mlw was "

@@ -157,6 +157,17 @@ wait "$SUBMIT"
 expect_eq "--cancel-on-interrupt exits with the script's signal code" "$?" 143
 expect_eq "cancelled on interrupt" "$(json_get "$("$MLW" -o json history last)" 'd["status"]')" "Canceled"
 
+# --- -a hands the run to its supervisor before returning: a reader never sees it Lost
+mkdir -p "$WORK/race" && cp exit_with.py slow.py "$WORK/race/" && cp -r aml_config .amlignore "$WORK/race/"
+(cd "$WORK/race" && for i in $(seq 1 60); do "$MLW" -q history list >/dev/null 2>&1; done) &
+READER=$!
+for i in $(seq 1 8); do
+  (cd "$WORK/race" && "$MLW" -q experiment submit -c local -a slow.py 3 >/dev/null 2>&1)
+done
+wait "$READER"
+check "async runs finish" wait_for 30 bash -c "cd '$WORK/race' && ! '$MLW' -o tsv history list | grep -qE 'Running|Preparing'"
+expect_eq "no async run was ever marked Lost" "$(cd "$WORK/race" && "$MLW" -o tsv history list | cut -f5 | sort | uniq -c | tr -s ' ')" " 8 Completed"
+
 # --- a live run recorded by another machine (a project on a shared disk) is not signalled here
 run_mlw experiment submit -c local -a slow.py 100
 RUN=$(sed -n 's/^RunId: //p' <<<"$OUT")

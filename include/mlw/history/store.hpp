@@ -66,13 +66,15 @@ class HistoryStore {
 
  private:
   void open();
-  void rebuild_index();
+  int user_version();
+  void index_run_folders();
   void exec(const char* sql);
   void upsert(const RunRecord& record);
   [[noreturn]] void fail(const std::string& what);
   std::filesystem::path m_state_dir;
   std::filesystem::path m_db_path;
   sqlite3* m_db = nullptr;
+  int m_lock_timeout_ms = 10000;  ///< how long a locked database is waited for
 };
 
 }  // namespace mlw
