@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <future>
 #include <iostream>
@@ -150,7 +151,11 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
     final_record.end_ms = ctx.clock->now_ms();
     final_record.pid = 0;
     if (!store) store.emplace(plan.project.state_dir());
-    store->save(final_record);
+    try {
+      store->save(final_record);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mlw supervisor: %s\n", e.what());  // the index has the rest
+    }
   };
   const fs::path cancel_marker = plan.run_dir / "cancel_requested";
   if (fs::exists(cancel_marker)) {
@@ -179,7 +184,11 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
   record.pid = ::getpid();
   record.pid_start = process_start_time(::getpid()).value_or(0);
   record.process_group = script;
-  store->save(record, false);
+  try {
+    store->save(record, false);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mlw supervisor: %s\n", e.what());  // the run goes on regardless
+  }
 
   // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
   RunRecord git_state;

@@ -49,6 +49,8 @@ class Statement {
 };
 
 constexpr const char* k_live_statuses = "('Queued','Preparing','Running')";
+/// 1: the runs table; 2: its `problem` column.
+constexpr int k_schema_version = 2;
 
 }  // namespace
 
@@ -137,23 +139,31 @@ void HistoryStore::open() {
   sqlite3_busy_timeout(m_db, m_lock_timeout_ms);
   // WAL with synchronous=NORMAL stays consistent after a crash; run.json is the durable record.
   sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
-  if (user_version() == 1) return;
+  if (user_version() == k_schema_version) return;
   exec("PRAGMA journal_mode=WAL");
   exec("BEGIN IMMEDIATE");
   try {
-    if (user_version() != 1) {
+    const int found = user_version();
+    if (found == 0) {
       exec(
           "CREATE TABLE IF NOT EXISTS runs ("
           " run_id TEXT PRIMARY KEY, run_number INTEGER NOT NULL UNIQUE, script TEXT NOT NULL,"
           " target TEXT NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,"
-          " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER);"
+          " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER, problem TEXT);"
           "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
           "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);");
       // A new index over existing run folders (the old one was damaged and moved away):
       // rebuilt in the same transaction, before any new run can take a number.
       index_run_folders();
-      exec("PRAGMA user_version = 1");
+    } else if (found == 1) {
+      exec("ALTER TABLE runs ADD COLUMN problem TEXT");
+    } else if (found > k_schema_version) {
+      throw Error(
+          fmt::format("the history database .mlw/history.db was written by a newer mlw "
+                      "(schema {}); upgrade mlw",
+                      found));
     }
+    exec(fmt::format("PRAGMA user_version = {}", k_schema_version).c_str());
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -175,10 +185,10 @@ void HistoryStore::index_run_folders() {
 void HistoryStore::upsert(const RunRecord& r) {
   Statement stmt(
       m_db,
-      "INSERT INTO runs(run_id, run_number, script, target, status, created_ms,"
-      " start_ms, end_ms, exit_code) VALUES(?,?,?,?,?,?,?,?,?)"
-      " ON CONFLICT(run_id) DO UPDATE SET status=excluded.status,"
-      " start_ms=excluded.start_ms, end_ms=excluded.end_ms, exit_code=excluded.exit_code");
+      "INSERT INTO runs(run_id, run_number, script, target, status, created_ms, start_ms,"
+      " end_ms, exit_code, problem) VALUES(?,?,?,?,?,?,?,?,?,?)"
+      " ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, start_ms=excluded.start_ms,"
+      " end_ms=excluded.end_ms, exit_code=excluded.exit_code, problem=excluded.problem");
   if (!stmt.ok()) fail("preparing an update");
   stmt.bind(1, r.run_id);
   stmt.bind(2, r.run_number);
@@ -192,6 +202,11 @@ void HistoryStore::upsert(const RunRecord& r) {
     stmt.bind(9, static_cast<std::int64_t>(*r.exit_code));
   } else {
     stmt.bind_null(9);
+  }
+  if (r.problems.empty()) {
+    stmt.bind_null(10);
+  } else {
+    stmt.bind(10, join(r.problems, "; "));
   }
   if (stmt.step() != SQLITE_DONE) fail("recording run " + r.run_id);
 }
@@ -221,8 +236,16 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
 }
 
 void HistoryStore::save(const RunRecord& record, bool durable) {
-  atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n", 0644,
-                    durable);
+  try {
+    atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n", 0644,
+                      durable);
+  } catch (const Error& e) {
+    // The run's folder cannot be written (read-only, full): the index still says what happened.
+    RunRecord indexed = record;
+    indexed.problems.push_back(std::string("run.json could not be updated: ") + e.what());
+    upsert(indexed);
+    throw;
+  }
   upsert(record);
 }
 
@@ -240,7 +263,22 @@ RunRecord HistoryStore::load(const std::string& run_id) {
   if (json.is_discarded()) {
     throw Error("the record of run " + run_id + " (.mlw/runs/" + run_id + "/run.json) is damaged");
   }
-  return RunRecord::from_json(json);
+  RunRecord record = RunRecord::from_json(json);
+  if (!status::is_final(record.status)) merge_final_index_row(record);
+  return record;
+}
+
+void HistoryStore::merge_final_index_row(RunRecord& record) {
+  Statement stmt(m_db, "SELECT status, end_ms, exit_code, problem FROM runs WHERE run_id = ?");
+  if (!stmt.ok()) fail("reading run " + record.run_id);
+  stmt.bind(1, record.run_id);
+  if (stmt.step() != SQLITE_ROW || !status::is_final(stmt.text(0))) return;
+  record.status = stmt.text(0);
+  record.end_ms = stmt.integer(1);
+  if (!stmt.is_null(2)) record.exit_code = static_cast<int>(stmt.integer(2));
+  if (!stmt.is_null(3)) record.problems = {stmt.text(3)};
+  record.pid = 0;
+  record.process_group = 0;
 }
 
 std::optional<std::string> HistoryStore::last_run_id() {
@@ -309,7 +347,11 @@ int HistoryStore::reconcile_lost(const std::string& host) {
         "the process that supervised the run (pid {}) is gone: the machine restarted or mlw was "
         "killed",
         record.pid));
-    save(record);
+    try {
+      save(record);
+    } catch (const Error&) {
+      // run.json is not writable; save() has put the Lost status into the index.
+    }
     ++lost;
   }
   return lost;

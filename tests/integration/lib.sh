@@ -12,8 +12,10 @@ export MLW_HISTORY_LOCK_TIMEOUT_MS=2000
 unset MLW_OUTPUT NO_COLOR
 STARTED_PIDS=()
 
+RO_MOUNT=""
 cleanup() {
   local pid
+  [ -n "$RO_MOUNT" ] && umount "$RO_MOUNT" 2>/dev/null
   for pid in "${STARTED_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
   if mountpoint -q "$WORK/tmpfs" 2>/dev/null; then umount "$WORK/tmpfs"; fi
   rm -rf "$WORK"

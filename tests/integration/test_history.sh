@@ -78,6 +78,24 @@ mv .mlw/history.db .mlw/history.db.damaged
 run_mlw -o json history list
 expect_eq "index rebuilt from run folders" "$(json_get "$OUT" 'sorted(r["run_id"] for r in d)')" "$(python3 -c 'import sys; print(sorted(sys.argv[1:]))' "${IDS[@]}")"
 
+# A run folder that turns read-only during a run: the index still records how it ended.
+cd "$WORK/hist"
+printf 'import time\nfor i in range(15):\n    print(i, flush=True)\n    time.sleep(0.1)\n' >ro.py
+run_mlw experiment submit -c local -a ro.py
+RUN=$(sed -n 's/^RunId: //p' <<<"$OUT")
+RUNDIR="$PWD/.mlw/runs/$RUN"
+if mount --bind "$RUNDIR" "$RUNDIR" && mount -o remount,bind,ro "$RUNDIR"; then
+  RO_MOUNT="$RUNDIR"
+  check "read-only run ends" wait_for 30 bash -c "'$MLW' -o tsv history list | grep -q \"^$RUN.*Completed\""
+  run_mlw -o json history info -r "$RUN"
+  expect_eq "status and exit code from the index" "$(json_get "$OUT" '(d["status"], d["exit_code"])')" "('Completed', 0)"
+  expect_contains "the record says what happened" "$(json_get "$OUT" 'd["problems"]')" "Read-only file system"
+  umount "$RUNDIR"
+  RO_MOUNT=""
+else
+  fail "cannot make a read-only bind mount (needs root)"
+fi
+
 # A disk that fills up during a run: the record says what happened.
 mkdir -p "$WORK/tmpfs"
 if mount -t tmpfs -o size=3m tmpfs "$WORK/tmpfs"; then

@@ -49,9 +49,11 @@ class HistoryStore {
   /// creates the run folder and writes the record. Fills record.run_id and run_number.
   void create(RunRecord& record, std::int64_t now_ms);
   /// Writes the record (run.json atomically, then the index row); `durable` false skips the
-  /// fsync for intermediate states that a later save supersedes.
+  /// fsync for intermediate states that a later save supersedes. When run.json cannot be
+  /// written, the index row still gets the status, exit code and the problem, then it throws.
   void save(const RunRecord& record, bool durable = true);
-  /// The record of `run_id`; throws mlw::Error (listing near ids) when there is none.
+  /// The record of `run_id`; throws mlw::Error (listing near ids) when there is none. A final
+  /// status in the index wins over a run.json that could not be updated.
   RunRecord load(const std::string& run_id);
   /// The newest run's id, or nullopt when there are no runs.
   std::optional<std::string> last_run_id();
@@ -68,6 +70,7 @@ class HistoryStore {
   void open();
   int user_version();
   void index_run_folders();
+  void merge_final_index_row(RunRecord& record);
   void exec(const char* sql);
   void upsert(const RunRecord& record);
   [[noreturn]] void fail(const std::string& what);

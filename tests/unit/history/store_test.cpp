@@ -1,5 +1,7 @@
 #include "mlw/history/store.hpp"
 
+#include <sqlite3.h>
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,6 +147,28 @@ TEST_F(HistoryStoreTest, DamagedDatabaseIsAClearErrorAndRunsAreUntouched) {
     EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(fs::exists(m_dir / "runs" / "demo_1" / "run.json"));
+}
+
+TEST_F(HistoryStoreTest, AVersion1DatabaseGainsTheProblemColumn) {
+  make_directories(m_dir);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((m_dir / "history.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE runs (run_id TEXT PRIMARY KEY, run_number INTEGER NOT NULL "
+                         "UNIQUE, script TEXT NOT NULL, target TEXT NOT NULL, status TEXT NOT "
+                         "NULL, created_ms INTEGER NOT NULL, start_ms INTEGER NOT NULL, end_ms "
+                         "INTEGER NOT NULL, exit_code INTEGER);"
+                         "INSERT INTO runs VALUES('old_1', 1, 'a.py', 'local', 'Completed', 1, 1, "
+                         "2, 0); PRAGMA user_version = 1;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  HistoryStore store(m_dir);
+  EXPECT_EQ(store.list({}).size(), 1u);
+  RunRecord r = new_record();
+  r.problems = {"something"};
+  store.create(r, 10);
+  EXPECT_EQ(store.list({}).front().run_number, 2);
 }
 
 TEST(Collect, LastMetricValuesAndSeries) {
