@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include <sstream>
 
 #include "mlw/config/targets.hpp"
@@ -12,14 +14,13 @@ namespace mlw {
 class CreateProjectTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/mlw-api-XXXXXX";
-    m_dir = ::mkdtemp(pattern);
+    m_dir = m_temp.path();
     m_ctx.working_dir = m_dir;
     m_ctx.out = &m_out;
     m_ctx.err = &m_err;
     m_ctx.output_format = OutputFormat::Json;
   }
-  void TearDown() override { fs::remove_all(m_dir); }
+  test::TempDir m_temp{"api"};
   fs::path m_dir;
   std::ostringstream m_out, m_err;
   Context m_ctx;

@@ -1,7 +1,9 @@
 #include "mlw/config/secret_store.hpp"
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
+#include "temp_dir.hpp"
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
@@ -10,11 +12,8 @@ namespace mlw {
 
 class SecretStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/mlw-secrets-XXXXXX";
-    m_dir = fs::path(::mkdtemp(pattern)) / "mlw";
-  }
-  void TearDown() override { fs::remove_all(m_dir.parent_path()); }
+  void SetUp() override { m_dir = m_temp.path() / "mlw"; }
+  test::TempDir m_temp{"secrets"};
   fs::path m_dir;
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include <cstdlib>
 
 #include "mlw/util/fs.hpp"
@@ -59,8 +61,8 @@ TEST(BuildLocalCommand, ArgumentVectorWithExtraWords) {
 }
 
 TEST(ResolveInterpreter, WorkbenchPythonFallsBackToPython3) {
-  char pattern[] = "/tmp/mlw-path-XXXXXX";
-  const std::filesystem::path dir = ::mkdtemp(pattern);
+  const test::TempDir temp("path");
+  const std::filesystem::path& dir = temp.path();
   atomic_write_file(dir / "python3", "#!/bin/sh\n", 0755);
   const std::string old_path = std::getenv("PATH");
   ::setenv("PATH", dir.c_str(), 1);
@@ -70,7 +72,6 @@ TEST(ResolveInterpreter, WorkbenchPythonFallsBackToPython3) {
   atomic_write_file(dir / "python", "#!/bin/sh\n", 0755);
   EXPECT_EQ(resolve_interpreter("python"), dir / "python");  // a real `python` wins
   ::setenv("PATH", old_path.c_str(), 1);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace mlw

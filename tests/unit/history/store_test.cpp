@@ -3,8 +3,10 @@
 #include <sqlite3.h>
 
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "temp_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -17,11 +19,7 @@ namespace mlw {
 
 class HistoryStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/mlw-history-XXXXXX";
-    m_dir = fs::path(::mkdtemp(pattern)) / ".mlw";
-  }
-  void TearDown() override { fs::remove_all(m_dir.parent_path()); }
+  void SetUp() override { m_dir = m_temp.path() / ".mlw"; }
   RunRecord new_record(const std::string& script = "train.py") {
     RunRecord r;
     r.project = "demo";
@@ -30,6 +28,7 @@ class HistoryStoreTest : public ::testing::Test {
     r.host = "h";
     return r;
   }
+  test::TempDir m_temp{"history"};
   fs::path m_dir;
 };
 
@@ -172,8 +171,8 @@ TEST_F(HistoryStoreTest, AVersion1DatabaseGainsTheProblemColumn) {
 }
 
 TEST(Collect, LastMetricValuesAndSeries) {
-  char pattern[] = "/tmp/mlw-metrics-XXXXXX";
-  const fs::path dir = ::mkdtemp(pattern);
+  const test::TempDir temp("metrics");
+  const fs::path& dir = temp.path();
   atomic_write_file(
       dir / "m.jsonl",
       "{\"name\":\"loss\",\"value\":1.0}\n{\"name\":\"acc\",\"value\":0.1}\nnot json\n"
@@ -183,7 +182,6 @@ TEST(Collect, LastMetricValuesAndSeries) {
   EXPECT_EQ(last["acc"], 0.1);
   EXPECT_EQ(read_metric_series(dir / "m.jsonl")["loss"].size(), 2u);
   EXPECT_EQ(sparkline({1, 2, 3}), "▁▅█");
-  fs::remove_all(dir);
 }
 
 }  // namespace mlw

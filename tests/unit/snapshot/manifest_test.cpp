@@ -1,8 +1,10 @@
 #include "mlw/snapshot/manifest.hpp"
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
+#include "temp_dir.hpp"
 
 #include "mlw/util/fs.hpp"
 #include "mlw/util/sha256.hpp"
@@ -12,8 +14,7 @@ namespace mlw {
 class ManifestTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/mlw-snap-XXXXXX";
-    m_base = ::mkdtemp(pattern);
+    m_base = m_temp.path();
     m_root = m_base / "proj";
     make_directories(m_root / "aml_config");
     write("train.py", "print('hi')\n", 0755);
@@ -26,7 +27,6 @@ class ManifestTest : public ::testing::Test {
     write("sub/outputs/kept.txt", "nested outputs are project files\n");
     write(".amlignore", "*.csv\n!keep.csv\n");
   }
-  void TearDown() override { fs::remove_all(m_base); }
   void write(const std::string& path, const std::string& text, mode_t mode = 0644) {
     make_directories((m_root / path).parent_path());
     atomic_write_file(m_root / path, text, mode);
@@ -37,6 +37,7 @@ class ManifestTest : public ::testing::Test {
     for (const auto& e : m.entries) out.push_back(e.path);
     return out;
   }
+  test::TempDir m_temp{"snap"};
   fs::path m_base, m_root;
 };
 

@@ -1,7 +1,9 @@
 #include "mlw/util/fs.hpp"
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
+#include "temp_dir.hpp"
 
 #include <cstdlib>
 
@@ -9,15 +11,9 @@
 
 namespace mlw {
 
-namespace {
-fs::path temp_dir() {
-  char pattern[] = "/tmp/mlw-fs-XXXXXX";
-  return ::mkdtemp(pattern);
-}
-}  // namespace
-
 TEST(AtomicWriteFile, ReplacesContentAndSetsMode) {
-  const fs::path dir = temp_dir();
+  const test::TempDir temp("fs");
+  const fs::path& dir = temp.path();
   atomic_write_file(dir / "a", "one", 0600);
   atomic_write_file(dir / "a", "two", 0600);
   EXPECT_EQ(read_file(dir / "a"), "two");
@@ -26,11 +22,11 @@ TEST(AtomicWriteFile, ReplacesContentAndSetsMode) {
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   // No temporary files are left behind.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
-  fs::remove_all(dir);
 }
 
 TEST(AtomicWriteFile, FailureLeavesTheOldFileAndSaysWhere) {
-  const fs::path dir = temp_dir();
+  const test::TempDir temp("fs");
+  const fs::path& dir = temp.path();
   atomic_write_file(dir / "a", "old");
   try {
     atomic_write_file(dir / "missing" / "a", "new");
@@ -39,7 +35,6 @@ TEST(AtomicWriteFile, FailureLeavesTheOldFileAndSaysWhere) {
     EXPECT_NE(std::string(e.what()).find("missing/a"), std::string::npos);
   }
   EXPECT_EQ(read_file(dir / "a"), "old");
-  fs::remove_all(dir);
 }
 
 TEST(UserConfigDirectory, FollowsXdgConfigHome) {
