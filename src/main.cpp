@@ -75,7 +75,6 @@ int main(int argc, char** argv) {
   ctx.processes = std::make_shared<mlw::SystemProcessRunner>();
   std::error_code ec;
   ctx.working_dir = std::filesystem::current_path(ec);
-  ctx.self_exe = std::filesystem::read_symlink("/proc/self/exe", ec);
 
   CLI::App app{
       "mlw — run Python training scripts on any compute target and keep the history of every run",

@@ -18,7 +18,6 @@ struct Context {
   std::optional<std::filesystem::path> project_dir;  ///< --project
   std::filesystem::path working_dir;                 ///< where mlw was started
   OutputFormat output_format = OutputFormat::Table;
-  int verbosity = 0;
   bool quiet = false;
   bool color = false;
   bool stdin_is_terminal = false;
@@ -28,7 +27,6 @@ struct Context {
   std::ostream* err = nullptr;  ///< stderr: messages for people
   std::shared_ptr<Clock> clock;
   std::shared_ptr<ProcessRunner> processes;
-  std::filesystem::path self_exe;    ///< the running mlw binary
   std::filesystem::path config_dir;  ///< the user's mlw config folder (secret store, keys)
   /// Exit code for an mlw::Error without its own code: 1, or 125 inside a waiting submit.
   int failure_code = exit_code::k_failure;

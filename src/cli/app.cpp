@@ -23,7 +23,6 @@ void apply_globals(Context& ctx, const GlobalOptions& globals) {
     format = env && *env ? env : "table";
   }
   ctx.output_format = parse_output_format(format);
-  ctx.verbosity = globals.verbose;
   ctx.quiet = globals.quiet;
   const char* no_color = std::getenv("NO_COLOR");
   ctx.color = ctx.stderr_is_terminal && !globals.no_color && !(no_color && *no_color);

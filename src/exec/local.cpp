@@ -164,20 +164,22 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
     finish(record);
     return 0;
   }
-  int script_pipe[2];
-  if (::pipe2(script_pipe, O_CLOEXEC) != 0) {
+  auto not_started = [&](const std::string& what) {
     record.status = status::k_failed;
     record.exit_code = exit_code::k_cannot_start;
-    record.problems.push_back("cannot create a pipe: " + errno_text(errno));
+    record.problems.push_back(what + ": " + errno_text(errno));
     finish(record);
     return 0;
-  }
+  };
+  int script_pipe[2];
+  if (::pipe2(script_pipe, O_CLOEXEC) != 0) return not_started("cannot create a pipe");
   const int log_fd = ::open((plan.run_dir / "driver_log.txt").c_str(),
                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   ExecArrays arrays(spec);
   const pid_t script = ::fork();
   if (script == 0) exec_script(spec, arrays, script_pipe[1]);
   ::close(script_pipe[1]);
+  if (script < 0) return not_started("cannot start the script");
   store.emplace(plan.project.state_dir());
   record.status = status::k_running;
   record.start_ms = ctx.clock->now_ms();
