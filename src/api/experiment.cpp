@@ -179,6 +179,21 @@ void print_summary(Context& ctx, const RunRecord& record) {
 
 namespace {
 
+/// A progress line on a terminal while a snapshot reads new content (at most ten updates a
+/// second); nothing when stderr is not a terminal or with -q.
+SnapshotProgress snapshot_progress(Context& ctx) {
+  if (!ctx.stderr_is_terminal || ctx.quiet) return {};
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [&ctx, last](std::size_t files, std::uint64_t bytes) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(100)) return;
+    *last = now;
+    *ctx.err << fmt::format("\rSnapshot: {} files, {:.1f} MB read\x1b[K", files,
+                            static_cast<double>(bytes) / 1e6)
+             << std::flush;
+  };
+}
+
 /// Everything that can be checked before anything is written: configuration, script, executor.
 RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor) {
   RunPlan plan;
@@ -228,7 +243,9 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
   try {
     const fs::path objects = project.state_dir() / "objects";
     plan.manifest =
-        build_snapshot(project.root, objects, project.state_dir() / "cache" / "hashes.tsv");
+        build_snapshot(project.root, objects, project.state_dir() / "cache" / "hashes.tsv",
+                       snapshot_progress(ctx));
+    if (ctx.stderr_is_terminal && !ctx.quiet) *ctx.err << "\r\x1b[K" << std::flush;
     for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
     record.snapshot_hash = plan.manifest.hash();
     record.snapshot_files = plan.manifest.entries.size();

@@ -152,6 +152,8 @@ struct Walker {
   HashCache cache;
   HashCache fresh;
   Manifest manifest;
+  SnapshotProgress progress;
+  std::uint64_t bytes_read = 0;
 
   void add_file(const std::string& relative, const fs::path& full, const struct stat& info) {
     ManifestEntry entry;
@@ -168,6 +170,8 @@ struct Walker {
       entry.sha256 = cached->second.sha256;
     } else {
       entry.sha256 = store_object(full, objects_dir, executable);
+      bytes_read += entry.size;
+      if (progress) progress(manifest.entries.size() + 1, bytes_read);
     }
     fresh[relative] = {entry.size, nanoseconds(info.st_mtim), nanoseconds(info.st_ctim),
                        info.st_ino, entry.sha256};
@@ -249,8 +253,9 @@ nlohmann::ordered_json Manifest::to_json() const {
 }
 
 Manifest build_snapshot(const fs::path& root, const fs::path& objects_dir,
-                        const fs::path& hash_cache) {
+                        const fs::path& hash_cache, const SnapshotProgress& progress) {
   Walker walker;
+  walker.progress = progress;
   walker.root = root;
   std::error_code ec;
   walker.canonical_root = fs::weakly_canonical(root, ec);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,15 @@ struct Manifest {
   nlohmann::ordered_json to_json() const;
 };
 
+/// Called while a snapshot reads new content: files seen so far and bytes read so far.
+using SnapshotProgress = std::function<void(std::size_t files, std::uint64_t bytes_read)>;
+
 /// Builds the snapshot of the project at `root`: every file not excluded by `.amlignore`, nor
 /// under `.git/`, `.mlw/` or `outputs/`. File contents are added to the content-addressed store
 /// `objects_dir`; hashes of unchanged files come from the cache file `hash_cache`.
 Manifest build_snapshot(const std::filesystem::path& root, const std::filesystem::path& objects_dir,
-                        const std::filesystem::path& hash_cache);
+                        const std::filesystem::path& hash_cache,
+                        const SnapshotProgress& progress = {});
 
 /// Writes the manifest once per content (`<manifests_dir>/<hash>.json`) and links it to
 /// `run_copy`, so that every run folder holds its manifest without rewriting identical ones.
