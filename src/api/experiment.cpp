@@ -179,6 +179,20 @@ void print_summary(Context& ctx, const RunRecord& record) {
 
 namespace {
 
+/// How to follow or cancel a run that goes on without the submitting mlw.
+std::string follow_hint(const RunPlan& plan) {
+  const std::string& id = plan.record.run_id;
+  if (plan.run_config.tracked_run) {
+    return fmt::format(
+        "  Follow it: mlw history logs -r {} -f\n  Cancel it: mlw experiment cancel -r {}\n", id,
+        id);
+  }
+  return fmt::format(
+      "  It is untracked (TrackedRun: false), so history commands do not know it; its output "
+      "goes to {}\n",
+      (plan.run_dir / "driver_log.txt").string());
+}
+
 /// A progress line on a terminal while a snapshot reads new content (at most ten updates a
 /// second); nothing when stderr is not a terminal or with -q.
 SnapshotProgress snapshot_progress(Context& ctx) {
@@ -213,6 +227,9 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   plan.script = resolve_script(ctx, plan.project, request.script);
   plan.arguments = request.arguments;
   plan.record.run_config = request.run_config;
+  // TrackedRun: false keeps the run out of the project's history: same machinery, own store.
+  plan.history_dir = plan.run_config.tracked_run ? plan.project.state_dir()
+                                                 : plan.project.state_dir() / "untracked";
   executor->validate(ctx, plan);
   return plan;
 }
@@ -221,7 +238,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
 /// exists marks it Failed and exits 125.
 RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
   const Project& project = plan.project;
-  std::optional<HistoryStore> store(std::in_place, project.state_dir());
+  std::optional<HistoryStore> store(std::in_place, plan.history_dir);
   RunRecord& record = plan.record;
   record.project = project.name;
   record.script = plan.script;
@@ -264,7 +281,7 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
     spdlog::debug("run started: {} ms after submit", ctx.clock->now_ms() - record.created_ms);
     return handle;
   } catch (const Error& e) {
-    if (!store) store.emplace(project.state_dir());
+    if (!store) store.emplace(plan.history_dir);
     record.status = status::k_failed;
     record.exit_code = exit_code::k_cannot_start;
     record.end_ms = ctx.clock->now_ms();
@@ -300,20 +317,18 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
       g_interrupted = 0;
       if (!cancel_on_interrupt) {
         ::close(handle.output_fd);
-        *ctx.err << fmt::format(
-            "\nDetached from run {}; it goes on.\n  Follow it: mlw history logs -r {} -f\n  "
-            "Cancel it: mlw experiment cancel -r {}\n",
-            run_id, run_id, run_id);
+        *ctx.err << fmt::format("\nDetached from run {}; it goes on.\n", run_id)
+                 << follow_hint(plan);
         ::sigaction(SIGINT, &previous, nullptr);
         return 130;
       }
       *ctx.err << fmt::format("\nCanceling run {}…\n", run_id);
       canceling = true;
-      HistoryStore store(plan.project.state_dir());
+      HistoryStore store(plan.history_dir);
       request_cancel(store, run_id);
     }
     if (canceling && !signalled) {
-      HistoryStore store(plan.project.state_dir());
+      HistoryStore store(plan.history_dir);
       const RunRecord live = store.load(run_id);
       if (live.process_group > 0) {
         executor.stop(ctx, live, false);
@@ -331,7 +346,7 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
   // The supervisor may still be preparing the next run's tree; it is not waited for.
   int status_code = 0;
   ::waitpid(handle.supervisor, &status_code, WNOHANG);
-  HistoryStore store(plan.project.state_dir());
+  HistoryStore store(plan.history_dir);
   const RunRecord final_record = store.load(run_id);
   if (!status::is_final(final_record.status)) {
     throw Error(fmt::format(
@@ -370,10 +385,8 @@ int submit(Context& ctx, const SubmitRequest& request) {
   if (!request.async) return follow_run(ctx, plan, handle, *executor, request.cancel_on_interrupt);
   ::close(handle.output_fd);
   wait_until_started(plan, handle);
-  if (!ctx.quiet) {
-    *ctx.err << fmt::format("Run {} started. Follow it: mlw history logs -r {} -f\n",
-                            plan.record.run_id, plan.record.run_id);
-  }
+  if (!ctx.quiet)
+    *ctx.err << fmt::format("Run {} started.\n", plan.record.run_id) << follow_hint(plan);
   if (ctx.output().structured()) {
     ctx.output().print_object({{"run_id", plan.record.run_id}, {"status", "Running"}});
   }

@@ -150,7 +150,7 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
     ::unlink(reserve.c_str());
     final_record.end_ms = ctx.clock->now_ms();
     final_record.pid = 0;
-    if (!store) store.emplace(plan.project.state_dir());
+    if (!store) store.emplace(plan.history_dir);
     try {
       store->save(final_record);
     } catch (const Error& e) {
@@ -180,7 +180,7 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
   if (script == 0) exec_script(spec, arrays, script_pipe[1]);
   ::close(script_pipe[1]);
   if (script < 0) return not_started("cannot start the script");
-  store.emplace(plan.project.state_dir());
+  store.emplace(plan.history_dir);
   record.status = status::k_running;
   record.start_ms = ctx.clock->now_ms();
   record.pid = ::getpid();

@@ -104,6 +104,20 @@ expect_error "interpreter not executable is 126" 126 "not executable" experiment
 sed -i 's/^Framework: "Python"/Framework: "PySpark"/' aml_config/nopython.runconfig
 expect_error "PySpark without spark-submit" 127 "spark-submit" experiment submit -c nopython echo_args.py
 
+# --- TrackedRun: false runs as usual but stays out of the project's history
+"$MLW" -q computetarget attach local -n untracked >/dev/null
+sed -i 's/^TrackedRun: true/TrackedRun: false/' aml_config/untracked.runconfig
+BEFORE=$("$MLW" -o tsv history list --top 0 | wc -l)
+run_mlw experiment submit -c untracked exit_with.py 4
+expect_eq "untracked run gives the script's exit code" "$CODE" 4
+expect_contains "untracked run streams its output" "$OUT" "about to exit with 4"
+UNTRACKED=$(sed -n 's/^RunId: //p' <<<"$OUT")
+expect_eq "untracked run is not in the history" "$("$MLW" -o tsv history list --top 0 | wc -l)" "$BEFORE"
+check "its log is kept under .mlw/untracked" grep -q "about to exit with 4" ".mlw/untracked/runs/$UNTRACKED/driver_log.txt"
+expect_error "history commands do not know it" 1 "no run" history info -r "$UNTRACKED"
+run_mlw experiment submit -c untracked -a exit_with.py 0
+expect_contains "-a says where an untracked run's output goes" "$ERR" "untracked (TrackedRun: false)"
+
 # --- metrics, artifacts, the azureml.logging shim, download, json output
 run_mlw -o json experiment submit -c local metrics.py
 expect_eq "json submit exits 0" "$CODE" 0

@@ -26,7 +26,8 @@ struct RunPlan {
   std::string script;                            ///< relative to the project
   std::vector<std::string> arguments;            ///< after the script
   std::map<std::string, std::string> extra_env;  ///< -e KEY=VALUE
-  std::filesystem::path run_dir;                 ///< .mlw/runs/<run_id>
+  std::filesystem::path history_dir;             ///< .mlw, or .mlw/untracked for TrackedRun: false
+  std::filesystem::path run_dir;                 ///< <history_dir>/runs/<run_id>
   std::filesystem::path helper_dir;              ///< holds the `mlw` and `azureml` Python packages
   RunRecord record;                              ///< created, with its run id
   Manifest manifest;
