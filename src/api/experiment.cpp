@@ -309,6 +309,7 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
   g_interrupted = 0;
   bool canceling = false;
   bool signalled = false;
+  std::optional<HistoryStore> cancel_store;  // opened once, when Ctrl-C asks to cancel
   char buffer[65536];
   while (true) {
     pollfd item{handle.output_fd, POLLIN, 0};
@@ -324,12 +325,11 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
       }
       *ctx.err << fmt::format("\nCanceling run {}…\n", run_id);
       canceling = true;
-      HistoryStore store(plan.history_dir);
-      request_cancel(store, run_id);
+      cancel_store.emplace(plan.history_dir);
+      request_cancel(*cancel_store, run_id);
     }
     if (canceling && !signalled) {
-      HistoryStore store(plan.history_dir);
-      const RunRecord live = store.load(run_id);
+      const RunRecord live = cancel_store->load(run_id);
       if (live.process_group > 0) {
         executor.stop(ctx, live, false);
         signalled = true;
@@ -361,12 +361,9 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
 void wait_until_started(const RunPlan& plan, const RunHandle& handle) {
   using namespace std::chrono;
   const auto deadline = steady_clock::now() + seconds(30);
-  const fs::path record_file = plan.run_dir / "run.json";
+  HistoryStore store(plan.history_dir);
   while (steady_clock::now() < deadline) {
-    if (auto text = read_file_if_exists(record_file)) {
-      const auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
-      if (!json.is_discarded() && json.value("status", "") != status::k_preparing) return;
-    }
+    if (store.load(plan.record.run_id).status != status::k_preparing) return;
     int status_code = 0;
     if (::waitpid(handle.supervisor, &status_code, WNOHANG) == handle.supervisor) return;
     std::this_thread::sleep_for(milliseconds(5));

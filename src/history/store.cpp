@@ -171,14 +171,23 @@ void HistoryStore::open() {
   }
 }
 
+std::optional<RunRecord> HistoryStore::read_record(const fs::path& folder) const {
+  auto text = read_file_if_exists(folder / "run.json");
+  if (!text) return std::nullopt;
+  auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
+  if (json.is_discarded()) return std::nullopt;
+  return RunRecord::from_json(json);
+}
+
+void HistoryStore::write_record(const RunRecord& record, bool durable) {
+  atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n", 0644,
+                    durable);
+}
+
 void HistoryStore::index_run_folders() {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(runs_dir(), ec)) {
-    auto text = read_file_if_exists(entry.path() / "run.json");
-    if (!text) continue;
-    auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
-    if (json.is_discarded()) continue;
-    upsert(RunRecord::from_json(json));
+    if (auto record = read_record(entry.path())) upsert(*record);
   }
 }
 
@@ -226,7 +235,7 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
       break;
     }
     make_directories(run_dir(record.run_id));
-    atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n");
+    write_record(record, true);
     upsert(record);
     exec("COMMIT");
   } catch (...) {
@@ -237,8 +246,7 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
 
 void HistoryStore::save(const RunRecord& record, bool durable) {
   try {
-    atomic_write_file(run_dir(record.run_id) / "run.json", record.to_json().dump(2) + "\n", 0644,
-                      durable);
+    write_record(record, durable);
   } catch (const Error& e) {
     // The run's folder cannot be written (read-only, full): the index still says what happened.
     RunRecord indexed = record;
@@ -250,22 +258,21 @@ void HistoryStore::save(const RunRecord& record, bool durable) {
 }
 
 RunRecord HistoryStore::load(const std::string& run_id) {
-  auto text = run_id.find('/') == std::string::npos && !run_id.empty() && run_id[0] != '.'
-                  ? read_file_if_exists(run_dir(run_id) / "run.json")
-                  : std::nullopt;
-  if (!text) {
+  const bool plain_id =
+      run_id.find('/') == std::string::npos && !run_id.empty() && run_id[0] != '.';
+  std::optional<RunRecord> record = plain_id ? read_record(run_dir(run_id)) : std::nullopt;
+  if (!record) {
+    if (plain_id && fs::exists(run_dir(run_id) / "run.json")) {
+      throw Error("the record of run " + run_id + " (.mlw/runs/" + run_id +
+                  "/run.json) is damaged");
+    }
     std::vector<std::string> ids;
     for (const auto& row : list({"", "", 200})) ids.push_back(row.run_id);
     throw Error(fmt::format("no run \"{}\" in this project's history{}; see: mlw history list",
                             run_id, did_you_mean(run_id, ids)));
   }
-  auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
-  if (json.is_discarded()) {
-    throw Error("the record of run " + run_id + " (.mlw/runs/" + run_id + "/run.json) is damaged");
-  }
-  RunRecord record = RunRecord::from_json(json);
-  if (!status::is_final(record.status)) merge_final_index_row(record);
-  return record;
+  if (!status::is_final(record->status)) merge_final_index_row(*record);
+  return *record;
 }
 
 void HistoryStore::merge_final_index_row(RunRecord& record) {
@@ -332,11 +339,9 @@ int HistoryStore::reconcile_lost(const std::string& host) {
            (record.pid_start == 0 || *started == record.pid_start);
   };
   for (const auto& run_id : live) {
-    auto text = read_file_if_exists(run_dir(run_id) / "run.json");
-    if (!text) continue;
-    auto json = nlohmann::ordered_json::parse(*text, nullptr, false);
-    if (json.is_discarded()) continue;
-    RunRecord record = RunRecord::from_json(json);
+    std::optional<RunRecord> first = read_record(run_dir(run_id));
+    if (!first) continue;
+    RunRecord record = std::move(*first);
     if (record.host != host || status::is_final(record.status) || owner_alive(record)) continue;
     // Read again: the run may have ended, or passed from the submitting process to its
     // supervisor, since the first read.

@@ -70,6 +70,8 @@ class HistoryStore {
   void open();
   int user_version();
   void index_run_folders();
+  std::optional<RunRecord> read_record(const std::filesystem::path& folder) const;
+  void write_record(const RunRecord& record, bool durable);
   void merge_final_index_row(RunRecord& record);
   void exec(const char* sql);
   void upsert(const RunRecord& record);
