@@ -1,3 +1,4 @@
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -65,6 +66,7 @@ int usage_exit_code(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);  // a closed pipe or socket is an error to report, not a kill
   mlw::Context ctx;
   ctx.out = &std::cout;
   ctx.err = &std::cerr;

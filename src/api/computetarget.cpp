@@ -1,5 +1,8 @@
 #include "mlw/api/computetarget.hpp"
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -11,7 +14,10 @@
 #include "mlw/config/names.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
+#include "mlw/remote/connect.hpp"
+#include "mlw/remote/probe.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw::api {
@@ -82,6 +88,79 @@ std::optional<ComputeConfig> current_settings(const Project& project, const std:
   }
 }
 
+/// True when ~/.ssh has a default key or ssh-agent runs: attach then tries them before asking
+/// for a password.
+bool has_default_login(const ComputeConfig& compute) {
+  if (!compute.private_key_file.empty() || std::getenv("SSH_AUTH_SOCK")) return true;
+  const fs::path ssh = home_directory() / ".ssh";
+  return fs::exists(ssh / "id_ed25519") || fs::exists(ssh / "id_ecdsa");
+}
+
+/// The file name of the key pair -k makes for a login (shared by the projects that attach it).
+fs::path target_key_path(const Context& ctx, const ComputeConfig& compute) {
+  const SshEndpoint endpoint = target_endpoint(compute);
+  std::string name = fmt::format("{}@{}_{}_ed25519", endpoint.user, endpoint.host, endpoint.port);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '@' && c != '.' && c != '_' &&
+        c != '-') {
+      c = '_';
+    }
+  }
+  return ctx.config_dir / "keys" / name;
+}
+
+/// The home-relative form of `path` ("~/…") when it is under the home folder.
+std::string tilde_path(const fs::path& path) {
+  const std::string home = home_directory().string();
+  if (!home.empty() && home != "/" && starts_with(path.string(), home + "/")) {
+    return "~" + path.string().substr(home.size());
+  }
+  return path.string();
+}
+
+/// Connects once: host key, login, and with -k a key pair installed and checked. Returns how
+/// the login works from now on.
+std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfig& compute,
+                        const std::optional<std::string>& password) {
+  ConnectRequest connect;
+  connect.accept_new_host_key = request.accept_host_key;
+  connect.password = password;
+  auto shell = connect_target(ctx, request.name, compute, connect);
+  spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
+               shell->auth_method());
+  if (!request.use_ssh_key) return shell->auth_method();
+  const fs::path key_file = target_key_path(ctx, compute);
+  auto [private_key, public_key] =
+      generate_ed25519_key(fmt::format("mlw-{}@{}", request.name, host_name()));
+  const ShellResult installed = shell->run_with_input(
+      "umask 077 && mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && "
+      "cat >> ~/.ssh/authorized_keys",
+      public_key);
+  if (installed.exit_code != 0) {
+    throw Error(fmt::format("ssh {}: installing the key in ~/.ssh/authorized_keys failed: {}",
+                            compute.address, trim(installed.errors)));
+  }
+  make_directories(key_file.parent_path(), 0700);
+  atomic_write_file(key_file, private_key, 0600);
+  atomic_write_file(key_file.string() + ".pub", public_key, 0644);
+  ComputeConfig with_key = compute;
+  with_key.private_key_file = key_file.string();
+  with_key.private_key_passphrase.clear();
+  ConnectRequest key_only;
+  key_only.only_key_file = true;
+  try {
+    connect_target(ctx, request.name, with_key, key_only);
+  } catch (const Error& e) {
+    throw Error(
+        fmt::format("the key was installed on {} but logging in with it failed ({}); is "
+                    "public key login allowed there (PubkeyAuthentication)?",
+                    compute.address, e.what()));
+  }
+  compute.private_key_file = tilde_path(key_file);
+  compute.private_key_passphrase.clear();
+  return "key " + compute.private_key_file;
+}
+
 }  // namespace
 
 void attach(Context& ctx, const AttachRequest& request) {
@@ -100,11 +179,16 @@ void attach(Context& ctx, const AttachRequest& request) {
   if (remote && !request.address) {
     throw UsageError(fmt::format("a {} target needs an address: -a HOST[:PORT]", compute.type));
   }
-  if (!remote && (request.address || request.username || request.password ||
-                  request.password_stdin || request.private_key_file)) {
+  if (!remote &&
+      (request.address || request.username || request.password || request.password_stdin ||
+       request.private_key_file || request.use_ssh_key || request.accept_host_key)) {
     throw UsageError(fmt::format(
-        "-a, -u, -w, --password-stdin and --private-key-file are for remote targets, not {}",
+        "-a, -u, -w, --password-stdin, -k, --accept-host-key and --private-key-file are for "
+        "remote targets, not {}",
         compute.type));
+  }
+  if (request.use_ssh_key && request.no_connect) {
+    throw UsageError("-k installs a key over SSH, so it cannot be used with --no-connect");
   }
   if (request.password && request.password_stdin) {
     throw UsageError("give the password with -w or --password-stdin, not both");
@@ -140,21 +224,43 @@ void attach(Context& ctx, const AttachRequest& request) {
     password = request.password;
   } else if (request.password_stdin) {
     password = read_password_from_stdin();
-  } else if (remote && !request.private_key_file && ctx.stdin_is_terminal) {
+  } else if (remote && !request.private_key_file && ctx.stdin_is_terminal && !request.no_connect &&
+             !has_default_login(compute)) {
     password = prompt_password(ctx, compute.username, compute.address);
     if (password->empty()) password.reset();
   }
   SecretStore secrets(ctx.config_dir);
-  if (password) compute.password = secrets.put(request.name, compute.username, *password);
+  std::vector<std::string> new_secrets;
+  auto cleanup = [&] {
+    for (const auto& reference : new_secrets) secrets.remove(reference);
+  };
+  std::string login_with;
   try {
+    if (request.private_key_passphrase) {
+      compute.private_key_passphrase =
+          secrets.put(request.name, compute.username + "-key", *request.private_key_passphrase);
+      new_secrets.push_back(compute.private_key_passphrase);
+    }
+    if (remote && !request.no_connect) {
+      login_with = check_login(ctx, request, compute, password);
+      if (request.use_ssh_key) password.reset();  // the key logs in now; no password is kept
+    }
+    if (password) {
+      compute.password = secrets.put(request.name, compute.username, *password);
+      new_secrets.push_back(compute.password);
+    }
     write_pair(compute_path, render_compute(compute, request.name), run_config_path,
                render_run_config(default_run_config(request.name), request.name));
   } catch (...) {
-    if (!compute.password.empty()) secrets.remove(compute.password);
+    cleanup();
     throw;
   }
   if (previous && !previous->password.empty() && previous->password != compute.password) {
     secrets.remove(previous->password);
+  }
+  if (previous && !previous->private_key_passphrase.empty() &&
+      previous->private_key_passphrase != compute.private_key_passphrase) {
+    secrets.remove(previous->private_key_passphrase);
   }
   nlohmann::ordered_json result = {{"name", request.name},
                                    {"type", compute.type},
@@ -165,6 +271,8 @@ void attach(Context& ctx, const AttachRequest& request) {
     result["username"] = compute.username;
     result["password"] =
         compute.password.empty() ? "(none stored)" : "stored in " + secrets.file().string();
+    if (!compute.private_key_file.empty()) result["privateKeyFile"] = compute.private_key_file;
+    if (!login_with.empty()) result["login"] = login_with;
   }
   if (!compute.base_docker_image.empty()) result["baseDockerImage"] = compute.base_docker_image;
   ctx.output().print_object(result);
@@ -206,6 +314,141 @@ void show_target(Context& ctx, const std::string& name) {
     result[std::string(spec.name)] = json_value(spec, compute);
   }
   ctx.output().print_object(result);
+}
+
+namespace {
+
+/// Resolves the endpoint and opens a TCP connection (closed at once): doctor's first two lines.
+std::pair<std::string, std::string> check_reachable(const SshEndpoint& endpoint, bool& resolved) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc =
+      ::getaddrinfo(endpoint.host.c_str(), std::to_string(endpoint.port).c_str(), &hints, &found);
+  resolved = rc == 0;
+  if (rc != 0) return {::gai_strerror(rc), ""};
+  std::string error = "no address";
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      pollfd item{fd, POLLOUT, 0};
+      socklen_t len = sizeof err;
+      if (::poll(&item, 1, 10000) <= 0) {
+        err = ETIMEDOUT;
+      } else {
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+    }
+    ::close(fd);
+    if (err == 0) {
+      ::freeaddrinfo(found);
+      return {"", "port " + std::to_string(endpoint.port) + " answers"};
+    }
+    error = errno_text(err);
+  }
+  ::freeaddrinfo(found);
+  return {error, ""};
+}
+
+}  // namespace
+
+int doctor(Context& ctx, const std::string& name) {
+  const Project& project = ctx.project();
+  const ComputeConfig compute = load_compute(project, name);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  int failed = 0;
+  auto line = [&](const std::string& check, bool ok, const std::string& detail,
+                  const std::string& fix = "") {
+    if (!ok) ++failed;
+    rows.push_back({{"check", check},
+                    {"result", ok ? "ok" : "fail"},
+                    {"detail", detail},
+                    {"fix", ok ? "" : fix}});
+  };
+  std::unique_ptr<Shell> shell;
+  const bool remote = is_remote(compute.type);
+  if (remote) {
+    const SshEndpoint endpoint = target_endpoint(compute);
+    bool resolved = false;
+    const auto [error, reached] = check_reachable(endpoint, resolved);
+    line("address resolves", resolved, resolved ? endpoint.host : error,
+         "fix address in aml_config/" + name + ".compute or ~/.ssh/config");
+    if (resolved) {
+      line(
+          "reachable", error.empty(), error.empty() ? reached : error,
+          "check that sshd runs there and that port " + std::to_string(endpoint.port) + " is open");
+    }
+    if (resolved && error.empty()) {
+      try {
+        auto ssh = connect_target(ctx, name, compute);
+        line("host key", true, ssh->fingerprint() + " is in ~/.ssh/known_hosts");
+        line("login", true, compute.username + " with " + ssh->auth_method());
+        shell = std::move(ssh);
+      } catch (const Error& e) {
+        const std::string message = e.what();
+        const bool host_key = message.find(": host key:") != std::string::npos;
+        line(host_key ? "host key" : "login", false, message,
+             host_key ? "attach again with --accept-host-key after checking the fingerprint"
+                      : "attach again with -w/--password-stdin or -k");
+      }
+    }
+  } else {
+    shell = std::make_unique<LocalShell>();
+  }
+  if (shell) {
+    const TargetFacts facts = probe_target(*shell, compute);
+    const bool uses_docker = compute.type == "docker" || compute.type == "remotedocker";
+    if (uses_docker) {
+      line("docker", facts.docker_ok,
+           facts.docker_ok ? "server " + facts.docker_detail : facts.docker_detail,
+           compute.type == "docker" ? "start the Docker engine, or set DOCKER_HOST"
+                                    : "install Docker there and add " + compute.username +
+                                          " to the docker group (sudo usermod -aG docker " +
+                                          compute.username + "), or set useSudo: true");
+      const bool nvidia_ok = facts.nvidia_runtime || facts.nvidia_docker_binary;
+      const std::string nvidia_detail = facts.nvidia_runtime
+                                            ? "the daemon has the nvidia runtime (--gpus)"
+                                        : facts.nvidia_docker_binary ? "nvidia-docker is installed"
+                                                                     : "no NVIDIA runtime";
+      if (compute.nvidia_docker || nvidia_ok) {
+        line("NVIDIA runtime", nvidia_ok, nvidia_detail,
+             "install nvidia-container-toolkit on " + shell->host() +
+                 " and restart docker (nvidiaDocker is true)");
+      } else {
+        rows.push_back({{"check", "NVIDIA runtime"},
+                        {"result", "-"},
+                        {"detail", nvidia_detail + " (not needed: nvidiaDocker is false)"},
+                        {"fix", ""}});
+      }
+    } else {
+      line("python", facts.python_ok,
+           facts.python_ok ? compute.python_location + ": " + facts.python_detail
+                           : compute.python_location + ": " + facts.python_detail,
+           "install Python 3 there or fix pythonLocation in aml_config/" + name + ".compute");
+    }
+    if (facts.gpus.empty()) {
+      const bool needed = compute.nvidia_docker;
+      rows.push_back({{"check", "GPUs"},
+                      {"result", needed ? "fail" : "-"},
+                      {"detail", "none found (no nvidia-smi, or no NVIDIA GPU)"},
+                      {"fix", needed ? "install the NVIDIA driver on " + shell->host() : ""}});
+      if (needed) ++failed;
+    }
+    for (std::size_t i = 0; i < facts.gpus.size(); ++i) {
+      const GpuInfo& gpu = facts.gpus[i];
+      line(fmt::format("GPU {}", i), true,
+           fmt::format("name: {}, total memory: {}, driver: {}", gpu.name, gpu.memory, gpu.driver));
+    }
+    const double free_gb = static_cast<double>(facts.disk_free_kb) / (1024.0 * 1024.0);
+    line("free disk", facts.disk_free_kb >= 1024 * 1024,
+         fmt::format("{:.1f} GiB free in {}", free_gb, facts.home),
+         "free some space there (mlw experiment clean -c " + name + " removes mlw's images)");
+  }
+  ctx.output().print_list(
+      rows, {{"check", "CHECK"}, {"result", "RESULT"}, {"detail", "DETAIL"}, {"fix", "FIX"}});
+  return failed;
 }
 
 void detach(Context& ctx, const std::string& name) {

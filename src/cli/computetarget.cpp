@@ -15,7 +15,7 @@ void add_optional(CLI::App* command, const std::string& flags, std::optional<std
 
 void register_computetarget(CLI::App& app, Context& ctx) {
   auto* group =
-      app.add_subcommand("computetarget", "Attach, list, show and detach compute targets");
+      app.add_subcommand("computetarget", "Attach, list, show, check and detach compute targets");
   group->require_subcommand(1);
 
   auto* attach =
@@ -38,6 +38,15 @@ void register_computetarget(CLI::App& app, Context& ctx) {
                         "Read the SSH password from standard input");
       add_optional(command, "--private-key-file", request->private_key_file,
                    "SSH private key to log in with");
+      add_optional(command, "--private-key-passphrase", request->private_key_passphrase,
+                   "Passphrase of that key (kept in your secret store)");
+      command->add_flag("-k,--use-ssh-key", request->use_ssh_key,
+                        "Make an ed25519 key pair for the target, install it there over the "
+                        "password login, and keep no password");
+      command->add_flag("--accept-host-key", request->accept_host_key,
+                        "Trust and record an unknown host key without asking");
+      command->add_flag("--no-connect", request->no_connect,
+                        "Write the files without connecting (checked at the first submit)");
     }
     if (std::string(type) == "docker" || std::string(type) == "remotedocker") {
       add_optional(command, "--base-image", request->base_image,
@@ -52,7 +61,7 @@ void register_computetarget(CLI::App& app, Context& ctx) {
     command->add_flag("--force", request->force, "Replace an existing target of that name");
     command->footer(remote
                         ? examples({"mlw computetarget attach remotedocker -n my_dsvm -a "
-                                    "gpu-vm.example.com -u me --password-stdin < pw.txt",
+                                    "gpu-vm.example.com -u me --password-stdin -k < pw.txt",
                                     "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
                                     "--private-key-file ~/.ssh/id_ed25519"})
                         : examples({"mlw computetarget attach local -n py311 --python python3.11",
@@ -74,6 +83,16 @@ void register_computetarget(CLI::App& app, Context& ctx) {
   show->footer(
       examples({"mlw computetarget show -n local", "mlw -o yaml computetarget show -n docker"}));
   show->callback([&ctx, show_name] { api::show_target(ctx, *show_name); });
+
+  auto doctor_name = std::make_shared<std::string>();
+  auto* doctor = group->add_subcommand(
+      "doctor", "Check a target: address, host key, login, docker, NVIDIA runtime, GPUs, disk");
+  doctor->add_option("-n,--name", *doctor_name, "Target name")->required();
+  doctor->footer(
+      examples({"mlw computetarget doctor -n my_dsvm", "mlw computetarget doctor -n local"}));
+  doctor->callback([&ctx, doctor_name] {
+    if (api::doctor(ctx, *doctor_name) > 0) ctx.exit_status = exit_code::k_failure;
+  });
 
   auto detach_name = std::make_shared<std::string>();
   auto* detach = group->add_subcommand(

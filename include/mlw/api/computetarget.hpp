@@ -16,6 +16,10 @@ struct AttachRequest {
   std::optional<std::string> password;  ///< -w (shows in the process list: warned)
   bool password_stdin = false;
   std::optional<std::string> private_key_file;
+  std::optional<std::string> private_key_passphrase;  ///< stored in the secret store
+  bool use_ssh_key = false;       ///< -k: make a key pair for the target and install it there
+  bool accept_host_key = false;   ///< --accept-host-key: trust an unknown host key
+  bool no_connect = false;        ///< --no-connect: write the files without connecting
   std::optional<std::string> base_image;
   std::optional<std::string> python_location;
   bool nvidia_docker = false;
@@ -28,6 +32,8 @@ void attach(Context& ctx, const AttachRequest& request);
 void list_targets(Context& ctx);
 /// Prints one compute target's settings.
 void show_target(Context& ctx, const std::string& name);
+/// `mlw computetarget doctor -n NAME`: one line per check; returns the number that failed.
+int doctor(Context& ctx, const std::string& name);
 /// Removes NAME.compute, NAME.runconfig and the stored password.
 void detach(Context& ctx, const std::string& name);
 

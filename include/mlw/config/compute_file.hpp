@@ -16,6 +16,7 @@ struct ComputeConfig {
   std::string username;
   std::string password;  ///< a secret-store reference (`MlwSecret=…`), never a password
   std::string private_key_file;
+  std::string private_key_passphrase;  ///< a secret-store reference, like password
   bool shared_volumes = true;
   bool nvidia_docker = false;
   std::string gpus = "all";

@@ -31,4 +31,7 @@ inline bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+/// `text` with ASCII letters in lower case.
+std::string lower_ascii(std::string text);
+
 }  // namespace mlw

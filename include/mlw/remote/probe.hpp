@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlw/config/compute_file.hpp"
+#include "mlw/remote/shell.hpp"
+
+namespace mlw {
+
+/// One GPU as nvidia-smi reports it.
+struct GpuInfo {
+  std::string name;    ///< e.g. "Tesla K80"
+  std::string memory;  ///< e.g. "11441 MiB"
+  std::string driver;  ///< driver version
+};
+
+/// What one round trip learns about a target's machine (for runs and for doctor).
+struct TargetFacts {
+  std::string home;                   ///< the login user's home folder
+  bool docker_ok = false;             ///< the docker daemon answers the user
+  std::string docker_detail;          ///< its server version, or why it does not answer
+  bool nvidia_runtime = false;        ///< the daemon lists the nvidia runtime
+  bool nvidia_docker_binary = false;  ///< an nvidia-docker command exists
+  std::vector<GpuInfo> gpus;          ///< empty: no nvidia-smi or no GPU
+  std::uint64_t disk_free_kb = 0;     ///< free space under home
+  bool python_ok = false;             ///< pythonLocation runs
+  std::string python_detail;          ///< its --version, or the error
+};
+
+/// The docker command on the target: `docker`, or `sudo -n docker` with useSudo.
+std::string docker_command(const ComputeConfig& compute);
+
+/// The probe: one POSIX sh script that prints `key=value` lines for parse_probe.
+std::string probe_script(const ComputeConfig& compute);
+
+/// Reads the probe's output.
+TargetFacts parse_probe(const std::string& output);
+
+/// Runs the probe on `shell`.
+TargetFacts probe_target(Shell& shell, const ComputeConfig& compute);
+
+}  // namespace mlw

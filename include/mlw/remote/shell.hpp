@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace mlw {
+
+/// What a shell command printed and how it ended.
+struct ShellResult {
+  int exit_code = -1;  ///< exit status, or 128+N when killed by signal N
+  std::string output;  ///< stdout, unless streamed to ShellStreams::on_output
+  std::string errors;  ///< stderr, unless streamed to ShellStreams::on_errors
+};
+
+/// Optional streaming for a shell command: input fed as it is asked for, output as it comes.
+struct ShellStreams {
+  /// Fills up to `size` bytes of stdin; returns 0 at the end. Empty: no input.
+  std::function<std::size_t(char* buffer, std::size_t size)> read_input;
+  /// Receives stdout as it arrives; empty: collected into ShellResult::output.
+  std::function<void(std::string_view)> on_output;
+  /// Receives stderr as it arrives; empty: collected into ShellResult::errors.
+  std::function<void(std::string_view)> on_errors;
+  /// Asked between reads; true stops waiting and closes the command's channel.
+  std::function<bool()> should_stop;
+};
+
+/// A machine that runs POSIX shell scripts for mlw: this one, or one reached over SSH. Every
+/// script is built from words passed through shell_quote.
+class Shell {
+ public:
+  virtual ~Shell() = default;
+  /// The host as the user named it, for messages ("gpu-vm.example.com", "this machine").
+  virtual std::string host() const = 0;
+  /// Runs `script` with /bin/sh on the machine and waits for it to end.
+  virtual ShellResult run(const std::string& script, const ShellStreams& streams = {}) = 0;
+  /// Runs `script` with `input` as its stdin.
+  ShellResult run_with_input(const std::string& script, std::string_view input);
+};
+
+/// Runs scripts on this machine (the docker target); fork + exec of /bin/sh.
+class LocalShell : public Shell {
+ public:
+  std::string host() const override { return "this machine"; }
+  ShellResult run(const std::string& script, const ShellStreams& streams = {}) override;
+};
+
+}  // namespace mlw

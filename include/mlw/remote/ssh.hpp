@@ -1,0 +1,97 @@
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlw/remote/shell.hpp"
+
+namespace mlw {
+
+/// Where to connect and as whom, after `~/.ssh/config` aliases are applied.
+struct SshEndpoint {
+  std::string alias;  ///< the address as written in the compute file (host, host:port, alias)
+  std::string host;   ///< the host name or IP to connect to (HostName)
+  int port = 22;
+  std::string user;
+  std::vector<std::filesystem::path> identity_files;  ///< privateKeyFile, then IdentityFile
+};
+
+/// The fields of `~/.ssh/config` that mlw honours for one host (first value wins, as in ssh).
+struct SshConfigEntry {
+  std::optional<std::string> host_name;
+  std::optional<int> port;
+  std::optional<std::string> user;
+  std::vector<std::string> identity_files;
+};
+
+/// Reads the `Host` blocks of an OpenSSH client config that match `alias` (patterns with `*`,
+/// `?` and `!`); `Match` blocks are not evaluated.
+SshConfigEntry read_ssh_config(const std::string& text, const std::string& alias);
+
+/// Resolves a compute file's address/username/privateKeyFile into an endpoint, with the
+/// aliases of `ssh_config` (the text of ~/.ssh/config, may be empty); `home` expands `~`.
+SshEndpoint resolve_endpoint(const std::string& address, const std::string& username,
+                             const std::string& private_key_file, const std::string& ssh_config,
+                             const std::filesystem::path& home);
+
+/// What happened to an unknown host key.
+enum class HostKeyDecision { Refuse, Accept };
+
+/// How to connect: files, secrets and the questions that may be asked.
+struct SshOptions {
+  std::filesystem::path known_hosts;  ///< ~/.ssh/known_hosts
+  std::filesystem::path ssh_dir;      ///< ~/.ssh, for the default keys
+  bool use_agent = true;
+  bool accept_new_host_key = false;  ///< --accept-host-key: record an unknown key without asking
+  /// Asks whether to trust an unknown key (shown its fingerprint); empty: no terminal to ask on.
+  std::function<HostKeyDecision(const std::string& question)> ask_host_key;
+  /// The stored password, fetched only when every key failed; empty or nullopt: none.
+  std::function<std::optional<std::string>()> password;
+  /// Asks for a key's passphrase on a terminal; empty: no terminal.
+  std::function<std::optional<std::string>(const std::string& prompt)> ask_passphrase;
+  std::optional<std::string> key_passphrase;  ///< for the compute file's key
+  int connect_timeout_ms = 10000;
+  int keepalive_interval_s = 15;
+  std::string
+      fix_hint;  ///< appended to connection errors, e.g. "run: mlw computetarget doctor -n X"
+};
+
+/// The SHA256 fingerprint of a host key blob as OpenSSH shows it ("SHA256:…", no padding).
+std::string ssh_fingerprint(const std::string& key_blob);
+
+/// A logged-in SSH connection (libssh2) that runs shell scripts; one serves a whole command.
+class SshShell : public Shell {
+ public:
+  /// Resolves, connects (with the timeout), checks the host key against known_hosts (asking or
+  /// recording as the options say) and logs in; throws mlw::Error naming the host, the step and
+  /// the fix.
+  static std::unique_ptr<SshShell> connect(const SshEndpoint& endpoint, const SshOptions& options);
+  ~SshShell() override;
+  SshShell(const SshShell&) = delete;
+  SshShell& operator=(const SshShell&) = delete;
+
+  std::string host() const override;
+  ShellResult run(const std::string& script, const ShellStreams& streams = {}) override;
+  /// How the login succeeded ("key ~/.ssh/id_ed25519", "ssh-agent", "password").
+  const std::string& auth_method() const;
+  /// The host key's fingerprint.
+  const std::string& fingerprint() const;
+  /// Forgets the connection without a goodbye (for a forked child that keeps using it, the
+  /// parent's copy).
+  void abandon();
+
+ private:
+  struct Impl;
+  explicit SshShell(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+/// Creates an ed25519 key pair: the private key in OpenSSH format (unencrypted) and the public
+/// key line ("ssh-ed25519 AAAA… comment").
+std::pair<std::string, std::string> generate_ed25519_key(const std::string& comment);
+
+}  // namespace mlw

@@ -1,0 +1,91 @@
+#include "mlw/remote/connect.hpp"
+
+#include <termios.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "mlw/config/secret_store.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+std::string read_terminal_line(Context& ctx, const std::string& prompt, bool echo) {
+  *ctx.err << prompt << std::flush;
+  termios old_mode{};
+  const bool terminal = ::tcgetattr(0, &old_mode) == 0;
+  if (terminal && !echo) {
+    termios quiet = old_mode;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    ::tcsetattr(0, TCSAFLUSH, &quiet);
+  }
+  std::string line;
+  std::getline(std::cin, line);
+  if (terminal && !echo) {
+    ::tcsetattr(0, TCSAFLUSH, &old_mode);
+    *ctx.err << "\n";
+  }
+  return line;
+}
+
+}  // namespace
+
+SshEndpoint target_endpoint(const ComputeConfig& compute) {
+  const auto home = home_directory();
+  const std::string config = read_file_if_exists(home / ".ssh" / "config").value_or("");
+  return resolve_endpoint(compute.address, compute.username, compute.private_key_file, config,
+                          home);
+}
+
+std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target_name,
+                                         const ComputeConfig& compute,
+                                         const ConnectRequest& request) {
+  SshEndpoint endpoint = target_endpoint(compute);
+  const auto home = home_directory();
+  SshOptions options;
+  options.known_hosts = home / ".ssh" / "known_hosts";
+  options.ssh_dir = request.only_key_file ? std::filesystem::path("/nonexistent") : home / ".ssh";
+  options.use_agent = !request.only_key_file;
+  options.accept_new_host_key = request.accept_new_host_key;
+  options.fix_hint = "check with: mlw computetarget doctor -n " + target_name;
+  if (const char* timeout = std::getenv("MLW_SSH_CONNECT_TIMEOUT")) {
+    try {
+      options.connect_timeout_ms = std::max(1, std::stoi(timeout)) * 1000;
+    } catch (const std::exception&) {
+      throw Error(
+          fmt::format("MLW_SSH_CONNECT_TIMEOUT must be a number of seconds, not \"{}\"", timeout));
+    }
+  }
+  if (request.only_key_file)
+    endpoint.identity_files.resize(std::min<std::size_t>(1, endpoint.identity_files.size()));
+  const bool terminal = ctx.stdin_is_terminal && ctx.stderr_is_terminal;
+  if (terminal) {
+    options.ask_host_key = [&ctx](const std::string& question) {
+      const std::string answer = lower_ascii(trim(read_terminal_line(ctx, question, true)));
+      return answer == "y" || answer == "yes" ? HostKeyDecision::Accept : HostKeyDecision::Refuse;
+    };
+    options.ask_passphrase = [&ctx](const std::string& prompt) -> std::optional<std::string> {
+      std::string entered = read_terminal_line(ctx, prompt, false);
+      if (entered.empty()) return std::nullopt;
+      return entered;
+    };
+  }
+  if (!compute.private_key_passphrase.empty()) {
+    options.key_passphrase = SecretStore(ctx.config_dir).get(compute.private_key_passphrase);
+  }
+  if (!request.only_key_file) {
+    options.password = [&ctx, &compute, &request]() -> std::optional<std::string> {
+      if (request.password) return request.password;
+      if (compute.password.empty()) return std::nullopt;
+      return SecretStore(ctx.config_dir).get(compute.password);
+    };
+  }
+  return SshShell::connect(endpoint, options);
+}
+
+}  // namespace mlw

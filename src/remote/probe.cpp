@@ -1,0 +1,100 @@
+#include "mlw/remote/probe.hpp"
+
+#include <sstream>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+std::string docker_command(const ComputeConfig& compute) {
+  return compute.use_sudo ? "sudo -n docker" : "docker";
+}
+
+std::string probe_script(const ComputeConfig& compute) {
+  const bool uses_docker = compute.type == "docker" || compute.type == "remotedocker";
+  std::string script = "echo \"home=$HOME\"\n";
+  if (uses_docker) {
+    const std::string d = docker_command(compute);
+    script +=
+        "if command -v docker >/dev/null 2>&1; then\n"
+        "  if v=$(" +
+        d +
+        " version --format '{{.Server.Version}}' 2>&1); then "
+        "echo \"docker=ok $v\"; else echo \"docker=fail $(echo \"$v\" | tail -n 1)\"; fi\n"
+        "  case \"$(" +
+        d +
+        " info --format '{{json .Runtimes}}' 2>/dev/null)\" in "
+        "*nvidia*) echo nvidia_runtime=yes;; esac\n"
+        "else echo 'docker=fail docker is not installed'; fi\n"
+        "command -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
+  } else {
+    script += "if v=$(" + shell_quote(compute.python_location) +
+              " --version 2>&1); then "
+              "echo \"python=ok $v\"; else echo \"python=fail $(echo \"$v\" | tail -n 1)\"; fi\n";
+  }
+  script +=
+      "command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
+      "--query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | "
+      "sed 's/^/gpu=/'\n"
+      "df -Pk \"$HOME\" 2>/dev/null | awk 'NR==2{print \"disk_free_kb=\" $4}'\n"
+      "exit 0\n";
+  return script;
+}
+
+TargetFacts parse_probe(const std::string& output) {
+  TargetFacts facts;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq);
+    const std::string value = line.substr(eq + 1);
+    auto status_detail = [&](bool& ok, std::string& detail) {
+      ok = starts_with(value, "ok");
+      detail = trim(value.substr(std::min<std::size_t>(value.size(), ok ? 2 : 4)));
+    };
+    if (key == "home") {
+      facts.home = value;
+    } else if (key == "docker") {
+      status_detail(facts.docker_ok, facts.docker_detail);
+    } else if (key == "python") {
+      status_detail(facts.python_ok, facts.python_detail);
+    } else if (key == "nvidia_runtime") {
+      facts.nvidia_runtime = value == "yes";
+    } else if (key == "nvidia_docker") {
+      facts.nvidia_docker_binary = value == "yes";
+    } else if (key == "gpu") {
+      const auto parts = split(value, ',');
+      GpuInfo gpu;
+      if (!parts.empty()) gpu.name = trim(parts[0]);
+      if (parts.size() > 1) gpu.memory = trim(parts[1]);
+      if (parts.size() > 2) gpu.driver = trim(parts[2]);
+      facts.gpus.push_back(gpu);
+    } else if (key == "disk_free_kb") {
+      try {
+        facts.disk_free_kb = std::stoull(value);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  return facts;
+}
+
+TargetFacts probe_target(Shell& shell, const ComputeConfig& compute) {
+  const ShellResult result = shell.run(probe_script(compute));
+  if (result.exit_code != 0) {
+    throw Error("cannot inspect " + shell.host() + ": " + trim(result.errors),
+                exit_code::k_cannot_start);
+  }
+  TargetFacts facts = parse_probe(result.output);
+  if (facts.home.empty()) {
+    throw Error("cannot inspect " + shell.host() + ": the login shell printed no HOME",
+                exit_code::k_cannot_start);
+  }
+  return facts;
+}
+
+}  // namespace mlw

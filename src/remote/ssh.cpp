@@ -1,0 +1,723 @@
+#include "mlw/remote/ssh.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <libssh2.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+
+#include "mlw/config/names.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+bool host_patterns_match(const std::vector<std::string>& patterns, const std::string& alias) {
+  bool matched = false;
+  for (const auto& pattern : patterns) {
+    const bool negated = !pattern.empty() && pattern[0] == '!';
+    const std::string body = negated ? pattern.substr(1) : pattern;
+    if (::fnmatch(lower_ascii(body).c_str(), lower_ascii(alias).c_str(), 0) == 0) {
+      if (negated) return false;
+      matched = true;
+    }
+  }
+  return matched;
+}
+
+std::string base64(const unsigned char* data, std::size_t size, bool pad) {
+  static const char* const alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (std::size_t i = 0; i < size; i += 3) {
+    const unsigned v = (data[i] << 16) | ((i + 1 < size ? data[i + 1] : 0) << 8) |
+                       (i + 2 < size ? data[i + 2] : 0);
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    if (i + 1 < size)
+      out += alphabet[(v >> 6) & 63];
+    else if (pad)
+      out += '=';
+    if (i + 2 < size)
+      out += alphabet[v & 63];
+    else if (pad)
+      out += '=';
+  }
+  return out;
+}
+
+void put_u32(std::string& out, std::uint32_t v) {
+  out += static_cast<char>(v >> 24);
+  out += static_cast<char>(v >> 16);
+  out += static_cast<char>(v >> 8);
+  out += static_cast<char>(v);
+}
+
+void put_string(std::string& out, std::string_view text) {
+  put_u32(out, static_cast<std::uint32_t>(text.size()));
+  out += text;
+}
+
+int knownhost_key_type(int hostkey_type) {
+  switch (hostkey_type) {
+    case LIBSSH2_HOSTKEY_TYPE_RSA:
+      return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
+    case LIBSSH2_HOSTKEY_TYPE_DSS:
+      return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
+      return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
+      return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
+    case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
+      return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
+    case LIBSSH2_HOSTKEY_TYPE_ED25519:
+      return LIBSSH2_KNOWNHOST_KEY_ED25519;
+    default:
+      return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
+  }
+}
+
+/// The known_hosts host field for host and port, as OpenSSH writes it.
+std::string known_host_name(const std::string& host, int port) {
+  return port == 22 ? host : fmt::format("[{}]:{}", host, port);
+}
+
+bool is_rsa_key_file(const std::filesystem::path& file) {
+  const auto text = read_file_if_exists(file);
+  if (!text) return false;
+  if (text->find("BEGIN RSA PRIVATE KEY") != std::string::npos) return true;
+  const auto pub = read_file_if_exists(file.string() + ".pub");
+  return pub && starts_with(*pub, "ssh-rsa ");
+}
+
+}  // namespace
+
+SshConfigEntry read_ssh_config(const std::string& text, const std::string& alias) {
+  SshConfigEntry entry;
+  bool active = true;  // lines before the first Host apply to every host
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::size_t split_at = line.find_first_of(" \t=");
+    if (split_at == std::string::npos) continue;
+    const std::string key = lower_ascii(line.substr(0, split_at));
+    std::string value = trim(line.substr(split_at));
+    if (!value.empty() && value[0] == '=') value = trim(value.substr(1));
+    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (key == "host") {
+      std::vector<std::string> patterns;
+      std::istringstream words(value);
+      for (std::string word; words >> word;) patterns.push_back(word);
+      active = host_patterns_match(patterns, alias);
+      continue;
+    }
+    if (key == "match") {
+      active = false;
+      continue;
+    }
+    if (!active) continue;
+    if (key == "hostname" && !entry.host_name) {
+      std::string name;
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        if (value[i] == '%' && i + 1 < value.size() && value[i + 1] == 'h') {
+          name += alias;
+          ++i;
+        } else {
+          name += value[i];
+        }
+      }
+      entry.host_name = name;
+    } else if (key == "port" && !entry.port) {
+      try {
+        entry.port = std::stoi(value);
+      } catch (const std::exception&) {
+      }
+    } else if (key == "user" && !entry.user) {
+      entry.user = value;
+    } else if (key == "identityfile") {
+      entry.identity_files.push_back(value);
+    }
+  }
+  return entry;
+}
+
+SshEndpoint resolve_endpoint(const std::string& address, const std::string& username,
+                             const std::string& private_key_file, const std::string& ssh_config,
+                             const std::filesystem::path& home) {
+  const Address parsed = parse_address(address);
+  const std::string& host = parsed.host;
+  auto expand = [&](const std::string& path) -> std::filesystem::path {
+    if (path == "~") return home;
+    if (starts_with(path, "~/")) return home / path.substr(2);
+    return path;
+  };
+  SshEndpoint endpoint;
+  endpoint.alias = address;
+  const SshConfigEntry entry = read_ssh_config(ssh_config, host);
+  endpoint.host = entry.host_name.value_or(host);
+  endpoint.port = parsed.port_given ? parsed.port : entry.port.value_or(parsed.port);
+  endpoint.user = !username.empty() ? username : entry.user.value_or("");
+  if (!private_key_file.empty()) endpoint.identity_files.push_back(expand(private_key_file));
+  for (const auto& file : entry.identity_files) endpoint.identity_files.push_back(expand(file));
+  return endpoint;
+}
+
+std::string ssh_fingerprint(const std::string& key_blob) {
+  unsigned char digest[32];
+  unsigned int size = 0;
+  EVP_Digest(key_blob.data(), key_blob.size(), digest, &size, EVP_sha256(), nullptr);
+  return "SHA256:" + base64(digest, size, false);
+}
+
+std::pair<std::string, std::string> generate_ed25519_key(const std::string& comment) {
+  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr);
+  EVP_PKEY* key = nullptr;
+  if (!ctx || EVP_PKEY_keygen_init(ctx) <= 0 || EVP_PKEY_keygen(ctx, &key) <= 0) {
+    if (ctx) EVP_PKEY_CTX_free(ctx);
+    throw Error("cannot create an ed25519 key pair (OpenSSL)");
+  }
+  EVP_PKEY_CTX_free(ctx);
+  unsigned char secret[32], pub[32];
+  std::size_t secret_size = sizeof secret, pub_size = sizeof pub;
+  EVP_PKEY_get_raw_private_key(key, secret, &secret_size);
+  EVP_PKEY_get_raw_public_key(key, pub, &pub_size);
+  EVP_PKEY_free(key);
+  const std::string pub_bytes(reinterpret_cast<char*>(pub), 32);
+  std::string pub_blob;
+  put_string(pub_blob, "ssh-ed25519");
+  put_string(pub_blob, pub_bytes);
+
+  std::uint32_t check = 0;
+  RAND_bytes(reinterpret_cast<unsigned char*>(&check), sizeof check);
+  std::string private_block;
+  put_u32(private_block, check);
+  put_u32(private_block, check);
+  put_string(private_block, "ssh-ed25519");
+  put_string(private_block, pub_bytes);
+  put_string(private_block, std::string(reinterpret_cast<char*>(secret), 32) + pub_bytes);
+  put_string(private_block, comment);
+  for (char pad = 1; private_block.size() % 8 != 0; ++pad) private_block += pad;
+  OPENSSL_cleanse(secret, sizeof secret);
+
+  std::string body("openssh-key-v1", 15);  // with its NUL
+  put_string(body, "none");
+  put_string(body, "none");
+  put_string(body, "");
+  put_u32(body, 1);
+  put_string(body, pub_blob);
+  put_string(body, private_block);
+  OPENSSL_cleanse(private_block.data(), private_block.size());
+  const std::string encoded =
+      base64(reinterpret_cast<const unsigned char*>(body.data()), body.size(), true);
+  OPENSSL_cleanse(body.data(), body.size());
+  std::string pem = "-----BEGIN OPENSSH PRIVATE KEY-----\n";
+  for (std::size_t i = 0; i < encoded.size(); i += 70) pem += encoded.substr(i, 70) + "\n";
+  pem += "-----END OPENSSH PRIVATE KEY-----\n";
+  const std::string public_line =
+      "ssh-ed25519 " +
+      base64(reinterpret_cast<const unsigned char*>(pub_blob.data()), pub_blob.size(), true) + " " +
+      comment + "\n";
+  return {pem, public_line};
+}
+
+struct SshShell::Impl {
+  SshEndpoint endpoint;
+  SshOptions options;
+  int socket = -1;
+  LIBSSH2_SESSION* session = nullptr;
+  std::string auth_method;
+  std::string fingerprint;
+
+  ~Impl() {
+    if (session) {
+      libssh2_session_set_blocking(session, 1);
+      libssh2_session_set_timeout(session, 2000);
+      libssh2_session_disconnect(session, "mlw done");
+      libssh2_session_free(session);
+    }
+    if (socket >= 0) ::close(socket);
+  }
+
+  std::string where() const {
+    const std::string target = known_host_name(endpoint.host, endpoint.port);
+    if (endpoint.alias.empty() || endpoint.alias == endpoint.host) return target;
+    if (parse_address(endpoint.alias).host == endpoint.host) return endpoint.alias;
+    return fmt::format("{} ({})", endpoint.alias, target);
+  }
+
+  [[noreturn]] void fail(const std::string& step, const std::string& what,
+                         const std::string& fix) const {
+    std::string message = fmt::format("ssh {}: {}: {}", where(), step, what);
+    if (!fix.empty()) message += "; " + fix;
+    if (!options.fix_hint.empty()) message += " (" + options.fix_hint + ")";
+    throw Error(message);
+  }
+
+  std::string last_error() const {
+    char* text = nullptr;
+    int length = 0;
+    libssh2_session_last_error(session, &text, &length, 0);
+    return text ? std::string(text, static_cast<std::size_t>(length)) : "unknown error";
+  }
+
+  /// Waits for the socket in the direction libssh2 wants; false on timeout.
+  bool wait_socket(int timeout_ms) const {
+    const int directions = libssh2_session_block_directions(session);
+    pollfd item{socket, 0, 0};
+    if (directions & LIBSSH2_SESSION_BLOCK_INBOUND) item.events |= POLLIN;
+    if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) item.events |= POLLOUT;
+    if (!item.events) item.events = POLLIN;
+    return ::poll(&item, 1, timeout_ms) > 0;
+  }
+
+  void open_socket() {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc =
+        ::getaddrinfo(endpoint.host.c_str(), std::to_string(endpoint.port).c_str(), &hints, &found);
+    if (rc != 0) {
+      fail("resolve", ::gai_strerror(rc),
+           "check the address in the compute file or your ~/.ssh/config");
+    }
+    std::string last = "no address";
+    for (addrinfo* a = found; a; a = a->ai_next) {
+      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd < 0) continue;
+      int err = 0;
+      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+        err = errno;
+        if (err == EINPROGRESS) {
+          pollfd item{fd, POLLOUT, 0};
+          const int ready = ::poll(&item, 1, options.connect_timeout_ms);
+          socklen_t len = sizeof err;
+          if (ready <= 0) {
+            err = ETIMEDOUT;
+          } else {
+            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          }
+        }
+      }
+      if (err == 0) {
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        socket = fd;
+        ::freeaddrinfo(found);
+        return;
+      }
+      last = err == ETIMEDOUT
+                 ? fmt::format("no answer within {} s", options.connect_timeout_ms / 1000)
+                 : errno_text(err);
+      ::close(fd);
+    }
+    ::freeaddrinfo(found);
+    fail("connect", last, fmt::format("check that sshd listens on port {} there", endpoint.port));
+  }
+
+  template <class Call>
+  int retry(Call call, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+      const int rc = call();
+      if (rc != LIBSSH2_ERROR_EAGAIN) return rc;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !wait_socket(static_cast<int>(left.count()))) {
+        return LIBSSH2_ERROR_TIMEOUT;
+      }
+    }
+  }
+
+  void handshake() {
+    session = libssh2_session_init();
+    if (!session) fail("connect", "cannot create an SSH session", "");
+    libssh2_session_set_blocking(session, 0);
+    const int rc = retry([&] { return libssh2_session_handshake(session, socket); },
+                         options.connect_timeout_ms);
+    if (rc != 0) fail("handshake", last_error(), "is it an SSH server on that port?");
+    libssh2_keepalive_config(session, 1, static_cast<unsigned>(options.keepalive_interval_s));
+  }
+
+  /// The 1-based line of known_hosts with an entry for this host (matching or not), or 0.
+  int known_hosts_line(const std::string& key, int key_type) {
+    const auto text = read_file_if_exists(options.known_hosts);
+    if (!text) return 0;
+    std::istringstream lines(*text);
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+      LIBSSH2_KNOWNHOSTS* one = libssh2_knownhost_init(session);
+      const bool parsed = libssh2_knownhost_readline(one, line.c_str(), line.size(),
+                                                     LIBSSH2_KNOWNHOST_FILE_OPENSSH) == 0;
+      int result = LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
+      if (parsed) {
+        result = libssh2_knownhost_checkp(
+            one, endpoint.host.c_str(), endpoint.port, key.data(), key.size(),
+            LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | key_type, nullptr);
+      }
+      libssh2_knownhost_free(one);
+      if (result == LIBSSH2_KNOWNHOST_CHECK_MATCH || result == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
+        return number;
+      }
+    }
+    return 0;
+  }
+
+  void check_host_key() {
+    std::size_t length = 0;
+    int type = 0;
+    const char* raw = libssh2_session_hostkey(session, &length, &type);
+    if (!raw) fail("host key", "the server sent no host key", "");
+    const std::string key(raw, length);
+    fingerprint = ssh_fingerprint(key);
+    const int key_type = knownhost_key_type(type);
+    LIBSSH2_KNOWNHOSTS* hosts = libssh2_knownhost_init(session);
+    if (std::filesystem::exists(options.known_hosts)) {
+      libssh2_knownhost_readfile(hosts, options.known_hosts.c_str(),
+                                 LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+    }
+    const int result = libssh2_knownhost_checkp(
+        hosts, endpoint.host.c_str(), endpoint.port, key.data(), key.size(),
+        LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | key_type, nullptr);
+    if (result == LIBSSH2_KNOWNHOST_CHECK_MATCH) {
+      libssh2_knownhost_free(hosts);
+      return;
+    }
+    if (result == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
+      libssh2_knownhost_free(hosts);
+      const int line = known_hosts_line(key, key_type);
+      fail(
+          "host key",
+          fmt::format("the host key CHANGED (now {}); this may be an attack, or the machine was "
+                      "reinstalled",
+                      fingerprint),
+          fmt::format("if you trust the change, remove line {} of {} (ssh-keygen -R {} -f {}) "
+                      "and connect again",
+                      line, options.known_hosts.string(),
+                      known_host_name(endpoint.host, endpoint.port), options.known_hosts.string()));
+    }
+    bool accept = options.accept_new_host_key;
+    if (!accept && options.ask_host_key) {
+      accept = options.ask_host_key(fmt::format(
+                   "The authenticity of host {} can't be established.\nIts {} key fingerprint "
+                   "is {}.\nTrust it and record it in {}? [y/N] ",
+                   where(), type == LIBSSH2_HOSTKEY_TYPE_ED25519 ? "ED25519" : "host", fingerprint,
+                   options.known_hosts.string())) == HostKeyDecision::Accept;
+    }
+    if (!accept) {
+      libssh2_knownhost_free(hosts);
+      fail("host key", fmt::format("unknown host key {}", fingerprint),
+           "check the fingerprint with the machine's owner, then attach again with "
+           "--accept-host-key (or connect once with ssh)");
+    }
+    libssh2_knownhost* added = nullptr;
+    const std::string name = known_host_name(endpoint.host, endpoint.port);
+    libssh2_knownhost_addc(hosts, name.c_str(), nullptr, key.data(), key.size(), nullptr, 0,
+                           LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | key_type,
+                           &added);
+    char line[8192];
+    std::size_t written = 0;
+    if (added && libssh2_knownhost_writeline(hosts, added, line, sizeof line, &written,
+                                             LIBSSH2_KNOWNHOST_FILE_OPENSSH) == 0) {
+      make_directories(options.known_hosts.parent_path());
+      std::string existing = read_file_if_exists(options.known_hosts).value_or("");
+      if (!existing.empty() && existing.back() != '\n') existing += '\n';
+      atomic_write_file(options.known_hosts, existing + std::string(line, written));
+      spdlog::info("recorded the host key of {} ({}) in {}", where(), fingerprint,
+                   options.known_hosts.string());
+    }
+    libssh2_knownhost_free(hosts);
+  }
+
+  bool try_key(const std::filesystem::path& file, const std::optional<std::string>& passphrase,
+               std::vector<std::string>& refused_rsa, bool ask) {
+    const int rc = retry(
+        [&] {
+          return libssh2_userauth_publickey_fromfile_ex(
+              session, endpoint.user.c_str(), static_cast<unsigned>(endpoint.user.size()), nullptr,
+              file.c_str(), passphrase ? passphrase->c_str() : nullptr);
+        },
+        options.connect_timeout_ms);
+    if (rc == 0) {
+      auth_method = "key " + file.string();
+      return true;
+    }
+    spdlog::debug("ssh {}: key {} not accepted: {}", where(), file.string(), last_error());
+    if (rc == LIBSSH2_ERROR_FILE && !passphrase && ask && options.ask_passphrase) {
+      if (auto entered = options.ask_passphrase("Passphrase for " + file.string() + ": ")) {
+        return try_key(file, entered, refused_rsa, false);
+      }
+    }
+    if (rc == LIBSSH2_ERROR_FILE && !ask) {
+      fail("auth", "the passphrase of " + file.string() + " is wrong", "");
+    }
+    if (is_rsa_key_file(file)) refused_rsa.push_back(file.string());
+    return false;
+  }
+
+  bool try_agent() {
+    LIBSSH2_AGENT* agent = libssh2_agent_init(session);
+    if (!agent) return false;
+    bool ok = false;
+    libssh2_session_set_blocking(session, 1);
+    libssh2_session_set_timeout(session, options.connect_timeout_ms);
+    if (::getenv("SSH_AUTH_SOCK") && libssh2_agent_connect(agent) == 0 &&
+        libssh2_agent_list_identities(agent) == 0) {
+      libssh2_agent_publickey* identity = nullptr;
+      libssh2_agent_publickey* previous = nullptr;
+      while (libssh2_agent_get_identity(agent, &identity, previous) == 0) {
+        if (libssh2_agent_userauth(agent, endpoint.user.c_str(), identity) == 0) {
+          auth_method = "ssh-agent";
+          ok = true;
+          break;
+        }
+        previous = identity;
+      }
+      libssh2_agent_disconnect(agent);
+    }
+    libssh2_agent_free(agent);
+    libssh2_session_set_timeout(session, 0);
+    libssh2_session_set_blocking(session, 0);
+    return ok;
+  }
+
+  void login() {
+    if (endpoint.user.empty()) {
+      fail("auth", "no user name", "give -u USER when attaching, or User in ~/.ssh/config");
+    }
+    const char* methods = nullptr;
+    retry(
+        [&] {
+          methods = libssh2_userauth_list(session, endpoint.user.c_str(),
+                                          static_cast<unsigned>(endpoint.user.size()));
+          return methods || libssh2_userauth_authenticated(session)
+                     ? 0
+                     : libssh2_session_last_errno(session);
+        },
+        options.connect_timeout_ms);
+    if (libssh2_userauth_authenticated(session)) {
+      auth_method = "none";
+      return;
+    }
+    const std::string offered = methods ? methods : "";
+    std::vector<std::string> refused_rsa;
+    std::vector<std::string> tried;
+    if (offered.find("publickey") != std::string::npos) {
+      for (std::size_t i = 0; i < endpoint.identity_files.size(); ++i) {
+        const auto& file = endpoint.identity_files[i];
+        if (!std::filesystem::exists(file)) {
+          fail("auth", "key file " + file.string() + " not found",
+               "fix privateKeyFile in the compute file or IdentityFile in ~/.ssh/config");
+        }
+        tried.push_back(file.string());
+        if (try_key(file, i == 0 ? options.key_passphrase : std::nullopt, refused_rsa, true))
+          return;
+      }
+      if (options.use_agent && try_agent()) return;
+      if (options.use_agent && ::getenv("SSH_AUTH_SOCK")) tried.push_back("ssh-agent");
+      for (const char* name : {"id_ed25519", "id_ecdsa", "id_rsa"}) {
+        const auto file = options.ssh_dir / name;
+        if (!std::filesystem::exists(file)) continue;
+        tried.push_back(file.string());
+        if (try_key(file, std::nullopt, refused_rsa, true)) return;
+      }
+    }
+    std::optional<std::string> password;
+    if (options.password) password = options.password();
+    if (password && !password->empty() && offered.find("password") != std::string::npos) {
+      tried.push_back("the stored password");
+      const int rc = retry(
+          [&] {
+            return libssh2_userauth_password_ex(
+                session, endpoint.user.c_str(), static_cast<unsigned>(endpoint.user.size()),
+                password->c_str(), static_cast<unsigned>(password->size()), nullptr);
+          },
+          options.connect_timeout_ms);
+      if (rc == 0) {
+        auth_method = "password";
+        return;
+      }
+      spdlog::debug("ssh {}: password refused: {}", where(), last_error());
+    }
+    if (!refused_rsa.empty()) {
+      fail("auth",
+           fmt::format("the server refused the RSA key {} for {}: Debian 12's libssh2 can sign "
+                       "only with ssh-rsa (SHA-1), which OpenSSH 8.8 and later refuse",
+                       refused_rsa.front(), endpoint.user),
+           "attach again with -k/--use-ssh-key (mlw makes an ed25519 key for the target), or use "
+           "an ed25519 or ECDSA key");
+    }
+    fail("auth",
+         fmt::format("login as {} failed (tried: {}; the server offers: {})", endpoint.user,
+                     tried.empty() ? "nothing" : join(tried, ", "), offered),
+         "attach again with the right -u/-w, or with -k to install a key");
+  }
+};
+
+SshShell::SshShell(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+SshShell::~SshShell() = default;
+
+std::unique_ptr<SshShell> SshShell::connect(const SshEndpoint& endpoint,
+                                            const SshOptions& options) {
+  static const int initialized = libssh2_init(0);
+  (void)initialized;
+  auto impl = std::make_unique<Impl>();
+  impl->endpoint = endpoint;
+  impl->options = options;
+  impl->open_socket();
+  impl->handshake();
+  impl->check_host_key();
+  impl->login();
+  spdlog::debug("ssh {}: logged in as {} with {}", impl->where(), endpoint.user, impl->auth_method);
+  return std::unique_ptr<SshShell>(new SshShell(std::move(impl)));
+}
+
+std::string SshShell::host() const {
+  return m_impl->endpoint.alias.empty() ? m_impl->endpoint.host : m_impl->endpoint.alias;
+}
+
+const std::string& SshShell::auth_method() const {
+  return m_impl->auth_method;
+}
+
+const std::string& SshShell::fingerprint() const {
+  return m_impl->fingerprint;
+}
+
+void SshShell::abandon() {
+  if (m_impl->socket >= 0) ::close(m_impl->socket);
+  m_impl->socket = -1;
+  m_impl->session = nullptr;  // the child owns the protocol state now; nothing is sent from here
+}
+
+ShellResult SshShell::run(const std::string& script, const ShellStreams& streams) {
+  Impl& s = *m_impl;
+  if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
+  LIBSSH2_CHANNEL* channel = nullptr;
+  s.retry(
+      [&] {
+        channel = libssh2_channel_open_session(s.session);
+        return channel ? 0 : libssh2_session_last_errno(s.session);
+      },
+      s.options.connect_timeout_ms);
+  if (!channel) s.fail("exec", "cannot open a channel: " + s.last_error(), "");
+  const std::string command = "exec /bin/sh -c " + shell_quote(script);
+  if (s.retry([&] { return libssh2_channel_exec(channel, command.c_str()); },
+              s.options.connect_timeout_ms) != 0) {
+    libssh2_channel_free(channel);
+    s.fail("exec", s.last_error(), "");
+  }
+  ShellResult result;
+  std::string pending;
+  std::size_t pending_offset = 0;
+  bool input_done = !streams.read_input;
+  bool eof_sent = false;
+  char buffer[65536];
+  auto lost = [&](int rc) {
+    libssh2_channel_free(channel);
+    s.fail("exec",
+           fmt::format("the connection was lost ({})",
+                       rc == LIBSSH2_ERROR_SOCKET_RECV || rc == LIBSSH2_ERROR_SOCKET_SEND
+                           ? "socket closed"
+                           : s.last_error()),
+           "");
+  };
+  while (true) {
+    bool progress = false;
+    if (!input_done && pending_offset == pending.size()) {
+      pending.resize(sizeof buffer);
+      pending.resize(streams.read_input(pending.data(), pending.size()));
+      pending_offset = 0;
+      if (pending.empty()) input_done = true;
+    }
+    if (!input_done && pending_offset < pending.size()) {
+      const ssize_t n = libssh2_channel_write(channel, pending.data() + pending_offset,
+                                              pending.size() - pending_offset);
+      if (n > 0) {
+        pending_offset += static_cast<std::size_t>(n);
+        progress = true;
+      } else if (n != LIBSSH2_ERROR_EAGAIN) {
+        if (n == LIBSSH2_ERROR_CHANNEL_EOF_SENT || n == LIBSSH2_ERROR_CHANNEL_CLOSED) {
+          input_done = true;
+        } else {
+          lost(static_cast<int>(n));
+        }
+      }
+    }
+    if (input_done && !eof_sent) {
+      const int rc = libssh2_channel_send_eof(channel);
+      if (rc == 0 || rc == LIBSSH2_ERROR_CHANNEL_CLOSED)
+        eof_sent = true;
+      else if (rc != LIBSSH2_ERROR_EAGAIN)
+        lost(rc);
+    }
+    for (int stream = 0; stream < 2; ++stream) {
+      while (true) {
+        const ssize_t n = libssh2_channel_read_ex(channel, stream, buffer, sizeof buffer);
+        if (n == LIBSSH2_ERROR_EAGAIN || n == 0) break;
+        if (n < 0) lost(static_cast<int>(n));
+        progress = true;
+        const std::string_view chunk(buffer, static_cast<std::size_t>(n));
+        if (stream == 0) {
+          streams.on_output ? streams.on_output(chunk) : (void)result.output.append(chunk);
+        } else {
+          streams.on_errors ? streams.on_errors(chunk) : (void)result.errors.append(chunk);
+        }
+      }
+    }
+    if (libssh2_channel_eof(channel)) break;
+    if (streams.should_stop && streams.should_stop()) {
+      libssh2_channel_free(channel);
+      result.exit_code = 143;
+      return result;
+    }
+    if (!progress) {
+      int next = 0;
+      const int rc = libssh2_keepalive_send(s.session, &next);
+      if (rc != 0 && rc != LIBSSH2_ERROR_EAGAIN) lost(rc);
+      s.wait_socket(200);
+    }
+  }
+  s.retry([&] { return libssh2_channel_close(channel); }, s.options.connect_timeout_ms);
+  s.retry([&] { return libssh2_channel_wait_closed(channel); }, s.options.connect_timeout_ms);
+  char* signal = nullptr;
+  libssh2_channel_get_exit_signal(channel, &signal, nullptr, nullptr, nullptr, nullptr, nullptr);
+  if (signal) {
+    static const std::vector<std::pair<std::string, int>> numbers = {
+        {"HUP", 1}, {"INT", 2}, {"KILL", 9}, {"PIPE", 13}, {"TERM", 15}};
+    result.exit_code = 128;
+    for (const auto& [name, number] : numbers) {
+      if (name == signal) result.exit_code = 128 + number;
+    }
+    libssh2_free(s.session, signal);
+  } else {
+    result.exit_code = libssh2_channel_get_exit_status(channel);
+  }
+  libssh2_channel_free(channel);
+  return result;
+}
+
+}  // namespace mlw
