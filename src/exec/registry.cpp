@@ -4,6 +4,7 @@
 
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/local.hpp"
+#include "mlw/exec/target.hpp"
 #include "mlw/util/error.hpp"
 
 namespace mlw {
@@ -18,9 +19,9 @@ struct ExecutorRow {
 const std::vector<ExecutorRow>& executor_table() {
   static const std::vector<ExecutorRow> table = {
       {"local", [] { return std::make_unique<LocalExecutor>(); }},
-      {"docker", nullptr},
-      {"remotedocker", nullptr},
-      {"remote", nullptr},
+      {"docker", [] { return std::make_unique<TargetExecutor>("docker"); }},
+      {"remotedocker", [] { return std::make_unique<TargetExecutor>("remotedocker"); }},
+      {"remote", [] { return std::make_unique<TargetExecutor>("remote"); }},
       {"slurm", nullptr},
   };
   return table;
@@ -33,7 +34,7 @@ std::unique_ptr<Executor> make_executor(const std::string& type) {
     if (row.type != type) continue;
     if (!row.make) {
       throw Error(fmt::format(
-          "this build of mlw ({}) cannot run on {} targets yet: only local targets run today; "
+          "this build of mlw ({}) cannot run on {} targets yet: slurm targets come later; "
           "the target's files are kept and will work when support lands",
           MLW_VERSION, type));
     }

@@ -70,16 +70,6 @@ void save_cache(const fs::path& path, const HashCache& cache) {
   }
 }
 
-fs::path object_path(const fs::path& objects_dir, const std::string& sha256, bool executable) {
-  return objects_dir / sha256.substr(0, 2) / (sha256 + (executable ? ".x" : ""));
-}
-
-bool is_executable(std::uint32_t mode) {
-  return (mode & 0111) != 0;
-}
-
-/// A stored object is valid while it keeps the size and the zero mtime it was given: writing
-/// through a hard link in a run's snapshot changes the mtime, and such an object is replaced.
 bool object_intact(const fs::path& object, std::uint64_t size) {
   struct stat info {};
   return ::lstat(object.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
@@ -217,6 +207,17 @@ struct Walker {
 };
 
 }  // namespace
+
+fs::path object_path(const fs::path& objects_dir, const std::string& sha256, bool executable) {
+  return objects_dir / sha256.substr(0, 2) / (sha256 + (executable ? ".x" : ""));
+}
+
+bool is_executable(std::uint32_t mode) {
+  return (mode & 0111) != 0;
+}
+
+/// A stored object is valid while it keeps the size and the zero mtime it was given: writing
+/// through a hard link in a run's snapshot changes the mtime, and such an object is replaced.
 
 std::string Manifest::hash() const {
   Sha256 hash;

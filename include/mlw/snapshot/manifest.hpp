@@ -32,6 +32,13 @@ struct Manifest {
   nlohmann::ordered_json to_json() const;
 };
 
+/// Where the content store keeps an object: `<objects_dir>/<2>/<sha256>`, `.x` for executables.
+std::filesystem::path object_path(const std::filesystem::path& objects_dir,
+                                  const std::string& sha256, bool executable);
+
+/// True when any execute bit is set in `mode`.
+bool is_executable(std::uint32_t mode);
+
 /// Called while a snapshot reads new content: files seen so far and bytes read so far.
 using SnapshotProgress = std::function<void(std::size_t files, std::uint64_t bytes_read)>;
 

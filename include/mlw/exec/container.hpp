@@ -1,0 +1,59 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mlw/exec/executor.hpp"
+#include "mlw/remote/probe.hpp"
+
+namespace mlw {
+
+/// The run environment of a docker or remotedocker run (spec §5): image `mlw_env:<hash>`, built
+/// from the base image and the conda dependencies file.
+struct EnvironmentSpec {
+  std::string hash;          ///< over base image, dependency bytes, local files, framework
+  std::string tag;           ///< mlw_env:<hash>
+  std::string conda_file;    ///< the dependency file's text
+  std::string requirements;  ///< its `pip:` section, one requirement per line
+  std::vector<std::string> conda_packages;  ///< the non-pip dependencies (python= excluded)
+  std::vector<ManifestEntry> local_files;   ///< project files the pip section names (wheels)
+  std::string dockerfile;
+  std::string install_script;
+};
+
+/// Reads the dependency file (from the project) and derives the environment; throws mlw::Error
+/// with file:line for a malformed file.
+EnvironmentSpec environment_spec(const RunPlan& plan);
+
+/// Folders of a run on the target machine.
+struct TargetRunPaths {
+  std::string run_dir;    ///< holds snapshot/, helper/, driver_log.txt, exit_code …
+  std::string share_dir;  ///< nativeSharedDirectory, expanded
+};
+
+/// The `docker run -d …` words of a container run (image and argv last). Values of environment
+/// variables are not among them: each is passed as `-e NAME` from the monitor's environment.
+std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,
+                                          const TargetFacts& facts, const std::string& image,
+                                          const std::string& user);
+
+/// The variables a run sees (spec §5), with the paths they have inside the container or on the
+/// target machine.
+std::map<std::string, std::string> run_environment(const RunPlan& plan, const std::string& run_dir,
+                                                   const std::string& share_dir);
+
+/// The monitor: a POSIX sh script started detached on the target that runs the container (or,
+/// for `remote`, the script), writes driver_log.txt, then exit_code (and `oom`), and survives a
+/// dropped SSH connection.
+std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
+                           const TargetFacts& facts, const std::string& image);
+
+/// The words that run docker on the target: `docker`, `sudo -n docker` or `nvidia-docker`.
+std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts);
+
+/// Throws the error of spec §6 when nvidiaDocker is true and the target has neither the NVIDIA
+/// runtime nor nvidia-docker.
+void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host);
+
+}  // namespace mlw

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlw {
+
+/// Builds a tar stream (GNU format, long names, any size) that is read out in pieces, so a
+/// large file is never held in memory.
+class TarWriter {
+ public:
+  TarWriter();
+  ~TarWriter();
+  /// Adds a regular file whose content is read from `source` when its turn comes.
+  void add_file(const std::string& name, const std::filesystem::path& source, std::uint64_t size,
+                std::uint32_t mode);
+  /// Adds a regular file with the given content.
+  void add_data(const std::string& name, std::string content, std::uint32_t mode);
+  /// Adds a directory.
+  void add_directory(const std::string& name, std::uint32_t mode = 0755);
+  /// Adds a hard link `name` to `target` (an absolute path on the receiving side).
+  void add_hard_link(const std::string& name, const std::string& target);
+  /// Adds a symbolic link.
+  void add_symlink(const std::string& name, const std::string& target);
+  /// Fills up to `size` bytes of the stream; 0 at its end. Throws mlw::Error when a source file
+  /// cannot be read.
+  std::size_t read(char* buffer, std::size_t size);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+/// Extracts a tar stream fed in pieces under `root`, refusing anything that would be written
+/// outside it: absolute names, `..`, links of any kind (reported, not made). Regular files and
+/// folders only.
+class SafeTarReader {
+ public:
+  /// Extracts under `root` (created when missing).
+  explicit SafeTarReader(std::filesystem::path root);
+  ~SafeTarReader();
+  /// Feeds the next piece of the stream.
+  void feed(std::string_view data);
+  /// Checks that the stream ended cleanly; returns the relative paths of the files written.
+  std::vector<std::string> finish();
+  /// Entries that were refused, one line each ("outputs/x: a symlink to /etc/passwd").
+  const std::vector<std::string>& refused() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace mlw

@@ -1,0 +1,271 @@
+#include "mlw/exec/container.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/sha256.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+constexpr const char* k_environment_format = "mlw-env-1";
+
+/// Project paths named by a pip requirement line (`./wheels/x.whl`, `--find-links=wheels`).
+std::vector<std::string> named_paths(const std::string& requirement) {
+  std::vector<std::string> paths;
+  std::string token;
+  auto flush = [&] {
+    std::string candidate = token;
+    token.clear();
+    while (starts_with(candidate, "./")) candidate = candidate.substr(2);
+    if (candidate.empty() || candidate[0] == '-' || candidate[0] == '/' ||
+        candidate.find("://") != std::string::npos || candidate.find("..") != std::string::npos) {
+      return;
+    }
+    while (!candidate.empty() && candidate.back() == '/') candidate.pop_back();
+    paths.push_back(candidate);
+  };
+  for (char c : requirement) {
+    if (c == ' ' || c == '\t' || c == '=') {
+      flush();
+    } else {
+      token += c;
+    }
+  }
+  flush();
+  return paths;
+}
+
+}  // namespace
+
+EnvironmentSpec environment_spec(const RunPlan& plan) {
+  EnvironmentSpec env;
+  const std::string file = plan.run_config.conda_dependencies_file;
+  env.conda_file = read_file_if_exists(plan.project.root / file).value_or("");
+  std::vector<std::string> pip;
+  if (!trim(env.conda_file).empty()) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(env.conda_file);
+    } catch (const YAML::Exception& e) {
+      throw Error(fmt::format("{}:{}:{}: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg),
+                  exit_code::k_cannot_start);
+    }
+    const YAML::Node deps = root.IsMap() ? root["dependencies"] : YAML::Node();
+    if (deps && !deps.IsSequence() && !deps.IsNull()) {
+      throw Error(fmt::format("{}:{}: dependencies must be a list", file, deps.Mark().line + 1),
+                  exit_code::k_cannot_start);
+    }
+    for (const auto& item : deps) {
+      if (item.IsScalar()) {
+        const std::string name = item.as<std::string>();
+        if (!starts_with(name, "python=") && !starts_with(name, "python ") && name != "python" &&
+            name != "pip" && !starts_with(name, "pip=")) {
+          env.conda_packages.push_back(name);
+        }
+      } else if (item.IsMap() && item["pip"] && !item["pip"].IsNull()) {
+        if (!item["pip"].IsSequence()) {
+          throw Error(fmt::format("{}:{}: pip must be a list", file, item["pip"].Mark().line + 1),
+                      exit_code::k_cannot_start);
+        }
+        for (const auto& requirement : item["pip"]) pip.push_back(requirement.as<std::string>());
+      }
+    }
+  }
+  std::set<std::string> seen;
+  for (const auto& requirement : pip) {
+    env.requirements += requirement + "\n";
+    for (const auto& path : named_paths(requirement)) {
+      for (const auto& entry : plan.manifest.entries) {
+        if (!entry.link_target.empty()) continue;
+        if ((entry.path == path || starts_with(entry.path, path + "/")) &&
+            seen.insert(entry.path).second) {
+          env.local_files.push_back(entry);
+        }
+      }
+    }
+  }
+  std::string hashed =
+      fmt::format("{}\n{}\n{}\n{}\n", k_environment_format, plan.compute.base_docker_image,
+                  plan.run_config.framework, env.conda_file);
+  for (const auto& entry : env.local_files) {
+    hashed += fmt::format("{} {:o} {}\n", entry.path, entry.mode, entry.sha256);
+  }
+  env.hash = sha256_hex(hashed).substr(0, 24);
+  env.tag = "mlw_env:" + env.hash;
+  env.dockerfile = fmt::format(
+      "FROM {}\nCOPY . /mlw/env/\nRUN [\"/bin/sh\", \"/mlw/env/install.sh\"]\n"
+      "LABEL mlw.env=\"{}\"\n",
+      plan.compute.base_docker_image, env.hash);
+  std::string skipped;
+  if (!env.conda_packages.empty()) {
+    skipped = fmt::format(
+        "  echo 'mlw: the base image has no conda, so only the pip: section is installed; "
+        "skipped conda packages: {}'\n",
+        join(env.conda_packages, ", "));
+  }
+  env.install_script = fmt::format(
+      "set -e\n"
+      "cd /mlw/env/files\n"
+      "if command -v conda >/dev/null 2>&1; then\n"
+      "  conda env update -n base -f /mlw/env/conda_dependencies.yml\n"
+      "elif [ ! -s /mlw/env/requirements.txt ]; then\n"
+      "{}"
+      "  echo 'mlw: nothing to install'\n"
+      "elif python3 -m pip --version >/dev/null 2>&1; then\n"
+      "{}"
+      "  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir "
+      "--disable-pip-version-check -r /mlw/env/requirements.txt\n"
+      "else\n"
+      "  echo 'mlw: the base image {} has neither conda nor pip, so the pip: section of {} "
+      "cannot be installed; use a base image with conda or pip, or empty the pip: section' >&2\n"
+      "  exit 1\n"
+      "fi\n",
+      skipped, skipped, plan.compute.base_docker_image, file);
+  return env;
+}
+
+std::map<std::string, std::string> run_environment(const RunPlan& plan, const std::string& run_dir,
+                                                   const std::string& share_dir) {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : plan.run_config.environment_variables) env[k] = v;
+  for (const auto& [k, v] : plan.extra_env) env[k] = v;
+  env["MLW_RUN_ID"] = plan.record.run_id;
+  env["MLW_TARGET"] = plan.target_name;
+  env["MLW_PROJECT"] = plan.project.name;
+  env["MLW_OUTPUTS_DIR"] = run_dir + "/snapshot/outputs";
+  env["MLW_METRICS_FILE"] = run_dir + "/metrics.jsonl";
+  env["MLW_SHARE_DIR"] = share_dir;
+  env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share_dir;
+  env["PYTHONUNBUFFERED"] = "1";
+  const auto existing = env.find("PYTHONPATH");
+  env["PYTHONPATH"] =
+      run_dir + "/helper" +
+      (existing != env.end() && !existing->second.empty() ? ":" + existing->second : std::string());
+  return env;
+}
+
+std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts) {
+  if (compute.nvidia_docker && !facts.nvidia_runtime && facts.nvidia_docker_binary) {
+    return compute.use_sudo ? std::vector<std::string>{"sudo", "-n", "nvidia-docker"}
+                            : std::vector<std::string>{"nvidia-docker"};
+  }
+  return compute.use_sudo ? std::vector<std::string>{"sudo", "-n", "docker"}
+                          : std::vector<std::string>{"docker"};
+}
+
+void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host) {
+  if (!compute.nvidia_docker || facts.nvidia_runtime || facts.nvidia_docker_binary) return;
+  throw Error(
+      fmt::format("nvidiaDocker is true but the Docker engine on {} has no NVIDIA runtime and "
+                  "there is no nvidia-docker; install nvidia-container-toolkit there "
+                  "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/"
+                  "install-guide.html), run 'sudo nvidia-ctk runtime configure --runtime=docker' "
+                  "and restart docker, or set nvidiaDocker: false",
+                  host),
+      exit_code::k_cannot_start);
+}
+
+std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,
+                                          const TargetFacts& facts, const std::string& image,
+                                          const std::string& user) {
+  std::vector<std::string> words = docker_words(plan.compute, facts);
+  const std::string name = "mlw-" + lower_ascii(plan.record.run_id);
+  words.insert(words.end(), {plan.compute.shared_volumes ? "run" : "create", "--name", name,
+                             "--label", "mlw.run=" + plan.record.run_id, "--label",
+                             "mlw.project=" + plan.project.name, "-w", "/mlw/run/snapshot"});
+  if (plan.compute.shared_volumes) {
+    words.insert(words.end(), {"-d", "-v", paths.run_dir + ":/mlw/run"});
+    if (!user.empty()) words.insert(words.end(), {"--user", user, "-e", "HOME=/tmp"});
+  }
+  words.insert(words.end(), {"-v", paths.share_dir + ":/mlw/share"});
+  for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
+    words.insert(words.end(), {"-e", key});
+  }
+  if (plan.compute.nvidia_docker && facts.nvidia_runtime) {
+    const std::string& gpus = plan.compute.gpus.empty() ? "all" : plan.compute.gpus;
+    words.insert(words.end(),
+                 {"--gpus", gpus.find(',') != std::string::npos ? "\"" + gpus + "\"" : gpus});
+  }
+  for (const auto& arg : plan.compute.docker_run_args) words.push_back(arg);
+  words.push_back(image);
+  words.push_back(plan.run_config.framework == "PySpark" ? "spark-submit" : "python3");
+  for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
+    words.push_back(std::move(word));
+  }
+  return words;
+}
+
+std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
+                           const TargetFacts& facts, const std::string& image) {
+  const bool container = plan.compute.type != "remote";
+  const std::string run = shell_quote(paths.run_dir);
+  std::string script = "#!/bin/sh\n# The monitor of run " + plan.record.run_id +
+                       ", written by mlw: it outlives the SSH connection.\ncd " + run +
+                       " || exit 125\n";
+  const auto env = container ? run_environment(plan, "/mlw/run", "/mlw/share")
+                             : run_environment(plan, paths.run_dir, paths.share_dir);
+  for (const auto& [key, value] : env) script += "export " + key + "=" + shell_quote(value) + "\n";
+  script +=
+      "finish() { echo \"$1\" > exit_code.tmp && mv exit_code.tmp exit_code; }\n"
+      "mkdir -p snapshot/outputs " +
+      shell_quote(paths.share_dir) + "\n";
+  if (!container) {
+    std::vector<std::string> argv = {
+        plan.run_config.framework == "PySpark" ? "spark-submit" : plan.compute.python_location};
+    for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
+      argv.push_back(std::move(word));
+    }
+    script += "cd snapshot && " + shell_join(argv) +
+              " </dev/null >>../driver_log.txt 2>&1 &\n"
+              "echo $! > ../script.pid\n"
+              "wait $!\ncode=$?\ncd ..\nfinish \"$code\"\n";
+    return script;
+  }
+  const std::string docker = shell_join(docker_words(plan.compute, facts));
+  std::vector<std::string> words = docker_run_words(plan, paths, facts, image, "@USER@");
+  std::string run_line = shell_join(words);
+  const std::string placeholder = shell_quote("@USER@");
+  if (const auto at = run_line.find(placeholder); at != std::string::npos) {
+    run_line.replace(at, placeholder.size(), "\"$(id -u):$(id -g)\"");
+  }
+  script += "if ! cid=$(" + run_line +
+            " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
+            "fi\n"
+            "echo \"$cid\" > container\n";
+  if (!plan.compute.shared_volumes) {
+    script += "if ! tar -cf - --transform 's,^\\./,mlw/run/,' ./snapshot ./helper | " + docker +
+              " cp - \"$cid:/\" 2>>driver_log.txt; then finish 125; exit 0; fi\n"
+              "if ! " +
+              docker +
+              " start \"$cid\" >/dev/null 2>>driver_log.txt; then finish 125; "
+              "exit 0; fi\n";
+  }
+  script += docker +
+            " logs -f \"$cid\" >>driver_log.txt 2>&1 &\nlogs=$!\n"
+            "code=$(" +
+            docker +
+            " wait \"$cid\")\nwait $logs\n"
+            "[ \"$(" +
+            docker +
+            " inspect -f '{{.State.OOMKilled}}' \"$cid\" 2>/dev/null)\" = true ]"
+            " && echo oom > oom\n";
+  if (!plan.compute.shared_volumes) {
+    script += docker +
+              " cp \"$cid:/mlw/run/snapshot/outputs\" - 2>/dev/null | "
+              "tar -C snapshot -xf - 2>/dev/null\n" +
+              docker +
+              " cp \"$cid:/mlw/run/metrics.jsonl\" - 2>/dev/null | tar -xf - 2>/dev/null\n";
+  }
+  script += "finish \"${code:-125}\"\n(" + docker + " rm \"$cid\" >/dev/null 2>&1 &)\n";
+  return script;
+}
+
+}  // namespace mlw

@@ -1,0 +1,694 @@
+#include "mlw/exec/target.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "mlw/history/collect.hpp"
+#include "mlw/history/store.hpp"
+#include "mlw/remote/connect.hpp"
+#include "mlw/remote/tar.hpp"
+#include "mlw/util/embedded.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+bool is_local_docker(const std::string& type) {
+  return type == "docker";
+}
+
+std::string object_name(const ManifestEntry& entry) {
+  return entry.sha256 + (is_executable(entry.mode) ? ".x" : "");
+}
+
+std::string expand_on_target(const std::string& path, const std::string& home) {
+  if (path == "~") return home;
+  if (starts_with(path, "~/")) return home + path.substr(1);
+  return path;
+}
+
+TargetRunPaths run_paths(const RunPlan& plan, const TargetFacts& facts) {
+  TargetRunPaths paths;
+  if (is_local_docker(plan.compute.type)) {
+    paths.run_dir = fs::absolute(plan.run_dir).string();
+    paths.share_dir = expand_user(plan.compute.native_shared_directory).string();
+  } else {
+    paths.run_dir = facts.home + "/.mlw/runs/" + plan.record.run_id;
+    paths.share_dir = expand_on_target(plan.compute.native_shared_directory, facts.home);
+  }
+  while (paths.share_dir.size() > 1 && paths.share_dir.back() == '/') paths.share_dir.pop_back();
+  return paths;
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+/// Moves the complete objects of interrupted uploads into the store, then prints which of the
+/// object names read from stdin the store lacks.
+std::string missing_objects_script(const std::string& store) {
+  const std::string s = shell_quote(store);
+  return "set -e\nS=" + s + "/objects\nI=" + s +
+         "/incoming\nmkdir -p \"$S\" \"$I\"\ncd \"$I\"\n"
+         "for d in */; do\n"
+         "  [ -d \"$d\" ] || continue\n"
+         "  d=${d%/}\n"
+         "  ( flock -n 9 || exit 0\n"
+         "    cd \"$d\" && ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
+         "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
+         "    cd \"$I\" && rm -rf \"$d\" ) 9>\"$d.lock\"\n"
+         "done\n"
+         "cd \"$S\"\nwhile read -r h; do [ -e \"$h\" ] || echo \"$h\"; done\n";
+}
+
+/// Receives a tar of objects into a private incoming folder, checks each one's sha256 and
+/// moves the good ones into the store; prints the names that arrived damaged.
+std::string upload_script(const std::string& store, const std::string& nonce) {
+  const std::string s = shell_quote(store);
+  return "set -e\nS=" + s + "/objects\nD=" + s + "/incoming/" + nonce +
+         "\nmkdir -p \"$D\"\nexec 9>\"$D.lock\"\nflock 9\n"
+         "tar -x -C \"$D\"\ncd \"$D\"\n"
+         "ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
+         "  awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
+         "ls | sed 's/^/damaged: /'\ncd .. && rm -rf \"$D\" \"$D.lock\"\n";
+}
+
+/// Makes the run folder from the store in one tar (hard links), atomically by rename.
+std::string materialise_script(const std::string& run_dir) {
+  const std::string r = shell_quote(run_dir);
+  return "set -e\nR=" + r +
+         "\nmkdir -p \"$(dirname \"$R\")\"\nrm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
+         "tar -x -P -C \"$R.tmp\"\n: > \"$R.tmp/driver_log.txt\"\nmv \"$R.tmp\" \"$R\"\n";
+}
+
+void add_helper_and_env(TarWriter& tar, const EnvironmentSpec& env, const std::string& objects) {
+  tar.add_directory("helper");
+  for (const auto& file : embedded_files()) {
+    if (!starts_with(file.path, "python/")) continue;
+    tar.add_data("helper/" + std::string(file.path.substr(7)), std::string(file.contents), 0644);
+  }
+  tar.add_directory("env");
+  tar.add_data("env/Dockerfile", env.dockerfile, 0644);
+  tar.add_data("env/install.sh", env.install_script, 0644);
+  tar.add_data("env/conda_dependencies.yml", env.conda_file, 0644);
+  tar.add_data("env/requirements.txt", env.requirements, 0644);
+  tar.add_directory("env/files");
+  std::set<std::string> dirs;
+  for (const auto& entry : env.local_files) {
+    const auto parts = split(entry.path, '/');
+    std::string prefix = "env/files";
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      prefix += "/" + parts[i];
+      if (dirs.insert(prefix).second) tar.add_directory(prefix);
+    }
+    tar.add_hard_link("env/files/" + entry.path, objects + "/" + object_name(entry));
+  }
+}
+
+/// A progress line on the submitting terminal while objects are sent.
+std::function<void(std::uint64_t)> ship_progress(Context& ctx, std::uint64_t total,
+                                                 std::size_t count) {
+  if (!ctx.stderr_is_terminal || ctx.quiet) return {};
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [&ctx, last, total, count](std::uint64_t sent) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(100) && sent < total) return;
+    *last = now;
+    const int width = 30;
+    const int filled = total ? static_cast<int>(width * sent / total) : width;
+    *ctx.err << fmt::format("\rShipping {} new files: [{}{}] {:.1f}/{:.1f} MB\x1b[K", count,
+                            std::string(static_cast<std::size_t>(filled), '#'),
+                            std::string(static_cast<std::size_t>(width - filled), '.'),
+                            static_cast<double>(sent) / 1e6, static_cast<double>(total) / 1e6)
+             << std::flush;
+  };
+}
+
+/// Sends the objects the target's store lacks, then makes the run folder from the store.
+void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const TargetFacts& facts,
+                   const EnvironmentSpec& env, const TargetRunPaths& paths) {
+  const std::string store = facts.home + "/.mlw";
+  const fs::path local_objects = plan.project.state_dir() / "objects";
+  std::map<std::string, const ManifestEntry*> wanted;
+  for (const auto& entry : plan.manifest.entries) {
+    if (entry.link_target.empty()) wanted.emplace(object_name(entry), &entry);
+  }
+  std::string names;
+  for (const auto& [name, entry] : wanted) names += name + "\n";
+  const ShellResult listed = shell.run_with_input(missing_objects_script(store), names);
+  if (listed.exit_code != 0) {
+    throw Error(fmt::format("{}: cannot read the content store {}/objects: {}", shell.host(), store,
+                            trim(listed.errors)),
+                exit_code::k_cannot_start);
+  }
+  std::vector<std::string> missing;
+  for (const auto& name : split(trim(listed.output), '\n')) {
+    if (wanted.count(name)) missing.push_back(name);
+  }
+  if (!missing.empty()) {
+    TarWriter tar;
+    std::uint64_t total = 0;
+    for (const auto& name : missing) {
+      const ManifestEntry& entry = *wanted[name];
+      fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
+      if (!fs::exists(source)) source = plan.project.root / entry.path;
+      tar.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
+      total += entry.size;
+    }
+    spdlog::debug("shipping {} objects ({} bytes) to {}", missing.size(), total, shell.host());
+    const auto progress = ship_progress(ctx, total, missing.size());
+    std::uint64_t sent = 0;
+    ShellStreams streams;
+    streams.read_input = [&](char* buffer, std::size_t size) {
+      const std::size_t n = tar.read(buffer, size);
+      sent += n;
+      if (progress) progress(std::min(sent, total));
+      return n;
+    };
+    const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
+    const ShellResult uploaded = shell.run(upload_script(store, nonce), streams);
+    if (progress) *ctx.err << "\r\x1b[K" << std::flush;
+    if (uploaded.exit_code != 0 || uploaded.output.find("damaged: ") != std::string::npos) {
+      throw Error(fmt::format("{}: sending the snapshot failed: {}{}", shell.host(),
+                              trim(uploaded.errors), trim(uploaded.output)),
+                  exit_code::k_cannot_start);
+    }
+  }
+  TarWriter tree;
+  std::set<std::string> dirs = {"snapshot", "snapshot/outputs"};
+  tree.add_directory("snapshot");
+  tree.add_directory("snapshot/outputs");
+  for (const auto& entry : plan.manifest.entries) {
+    const auto parts = split(entry.path, '/');
+    std::string prefix = "snapshot";
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      prefix += "/" + parts[i];
+      if (dirs.insert(prefix).second) tree.add_directory(prefix);
+    }
+    if (!entry.link_target.empty()) {
+      tree.add_symlink("snapshot/" + entry.path, entry.link_target);
+    } else {
+      tree.add_hard_link("snapshot/" + entry.path, store + "/objects/" + object_name(entry));
+    }
+  }
+  add_helper_and_env(tree, env, store + "/objects");
+  ShellStreams streams;
+  streams.read_input = [&](char* buffer, std::size_t size) { return tree.read(buffer, size); };
+  const ShellResult made = shell.run(materialise_script(paths.run_dir), streams);
+  if (made.exit_code != 0) {
+    throw Error(fmt::format("{}: cannot make the run folder {}: {}", shell.host(), paths.run_dir,
+                            trim(made.errors)),
+                exit_code::k_cannot_start);
+  }
+}
+
+/// The docker target: the snapshot is already in the run's history folder; adds the helper and
+/// the environment's build files beside it.
+void prepare_local_run_dir(const RunPlan& plan, const EnvironmentSpec& env) {
+  const fs::path run = plan.run_dir;
+  for (const auto& file : embedded_files()) {
+    if (!starts_with(file.path, "python/")) continue;
+    const fs::path target = run / "helper" / std::string(file.path.substr(7));
+    make_directories(target.parent_path());
+    atomic_write_file(target, file.contents);
+  }
+  make_directories(run / "env" / "files");
+  atomic_write_file(run / "env" / "Dockerfile", env.dockerfile);
+  atomic_write_file(run / "env" / "install.sh", env.install_script);
+  atomic_write_file(run / "env" / "conda_dependencies.yml", env.conda_file);
+  atomic_write_file(run / "env" / "requirements.txt", env.requirements);
+  for (const auto& entry : env.local_files) {
+    const fs::path target = run / "env" / "files" / entry.path;
+    make_directories(target.parent_path());
+    std::error_code ec;
+    fs::copy_file(run / "snapshot" / entry.path, target, ec);
+  }
+  make_directories(run / "snapshot" / "outputs");
+  if (!fs::exists(run / "driver_log.txt")) atomic_write_file(run / "driver_log.txt", "");
+}
+
+/// Builds mlw_env:<hash> unless it exists, under a lock on the target so that concurrent submits
+/// build it once. The build's output goes to `on_output`.
+ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
+                         const EnvironmentSpec& env, const TargetRunPaths& paths,
+                         const std::function<void(std::string_view)>& on_output) {
+  const std::string docker = shell_join(docker_words(plan.compute, facts));
+  const std::string locks = is_local_docker(plan.compute.type)
+                                ? (plan.project.state_dir() / "locks").string()
+                                : facts.home + "/.mlw/locks";
+  const std::string tag = shell_quote(env.tag);
+  const std::string script =
+      "mkdir -p " + shell_quote(locks) + " && exec 9>" + shell_quote(locks + "/" + env.hash) +
+      ".lock && flock 9 || exit 125\n"
+      "if " +
+      docker + " image inspect " + tag +
+      " >/dev/null 2>&1; then exit 0; fi\n"
+      "echo 'Building environment " +
+      env.tag + " from " + plan.compute.base_docker_image + "'\n" + docker + " build -t " + tag +
+      " -f " + shell_quote(paths.run_dir + "/env/Dockerfile") + " " +
+      shell_quote(paths.run_dir + "/env") + " 2>&1\n";
+  ShellStreams streams;
+  streams.on_output = on_output;
+  streams.on_errors = on_output;
+  return shell.run(script, streams);
+}
+
+/// The image check alone (PrepareEnvironment: false).
+bool image_exists(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
+                  const std::string& tag) {
+  return shell
+             .run(shell_join(docker_words(plan.compute, facts)) + " image inspect " +
+                  shell_quote(tag) + " >/dev/null 2>&1")
+             .exit_code == 0;
+}
+
+struct Supervisor {
+  Context& ctx;
+  RunPlan& plan;
+  std::unique_ptr<Shell> shell;
+  TargetFacts facts;
+  EnvironmentSpec env;
+  TargetRunPaths paths;
+  int live_fd;
+  RunRecord record;
+  std::optional<HistoryStore> store;
+  int local_log = -1;
+  std::uint64_t offset = 0;
+  std::string monitor_pid;
+
+  bool remote() const { return !is_local_docker(plan.compute.type); }
+  bool canceled() const { return fs::exists(plan.run_dir / "cancel_requested"); }
+
+  void say(std::string_view text) {
+    if (live_fd < 0) return;
+    if (::write(live_fd, text.data(), text.size()) < 0) {
+      ::close(live_fd);
+      live_fd = -1;
+    }
+  }
+
+  void save(bool final_save) {
+    if (!store) store.emplace(plan.history_dir);
+    try {
+      store->save(record, final_save);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mlw supervisor: %s\n", e.what());
+    }
+  }
+
+  int fail(int code, const std::string& problem) {
+    record.status = canceled() ? status::k_canceled : status::k_failed;
+    record.exit_code = code;
+    record.problems.push_back(problem);
+    record.end_ms = ctx.clock->now_ms();
+    record.pid = 0;
+    save(true);
+    say("mlw: " + problem + "\n");
+    return 0;
+  }
+
+  /// Runs `script`, reconnecting (bounded) when the connection drops.
+  ShellResult run_reconnecting(const std::string& script, const ShellStreams& streams = {}) {
+    using namespace std::chrono;
+    const char* limit = std::getenv("MLW_RECONNECT_TIMEOUT");
+    const auto deadline = steady_clock::now() + seconds(limit ? std::atoi(limit) : 300);
+    int delay_ms = 250;
+    while (true) {
+      try {
+        if (!shell) shell = connect_target(ctx, plan.target_name, plan.compute);
+        return shell->run(script, streams);
+      } catch (const Error& e) {
+        if (!remote() || steady_clock::now() > deadline) throw;
+        std::fprintf(stderr, "mlw supervisor: %s; reconnecting\n", e.what());
+        shell.reset();
+        std::this_thread::sleep_for(milliseconds(delay_ms));
+        delay_ms = std::min(delay_ms * 2, 5000);
+      }
+    }
+  }
+
+  void stop_run() {
+    const std::string run = shell_quote(paths.run_dir);
+    const std::string script =
+        plan.compute.type == "remote"
+            ? "cd " + run + " && [ -s script.pid ] && kill -TERM \"$(cat script.pid)\"; exit 0"
+            : "cd " + run + " && [ -s container ] && " +
+                  shell_join(docker_words(plan.compute, facts)) +
+                  " stop -t 10 \"$(cat container)\" >/dev/null 2>&1; exit 0";
+    run_reconnecting(script);
+  }
+
+  /// Streams driver_log.txt from `offset` until the monitor has ended.
+  void follow() {
+    bool stop_sent = false;
+    const std::string log = shell_quote(paths.run_dir + "/driver_log.txt");
+    while (true) {
+      ShellStreams streams;
+      streams.on_output = [&](std::string_view chunk) {
+        offset += chunk.size();
+        if (local_log >= 0) write_all(local_log, chunk);
+        say(chunk);
+      };
+      streams.should_stop = [&] { return !stop_sent && canceled(); };
+      const std::string script = fmt::format("exec tail -c +{} -s 0.1 --pid={} -f {} 2>/dev/null",
+                                             offset + 1, monitor_pid, log);
+      const ShellResult result = run_reconnecting(script, streams);
+      if (!stop_sent && canceled()) {
+        stop_run();
+        stop_sent = true;
+        continue;
+      }
+      (void)result;
+      const ShellResult alive = run_reconnecting(
+          fmt::format("kill -0 {} 2>/dev/null && echo running; exit 0", monitor_pid));
+      if (alive.output.find("running") == std::string::npos) break;
+    }
+  }
+
+  int run() {
+    record = plan.record;
+    if (remote()) {
+      local_log = ::open((plan.run_dir / "driver_log.txt").c_str(),
+                         O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (canceled()) {
+      record.cancel_requested = true;
+      record.status = status::k_canceled;
+      record.end_ms = ctx.clock->now_ms();
+      record.pid = 0;
+      save(true);
+      return 0;
+    }
+    std::string image;
+    if (plan.compute.type != "remote") {
+      image = env.tag;
+      record.image_tag = image;
+      if (!plan.run_config.prepare_environment && !image_exists(*shell, plan, facts, env.tag)) {
+        return fail(exit_code::k_cannot_start,
+                    fmt::format("the environment {} is not built and PrepareEnvironment is false; "
+                                "build it with: mlw experiment prepare -c {}",
+                                env.tag, plan.record.run_config));
+      }
+      const int build_log = ::open((plan.run_dir / "build.log").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      std::string tail;
+      bool announced = false;
+      const ShellResult result =
+          ensure_image(*shell, plan, facts, env, paths, [&](std::string_view chunk) {
+            if (build_log >= 0) write_all(build_log, chunk);
+            if (!announced) {
+              announced = true;
+              say(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…\n", env.tag,
+                              record.run_id));
+            }
+            tail.append(chunk);
+            if (tail.size() > 4000) tail.erase(0, tail.size() - 4000);
+          });
+      if (build_log >= 0) ::close(build_log);
+      if (result.exit_code != 0) {
+        std::vector<std::string> lines = split(trim(tail), '\n');
+        if (lines.size() > 15) lines.erase(lines.begin(), lines.end() - 15);
+        say(join(lines, "\n") + "\n");
+        return fail(exit_code::k_cannot_start,
+                    fmt::format("building the environment {} failed (exit {}); the build log is "
+                                ".mlw/runs/{}/build.log",
+                                env.tag, result.exit_code, record.run_id));
+      }
+    }
+    const std::string monitor = monitor_script(plan, paths, facts, image);
+    const std::string run = shell_quote(paths.run_dir);
+    const ShellResult launched = run_reconnecting(
+        "cd " + run +
+            " && cat > monitor.sh && chmod 700 monitor.sh && "
+            "{ setsid sh ./monitor.sh >monitor.log 2>&1 </dev/null & echo $! > monitor.pid; "
+            "cat monitor.pid; }",
+        [&] {
+          ShellStreams s;
+          auto offset_in = std::make_shared<std::size_t>(0);
+          s.read_input = [&monitor, offset_in](char* buffer, std::size_t size) {
+            const std::size_t n = std::min(size, monitor.size() - *offset_in);
+            std::copy_n(monitor.data() + *offset_in, n, buffer);
+            *offset_in += n;
+            return n;
+          };
+          return s;
+        }());
+    monitor_pid = trim(launched.output);
+    if (launched.exit_code != 0 || monitor_pid.empty() ||
+        monitor_pid.find_first_not_of("0123456789") != std::string::npos) {
+      return fail(exit_code::k_cannot_start, fmt::format("cannot start the run on {}: {}",
+                                                         shell->host(), trim(launched.errors)));
+    }
+    record.status = status::k_running;
+    record.start_ms = ctx.clock->now_ms();
+    record.pid = ::getpid();
+    record.pid_start = process_start_time(::getpid()).value_or(0);
+    record.process_group = std::stoi(monitor_pid);
+    save(false);
+
+    follow();
+
+    const ShellResult ending = run_reconnecting(
+        "cd " + run + " && cat exit_code 2>/dev/null; [ -e oom ] && echo oom; exit 0");
+    const auto lines = split(trim(ending.output), '\n');
+    std::optional<int> code;
+    try {
+      if (!lines.empty() && !lines[0].empty()) code = std::stoi(lines[0]);
+    } catch (const std::exception&) {
+    }
+    const bool oom = ending.output.find("oom") != std::string::npos;
+    if (remote()) fetch_results();
+    if (local_log >= 0) ::close(local_log);
+    record.cancel_requested = canceled();
+    if (!code) {
+      record.problems.push_back(fmt::format(
+          "the run's monitor on {} ended without an exit code (see {}/monitor.log there)",
+          shell ? shell->host() : plan.compute.address, paths.run_dir));
+      code = exit_code::k_cannot_start;
+    }
+    if (oom) {
+      code = 137;
+      record.problems.push_back("the container was killed: out of memory (its memory limit)");
+    }
+    record.exit_code = code;
+    record.status = *code == 0                ? status::k_completed
+                    : record.cancel_requested ? status::k_canceled
+                                              : status::k_failed;
+    if (!remote()) {
+      record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs",
+                                       plan.run_dir / "outputs", record.problems);
+    }
+    record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl");
+    record.process_group = 0;
+    record.end_ms = ctx.clock->now_ms();
+    record.pid = 0;
+    save(true);
+    return 0;
+  }
+
+  /// Brings metrics.jsonl and outputs/ back into the run's history folder, never outside it.
+  void fetch_results() {
+    const std::string run = shell_quote(paths.run_dir);
+    const ShellResult metrics =
+        run_reconnecting("cat " + run + "/metrics.jsonl 2>/dev/null; exit 0");
+    if (!metrics.output.empty()) {
+      atomic_write_file(plan.run_dir / "metrics.jsonl", metrics.output);
+    }
+    const fs::path incoming = plan.run_dir / ".outputs-in";
+    std::error_code ec;
+    fs::remove_all(incoming, ec);
+    SafeTarReader reader(incoming);
+    ShellStreams streams;
+    streams.on_output = [&](std::string_view chunk) { reader.feed(chunk); };
+    try {
+      run_reconnecting(
+          "cd " + run + "/snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0", streams);
+      reader.finish();
+    } catch (const Error& e) {
+      record.problems.push_back(std::string("outputs could not be brought back: ") + e.what());
+    }
+    for (const auto& refused : reader.refused()) {
+      record.problems.push_back("output refused: " + refused);
+    }
+    if (fs::is_directory(incoming / "outputs")) {
+      fs::rename(incoming / "outputs", plan.run_dir / "outputs", ec);
+    }
+    fs::remove_all(incoming, ec);
+    std::vector<std::string> ignored;
+    record.outputs = collect_outputs(plan.run_dir / "outputs", plan.run_dir / "outputs", ignored);
+  }
+};
+
+}  // namespace
+
+TargetExecutor::TargetExecutor(std::string type) : m_type(std::move(type)) {}
+
+void TargetExecutor::connect(Context& ctx, const std::string& target_name,
+                             const ComputeConfig& compute) {
+  if (is_local_docker(m_type)) {
+    m_shell = std::make_unique<LocalShell>();
+  } else {
+    m_shell = connect_target(ctx, target_name, compute);
+  }
+  m_facts = probe_target(*m_shell, compute);
+  if (m_type != "remote" && !m_facts.docker_ok) {
+    throw Error(
+        fmt::format(
+            "docker on {} does not answer: {}; {}", m_shell->host(), m_facts.docker_detail,
+            is_local_docker(m_type)
+                ? "start the Docker engine or set DOCKER_HOST"
+                : "add " + compute.username + " to the docker group there, or set useSudo: true"),
+        exit_code::k_cannot_start);
+  }
+  if (m_type == "remote" && !m_facts.python_ok) {
+    throw Error(fmt::format("python \"{}\" does not run on {}: {}; fix pythonLocation",
+                            compute.python_location, m_shell->host(), m_facts.python_detail),
+                exit_code::k_not_found);
+  }
+  check_nvidia(compute, m_facts, m_shell->host());
+}
+
+void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
+  if (m_type != "remote" && plan.compute.base_docker_image.empty()) {
+    throw Error(fmt::format("aml_config/{}.compute sets no baseDockerImage", plan.target_name),
+                exit_code::k_cannot_start);
+  }
+  if (m_type != "remote") environment_spec(plan);  // a malformed dependency file fails here
+  connect(ctx, plan.target_name, plan.compute);
+}
+
+RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
+  const EnvironmentSpec env = m_type == "remote" ? EnvironmentSpec{} : environment_spec(plan);
+  const TargetRunPaths paths = run_paths(plan, m_facts);
+  if (is_local_docker(m_type)) {
+    prepare_local_run_dir(plan, env);
+    make_directories(paths.share_dir);
+  } else {
+    ship_snapshot(ctx, *m_shell, plan, m_facts, env, paths);
+  }
+  int live[2];
+  if (::pipe2(live, O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + errno_text(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("cannot start the run: " + errno_text(errno));
+  if (pid == 0) {
+    ::close(live[0]);
+    ::setsid();
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGHUP, SIG_IGN);
+    ::signal(SIGPIPE, SIG_IGN);
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    const int log =
+        ::open((plan.run_dir / "supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(null_fd, 0);
+    ::dup2(log >= 0 ? log : null_fd, 1);
+    ::dup2(log >= 0 ? log : null_fd, 2);
+    ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
+    int code = 0;
+    try {
+      Supervisor supervisor{ctx, plan, std::move(m_shell), m_facts, env, paths, live[1], {}, {}, -1,
+                            0,   {}};
+      code = supervisor.run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "mlw supervisor: %s\n", e.what());
+      try {
+        HistoryStore store(plan.history_dir);
+        RunRecord record = store.load(plan.record.run_id);
+        if (!status::is_final(record.status)) {
+          record.status = status::k_failed;
+          record.exit_code = record.exit_code.value_or(exit_code::k_cannot_start);
+          record.problems.push_back(e.what());
+          record.end_ms = ctx.clock->now_ms();
+          record.pid = 0;
+          store.save(record);
+        }
+      } catch (const std::exception&) {
+      }
+      code = 1;
+    }
+    ::_exit(code);
+  }
+  ::close(live[1]);
+  if (auto* ssh = dynamic_cast<SshShell*>(m_shell.get())) ssh->abandon();
+  return {live[0], pid};
+}
+
+void TargetExecutor::stop(Context&, const RunRecord&, bool) {}
+
+void TargetExecutor::prepare(Context& ctx, RunPlan& plan) {
+  const EnvironmentSpec env = environment_spec(plan);
+  const TargetRunPaths paths = run_paths(plan, m_facts);
+  if (is_local_docker(m_type)) {
+    prepare_local_run_dir(plan, env);
+  } else {
+    ship_snapshot(ctx, *m_shell, plan, m_facts, env, paths);
+  }
+  std::string log;
+  const ShellResult result =
+      ensure_image(*m_shell, plan, m_facts, env, paths, [&](std::string_view chunk) {
+        log.append(chunk);
+        if (!ctx.quiet) ctx.err->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      });
+  if (!is_local_docker(m_type)) {
+    m_shell->run("rm -rf " + shell_quote(paths.run_dir));
+  }
+  if (result.exit_code != 0) {
+    throw Error(fmt::format("building the environment {} on {} failed (exit {})", env.tag,
+                            m_shell->host(), result.exit_code));
+  }
+  ctx.output().print_object({{"target", plan.target_name},
+                             {"image", env.tag},
+                             {"host", m_shell->host()},
+                             {"built", log.find("Building environment") != std::string::npos}});
+}
+
+std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& target_name,
+                                               const ComputeConfig& compute) {
+  connect(ctx, target_name, compute);
+  std::vector<std::string> removed;
+  if (m_type != "remote") {
+    const std::string docker = shell_join(docker_words(compute, m_facts));
+    const ShellResult images =
+        m_shell->run(docker +
+                     " images --filter reference='mlw_env:*' --format '{{.Repository}}:{{.Tag}}' | "
+                     "xargs -r " +
+                     docker + " rmi 2>&1 | grep -i untagged; exit 0");
+    for (const auto& line : split(trim(images.output), '\n')) {
+      if (!trim(line).empty())
+        removed.push_back("image " + trim(line).substr(trim(line).find(' ') + 1));
+    }
+  }
+  if (!is_local_docker(m_type)) {
+    const std::string store = shell_quote(m_facts.home + "/.mlw");
+    const ShellResult files = m_shell->run(
+        "cd " + store +
+        " 2>/dev/null || exit 0\n"
+        "n=$(ls objects 2>/dev/null | wc -l); rm -rf objects incoming; echo \"objects $n\"\n"
+        "for r in runs/*/; do [ -e \"$r/exit_code\" ] && rm -rf \"$r\" && echo \"run $r\"; done; "
+        "exit 0");
+    for (const auto& line : split(trim(files.output), '\n')) {
+      if (!trim(line).empty()) removed.push_back(trim(line));
+    }
+  }
+  return removed;
+}
+
+}  // namespace mlw
