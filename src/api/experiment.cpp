@@ -16,6 +16,7 @@
 
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/exec/target.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/snapshot/ignore.hpp"
 #include "mlw/util/embedded.hpp"
@@ -434,6 +435,68 @@ void cancel(Context& ctx, const std::string& run_id) {
        {"status", record.status},
        {"exit_code",
         record.exit_code ? nlohmann::ordered_json(*record.exit_code) : nlohmann::ordered_json()}});
+}
+
+namespace {
+
+/// The target of a run configuration (its Target), for prepare and clean.
+std::pair<std::string, ComputeConfig> target_of(Context& ctx, const std::string& run_config,
+                                                RunConfig* loaded = nullptr) {
+  const Project& project = ctx.project();
+  RunConfig config = load_run_config(project, run_config);
+  const std::string name = config.target.empty() ? run_config : config.target;
+  ComputeConfig compute = load_compute(project, name);
+  if (loaded) *loaded = config;
+  return {name, compute};
+}
+
+}  // namespace
+
+void prepare(Context& ctx, const std::string& run_config) {
+  RunPlan plan;
+  plan.project = ctx.project();
+  std::tie(plan.target_name, plan.compute) = target_of(ctx, run_config, &plan.run_config);
+  if (plan.compute.type != "docker" && plan.compute.type != "remotedocker") {
+    ctx.output().print_object(
+        {{"target", plan.target_name},
+         {"prepared", fmt::format("nothing to prepare: {} targets use no environment image",
+                                  plan.compute.type)}});
+    return;
+  }
+  TargetExecutor executor(plan.compute.type);
+  plan.record.run_id = fmt::format("prepare-{}-{}", ctx.clock->now_ms(), ::getpid());
+  plan.record.run_config = run_config;
+  plan.manifest = build_snapshot(plan.project.root, plan.project.state_dir() / "objects",
+                                 plan.project.state_dir() / "cache" / "hashes.tsv");
+  plan.run_dir = plan.project.state_dir() / "prepare" / plan.record.run_id;
+  make_directories(plan.run_dir / "snapshot");
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{plan.run_dir};
+  if (plan.compute.type == "docker") {
+    materialize_snapshot(plan.manifest, plan.project.state_dir() / "objects", plan.project.root,
+                         plan.run_dir / "snapshot");
+  }
+  executor.validate(ctx, plan);
+  executor.prepare(ctx, plan);
+}
+
+void clean(Context& ctx, const std::string& run_config) {
+  const auto [name, compute] = target_of(ctx, run_config);
+  if (compute.type != "docker" && compute.type != "remotedocker" && compute.type != "remote") {
+    throw Error(fmt::format("target {} is {}: only docker, remotedocker and remote targets keep "
+                            "mlw's images and snapshots",
+                            name, compute.type));
+  }
+  TargetExecutor executor(compute.type);
+  const auto removed = executor.clean(ctx, name, compute);
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& line : removed) list.push_back(line);
+  ctx.output().print_object({{"target", name}, {"removed", list}});
 }
 
 }  // namespace mlw::api

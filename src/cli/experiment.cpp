@@ -16,7 +16,7 @@ class SubmitFormatter : public CLI::Formatter {
 }  // namespace
 
 void register_experiment(CLI::App& app, Context& ctx) {
-  auto* group = app.add_subcommand("experiment", "Submit and cancel runs");
+  auto* group = app.add_subcommand("experiment", "Submit, cancel, prepare and clean runs");
   group->require_subcommand(1);
 
   auto request = std::make_shared<api::SubmitRequest>();
@@ -65,6 +65,24 @@ void register_experiment(CLI::App& app, Context& ctx) {
   cancel->add_option("-r,--run", *cancel_id, "Run id")->required()->type_name("RUN_ID");
   cancel->footer(examples({"mlw experiment cancel -r demo_1732200000000"}));
   cancel->callback([&ctx, cancel_id] { api::cancel(ctx, *cancel_id); });
+
+  auto prepare_name = std::make_shared<std::string>();
+  auto* prepare = group->add_subcommand(
+      "prepare", "Ship the project and build the target's environment image ahead of a run");
+  prepare->add_option("-c,--run-configuration", *prepare_name, "Run configuration")
+      ->required()
+      ->type_name("NAME");
+  prepare->footer(examples({"mlw experiment prepare -c my_dsvm"}));
+  prepare->callback([&ctx, prepare_name] { api::prepare(ctx, *prepare_name); });
+
+  auto clean_name = std::make_shared<std::string>();
+  auto* clean = group->add_subcommand(
+      "clean", "Remove mlw's images, snapshots and finished run folders from a target");
+  clean->add_option("-c,--run-configuration", *clean_name, "Run configuration")
+      ->required()
+      ->type_name("NAME");
+  clean->footer(examples({"mlw experiment clean -c my_dsvm"}));
+  clean->callback([&ctx, clean_name] { api::clean(ctx, *clean_name); });
 }
 
 }  // namespace mlw::cli

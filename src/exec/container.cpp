@@ -180,7 +180,8 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
   const std::string name = "mlw-" + lower_ascii(plan.record.run_id);
   words.insert(words.end(), {plan.compute.shared_volumes ? "run" : "create", "--name", name,
                              "--label", "mlw.run=" + plan.record.run_id, "--label",
-                             "mlw.project=" + plan.project.name, "-w", "/mlw/run/snapshot"});
+                             "mlw.project=" + plan.project.name, "--init", "-w",
+                             "/mlw/run/snapshot"});
   if (plan.compute.shared_volumes) {
     words.insert(words.end(), {"-d", "-v", paths.run_dir + ":/mlw/run"});
     if (!user.empty()) words.insert(words.end(), {"--user", user, "-e", "HOME=/tmp"});
@@ -223,7 +224,7 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
     for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
       argv.push_back(std::move(word));
     }
-    script += "cd snapshot && " + shell_join(argv) +
+    script += "cd snapshot || { finish 125; exit 0; }\n" + shell_join(argv) +
               " </dev/null >>../driver_log.txt 2>&1 &\n"
               "echo $! > ../script.pid\n"
               "wait $!\ncode=$?\ncd ..\nfinish \"$code\"\n";

@@ -326,6 +326,13 @@ struct Supervisor {
 
   /// Runs `script`, reconnecting (bounded) when the connection drops.
   ShellResult run_reconnecting(const std::string& script, const ShellStreams& streams = {}) {
+    return run_reconnecting([&] { return script; }, streams);
+  }
+
+  /// Runs the script `make_script` returns (asked again after each reconnect), reconnecting
+  /// (bounded) when the connection drops.
+  ShellResult run_reconnecting(const std::function<std::string()>& make_script,
+                               const ShellStreams& streams) {
     using namespace std::chrono;
     const char* limit = std::getenv("MLW_RECONNECT_TIMEOUT");
     const auto deadline = steady_clock::now() + seconds(limit ? std::atoi(limit) : 300);
@@ -333,7 +340,7 @@ struct Supervisor {
     while (true) {
       try {
         if (!shell) shell = connect_target(ctx, plan.target_name, plan.compute);
-        return shell->run(script, streams);
+        return shell->run(make_script(), streams);
       } catch (const Error& e) {
         if (!remote() || steady_clock::now() > deadline) throw;
         std::fprintf(stderr, "mlw supervisor: %s; reconnecting\n", e.what());

@@ -15,7 +15,7 @@ expect_eq "attach docker" "$CODE" 0
 check "docker compute has the base image" grep -q 'baseDockerImage: "mlw-test/python:3.11"' aml_config/gpu.compute
 check "docker compute has nvidiaDocker true" grep -q 'nvidiaDocker: true' aml_config/gpu.compute
 
-printf '%s\n' "$SECRET" | "$MLW" computetarget attach remotedocker -n my_dsvm -a 'gpu-vm.example.com:2222' -u me --password-stdin >"$WORK/o" 2>"$WORK/e"
+printf '%s\n' "$SECRET" | "$MLW" computetarget attach remotedocker -n my_dsvm -a 'gpu-vm.example.com:2222' -u me --password-stdin --no-connect >"$WORK/o" 2>"$WORK/e"
 expect_eq "attach remotedocker --password-stdin" "$?" 0
 expect_not_contains "no warning for --password-stdin" "$(cat "$WORK/e")" "process list"
 check "compute holds a reference" grep -q 'password: "MlwSecret=my_dsvm#me#' aml_config/my_dsvm.compute
@@ -25,7 +25,7 @@ check "the secret store holds it" grep -qF 'S3cr3t pass' "$STORE"
 expect_eq "secret store mode" "$(stat -c %a "$STORE")" "600"
 expect_eq "config folder mode" "$(stat -c %a "$XDG_CONFIG_HOME/mlw")" "700"
 
-run_mlw computetarget attach remote -n box -a '[::1]:2200' -u me -w 'pw-on-command-line'
+run_mlw computetarget attach remote -n box -a '[::1]:2200' -u me --no-connect -w 'pw-on-command-line'
 expect_eq "attach remote -w" "$CODE" 0
 expect_contains "-w warns about the process list" "$ERR" "process list"
 
@@ -42,7 +42,7 @@ expect_not_contains "show never prints the password" "$OUT" "S3cr3t"
 expect_error "existing name refused" 1 "add --force" computetarget attach local -n mylocal
 run_mlw computetarget attach local -n mylocal --force --python python3
 expect_eq "--force replaces" "$CODE" 0
-printf 'new\n' | "$MLW" -q computetarget attach remotedocker -n my_dsvm -a h -u me --password-stdin --force >/dev/null 2>&1
+printf 'new\n' | "$MLW" -q computetarget attach remotedocker -n my_dsvm -a h -u me --password-stdin --force --no-connect >/dev/null 2>&1
 check "--force replaced the old secret" bash -c "! grep -qF 'S3cr3t' '$STORE' && grep -q '\"new\"' '$STORE'"
 
 expect_error "bad name" 2 "may only contain" computetarget attach local -n ../x
@@ -54,7 +54,7 @@ expect_error "password for local refused" 2 "mlw computetarget attach local --he
 check "failed attaches wrote nothing" bash -c "! ls aml_config | grep -qE '^(r1|l2|x)\\.'"
 
 chmod 644 "$STORE"
-expect_error "loose secret store refused" 1 "chmod 600" computetarget attach remote -n r2 -a h -u me -w x
+expect_error "loose secret store refused" 1 "chmod 600" computetarget attach remote -n r2 -a h -u me --no-connect -w x
 check "refused attach wrote nothing" test ! -e aml_config/r2.compute
 chmod 600 "$STORE"
 

@@ -24,5 +24,10 @@ int submit(Context& ctx, const SubmitRequest& request);
 
 /// Cancels a live run and records it as Canceled.
 void cancel(Context& ctx, const std::string& run_id);
+/// `mlw experiment prepare -c NAME`: ships the project and builds the environment ahead.
+void prepare(Context& ctx, const std::string& run_config);
+/// `mlw experiment clean -c NAME`: removes mlw's images, snapshots and finished run folders
+/// from the target.
+void clean(Context& ctx, const std::string& run_config);
 
 }  // namespace mlw::api

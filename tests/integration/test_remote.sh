@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# Docker and remote machines over SSH, against the real servers of tests/fixtures/servers.sh
+# (dockerd without a bridge, the debootstrap image mlw-test/python:3.11, a loopback sshd with
+# the user mlwtest in the docker group): host keys, logins, -k, doctor, shipping, environments
+# (a wheel installed with pip --no-index), runs, exit codes, OOM, hostile arguments, malicious
+# outputs, the NVIDIA error, cancel, a connection killed mid-run and one killed mid-upload.
+source "$(dirname "$0")/lib.sh"
+
+for var in MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST; do
+  if [ -z "${!var:-}" ]; then
+    echo "FAIL: $var is not set: start the servers with tests/fixtures/servers.sh (scripts/test does)"
+    exit 1
+  fi
+done
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+PORT=$MLW_TEST_SSH_PORT
+ADDR="127.0.0.1:$PORT"
+USER_HOME=$(getent passwd mlwtest | cut -d: -f6)
+export MLW_RECONNECT_TIMEOUT=60
+# A clean slate on the target: no keys or store left by an earlier suite.
+rm -rf "$USER_HOME/.mlw" "$USER_HOME/.ssh"
+
+new_project rproj
+sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" aml_config/docker.compute
+
+# --- host keys and logins -------------------------------------------------------------------
+FPR=$(ssh-keygen -lf "$MLW_TEST_SSH_HOST_KEY" | awk '{print $2}')
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+run_mlw computetarget attach remotedocker -n rd -a "$ADDR" -u mlwtest --password-stdin \
+  --base-image "$MLW_TEST_IMAGE" <"$WORK/pw"
+"$MLW" computetarget attach remotedocker -n rd -a "$ADDR" -u mlwtest --password-stdin \
+  --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "unknown host key refused without a terminal" "$?" 1
+expect_contains "refusal shows the fingerprint" "$(cat "$WORK/e")" "unknown host key $FPR"
+expect_contains "refusal says how to accept" "$(cat "$WORK/e")" "--accept-host-key"
+check "nothing written after a refused host key" test ! -e aml_config/rd.compute
+
+"$MLW" computetarget attach remotedocker -n rd -a "$ADDR" -u mlwtest --password-stdin \
+  --accept-host-key --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach with --accept-host-key and a password" "$?" 0
+expect_contains "host key recorded" "$(cat "$HOME/.ssh/known_hosts")" "[127.0.0.1]:$PORT ssh-ed25519"
+expect_contains "login by password" "$(cat "$WORK/o")" "password"
+check "no password in the project" bash -c "! grep -rq -- \"$MLW_TEST_SSH_PASSWORD\" ."
+check "password in the secret store" grep -q -- "$MLW_TEST_SSH_PASSWORD" "$XDG_CONFIG_HOME/mlw/secrets.json"
+
+"$MLW" computetarget attach remotedocker -n rdk -a "$ADDR" -u mlwtest --password-stdin -k \
+  --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach -k" "$?" 0
+KEY=$(grep '^privateKeyFile' aml_config/rdk.compute | sed 's/.*: "\(.*\)"/\1/')
+KEY_PATH=${KEY/#\~/$HOME}
+expect_eq "-k key file is 0600" "$(stat -c %a "$KEY_PATH")" "600"
+expect_contains "-k installs the public key" "$(cat "$USER_HOME/.ssh/authorized_keys")" "$(cut -d' ' -f2 "$KEY_PATH.pub")"
+expect_contains "-k stores no password" "$(grep '^password' aml_config/rdk.compute)" '""'
+sed -i "s#^sharedVolumes:.*#sharedVolumes: false#" aml_config/rdk.compute
+
+run_mlw computetarget doctor -n rdk
+expect_eq "doctor on a healthy target" "$CODE" 0
+for line in "address resolves  ok" "reachable         ok" "host key          ok" "login             ok" "docker            ok" "free disk         ok"; do
+  expect_contains "doctor: $line" "$OUT" "$line"
+done
+expect_contains "doctor names the fingerprint" "$OUT" "$FPR"
+
+# Hashed known_hosts names are understood.
+ssh-keygen -H -f "$HOME/.ssh/known_hosts" >/dev/null 2>&1
+check "known_hosts hashed" bash -c "grep -q '^|1|' '$HOME/.ssh/known_hosts'"
+
+# --- runs on remotedocker ---------------------------------------------------------------------
+cat >args.py <<'PY'
+import json, os, sys
+os.makedirs("outputs", exist_ok=True)
+json.dump(sys.argv[1:], open("outputs/args.json", "w", encoding="utf-8"), ensure_ascii=False)
+print("ARGS", json.dumps(sys.argv[1:]))
+print("ENV", os.environ["MLW_RUN_ID"], os.environ["MLW_TARGET"], os.environ["MLW_SHARE_DIR"])
+PY
+cat >exit_with.py <<'PY'
+import sys
+print("exiting", sys.argv[1], flush=True)
+sys.exit(int(sys.argv[1]))
+PY
+HOSTILE=("" "a'b" 'say "hi"' '$(touch /tmp/mlw-pwned)' '`id`' 'x; rm -rf ~' $'two\nlines' 'héllo wörld ✓' '*' 'back\slash')
+run_mlw -o json experiment submit -c rdk args.py "${HOSTILE[@]}"
+expect_eq "remotedocker run (key login, copied volumes)" "$CODE" 0
+RID=$(json_get "$OUT" 'd["run_id"]')
+EXPECTED=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "${HOSTILE[@]}")
+expect_eq "hostile arguments intact through ssh and docker" \
+  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+check "no command injection" test ! -e /tmp/mlw-pwned
+expect_contains "run env on the target" "$(cat ".mlw/runs/$RID/driver_log.txt")" "ENV $RID rdk /mlw/share"
+expect_eq "image tag recorded" "$(json_get "$OUT" 'd["image_tag"].startswith("mlw_env:")')" "True"
+
+run_mlw experiment submit -c rd exit_with.py 3
+expect_eq "script exit code through remotedocker (password login)" "$CODE" 3
+expect_contains "exit code summary" "$OUT" "exit code 3"
+
+# Unchanged project: nothing is shipped again.
+run_mlw -vv experiment submit -c rdk exit_with.py 0
+expect_eq "resubmit" "$CODE" 0
+expect_not_contains "an unchanged project sends no content" "$ERR" "shipping"
+
+# SIGKILL and the memory limit: 137.
+cat >kill_self.py <<'PY'
+import os, signal
+print("killing myself", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+PY
+run_mlw experiment submit -c rd kill_self.py
+expect_eq "container killed by SIGKILL" "$CODE" 137
+cat >hog.py <<'PY'
+blocks = []
+while True:
+    blocks.append(bytearray(8 * 1024 * 1024))
+PY
+cp aml_config/rd.compute aml_config/rdmem.compute
+sed -i 's#^dockerRunArgs:.*#dockerRunArgs: ["--memory=64m", "--memory-swap=64m"]#' aml_config/rdmem.compute
+cp aml_config/rd.runconfig aml_config/rdmem.runconfig
+sed -i 's/^Target:.*/Target: rdmem/' aml_config/rdmem.runconfig
+run_mlw -o json experiment submit -c rdmem hog.py
+expect_eq "out of memory: 137" "$CODE" 137
+expect_contains "out of memory reported" "$OUT" "out of memory"
+
+# Malicious outputs: a symlink leaving the folder is refused and reported.
+cat >evil.py <<'PY'
+import os
+os.makedirs("outputs/sub", exist_ok=True)
+os.symlink("/etc/passwd", "outputs/passwd")
+os.symlink("../../../../../../etc", "outputs/sub/up")
+open("outputs/fine.txt", "w").write("fine\n")
+PY
+PASSWD_BEFORE=$(sha256sum /etc/passwd)
+run_mlw -o json experiment submit -c rd evil.py
+expect_eq "malicious outputs run" "$CODE" 0
+RID=$(json_get "$OUT" 'd["run_id"]')
+expect_contains "symlink refused and reported" "$OUT" "outputs/passwd: a symlink to /etc/passwd"
+check "symlink not made" test ! -L ".mlw/runs/$RID/outputs/passwd"
+check "regular output brought back" test -f ".mlw/runs/$RID/outputs/fine.txt"
+expect_eq "/etc/passwd untouched" "$(sha256sum /etc/passwd)" "$PASSWD_BEFORE"
+
+# --- environments: a wheel from the project, installed with pip --no-index ---------------------
+mkdir -p wheels
+python3 - <<'PY'
+import zipfile
+name = "mlwdemo-1.0.dist-info"
+with zipfile.ZipFile("wheels/mlwdemo-1.0-py3-none-any.whl", "w") as z:
+    z.writestr("mlwdemo/__init__.py", "GREETING = 'hello from a wheel'\n")
+    z.writestr(f"{name}/METADATA", "Metadata-Version: 2.1\nName: mlwdemo\nVersion: 1.0\n")
+    z.writestr(f"{name}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(f"{name}/RECORD", "")
+PY
+cat >aml_config/conda_dependencies.yml <<'YML'
+name: project_environment
+dependencies:
+  - python=3.11
+  - pip:
+    - --no-index
+    - --find-links=wheels
+    - mlwdemo
+YML
+cat >use_wheel.py <<'PY'
+import mlwdemo
+print(mlwdemo.GREETING)
+PY
+run_mlw -o json experiment submit -c rd use_wheel.py
+expect_eq "run in a built environment" "$CODE" 0
+RID=$(json_get "$OUT" 'd["run_id"]')
+expect_contains "wheel importable in the run" "$(cat ".mlw/runs/$RID/driver_log.txt")" "hello from a wheel"
+check "build log kept with the run" grep -q "Successfully installed mlwdemo" ".mlw/runs/$RID/build.log"
+run_mlw experiment prepare -c rd
+expect_eq "prepare with the image present" "$CODE" 0
+expect_contains "prepare names the image" "$OUT" "mlw_env:"
+# A broken requirement fails the build: 125, the log shown.
+cat >aml_config/conda_dependencies.yml <<'YML'
+dependencies:
+  - pip:
+    - --no-index
+    - no-such-package-mlw
+YML
+run_mlw experiment submit -c rd use_wheel.py
+expect_eq "failed environment build: 125" "$CODE" 125
+expect_contains "build failure names the log" "$OUT" "build.log"
+expect_contains "build output shown" "$OUT" "no-such-package-mlw"
+printf 'dependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
+
+# --- NVIDIA: the daemon has no NVIDIA runtime ---------------------------------------------------
+cp aml_config/rd.compute aml_config/rdgpu.compute
+sed -i 's#^nvidiaDocker:.*#nvidiaDocker: true#' aml_config/rdgpu.compute
+cp aml_config/rd.runconfig aml_config/rdgpu.runconfig
+sed -i 's/^Target:.*/Target: rdgpu/' aml_config/rdgpu.runconfig
+BEFORE=$("$MLW" -o json history list --top 0 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+expect_error "nvidiaDocker without the NVIDIA runtime" 125 "nvidia-container-toolkit" experiment submit -c rdgpu args.py
+expect_contains "the NVIDIA error names the host" "$ERR" "$ADDR"
+AFTER=$("$MLW" -o json history list --top 0 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+expect_eq "nothing recorded for the NVIDIA error" "$AFTER" "$BEFORE"
+run_mlw computetarget doctor -n rdgpu
+expect_eq "doctor fails without the NVIDIA runtime" "$CODE" 1
+expect_contains "doctor's NVIDIA line" "$OUT" "NVIDIA runtime    fail"
+
+# --- the local docker target, nativeSharedDirectory and dockerRunArgs -------------------------
+sed -i "s#^nativeSharedDirectory:.*#nativeSharedDirectory: \"$WORK/share\"#" aml_config/docker.compute
+sed -i 's#^dockerRunArgs:.*#dockerRunArgs: ["--hostname=mlwbox"]#' aml_config/docker.compute
+cat >share.py <<'PY'
+import os, socket
+p = os.path.join(os.environ["MLW_SHARE_DIR"], "count")
+n = int(open(p).read()) + 1 if os.path.exists(p) else 1
+open(p, "w").write(str(n))
+print("count", n, "host", socket.gethostname())
+os.makedirs("outputs", exist_ok=True)
+open("outputs/n.txt", "w").write(str(n))
+PY
+run_mlw experiment submit -c docker share.py
+expect_eq "docker target run" "$CODE" 0
+expect_contains "dockerRunArgs applied" "$OUT" "host mlwbox"
+run_mlw -o json experiment submit -c docker share.py
+expect_contains "nativeSharedDirectory persists across runs" "$(cat ".mlw/runs/$(json_get "$OUT" 'd["run_id"]')/driver_log.txt")" "count 2"
+expect_eq "shared folder on the host" "$(cat "$WORK/share/count")" "2"
+expect_eq "docker outputs collected" "$(json_get "$OUT" 'd["outputs"]')" "['n.txt']"
+run_mlw experiment submit -c docker exit_with.py 7
+expect_eq "docker target exit code" "$CODE" 7
+
+# --- the remote target (no docker) ------------------------------------------------------------
+"$MLW" computetarget attach remote -n box -a "$ADDR" -u mlwtest --private-key-file "$KEY" >/dev/null 2>"$WORK/e"
+expect_eq "attach remote with the -k key" "$?" 0
+run_mlw -o json experiment submit -c box args.py "${HOSTILE[@]}"
+expect_eq "remote target run" "$CODE" 0
+[ "$CODE" = 0 ] || echo "remote target run said: $OUT $ERR" >&2
+RID=$(json_get "$OUT" 'd["run_id"]')
+expect_eq "hostile arguments intact through ssh" \
+  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+run_mlw experiment submit -c box exit_with.py 4
+expect_eq "remote target exit code" "$CODE" 4
+
+# --- cancel, -a and logs -f -------------------------------------------------------------------
+cat >slow.py <<'PY'
+import sys, time
+n = int(sys.argv[1])
+for i in range(n):
+    print("line", i, flush=True)
+    time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.2)
+print("done", flush=True)
+PY
+run_mlw -o json experiment submit -c rdk -a slow.py 600 0.5
+expect_eq "async submit" "$CODE" 0
+RID=$(json_get "$OUT" 'd["run_id"]')
+wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
+run_mlw experiment cancel -r "$RID"
+expect_eq "cancel a remotedocker run" "$CODE" 0
+expect_eq "canceled status" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Canceled"
+check "container gone after cancel" bash -c "! docker ps --filter label=mlw.run=$RID -q | grep -q ."
+
+# --- the SSH connection killed mid-run ----------------------------------------------------------
+run_mlw -o json experiment submit -c rdk -a slow.py 30 0.1
+RID=$(json_get "$OUT" 'd["run_id"]')
+wait_for 30 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
+for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do kill "$child"; done
+"$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+expect_eq "logs -f after a dropped connection" "$?" 0
+expect_eq "every line exactly once" "$(grep -c '^line ' "$WORK/follow.txt")" "30"
+expect_eq "no line repeated" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
+[ "$(grep -c '^line ' "$WORK/follow.txt")" = 30 ] || { cat "$WORK/follow.txt" "$WORK/follow.err" ".mlw/runs/$RID/supervisor.log"; } >&2
+expect_eq "run completed" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Completed"
+
+# --- sshd gone mid-upload: a clear error; the resubmit reuses what arrived ----------------------
+mkdir -p data
+for i in $(seq 1 40); do head -c 2000000 /dev/urandom >"data/part$i.bin"; done
+( for _ in $(seq 1 400); do
+    if ls "$USER_HOME/.mlw/incoming/" 2>/dev/null | grep -q '^rproj'; then
+      for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do kill -9 "$child"; done
+      exit 0
+    fi
+    sleep 0.01
+  done ) &
+WATCHER=$!
+run_mlw experiment submit -c rdk exit_with.py 0
+wait "$WATCHER"
+expect_eq "a dropped upload fails the submit with 125" "$CODE" 125
+expect_contains "the upload error names the host" "$ERR" "$ADDR"
+run_mlw -vv experiment submit -c rdk exit_with.py 0
+expect_eq "resubmit after a dropped upload" "$CODE" 0
+SENT=$(grep -o 'shipping [0-9]* objects' <<<"$ERR" | awk '{print $2}')
+check "the resubmit sends at most the 40 new files" test "${SENT:-0}" -le 40
+
+# --- a changed host key is refused, naming the line ----------------------------------------------
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/other_key"
+printf '[127.0.0.1]:%s %s\n' "$PORT" "$(cut -d' ' -f1,2 "$WORK/other_key.pub")" >"$HOME/.ssh/known_hosts"
+expect_error "changed host key refused" 125 "CHANGED" experiment submit -c rd args.py
+expect_contains "changed key names the known_hosts line" "$ERR" "remove line 1 of $HOME/.ssh/known_hosts"
+
+# --- an RSA-only user key is explained ----------------------------------------------------------
+rm -f "$HOME/.ssh/known_hosts"
+ssh-keygen -q -t rsa -b 2048 -N '' -f "$WORK/id_rsa"
+cat "$WORK/id_rsa.pub" >>"$USER_HOME/.ssh/authorized_keys"
+expect_error "RSA key explained" 1 "ssh-rsa (SHA-1)" computetarget attach remote -n rsa -a "$ADDR" -u mlwtest --private-key-file "$WORK/id_rsa" --accept-host-key
+expect_contains "RSA error points to -k" "$ERR" "-k"
+
+# --- clean ----------------------------------------------------------------------------------------
+run_mlw -o json experiment clean -c rd
+expect_eq "clean" "$CODE" 0
+expect_contains "clean removed the images" "$OUT" "mlw_env:"
+check "no mlw images left" bash -c "! docker images --format '{{.Repository}}' | grep -q mlw_env"
+
+finish
