@@ -488,9 +488,10 @@ void prepare(Context& ctx, const std::string& run_config) {
 void clean(Context& ctx, const std::string& run_config) {
   const auto [name, compute] = target_of(ctx, run_config);
   if (compute.type != "docker" && compute.type != "remotedocker" && compute.type != "remote") {
-    throw Error(fmt::format("target {} is {}: only docker, remotedocker and remote targets keep "
-                            "mlw's images and snapshots",
-                            name, compute.type));
+    throw Error(
+        fmt::format("target {} is {}: only docker, remotedocker and remote targets keep "
+                    "mlw's images and snapshots",
+                    name, compute.type));
   }
   TargetExecutor executor(compute.type);
   const auto removed = executor.clean(ctx, name, compute);

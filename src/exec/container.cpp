@@ -178,10 +178,10 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
                                           const std::string& user) {
   std::vector<std::string> words = docker_words(plan.compute, facts);
   const std::string name = "mlw-" + lower_ascii(plan.record.run_id);
-  words.insert(words.end(), {plan.compute.shared_volumes ? "run" : "create", "--name", name,
-                             "--label", "mlw.run=" + plan.record.run_id, "--label",
-                             "mlw.project=" + plan.project.name, "--init", "-w",
-                             "/mlw/run/snapshot"});
+  words.insert(words.end(),
+               {plan.compute.shared_volumes ? "run" : "create", "--name", name, "--label",
+                "mlw.run=" + plan.record.run_id, "--label", "mlw.project=" + plan.project.name,
+                "--init", "-w", "/mlw/run/snapshot"});
   if (plan.compute.shared_volumes) {
     words.insert(words.end(), {"-d", "-v", paths.run_dir + ":/mlw/run"});
     if (!user.empty()) words.insert(words.end(), {"--user", user, "-e", "HOME=/tmp"});

@@ -374,15 +374,17 @@ struct Supervisor {
         say(chunk);
       };
       streams.should_stop = [&] { return !stop_sent && canceled(); };
-      const std::string script = fmt::format("exec tail -c +{} -s 0.1 --pid={} -f {} 2>/dev/null",
-                                             offset + 1, monitor_pid, log);
-      const ShellResult result = run_reconnecting(script, streams);
+      run_reconnecting(
+          [&] {
+            return fmt::format("exec tail -c +{} -s 0.1 --pid={} -f {} 2>/dev/null", offset + 1,
+                               monitor_pid, log);
+          },
+          streams);
       if (!stop_sent && canceled()) {
         stop_run();
         stop_sent = true;
         continue;
       }
-      (void)result;
       const ShellResult alive = run_reconnecting(
           fmt::format("kill -0 {} 2>/dev/null && echo running; exit 0", monitor_pid));
       if (alive.output.find("running") == std::string::npos) break;
