@@ -608,9 +608,12 @@ const std::string& SshShell::fingerprint() const {
 }
 
 void SshShell::abandon() {
+  // The child owns the protocol state now: close this copy of the socket first, so freeing the
+  // session here cannot send anything on the connection.
   if (m_impl->socket >= 0) ::close(m_impl->socket);
   m_impl->socket = -1;
-  m_impl->session = nullptr;  // the child owns the protocol state now; nothing is sent from here
+  if (m_impl->session) libssh2_session_free(m_impl->session);
+  m_impl->session = nullptr;
 }
 
 ShellResult SshShell::run(const std::string& script, const ShellStreams& streams) {

@@ -2,6 +2,7 @@
 
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/local.hpp"
+#include "mlw/exec/target.hpp"
 
 namespace mlw {
 
@@ -10,8 +11,15 @@ TEST(ExecutorTable, LocalTargetsHaveTheLocalExecutor) {
   EXPECT_NE(dynamic_cast<LocalExecutor*>(executor.get()), nullptr);
 }
 
+TEST(ExecutorTable, DockerAndSshTargetsHaveTheTargetExecutor) {
+  for (const char* type : {"docker", "remotedocker", "remote"}) {
+    auto executor = make_executor(type);
+    EXPECT_NE(dynamic_cast<TargetExecutor*>(executor.get()), nullptr) << type;
+  }
+}
+
 TEST(ExecutorTable, KnownTypesNotYetRunnableSaySo) {
-  for (const char* type : {"docker", "remotedocker", "remote", "slurm"}) {
+  for (const char* type : {"slurm"}) {
     try {
       make_executor(type);
       FAIL() << type;

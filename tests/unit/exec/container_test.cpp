@@ -1,0 +1,129 @@
+#include "mlw/exec/container.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "temp_dir.hpp"
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+
+namespace mlw {
+
+namespace {
+
+RunPlan container_plan(const fs::path& root) {
+  RunPlan plan;
+  plan.project = {root, "demo"};
+  plan.target_name = "gpu";
+  plan.compute.type = "remotedocker";
+  plan.compute.base_docker_image = "pytorch/pytorch:latest";
+  plan.run_config = default_run_config("gpu");
+  plan.run_config.environment_variables = {{"SECRET_TOKEN", "s3cr3t value"}};
+  plan.script = "train.py";
+  plan.arguments = {"--lr", "0.1"};
+  plan.record.run_id = "demo_1700000000000";
+  return plan;
+}
+
+bool has(const std::vector<std::string>& words, const std::string& word) {
+  return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+}  // namespace
+
+TEST(Container, RunWordsMountTheRunAndPassEnvironmentByNameOnly) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  const auto words = docker_run_words(plan, {"/home/u/.mlw/runs/r", "/home/u/.mlw/share"}, {},
+                                      "mlw_env:abc", "1000:1000");
+  EXPECT_EQ(words[0], "docker");
+  EXPECT_EQ(words[1], "run");
+  EXPECT_TRUE(has(words, "-d"));
+  EXPECT_TRUE(has(words, "/home/u/.mlw/runs/r:/mlw/run"));
+  EXPECT_TRUE(has(words, "/home/u/.mlw/share:/mlw/share"));
+  EXPECT_TRUE(has(words, "mlw.run=demo_1700000000000"));
+  EXPECT_TRUE(has(words, "SECRET_TOKEN"));
+  for (const auto& word : words) EXPECT_EQ(word.find("s3cr3t"), std::string::npos);
+  EXPECT_FALSE(has(words, "--gpus"));
+  const std::vector<std::string> tail(words.end() - 5, words.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"mlw_env:abc", "python3", "train.py", "--lr", "0.1"}));
+}
+
+TEST(Container, GpusUseTheRuntimeOrNvidiaDockerOrFailClearly) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  plan.compute.nvidia_docker = true;
+  plan.compute.gpus = "device=0,1";
+  TargetFacts runtime;
+  runtime.nvidia_runtime = true;
+  const auto words = docker_run_words(plan, {"/r", "/s"}, runtime, "img", "");
+  const auto at = std::find(words.begin(), words.end(), "--gpus");
+  ASSERT_NE(at, words.end());
+  EXPECT_EQ(*(at + 1), "\"device=0,1\"");
+  TargetFacts wrapper;
+  wrapper.nvidia_docker_binary = true;
+  EXPECT_EQ(docker_words(plan.compute, wrapper), std::vector<std::string>{"nvidia-docker"});
+  try {
+    check_nvidia(plan.compute, TargetFacts{}, "gpu-vm");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), exit_code::k_cannot_start);
+    EXPECT_NE(std::string(e.what()).find("gpu-vm"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("nvidia-container-toolkit"), std::string::npos);
+  }
+  plan.compute.use_sudo = true;
+  EXPECT_EQ(docker_words(plan.compute, runtime),
+            (std::vector<std::string>{"sudo", "-n", "docker"}));
+}
+
+TEST(Container, CopiedVolumesCreateTheContainerWithoutMountingTheRun) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  plan.compute.shared_volumes = false;
+  const auto words = docker_run_words(plan, {"/r", "/s"}, {}, "img", "1:1");
+  EXPECT_EQ(words[1], "create");
+  EXPECT_FALSE(has(words, "/r:/mlw/run"));
+  EXPECT_FALSE(has(words, "--user"));
+}
+
+TEST(Container, EnvironmentHashFollowsBaseImageDependenciesAndWheels) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  make_directories(dir.path() / "aml_config");
+  atomic_write_file(dir.path() / "aml_config/conda_dependencies.yml",
+                    "dependencies:\n  - python=3.11\n  - numpy\n  - pip:\n    - --no-index\n"
+                    "    - --find-links=wheels\n    - demo\n");
+  plan.manifest.entries = {{"wheels/demo-1.0-py3-none-any.whl", 10, 0644, "aa", ""},
+                           {"train.py", 5, 0644, "bb", ""}};
+  const EnvironmentSpec first = environment_spec(plan);
+  EXPECT_EQ(first.tag, "mlw_env:" + first.hash);
+  EXPECT_EQ(first.requirements, "--no-index\n--find-links=wheels\ndemo\n");
+  EXPECT_EQ(first.conda_packages, std::vector<std::string>{"numpy"});
+  ASSERT_EQ(first.local_files.size(), 1u);
+  EXPECT_EQ(first.local_files[0].path, "wheels/demo-1.0-py3-none-any.whl");
+  EXPECT_NE(first.dockerfile.find("FROM pytorch/pytorch:latest"), std::string::npos);
+  EXPECT_EQ(environment_spec(plan).hash, first.hash);
+  plan.manifest.entries[0].sha256 = "cc";
+  EXPECT_NE(environment_spec(plan).hash, first.hash);
+  plan.manifest.entries[0].sha256 = "aa";
+  plan.compute.base_docker_image = "python:3.11";
+  EXPECT_NE(environment_spec(plan).hash, first.hash);
+}
+
+TEST(Container, MalformedDependencyFileNamesItsLine) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  make_directories(dir.path() / "aml_config");
+  atomic_write_file(dir.path() / "aml_config/conda_dependencies.yml",
+                    "dependencies:\n  - pip: oops\n");
+  try {
+    environment_spec(plan);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conda_dependencies.yml:2"), std::string::npos);
+  }
+}
+
+}  // namespace mlw
