@@ -291,36 +291,7 @@ RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
       build_local_command(plan, fs::absolute(*interpreter).string(), current_environment());
   make_directories(expand_user(plan.compute.native_shared_directory));
   make_directories(spec.cwd / "outputs");
-  int live[2];
-  if (::pipe2(live, O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + errno_text(errno));
-  std::cout.flush();
-  std::cerr.flush();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("cannot start the run: " + errno_text(errno));
-  if (pid == 0) {
-    ::close(live[0]);
-    ::setsid();
-    ::signal(SIGINT, SIG_IGN);
-    ::signal(SIGHUP, SIG_IGN);
-    ::signal(SIGPIPE, SIG_IGN);
-    const int null_fd = ::open("/dev/null", O_RDWR);
-    const int log =
-        ::open((plan.run_dir / "supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(null_fd, 0);
-    ::dup2(log >= 0 ? log : null_fd, 1);
-    ::dup2(log >= 0 ? log : null_fd, 2);
-    int code = 0;
-    try {
-      code = supervise(ctx, plan, spec, live[1]);
-    } catch (const std::exception& e) {
-      const std::string message = std::string("mlw supervisor: ") + e.what() + "\n";
-      write_all(2, message.data(), message.size());
-      code = 1;
-    }
-    ::_exit(code);
-  }
-  ::close(live[1]);
-  return {live[0], pid};
+  return start_supervisor(plan, [&](int live_fd) { return supervise(ctx, plan, spec, live_fd); });
 }
 
 void LocalExecutor::stop(Context&, const RunRecord& record, bool force) {

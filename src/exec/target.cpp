@@ -592,32 +592,13 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
   } else {
     ship_snapshot(ctx, *m_shell, plan, m_facts, env, paths);
   }
-  int live[2];
-  if (::pipe2(live, O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + errno_text(errno));
-  std::cout.flush();
-  std::cerr.flush();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("cannot start the run: " + errno_text(errno));
-  if (pid == 0) {
-    ::close(live[0]);
-    ::setsid();
-    ::signal(SIGINT, SIG_IGN);
-    ::signal(SIGHUP, SIG_IGN);
-    ::signal(SIGPIPE, SIG_IGN);
-    const int null_fd = ::open("/dev/null", O_RDWR);
-    const int log =
-        ::open((plan.run_dir / "supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(null_fd, 0);
-    ::dup2(log >= 0 ? log : null_fd, 1);
-    ::dup2(log >= 0 ? log : null_fd, 2);
+  RunHandle handle = start_supervisor(plan, [&](int live_fd) {
     ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
-    int code = 0;
     try {
-      Supervisor supervisor{ctx, plan, std::move(m_shell), m_facts, env, paths, live[1], {}, {}, -1,
+      Supervisor supervisor{ctx, plan, std::move(m_shell), m_facts, env, paths, live_fd, {}, {}, -1,
                             0,   {}};
-      code = supervisor.run();
+      return supervisor.run();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "mlw supervisor: %s\n", e.what());
       try {
         HistoryStore store(plan.history_dir);
         RunRecord record = store.load(plan.record.run_id);
@@ -631,13 +612,11 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
         }
       } catch (const std::exception&) {
       }
-      code = 1;
+      throw;
     }
-    ::_exit(code);
-  }
-  ::close(live[1]);
+  });
   if (auto* ssh = dynamic_cast<SshShell*>(m_shell.get())) ssh->abandon();
-  return {live[0], pid};
+  return handle;
 }
 
 void TargetExecutor::stop(Context&, const RunRecord&, bool) {}

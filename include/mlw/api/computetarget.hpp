@@ -17,9 +17,9 @@ struct AttachRequest {
   bool password_stdin = false;
   std::optional<std::string> private_key_file;
   std::optional<std::string> private_key_passphrase;  ///< stored in the secret store
-  bool use_ssh_key = false;       ///< -k: make a key pair for the target and install it there
-  bool accept_host_key = false;   ///< --accept-host-key: trust an unknown host key
-  bool no_connect = false;        ///< --no-connect: write the files without connecting
+  bool use_ssh_key = false;      ///< -k: make a key pair for the target and install it there
+  bool accept_host_key = false;  ///< --accept-host-key: trust an unknown host key
+  bool no_connect = false;       ///< --no-connect: write the files without connecting
   std::optional<std::string> base_image;
   std::optional<std::string> python_location;
   bool nvidia_docker = false;

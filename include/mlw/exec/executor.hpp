@@ -53,6 +53,12 @@ class Executor {
   virtual void stop(Context& ctx, const RunRecord& record, bool force) = 0;
 };
 
+/// Forks the run's supervisor: its own session, SIGINT/SIGHUP/SIGPIPE ignored, stdin from
+/// /dev/null, stdout and stderr into `<run_dir>/supervisor.log`; it calls `supervise` with the
+/// write end of the live-output pipe and exits with its result (1, logged, if it throws).
+/// Returns the read end and the supervisor's pid.
+RunHandle start_supervisor(const RunPlan& plan, const std::function<int(int live_fd)>& supervise);
+
 /// Creates the executor for a target type, from the table of known types; throws mlw::Error for
 /// types this build cannot run yet.
 std::unique_ptr<Executor> make_executor(const std::string& type);
