@@ -3,7 +3,6 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -19,6 +18,7 @@
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "mlw/util/terminal.hpp"
 
 namespace mlw::api {
 
@@ -33,22 +33,6 @@ std::string read_password_from_stdin() {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   if (text.empty()) throw UsageError("--password-stdin: nothing was read from standard input");
   return text;
-}
-
-std::string prompt_password(Context& ctx, const std::string& user, const std::string& host) {
-  *ctx.err << fmt::format("Password for {}@{}: ", user, host) << std::flush;
-  termios old_mode{};
-  const bool terminal = ::tcgetattr(0, &old_mode) == 0;
-  if (terminal) {
-    termios quiet = old_mode;
-    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-    ::tcsetattr(0, TCSAFLUSH, &quiet);
-  }
-  std::string line;
-  std::getline(std::cin, line);
-  if (terminal) ::tcsetattr(0, TCSAFLUSH, &old_mode);
-  *ctx.err << "\n";
-  return line;
 }
 
 std::string current_user() {
@@ -226,7 +210,8 @@ void attach(Context& ctx, const AttachRequest& request) {
     password = read_password_from_stdin();
   } else if (remote && !request.private_key_file && ctx.stdin_is_terminal && !request.no_connect &&
              !has_default_login(compute)) {
-    password = prompt_password(ctx, compute.username, compute.address);
+    password = read_terminal_line(
+        *ctx.err, fmt::format("Password for {}@{}: ", compute.username, compute.address), false);
     if (password->empty()) password.reset();
   }
   SecretStore secrets(ctx.config_dir);

@@ -254,7 +254,7 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
             "code=$(" +
             docker +
             " wait \"$cid\")\nwait $logs\n"
-            "[ \"$(" +
+            "[ \"$code\" = 137 ] && [ \"$(" +
             docker +
             " inspect -f '{{.State.OOMKilled}}' \"$cid\" 2>/dev/null)\" = true ]"
             " && echo oom > oom\n";

@@ -249,6 +249,7 @@ void prepare_local_run_dir(const RunPlan& plan, const EnvironmentSpec& env) {
 ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
                          const EnvironmentSpec& env, const TargetRunPaths& paths,
                          const std::function<void(std::string_view)>& on_output) {
+  if (facts.image_present) return ShellResult{0, "", ""};
   const std::string docker = shell_join(docker_words(plan.compute, facts));
   const std::string locks = is_local_docker(plan.compute.type)
                                 ? (plan.project.state_dir() / "locks").string()
@@ -355,15 +356,19 @@ struct Supervisor {
     const std::string run = shell_quote(paths.run_dir);
     const std::string script =
         plan.compute.type == "remote"
-            ? "cd " + run + " && [ -s script.pid ] && kill -TERM \"$(cat script.pid)\"; exit 0"
+            ? "cd " + run +
+                  " && [ -s script.pid ] && { p=$(cat script.pid); kill -TERM \"$p\"; i=0; "
+                  "while kill -0 \"$p\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); "
+                  "done; kill -KILL \"$p\" 2>/dev/null; }; exit 0"
             : "cd " + run + " && [ -s container ] && " +
                   shell_join(docker_words(plan.compute, facts)) +
                   " stop -t 10 \"$(cat container)\" >/dev/null 2>&1; exit 0";
     run_reconnecting(script);
   }
 
-  /// Streams driver_log.txt from `offset` until the monitor has ended.
-  void follow() {
+  /// Streams driver_log.txt from `offset` until the monitor has ended; returns the run folder's
+  /// `exit_code` (and `oom` when the container ran out of memory).
+  std::string follow() {
     bool stop_sent = false;
     const std::string log = shell_quote(paths.run_dir + "/driver_log.txt");
     while (true) {
@@ -376,7 +381,7 @@ struct Supervisor {
       streams.should_stop = [&] { return !stop_sent && canceled(); };
       run_reconnecting(
           [&] {
-            return fmt::format("exec tail -c +{} -s 0.1 --pid={} -f {} 2>/dev/null", offset + 1,
+            return fmt::format("exec tail -c +{} -s 0.05 --pid={} -f {} 2>/dev/null", offset + 1,
                                monitor_pid, log);
           },
           streams);
@@ -385,9 +390,11 @@ struct Supervisor {
         stop_sent = true;
         continue;
       }
-      const ShellResult alive = run_reconnecting(
-          fmt::format("kill -0 {} 2>/dev/null && echo running; exit 0", monitor_pid));
-      if (alive.output.find("running") == std::string::npos) break;
+      const ShellResult alive = run_reconnecting(fmt::format(
+          "kill -0 {} 2>/dev/null && echo running && exit 0; cd {} && cat exit_code 2>/dev/null; "
+          "[ -e oom ] && echo oom; exit 0",
+          monitor_pid, shell_quote(paths.run_dir)));
+      if (alive.output.find("running") == std::string::npos) return alive.output;
     }
   }
 
@@ -409,7 +416,8 @@ struct Supervisor {
     if (plan.compute.type != "remote") {
       image = env.tag;
       record.image_tag = image;
-      if (!plan.run_config.prepare_environment && !image_exists(*shell, plan, facts, env.tag)) {
+      if (!plan.run_config.prepare_environment && !facts.image_present &&
+          !image_exists(*shell, plan, facts, env.tag)) {
         return fail(exit_code::k_cannot_start,
                     fmt::format("the environment {} is not built and PrepareEnvironment is false; "
                                 "build it with: mlw experiment prepare -c {}",
@@ -443,11 +451,12 @@ struct Supervisor {
     }
     const std::string monitor = monitor_script(plan, paths, facts, image);
     const std::string run = shell_quote(paths.run_dir);
+    // A waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init
+    // reaps orphans late; it prints the monitor's pid, then lets go of the pipe.
     const ShellResult launched = run_reconnecting(
         "cd " + run +
-            " && cat > monitor.sh && chmod 700 monitor.sh && "
-            "{ setsid sh ./monitor.sh >monitor.log 2>&1 </dev/null & echo $! > monitor.pid; "
-            "cat monitor.pid; }",
+            " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
+            "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1",
         [&] {
           ShellStreams s;
           auto offset_in = std::make_shared<std::size_t>(0);
@@ -472,17 +481,14 @@ struct Supervisor {
     record.process_group = std::stoi(monitor_pid);
     save(false);
 
-    follow();
-
-    const ShellResult ending = run_reconnecting(
-        "cd " + run + " && cat exit_code 2>/dev/null; [ -e oom ] && echo oom; exit 0");
-    const auto lines = split(trim(ending.output), '\n');
+    const std::string ending = follow();
+    const auto lines = split(trim(ending), '\n');
     std::optional<int> code;
     try {
       if (!lines.empty() && !lines[0].empty()) code = std::stoi(lines[0]);
     } catch (const std::exception&) {
     }
-    const bool oom = ending.output.find("oom") != std::string::npos;
+    const bool oom = ending.find("oom") != std::string::npos;
     if (remote()) fetch_results();
     if (local_log >= 0) ::close(local_log);
     record.cancel_requested = canceled();
@@ -550,13 +556,13 @@ struct Supervisor {
 TargetExecutor::TargetExecutor(std::string type) : m_type(std::move(type)) {}
 
 void TargetExecutor::connect(Context& ctx, const std::string& target_name,
-                             const ComputeConfig& compute) {
+                             const ComputeConfig& compute, const std::string& image_tag) {
   if (is_local_docker(m_type)) {
     m_shell = std::make_unique<LocalShell>();
   } else {
     m_shell = connect_target(ctx, target_name, compute);
   }
-  m_facts = probe_target(*m_shell, compute);
+  m_facts = probe_target(*m_shell, compute, image_tag);
   if (m_type != "remote" && !m_facts.docker_ok) {
     throw Error(
         fmt::format(
@@ -579,8 +585,9 @@ void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
     throw Error(fmt::format("aml_config/{}.compute sets no baseDockerImage", plan.target_name),
                 exit_code::k_cannot_start);
   }
-  if (m_type != "remote") environment_spec(plan);  // a malformed dependency file fails here
-  connect(ctx, plan.target_name, plan.compute);
+  // A malformed dependency file fails here, before connecting.
+  const std::string tag = m_type == "remote" ? "" : environment_spec(plan).tag;
+  connect(ctx, plan.target_name, plan.compute, tag);
 }
 
 RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {

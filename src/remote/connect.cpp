@@ -1,8 +1,5 @@
 #include "mlw/remote/connect.hpp"
 
-#include <termios.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <iostream>
@@ -10,30 +7,9 @@
 #include "mlw/config/secret_store.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
+#include "mlw/util/terminal.hpp"
 
 namespace mlw {
-
-namespace {
-
-std::string read_terminal_line(Context& ctx, const std::string& prompt, bool echo) {
-  *ctx.err << prompt << std::flush;
-  termios old_mode{};
-  const bool terminal = ::tcgetattr(0, &old_mode) == 0;
-  if (terminal && !echo) {
-    termios quiet = old_mode;
-    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
-    ::tcsetattr(0, TCSAFLUSH, &quiet);
-  }
-  std::string line;
-  std::getline(std::cin, line);
-  if (terminal && !echo) {
-    ::tcsetattr(0, TCSAFLUSH, &old_mode);
-    *ctx.err << "\n";
-  }
-  return line;
-}
-
-}  // namespace
 
 SshEndpoint target_endpoint(const ComputeConfig& compute) {
   const auto home = home_directory();
@@ -66,11 +42,11 @@ std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target
   const bool terminal = ctx.stdin_is_terminal && ctx.stderr_is_terminal;
   if (terminal) {
     options.ask_host_key = [&ctx](const std::string& question) {
-      const std::string answer = lower_ascii(trim(read_terminal_line(ctx, question, true)));
+      const std::string answer = lower_ascii(trim(read_terminal_line(*ctx.err, question, true)));
       return answer == "y" || answer == "yes" ? HostKeyDecision::Accept : HostKeyDecision::Refuse;
     };
     options.ask_passphrase = [&ctx](const std::string& prompt) -> std::optional<std::string> {
-      std::string entered = read_terminal_line(ctx, prompt, false);
+      std::string entered = read_terminal_line(*ctx.err, prompt, false);
       if (entered.empty()) return std::nullopt;
       return entered;
     };

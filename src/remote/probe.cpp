@@ -12,23 +12,25 @@ std::string docker_command(const ComputeConfig& compute) {
   return compute.use_sudo ? "sudo -n docker" : "docker";
 }
 
-std::string probe_script(const ComputeConfig& compute) {
+std::string probe_script(const ComputeConfig& compute, const std::string& image_tag) {
   const bool uses_docker = compute.type == "docker" || compute.type == "remotedocker";
   std::string script = "echo \"home=$HOME\"\n";
   if (uses_docker) {
     const std::string d = docker_command(compute);
+    const std::string info =
+        "if v=$(" + d +
+        " info --format '{{.ServerVersion}} {{json .Runtimes}}' 2>&1); then "
+        "echo \"docker=ok ${v%% *}\"; case \"$v\" in *nvidia*) echo nvidia_runtime=yes;; esac\n"
+        "  else echo \"docker=fail $(echo \"$v\" | grep -v '^ *null$' | tail -n 1)\"; fi\n";
     script +=
-        "if command -v docker >/dev/null 2>&1; then\n"
-        "  if v=$(" +
-        d +
-        " version --format '{{.Server.Version}}' 2>&1); then "
-        "echo \"docker=ok $v\"; else echo \"docker=fail $(echo \"$v\" | tail -n 1)\"; fi\n"
-        "  case \"$(" +
-        d +
-        " info --format '{{json .Runtimes}}' 2>/dev/null)\" in "
-        "*nvidia*) echo nvidia_runtime=yes;; esac\n"
-        "else echo 'docker=fail docker is not installed'; fi\n"
-        "command -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
+        "if ! command -v docker >/dev/null 2>&1; then echo 'docker=fail docker is not "
+        "installed'\n";
+    if (!image_tag.empty() && !compute.nvidia_docker) {
+      script += "elif " + d + " image inspect " + shell_quote(image_tag) +
+                " >/dev/null 2>&1; then echo image=yes; echo docker=ok\n";
+    }
+    script +=
+        "else " + info + "fi\ncommand -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
   } else {
     script += "if v=$(" + shell_quote(compute.python_location) +
               " --version 2>&1); then "
@@ -64,6 +66,8 @@ TargetFacts parse_probe(const std::string& output) {
       status_detail(facts.python_ok, facts.python_detail);
     } else if (key == "nvidia_runtime") {
       facts.nvidia_runtime = value == "yes";
+    } else if (key == "image") {
+      facts.image_present = value == "yes";
     } else if (key == "nvidia_docker") {
       facts.nvidia_docker_binary = value == "yes";
     } else if (key == "gpu") {
@@ -83,8 +87,8 @@ TargetFacts parse_probe(const std::string& output) {
   return facts;
 }
 
-TargetFacts probe_target(Shell& shell, const ComputeConfig& compute) {
-  const ShellResult result = shell.run(probe_script(compute));
+TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::string& image_tag) {
+  const ShellResult result = shell.run(probe_script(compute, image_tag));
   if (result.exit_code != 0) {
     throw Error("cannot inspect " + shell.host() + ": " + trim(result.errors),
                 exit_code::k_cannot_start);

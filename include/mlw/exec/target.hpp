@@ -30,7 +30,8 @@ class TargetExecutor : public Executor {
                                  const ComputeConfig& compute);
 
  private:
-  void connect(Context& ctx, const std::string& target_name, const ComputeConfig& compute);
+  void connect(Context& ctx, const std::string& target_name, const ComputeConfig& compute,
+               const std::string& image_tag = "");
   std::string m_type;
   std::unique_ptr<Shell> m_shell;
   TargetFacts m_facts;

@@ -27,18 +27,22 @@ struct TargetFacts {
   std::uint64_t disk_free_kb = 0;     ///< free space under home
   bool python_ok = false;             ///< pythonLocation runs
   std::string python_detail;          ///< its --version, or the error
+  bool image_present = false;         ///< the image named to the probe exists there
 };
 
 /// The docker command on the target: `docker`, or `sudo -n docker` with useSudo.
 std::string docker_command(const ComputeConfig& compute);
 
-/// The probe: one POSIX sh script that prints `key=value` lines for parse_probe.
-std::string probe_script(const ComputeConfig& compute);
+/// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an
+/// `image_tag` that exists there (and no GPUs asked for), the daemon is taken as working without
+/// asking it for its version and runtimes.
+std::string probe_script(const ComputeConfig& compute, const std::string& image_tag = "");
 
 /// Reads the probe's output.
 TargetFacts parse_probe(const std::string& output);
 
 /// Runs the probe on `shell`.
-TargetFacts probe_target(Shell& shell, const ComputeConfig& compute);
+TargetFacts probe_target(Shell& shell, const ComputeConfig& compute,
+                         const std::string& image_tag = "");
 
 }  // namespace mlw

@@ -1,0 +1,95 @@
+#include "mlw/remote/probe.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "../temp_dir.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+
+namespace mlw {
+namespace {
+
+/// A stand-in `docker` on PATH that records its arguments and answers as a daemon configured by
+/// `mode` would: "up", "gpu" (nvidia runtime), "down" (no daemon), with `image` present or not.
+class FakeDocker {
+ public:
+  FakeDocker(const std::string& mode, bool image) : m_dir("probe") {
+    std::filesystem::create_directories(m_dir.path() / "bin");
+    std::ofstream(m_dir.path() / "bin" / "docker")
+        << "#!/bin/sh\necho \"$*\" >> " << shell_quote((m_dir.path() / "calls").string()) << "\n"
+        << "case \"$1\" in\n"
+        << "  image) " << (image ? "exit 0" : "echo 'No such image' >&2; exit 1") << ";;\n"
+        << "  info) case " << shell_quote(mode) << " in\n"
+        << "    down) echo ' null'; echo 'Cannot connect to the Docker daemon at x' >&2; exit 1;;\n"
+        << "    gpu) echo '24.0.7 {\"nvidia\":{\"path\":\"nvidia-container-runtime\"}}';;\n"
+        << "    *) echo '24.0.7 {\"runc\":{\"path\":\"runc\"}}';;\n"
+        << "  esac;;\nesac\n";
+    std::filesystem::permissions(m_dir.path() / "bin" / "docker",
+                                 std::filesystem::perms::owner_all);
+  }
+
+  TargetFacts probe(const ComputeConfig& compute, const std::string& tag) {
+    LocalShell shell;
+    const std::string path = "PATH=" + shell_quote((m_dir.path() / "bin").string()) + ":$PATH\n";
+    return parse_probe(shell.run(path + probe_script(compute, tag)).output);
+  }
+
+  std::string calls() const { return read_file_if_exists(m_dir.path() / "calls").value_or(""); }
+
+ private:
+  test::TempDir m_dir;
+};
+
+ComputeConfig docker_target(bool gpus) {
+  ComputeConfig compute;
+  compute.type = "remotedocker";
+  compute.nvidia_docker = gpus;
+  return compute;
+}
+
+TEST(Probe, AnExistingImageStandsForAWorkingDaemonWithoutAskingItMore) {
+  FakeDocker docker("up", true);
+  const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
+  EXPECT_TRUE(facts.image_present);
+  EXPECT_TRUE(facts.docker_ok);
+  EXPECT_FALSE(facts.home.empty());
+  EXPECT_EQ(docker.calls(), "image inspect mlw_env:abc\n");
+}
+
+TEST(Probe, AMissingImageAsksTheDaemonForItsVersion) {
+  FakeDocker docker("up", false);
+  const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
+  EXPECT_FALSE(facts.image_present);
+  EXPECT_TRUE(facts.docker_ok);
+  EXPECT_EQ(facts.docker_detail, "24.0.7");
+  EXPECT_FALSE(facts.nvidia_runtime);
+}
+
+TEST(Probe, GpuRunsAlwaysLearnTheRuntimes) {
+  FakeDocker docker("gpu", true);
+  const TargetFacts facts = docker.probe(docker_target(true), "mlw_env:abc");
+  EXPECT_TRUE(facts.nvidia_runtime);
+  EXPECT_NE(docker.calls().find("info"), std::string::npos);
+}
+
+TEST(Probe, ADaemonThatDoesNotAnswerIsReportedWithItsError) {
+  FakeDocker docker("down", false);
+  const TargetFacts facts = docker.probe(docker_target(false), "");
+  EXPECT_FALSE(facts.docker_ok);
+  EXPECT_EQ(facts.docker_detail, "Cannot connect to the Docker daemon at x");
+}
+
+TEST(Probe, ReadsGpusAndDiskLines) {
+  const TargetFacts facts =
+      parse_probe("home=/home/me\ngpu=Tesla K80, 11441 MiB, 470.57.02\ndisk_free_kb=1024\n");
+  ASSERT_EQ(facts.gpus.size(), 1u);
+  EXPECT_EQ(facts.gpus[0].name, "Tesla K80");
+  EXPECT_EQ(facts.gpus[0].memory, "11441 MiB");
+  EXPECT_EQ(facts.gpus[0].driver, "470.57.02");
+  EXPECT_EQ(facts.disk_free_kb, 1024u);
+}
+
+}  // namespace
+}  // namespace mlw
