@@ -42,7 +42,7 @@ def main(mlw):
     p50 = statistics.median(delays)
     p95 = statistics.quantiles(delays, n=20)[18]
     print(row("B6", "log latency, remotedocker run printing timestamps (60 lines)",
-              f"p50 {p50:.0f} ms, p95 {p95:.0f} ms", "—", "p50 ≤ 100 ms", p50 <= 100.0))
+              f"p50 {p50:.1f} ms, p95 {p95:.1f} ms", "—", "p50 ≤ 100 ms", p50 <= 100.0))
     t.remove()
 
 

@@ -75,7 +75,8 @@ std::string missing_objects_script(const std::string& store) {
          "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
          "    cd \"$I\" && rm -rf \"$d\" ) 9>\"$d.lock\"\n"
          "done\n"
-         "cd \"$S\"\nwhile read -r h; do [ -e \"$h\" ] || echo \"$h\"; done\n";
+         "cd \"$S\"\nexec awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
+         "!($0 in have)'\n";
 }
 
 /// Receives a tar of objects into a private incoming folder, checks each one's sha256 and
@@ -643,7 +644,7 @@ void TargetExecutor::prepare(Context& ctx, RunPlan& plan) {
         if (!ctx.quiet) ctx.err->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
       });
   if (!is_local_docker(m_type)) {
-    m_shell->run("rm -rf " + shell_quote(paths.run_dir));
+    m_shell->run("rm -rf " + shell_quote(paths.run_dir) + " >/dev/null 2>&1 </dev/null &");
   }
   if (result.exit_code != 0) {
     throw Error(fmt::format("building the environment {} on {} failed (exit {})", env.tag,

@@ -14,7 +14,12 @@ std::string docker_command(const ComputeConfig& compute) {
 
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag) {
   const bool uses_docker = compute.type == "docker" || compute.type == "remotedocker";
-  std::string script = "echo \"home=$HOME\"\n";
+  std::string script =
+      "echo \"home=$HOME\"\n"
+      "{ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
+      "--query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | "
+      "sed 's/^/gpu=/'\n"
+      "df -Pk \"$HOME\" 2>/dev/null | awk 'NR==2{print \"disk_free_kb=\" $4}'; } &\n";
   if (uses_docker) {
     const std::string d = docker_command(compute);
     const std::string info =
@@ -36,12 +41,7 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
               " --version 2>&1); then "
               "echo \"python=ok $v\"; else echo \"python=fail $(echo \"$v\" | tail -n 1)\"; fi\n";
   }
-  script +=
-      "command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
-      "--query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | "
-      "sed 's/^/gpu=/'\n"
-      "df -Pk \"$HOME\" 2>/dev/null | awk 'NR==2{print \"disk_free_kb=\" $4}'\n"
-      "exit 0\n";
+  script += "wait\nexit 0\n";
   return script;
 }
 

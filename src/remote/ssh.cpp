@@ -619,6 +619,7 @@ void SshShell::abandon() {
 ShellResult SshShell::run(const std::string& script, const ShellStreams& streams) {
   Impl& s = *m_impl;
   if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
+  const auto started = std::chrono::steady_clock::now();
   LIBSSH2_CHANNEL* channel = nullptr;
   s.retry(
       [&] {
@@ -720,6 +721,11 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
     result.exit_code = libssh2_channel_get_exit_status(channel);
   }
   libssh2_channel_free(channel);
+  spdlog::trace("ssh {}: exit {} after {} ms: {}", s.where(), result.exit_code,
+                std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - started)
+                    .count(),
+                script.substr(0, std::min<std::size_t>(script.find('\n'), 60)));
   return result;
 }
 
