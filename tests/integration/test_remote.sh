@@ -181,6 +181,25 @@ expect_contains "build failure names the log" "$OUT" "build.log"
 expect_contains "build output shown" "$OUT" "no-such-package-mlw"
 printf 'dependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
 
+# Sixteen concurrent submits needing a new environment build it once (a lock on the target).
+printf '# sixteen at once\ndependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
+echo 'print("concurrent run")' >noop16.py
+CONCURRENT_PIDS=()
+for i in $(seq 1 16); do
+  "$MLW" -q -o json experiment submit -c rd noop16.py >"$WORK/c16.$i" 2>"$WORK/c16.$i.err" </dev/null &
+  CONCURRENT_PIDS+=($!)
+done
+C16_OK=0
+for pid in "${CONCURRENT_PIDS[@]}"; do wait "$pid" && C16_OK=$((C16_OK + 1)); done
+expect_eq "sixteen concurrent submits complete" "$C16_OK" 16
+BUILDS=0
+for i in $(seq 1 16); do
+  rid=$(json_get "$(cat "$WORK/c16.$i")" 'd["run_id"]' 2>/dev/null)
+  [ -n "$rid" ] && grep -qs "Building environment" ".mlw/runs/$rid/build.log" && BUILDS=$((BUILDS + 1))
+done
+expect_eq "the environment was built by one of the sixteen" "$BUILDS" 1
+printf 'dependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
+
 # --- NVIDIA: the daemon has no NVIDIA runtime ---------------------------------------------------
 cp aml_config/rd.compute aml_config/rdgpu.compute
 sed -i 's#^nvidiaDocker:.*#nvidiaDocker: true#' aml_config/rdgpu.compute
