@@ -18,7 +18,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <sstream>
+#include <thread>
 
 #include "mlw/config/names.hpp"
 #include "mlw/util/error.hpp"
@@ -352,13 +354,36 @@ struct SshShell::Impl {
     }
   }
 
-  void handshake() {
-    session = libssh2_session_init();
-    if (!session) fail("connect", "cannot create an SSH session", "");
-    libssh2_session_set_blocking(session, 0);
-    const int rc = retry([&] { return libssh2_session_handshake(session, socket); },
-                         options.connect_timeout_ms);
-    if (rc != 0) fail("handshake", last_error(), "is it an SSH server on that port?");
+  /// Connects and shakes hands. A server that closes the connection before its banner is
+  /// throttling new connections (sshd's MaxStartups, e.g. many submits at once): tried again,
+  /// bounded, after a growing random pause.
+  void connect_and_handshake() {
+    std::minstd_rand jitter(
+        static_cast<unsigned>(::getpid()) ^
+        static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+    for (int attempt = 0;; ++attempt) {
+      open_socket();
+      session = libssh2_session_init();
+      if (!session) fail("connect", "cannot create an SSH session", "");
+      libssh2_session_set_blocking(session, 0);
+      const int rc = retry([&] { return libssh2_session_handshake(session, socket); },
+                           options.connect_timeout_ms);
+      if (rc == 0) break;
+      const bool throttled =
+          rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_RECV;
+      if (!throttled || attempt >= 6) {
+        fail("handshake", last_error(),
+             throttled ? "the server keeps closing new connections (sshd MaxStartups?)"
+                       : "is it an SSH server on that port?");
+      }
+      spdlog::debug("ssh {}: closed before the banner; trying again", where());
+      libssh2_session_free(session);
+      session = nullptr;
+      ::close(socket);
+      socket = -1;
+      const int pause_ms = (100 << std::min(attempt, 4)) + static_cast<int>(jitter() % 200);
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    }
     libssh2_keepalive_config(session, 1, static_cast<unsigned>(options.keepalive_interval_s));
   }
 
@@ -587,8 +612,7 @@ std::unique_ptr<SshShell> SshShell::connect(const SshEndpoint& endpoint,
   auto impl = std::make_unique<Impl>();
   impl->endpoint = endpoint;
   impl->options = options;
-  impl->open_socket();
-  impl->handshake();
+  impl->connect_and_handshake();
   impl->check_host_key();
   impl->login();
   spdlog::debug("ssh {}: logged in as {} with {}", impl->where(), endpoint.user, impl->auth_method);

@@ -190,7 +190,13 @@ for i in $(seq 1 16); do
   CONCURRENT_PIDS+=($!)
 done
 C16_OK=0
-for pid in "${CONCURRENT_PIDS[@]}"; do wait "$pid" && C16_OK=$((C16_OK + 1)); done
+for i in $(seq 1 16); do
+  if wait "${CONCURRENT_PIDS[$((i - 1))]}"; then
+    C16_OK=$((C16_OK + 1))
+  else
+    echo "concurrent submit $i failed: $(cat "$WORK/c16.$i.err") $(cat "$WORK/c16.$i")" >&2
+  fi
+done
 expect_eq "sixteen concurrent submits complete" "$C16_OK" 16
 BUILDS=0
 for i in $(seq 1 16); do
