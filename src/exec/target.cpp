@@ -250,7 +250,8 @@ void prepare_local_run_dir(const RunPlan& plan, const EnvironmentSpec& env) {
 ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
                          const EnvironmentSpec& env, const TargetRunPaths& paths,
                          const std::function<void(std::string_view)>& on_output) {
-  if (facts.image_present) return ShellResult{0, "", ""};
+  // The probe's answer holds only for the same tag (before the snapshot, wheels are unknown).
+  if (facts.image_present == env.tag) return ShellResult{0, "", ""};
   const std::string docker = shell_join(docker_words(plan.compute, facts));
   const std::string locks = is_local_docker(plan.compute.type)
                                 ? (plan.project.state_dir() / "locks").string()
@@ -417,7 +418,7 @@ struct Supervisor {
     if (plan.compute.type != "remote") {
       image = env.tag;
       record.image_tag = image;
-      if (!plan.run_config.prepare_environment && !facts.image_present &&
+      if (!plan.run_config.prepare_environment && facts.image_present != env.tag &&
           !image_exists(*shell, plan, facts, env.tag)) {
         return fail(exit_code::k_cannot_start,
                     fmt::format("the environment {} is not built and PrepareEnvironment is false; "

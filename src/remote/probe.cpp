@@ -29,13 +29,16 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
         "  else echo \"docker=fail $(echo \"$v\" | grep -v '^ *null$' | tail -n 1)\"; fi\n";
     script +=
         "if ! command -v docker >/dev/null 2>&1; then echo 'docker=fail docker is not "
-        "installed'\n";
-    if (!image_tag.empty() && !compute.nvidia_docker) {
-      script += "elif " + d + " image inspect " + shell_quote(image_tag) +
-                " >/dev/null 2>&1; then echo image=yes; echo docker=ok\n";
+        "installed'\nelse\n";
+    if (!image_tag.empty()) {
+      script += d + " image inspect " + shell_quote(image_tag) +
+                " >/dev/null 2>&1 && echo image=" + shell_quote(image_tag) + " && image=yes\n";
     }
-    script +=
-        "else " + info + "fi\ncommand -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
+    // An existing image stands for a working daemon unless the runtimes matter (GPUs).
+    script += compute.nvidia_docker
+                  ? info
+                  : "if [ \"$image\" = yes ]; then echo docker=ok; else " + info + "fi\n";
+    script += "fi\ncommand -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
   } else {
     script += "if v=$(" + shell_quote(compute.python_location) +
               " --version 2>&1); then "
@@ -67,7 +70,7 @@ TargetFacts parse_probe(const std::string& output) {
     } else if (key == "nvidia_runtime") {
       facts.nvidia_runtime = value == "yes";
     } else if (key == "image") {
-      facts.image_present = value == "yes";
+      facts.image_present = value;
     } else if (key == "nvidia_docker") {
       facts.nvidia_docker_binary = value == "yes";
     } else if (key == "gpu") {

@@ -27,15 +27,15 @@ struct TargetFacts {
   std::uint64_t disk_free_kb = 0;     ///< free space under home
   bool python_ok = false;             ///< pythonLocation runs
   std::string python_detail;          ///< its --version, or the error
-  bool image_present = false;         ///< the image named to the probe exists there
+  std::string image_present;          ///< the image named to the probe, when it exists there
 };
 
 /// The docker command on the target: `docker`, or `sudo -n docker` with useSudo.
 std::string docker_command(const ComputeConfig& compute);
 
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an
-/// `image_tag` that exists there (and no GPUs asked for), the daemon is taken as working without
-/// asking it for its version and runtimes.
+/// `image_tag` it says whether that image exists; when it does (and no GPUs are asked for), the
+/// daemon is taken as working without asking it for its version and runtimes.
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag = "");
 
 /// Reads the probe's output.

@@ -52,7 +52,7 @@ ComputeConfig docker_target(bool gpus) {
 TEST(Probe, AnExistingImageStandsForAWorkingDaemonWithoutAskingItMore) {
   FakeDocker docker("up", true);
   const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
-  EXPECT_TRUE(facts.image_present);
+  EXPECT_EQ(facts.image_present, "mlw_env:abc");
   EXPECT_TRUE(facts.docker_ok);
   EXPECT_FALSE(facts.home.empty());
   EXPECT_EQ(docker.calls(), "image inspect mlw_env:abc\n");
@@ -61,7 +61,7 @@ TEST(Probe, AnExistingImageStandsForAWorkingDaemonWithoutAskingItMore) {
 TEST(Probe, AMissingImageAsksTheDaemonForItsVersion) {
   FakeDocker docker("up", false);
   const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
-  EXPECT_FALSE(facts.image_present);
+  EXPECT_EQ(facts.image_present, "");
   EXPECT_TRUE(facts.docker_ok);
   EXPECT_EQ(facts.docker_detail, "24.0.7");
   EXPECT_FALSE(facts.nvidia_runtime);
