@@ -73,7 +73,7 @@ std::string missing_objects_script(const std::string& store) {
          "  ( flock -n 9 || exit 0\n"
          "    cd \"$d\" && ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
          "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
-         "    cd \"$I\" && rm -rf \"$d\" ) 9>\"$d.lock\"\n"
+         "    cd \"$I\" && rm -rf \"$d\" \"$d.lock\" ) 9>\"$d.lock\"\n"
          "done\n"
          "cd \"$S\"\nexec awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
          "!($0 in have)'\n";
@@ -84,7 +84,7 @@ std::string missing_objects_script(const std::string& store) {
 std::string upload_script(const std::string& store, const std::string& nonce) {
   const std::string s = shell_quote(store);
   return "set -e\nS=" + s + "/objects\nD=" + s + "/incoming/" + nonce +
-         "\nmkdir -p \"$D\"\nexec 9>\"$D.lock\"\nflock 9\n"
+         "\nmkdir -p \"$(dirname \"$D\")\"\nexec 9>\"$D.lock\"\nflock 9\nmkdir -p \"$D\"\n"
          "tar -x -C \"$D\"\ncd \"$D\"\n"
          "ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
          "  awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
