@@ -383,7 +383,7 @@ struct Supervisor {
       streams.should_stop = [&] { return !stop_sent && canceled(); };
       run_reconnecting(
           [&] {
-            return fmt::format("exec tail -c +{} -s 0.05 --pid={} -f {} 2>/dev/null", offset + 1,
+            return fmt::format("exec tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null", offset + 1,
                                monitor_pid, log);
           },
           streams);
