@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <set>
 
 #include "mlw/util/error.hpp"
@@ -197,11 +199,58 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
   }
   for (const auto& arg : plan.compute.docker_run_args) words.push_back(arg);
   words.push_back(image);
-  words.push_back(plan.run_config.framework == "PySpark" ? "spark-submit" : "python3");
+  for (auto& word : container_command(plan)) words.push_back(std::move(word));
+  return words;
+}
+
+std::vector<std::string> container_command(const RunPlan& plan) {
+  std::vector<std::string> words = {plan.run_config.framework == "PySpark" ? "spark-submit"
+                                                                           : "python3"};
   for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
     words.push_back(std::move(word));
   }
   return words;
+}
+
+std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
+                               const TargetFacts& facts, const std::string& image,
+                               const std::string& user) {
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
+    env.push_back(key + "=" + value);
+  }
+  nlohmann::json host = {{"Init", true},
+                         {"Binds", {paths.run_dir + ":/mlw/run", paths.share_dir + ":/mlw/share"}}};
+  if (plan.compute.nvidia_docker && facts.nvidia_runtime) {
+    const std::string gpus = plan.compute.gpus.empty() ? "all" : plan.compute.gpus;
+    nlohmann::json request = {{"Driver", ""}, {"Capabilities", {{"gpu"}}}};
+    if (gpus == "all") {
+      request["Count"] = -1;
+    } else if (starts_with(gpus, "device=")) {
+      request["Count"] = 0;
+      request["DeviceIDs"] = split(gpus.substr(7), ',');
+    } else {
+      try {
+        request["Count"] = std::stoi(gpus);
+      } catch (const std::exception&) {
+        throw Error(fmt::format("gpus: \"{}\" is not all, a count or device=0,1", gpus),
+                    exit_code::k_cannot_start);
+      }
+    }
+    host["DeviceRequests"] = {request};
+  }
+  nlohmann::json body = {
+      {"Image", image},
+      {"Cmd", container_command(plan)},
+      {"WorkingDir", "/mlw/run/snapshot"},
+      {"Env", env},
+      {"Labels", {{"mlw.run", plan.record.run_id}, {"mlw.project", plan.project.name}}},
+      {"HostConfig", host}};
+  if (!user.empty()) {
+    body["User"] = user;
+    body["Env"].push_back("HOME=/tmp");
+  }
+  return body.dump();
 }
 
 std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -61,12 +63,17 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
-/// Moves the complete objects of interrupted uploads into the store, then prints which of the
-/// object names read from stdin the store lacks.
-std::string missing_objects_script(const std::string& store) {
+/// One conversation that ships a snapshot: moves the complete objects of interrupted uploads
+/// into the store; reads `N\n` and N bytes of object names and prints those the store lacks,
+/// then `:end`; reads `U T\n`, then a U-byte tar of those objects (each checked by its sha256,
+/// moved into the store; damaged ones are printed and fail the script) and a T-byte tar that
+/// makes the run folder from the store (hard links), atomically by rename.
+std::string ship_script(const std::string& store, const std::string& nonce,
+                        const std::string& run_dir) {
   const std::string s = shell_quote(store);
-  return "set -e\nS=" + s + "/objects\nI=" + s +
-         "/incoming\nmkdir -p \"$S\" \"$I\"\ncd \"$I\"\n"
+  return "set -e\nS=" + s + "/objects\nI=" + s + "/incoming\nD=\"$I\"/" + shell_quote(nonce) +
+         "\nR=" + shell_quote(run_dir) +
+         "\nmkdir -p \"$S\" \"$I\"\ncd \"$I\"\n"
          "for d in */; do\n"
          "  [ -d \"$d\" ] || continue\n"
          "  d=${d%/}\n"
@@ -75,42 +82,45 @@ std::string missing_objects_script(const std::string& store) {
          "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
          "    cd \"$I\" && rm -rf \"$d\" \"$d.lock\" ) 9>\"$d.lock\"\n"
          "done\n"
-         "cd \"$S\"\nexec awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
-         "!($0 in have)'\n";
+         "read n\ncd \"$S\"\n"
+         "head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
+         "!($0 in have)'\n"
+         "echo :end\nread u t\n"
+         "if [ \"$u\" -gt 0 ]; then\n"
+         "  exec 9>\"$D.lock\"\n  flock 9\n  mkdir -p \"$D\"\n"
+         "  head -c \"$u\" | tar -x -C \"$D\"\n  cd \"$D\"\n"
+         "  ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
+         "    awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
+         "  bad=$(ls)\n  cd \"$I\"\n  rm -rf \"$D\" \"$D.lock\"\n"
+         "  if [ -n \"$bad\" ]; then\n"
+         "    echo \"$bad\" | sed 's/^/damaged: /'\n    head -c \"$t\" >/dev/null\n    exit 1\n"
+         "  fi\nfi\n"
+         "mkdir -p \"$(dirname \"$R\")\"\nrm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
+         "head -c \"$t\" | tar -x -P -C \"$R.tmp\"\n: > \"$R.tmp/driver_log.txt\"\n"
+         "mv \"$R.tmp\" \"$R\"\n";
 }
 
-/// Receives a tar of objects into a private incoming folder, checks each one's sha256 and
-/// moves the good ones into the store; prints the names that arrived damaged.
-std::string upload_script(const std::string& store, const std::string& nonce) {
-  const std::string s = shell_quote(store);
-  return "set -e\nS=" + s + "/objects\nD=" + s + "/incoming/" + nonce +
-         "\nmkdir -p \"$(dirname \"$D\")\"\nexec 9>\"$D.lock\"\nflock 9\nmkdir -p \"$D\"\n"
-         "tar -x -C \"$D\"\ncd \"$D\"\n"
-         "ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
-         "  awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
-         "ls | sed 's/^/damaged: /'\ncd .. && rm -rf \"$D\" \"$D.lock\"\n";
-}
-
-/// Makes the run folder from the store in one tar (hard links), atomically by rename.
-std::string materialise_script(const std::string& run_dir) {
-  const std::string r = shell_quote(run_dir);
-  return "set -e\nR=" + r +
-         "\nmkdir -p \"$(dirname \"$R\")\"\nrm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
-         "tar -x -P -C \"$R.tmp\"\n: > \"$R.tmp/driver_log.txt\"\nmv \"$R.tmp\" \"$R\"\n";
+/// The files mlw puts beside a run's snapshot: the Python helper and the environment's build
+/// files, as (path in the run folder, contents).
+std::vector<std::pair<std::string, std::string>> run_folder_files(const EnvironmentSpec& env) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& file : embedded_files()) {
+    if (!starts_with(file.path, "python/")) continue;
+    files.emplace_back("helper/" + std::string(file.path.substr(7)), std::string(file.contents));
+  }
+  files.emplace_back("env/Dockerfile", env.dockerfile);
+  files.emplace_back("env/install.sh", env.install_script);
+  files.emplace_back("env/conda_dependencies.yml", env.conda_file);
+  files.emplace_back("env/requirements.txt", env.requirements);
+  return files;
 }
 
 void add_helper_and_env(TarWriter& tar, const EnvironmentSpec& env, const std::string& objects) {
   tar.add_directory("helper");
-  for (const auto& file : embedded_files()) {
-    if (!starts_with(file.path, "python/")) continue;
-    tar.add_data("helper/" + std::string(file.path.substr(7)), std::string(file.contents), 0644);
-  }
   tar.add_directory("env");
-  tar.add_data("env/Dockerfile", env.dockerfile, 0644);
-  tar.add_data("env/install.sh", env.install_script, 0644);
-  tar.add_data("env/conda_dependencies.yml", env.conda_file, 0644);
-  tar.add_data("env/requirements.txt", env.requirements, 0644);
   tar.add_directory("env/files");
+  for (auto& [path, contents] : run_folder_files(env))
+    tar.add_data(path, std::move(contents), 0644);
   std::set<std::string> dirs;
   for (const auto& entry : env.local_files) {
     const auto parts = split(entry.path, '/');
@@ -142,57 +152,10 @@ std::function<void(std::uint64_t)> ship_progress(Context& ctx, std::uint64_t tot
   };
 }
 
-/// Sends the objects the target's store lacks, then makes the run folder from the store.
-void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const TargetFacts& facts,
-                   const EnvironmentSpec& env, const TargetRunPaths& paths) {
-  const std::string store = facts.home + "/.mlw";
-  const fs::path local_objects = plan.project.state_dir() / "objects";
-  std::map<std::string, const ManifestEntry*> wanted;
-  for (const auto& entry : plan.manifest.entries) {
-    if (entry.link_target.empty()) wanted.emplace(object_name(entry), &entry);
-  }
-  std::string names;
-  for (const auto& [name, entry] : wanted) names += name + "\n";
-  const ShellResult listed = shell.run_with_input(missing_objects_script(store), names);
-  if (listed.exit_code != 0) {
-    throw Error(fmt::format("{}: cannot read the content store {}/objects: {}", shell.host(), store,
-                            trim(listed.errors)),
-                exit_code::k_cannot_start);
-  }
-  std::vector<std::string> missing;
-  for (const auto& name : split(trim(listed.output), '\n')) {
-    if (wanted.count(name)) missing.push_back(name);
-  }
-  if (!missing.empty()) {
-    TarWriter tar;
-    std::uint64_t total = 0;
-    for (const auto& name : missing) {
-      const ManifestEntry& entry = *wanted[name];
-      fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
-      if (!fs::exists(source)) source = plan.project.root / entry.path;
-      tar.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
-      total += entry.size;
-    }
-    spdlog::debug("shipping {} objects ({} bytes) to {}", missing.size(), total, shell.host());
-    const auto progress = ship_progress(ctx, total, missing.size());
-    std::uint64_t sent = 0;
-    ShellStreams streams;
-    streams.read_input = [&](char* buffer, std::size_t size) {
-      const std::size_t n = tar.read(buffer, size);
-      sent += n;
-      if (progress) progress(std::min(sent, total));
-      return n;
-    };
-    const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
-    const ShellResult uploaded = shell.run(upload_script(store, nonce), streams);
-    if (progress) *ctx.err << "\r\x1b[K" << std::flush;
-    if (uploaded.exit_code != 0 || uploaded.output.find("damaged: ") != std::string::npos) {
-      throw Error(fmt::format("{}: sending the snapshot failed: {}{}", shell.host(),
-                              trim(uploaded.errors), trim(uploaded.output)),
-                  exit_code::k_cannot_start);
-    }
-  }
-  TarWriter tree;
+/// The run folder's tree: the snapshot as hard links into the target's store, the helper and
+/// the environment's build files.
+void add_run_tree(TarWriter& tree, const RunPlan& plan, const EnvironmentSpec& env,
+                  const std::string& objects) {
   std::set<std::string> dirs = {"snapshot", "snapshot/outputs"};
   tree.add_directory("snapshot");
   tree.add_directory("snapshot/outputs");
@@ -206,16 +169,119 @@ void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const Target
     if (!entry.link_target.empty()) {
       tree.add_symlink("snapshot/" + entry.path, entry.link_target);
     } else {
-      tree.add_hard_link("snapshot/" + entry.path, store + "/objects/" + object_name(entry));
+      tree.add_hard_link("snapshot/" + entry.path, objects + "/" + object_name(entry));
     }
   }
-  add_helper_and_env(tree, env, store + "/objects");
+  add_helper_and_env(tree, env, objects);
+}
+
+/// Ships the snapshot in one round trip (ship_script): the target names the objects its store
+/// lacks, then receives those and the run folder's tree.
+void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const TargetFacts& facts,
+                   const EnvironmentSpec& env, const TargetRunPaths& paths) {
+  const std::string store = facts.home + "/.mlw";
+  const fs::path local_objects = plan.project.state_dir() / "objects";
+  std::map<std::string, const ManifestEntry*> wanted;
+  for (const auto& entry : plan.manifest.entries) {
+    if (entry.link_target.empty()) wanted.emplace(object_name(entry), &entry);
+  }
+  std::string question;
+  for (const auto& [name, entry] : wanted) question += name + "\n";
+  question = std::to_string(question.size()) + "\n" + question;
+
+  std::string answer;
+  bool answered = false;
+  std::size_t answer_end = 0;    // where the list of missing names ends
+  std::size_t answer_after = 0;  // where what follows `:end` starts
+  TarWriter upload;
+  TarWriter tree;
+  std::string second;  // "U T\n", sent once the answer is in
+  std::uint64_t upload_total = 0;
+  std::uint64_t upload_sent = 0;
+  std::function<void(std::uint64_t)> progress;
+  enum class Phase { question, waiting, second, upload, tree } phase = Phase::question;
+  std::size_t offset = 0;
+  auto copy_from = [&](const std::string& text, char* buffer, std::size_t size) {
+    const std::size_t n = std::min(size, text.size() - offset);
+    std::copy_n(text.data() + offset, n, buffer);
+    offset += n;
+    return n;
+  };
+  auto prepare_second = [&] {
+    std::vector<std::string> missing;
+    for (const auto& name : split(answer.substr(0, answer_end), '\n')) {
+      if (wanted.count(name)) missing.push_back(name);
+    }
+    for (const auto& name : missing) {
+      const ManifestEntry& entry = *wanted[name];
+      fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
+      if (!fs::exists(source)) source = plan.project.root / entry.path;
+      upload.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
+      upload_total += entry.size;
+    }
+    if (!missing.empty()) {
+      spdlog::debug("shipping {} objects ({} bytes) to {}", missing.size(), upload_total,
+                    shell.host());
+      progress = ship_progress(ctx, upload_total, missing.size());
+    }
+    add_run_tree(tree, plan, env, store + "/objects");
+    second = fmt::format("{} {}\n", missing.empty() ? 0 : upload.size(), tree.size());
+  };
+
   ShellStreams streams;
-  streams.read_input = [&](char* buffer, std::size_t size) { return tree.read(buffer, size); };
-  const ShellResult made = shell.run(materialise_script(paths.run_dir), streams);
-  if (made.exit_code != 0) {
-    throw Error(fmt::format("{}: cannot make the run folder {}: {}", shell.host(), paths.run_dir,
-                            trim(made.errors)),
+  streams.on_output = [&](std::string_view chunk) {
+    answer.append(chunk);
+    if (answered) return;
+    const auto end = answer.starts_with(":end\n") ? 0 : answer.find("\n:end\n");
+    if (end == std::string::npos) return;
+    answered = true;
+    answer_end = end;
+    answer_after = end == 0 ? 5 : end + 6;
+  };
+  streams.input_ready = [&] { return phase != Phase::waiting || answered; };
+  streams.read_input = [&](char* buffer, std::size_t size) -> std::size_t {
+    while (true) {
+      switch (phase) {
+        case Phase::question: {
+          const std::size_t n = copy_from(question, buffer, size);
+          if (offset == question.size()) {
+            phase = Phase::waiting;  // input_ready holds the next call until the answer is in
+            offset = 0;
+          }
+          return n;
+        }
+        case Phase::waiting:
+          prepare_second();
+          phase = Phase::second;
+          break;
+        case Phase::second: {
+          const std::size_t n = copy_from(second, buffer, size);
+          if (offset == second.size()) {
+            phase = second.starts_with("0 ") ? Phase::tree : Phase::upload;
+            offset = 0;
+          }
+          return n;
+        }
+        case Phase::upload:
+          if (const std::size_t n = upload.read(buffer, size); n > 0) {
+            upload_sent += n;
+            if (progress) progress(std::min(upload_sent, upload_total));
+            return n;
+          }
+          phase = Phase::tree;
+          break;
+        case Phase::tree:
+          return tree.read(buffer, size);
+      }
+    }
+  };
+  const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
+  const ShellResult shipped = shell.run(ship_script(store, nonce, paths.run_dir), streams);
+  if (progress) *ctx.err << "\r\x1b[K" << std::flush;
+  if (shipped.exit_code != 0) {
+    const std::string said = answered ? trim(answer.substr(answer_after)) : "";
+    throw Error(fmt::format("{}: shipping the snapshot to {} failed: {}", shell.host(),
+                            paths.run_dir, trim(trim(shipped.errors) + "\n" + said)),
                 exit_code::k_cannot_start);
   }
 }
@@ -224,17 +290,11 @@ void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const Target
 /// the environment's build files beside it.
 void prepare_local_run_dir(const RunPlan& plan, const EnvironmentSpec& env) {
   const fs::path run = plan.run_dir;
-  for (const auto& file : embedded_files()) {
-    if (!starts_with(file.path, "python/")) continue;
-    const fs::path target = run / "helper" / std::string(file.path.substr(7));
-    make_directories(target.parent_path());
-    atomic_write_file(target, file.contents);
+  for (const auto& [path, contents] : run_folder_files(env)) {
+    make_directories((run / path).parent_path());
+    atomic_write_file(run / path, contents);
   }
   make_directories(run / "env" / "files");
-  atomic_write_file(run / "env" / "Dockerfile", env.dockerfile);
-  atomic_write_file(run / "env" / "install.sh", env.install_script);
-  atomic_write_file(run / "env" / "conda_dependencies.yml", env.conda_file);
-  atomic_write_file(run / "env" / "requirements.txt", env.requirements);
   for (const auto& entry : env.local_files) {
     const fs::path target = run / "env" / "files" / entry.path;
     make_directories(target.parent_path());
@@ -282,6 +342,50 @@ bool image_exists(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
              .exit_code == 0;
 }
 
+/// The local docker target's facts from the Engine API (no process started): the image, and the
+/// daemon's version and runtimes when they matter. Nothing where the API cannot be used or does
+/// not answer (the shell probe then gives the facts, and its clear error).
+std::unique_ptr<DockerEngine> probe_engine(const ComputeConfig& compute, const std::string& tag,
+                                           TargetFacts& facts) {
+  if (compute.use_sudo) return nullptr;
+  const auto socket = local_engine_socket();
+  if (!socket) return nullptr;
+  auto engine = unix_socket_engine(*socket);
+  TargetFacts found;
+  try {
+    const char* home = std::getenv("HOME");
+    if (!home || !*home) return nullptr;
+    found.home = home;
+    if (!tag.empty() && engine->request("GET", "/images/" + tag + "/json").status == 200) {
+      found.image_present = tag;
+      found.docker_ok = true;
+    }
+    if (!found.docker_ok || compute.nvidia_docker) {
+      const EngineResponse info = engine->request("GET", "/info");
+      const auto json = nlohmann::json::parse(info.body, nullptr, false);
+      if (info.status != 200 || !json.is_object()) return nullptr;
+      found.docker_ok = true;
+      found.docker_detail = json.value("ServerVersion", "");
+      found.nvidia_runtime = json.contains("Runtimes") && json["Runtimes"].is_object() &&
+                             json["Runtimes"].contains("nvidia");
+    }
+  } catch (const Error& e) {
+    spdlog::debug("the Docker engine API is not usable here ({}); using the docker command",
+                  e.what());
+    return nullptr;
+  }
+  found.nvidia_docker_binary = find_executable("nvidia-docker").has_value();
+  facts = found;
+  return engine;
+}
+
+/// Whether a local docker run goes through the Engine API: the default container (shared
+/// volumes, no extra docker run arguments, no nvidia-docker wrapper); else the docker command.
+bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
+  return compute.shared_volumes && compute.docker_run_args.empty() && !compute.use_sudo &&
+         (!compute.nvidia_docker || facts.nvidia_runtime);
+}
+
 struct Supervisor {
   Context& ctx;
   RunPlan& plan;
@@ -295,6 +399,8 @@ struct Supervisor {
   int local_log = -1;
   std::uint64_t offset = 0;
   std::string monitor_pid;
+  std::unique_ptr<DockerEngine> engine;  ///< set: the container runs through the Engine API
+  std::string container_id;
 
   bool remote() const { return !is_local_docker(plan.compute.type); }
   bool canceled() const { return fs::exists(plan.run_dir / "cancel_requested"); }
@@ -354,6 +460,118 @@ struct Supervisor {
     }
   }
 
+  /// The run is under way: recorded as Running by this supervisor.
+  void mark_running() {
+    record.status = status::k_running;
+    record.start_ms = ctx.clock->now_ms();
+    record.pid = ::getpid();
+    record.pid_start = process_start_time(::getpid()).value_or(0);
+    save(false);
+  }
+
+  /// The engine's error message in a response body, or the body itself.
+  static std::string engine_message(const EngineResponse& response) {
+    const auto json = nlohmann::json::parse(response.body, nullptr, false);
+    if (json.is_object() && json.contains("message") && json["message"].is_string()) {
+      return json["message"].get<std::string>();
+    }
+    return trim(response.body);
+  }
+
+  /// Runs the container through the Engine API: create, start, follow its log until it stops,
+  /// read its exit code. Returns what follow() returns; nothing when it could not start (the run
+  /// is recorded as failed).
+  std::optional<std::string> run_in_engine(const std::string& image) {
+    const std::string user = fmt::format("{}:{}", ::getuid(), ::getgid());
+    const std::string name = "mlw-" + lower_ascii(plan.record.run_id);
+    const EngineResponse created =
+        engine->request("POST", "/containers/create?name=" + name,
+                        engine_create_body(plan, paths, facts, image, user));
+    const auto json = nlohmann::json::parse(created.body, nullptr, false);
+    if (created.status != 201 || !json.is_object() || !json.contains("Id")) {
+      fail(exit_code::k_cannot_start,
+           fmt::format("docker could not create the container: {}", engine_message(created)));
+      return std::nullopt;
+    }
+    container_id = json["Id"].get<std::string>();
+    atomic_write_file(plan.run_dir / "container", container_id + "\n");
+    const EngineResponse started =
+        engine->request("POST", "/containers/" + container_id + "/start");
+    if (started.status != 204 && started.status != 304) {
+      const std::string message = engine_message(started);
+      append_log("docker: " + message + "\n");
+      fail(exit_code::k_cannot_start,
+           fmt::format("docker could not start the container: {}", message));
+      return std::nullopt;
+    }
+    mark_running();
+    bool stop_sent = false;
+    DockerStreamDemuxer demuxer([&](int, std::string_view payload) { append_log(payload); });
+    engine->stream(
+        "GET", "/containers/" + container_id + "/logs?follow=1&stdout=1&stderr=1",
+        [&](std::string_view chunk) { demuxer.feed(chunk); },
+        [&] {
+          if (stop_sent || !canceled()) return;
+          stop_sent = true;
+          engine->request("POST", "/containers/" + container_id + "/stop?t=10");
+        });
+    const EngineResponse waited = engine->request("POST", "/containers/" + container_id + "/wait");
+    const auto result = nlohmann::json::parse(waited.body, nullptr, false);
+    if (waited.status != 200 || !result.is_object() || !result.contains("StatusCode")) {
+      return "";
+    }
+    std::string ending = std::to_string(result["StatusCode"].get<int>()) + "\n";
+    if (result["StatusCode"].get<int>() == 137) {
+      const auto state = nlohmann::json::parse(
+          engine->request("GET", "/containers/" + container_id + "/json").body, nullptr, false);
+      if (state.is_object() && state.contains("State") &&
+          state["State"].value("OOMKilled", false)) {
+        ending += "oom\n";
+      }
+    }
+    return ending;
+  }
+
+  /// Appends to the run's driver_log.txt and the live output.
+  void append_log(std::string_view text) {
+    if (local_log >= 0) write_all(local_log, text);
+    say(text);
+  }
+
+  /// Starts the detached monitor (monitor.sh) that runs the container or script; false when it
+  /// could not start (the run is recorded as failed).
+  bool start_monitor(const std::string& image) {
+    const std::string monitor = monitor_script(plan, paths, facts, image);
+    const std::string run = shell_quote(paths.run_dir);
+    // A waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init
+    // reaps orphans late; it prints the monitor's pid, then lets go of the pipe.
+    const ShellResult launched = run_reconnecting(
+        "cd " + run +
+            " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
+            "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1",
+        [&] {
+          ShellStreams s;
+          auto offset_in = std::make_shared<std::size_t>(0);
+          s.read_input = [&monitor, offset_in](char* buffer, std::size_t size) {
+            const std::size_t n = std::min(size, monitor.size() - *offset_in);
+            std::copy_n(monitor.data() + *offset_in, n, buffer);
+            *offset_in += n;
+            return n;
+          };
+          return s;
+        }());
+    monitor_pid = trim(launched.output);
+    if (launched.exit_code != 0 || monitor_pid.empty() ||
+        monitor_pid.find_first_not_of("0123456789") != std::string::npos) {
+      fail(exit_code::k_cannot_start,
+           fmt::format("cannot start the run on {}: {}", shell->host(), trim(launched.errors)));
+      return false;
+    }
+    record.process_group = std::stoi(monitor_pid);
+    mark_running();
+    return true;
+  }
+
   void stop_run() {
     const std::string run = shell_quote(paths.run_dir);
     const std::string script =
@@ -402,7 +620,7 @@ struct Supervisor {
 
   int run() {
     record = plan.record;
-    if (remote()) {
+    if (remote() || engine) {
       local_log = ::open((plan.run_dir / "driver_log.txt").c_str(),
                          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     }
@@ -451,39 +669,15 @@ struct Supervisor {
                                 env.tag, result.exit_code, record.run_id));
       }
     }
-    const std::string monitor = monitor_script(plan, paths, facts, image);
-    const std::string run = shell_quote(paths.run_dir);
-    // A waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init
-    // reaps orphans late; it prints the monitor's pid, then lets go of the pipe.
-    const ShellResult launched = run_reconnecting(
-        "cd " + run +
-            " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
-            "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1",
-        [&] {
-          ShellStreams s;
-          auto offset_in = std::make_shared<std::size_t>(0);
-          s.read_input = [&monitor, offset_in](char* buffer, std::size_t size) {
-            const std::size_t n = std::min(size, monitor.size() - *offset_in);
-            std::copy_n(monitor.data() + *offset_in, n, buffer);
-            *offset_in += n;
-            return n;
-          };
-          return s;
-        }());
-    monitor_pid = trim(launched.output);
-    if (launched.exit_code != 0 || monitor_pid.empty() ||
-        monitor_pid.find_first_not_of("0123456789") != std::string::npos) {
-      return fail(exit_code::k_cannot_start, fmt::format("cannot start the run on {}: {}",
-                                                         shell->host(), trim(launched.errors)));
+    std::string ending;
+    if (engine) {
+      const auto ended = run_in_engine(image);
+      if (!ended) return 0;
+      ending = *ended;
+    } else {
+      if (!start_monitor(image)) return 0;
+      ending = follow();
     }
-    record.status = status::k_running;
-    record.start_ms = ctx.clock->now_ms();
-    record.pid = ::getpid();
-    record.pid_start = process_start_time(::getpid()).value_or(0);
-    record.process_group = std::stoi(monitor_pid);
-    save(false);
-
-    const std::string ending = follow();
     const auto lines = split(trim(ending), '\n');
     std::optional<int> code;
     try {
@@ -495,9 +689,12 @@ struct Supervisor {
     if (local_log >= 0) ::close(local_log);
     record.cancel_requested = canceled();
     if (!code) {
-      record.problems.push_back(fmt::format(
-          "the run's monitor on {} ended without an exit code (see {}/monitor.log there)",
-          shell ? shell->host() : plan.compute.address, paths.run_dir));
+      record.problems.push_back(
+          engine ? fmt::format("the Docker engine at {} gave no exit code for container {}",
+                               engine->where(), container_id)
+                 : fmt::format("the run's monitor on {} ended without an exit code (see "
+                               "{}/monitor.log there)",
+                               shell ? shell->host() : plan.compute.address, paths.run_dir));
       code = exit_code::k_cannot_start;
     }
     if (oom) {
@@ -517,6 +714,15 @@ struct Supervisor {
     record.end_ms = ctx.clock->now_ms();
     record.pid = 0;
     save(true);
+    if (engine && !container_id.empty()) {
+      if (live_fd >= 0) ::close(live_fd);
+      live_fd = -1;
+      try {
+        engine->request("DELETE", "/containers/" + container_id + "?v=1&force=1");
+      } catch (const Error& e) {
+        std::fprintf(stderr, "mlw supervisor: %s\n", e.what());
+      }
+    }
     return 0;
   }
 
@@ -561,10 +767,11 @@ void TargetExecutor::connect(Context& ctx, const std::string& target_name,
                              const ComputeConfig& compute, const std::string& image_tag) {
   if (is_local_docker(m_type)) {
     m_shell = std::make_unique<LocalShell>();
+    m_engine = probe_engine(compute, image_tag, m_facts);
   } else {
     m_shell = connect_target(ctx, target_name, compute);
   }
-  m_facts = probe_target(*m_shell, compute, image_tag);
+  if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag);
   if (m_type != "remote" && !m_facts.docker_ok) {
     throw Error(
         fmt::format(
@@ -604,8 +811,20 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
   RunHandle handle = start_supervisor(plan, [&](int live_fd) {
     ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
     try {
-      Supervisor supervisor{ctx, plan, std::move(m_shell), m_facts, env, paths, live_fd, {}, {}, -1,
-                            0,   {}};
+      Supervisor supervisor{ctx,
+                            plan,
+                            std::move(m_shell),
+                            m_facts,
+                            env,
+                            paths,
+                            live_fd,
+                            {},
+                            {},
+                            -1,
+                            0,
+                            {},
+                            runs_in_engine(plan.compute, m_facts) ? std::move(m_engine) : nullptr,
+                            {}};
       return supervisor.run();
     } catch (const std::exception& e) {
       try {

@@ -65,7 +65,8 @@ ShellResult LocalShell::run(const std::string& script, const ShellStreams& strea
       stopped = true;
       break;
     }
-    if (in_fd >= 0 && pending_offset == pending.size()) {
+    if (in_fd >= 0 && pending_offset == pending.size() &&
+        (!streams.input_ready || streams.input_ready())) {
       pending.resize(sizeof buffer);
       pending.resize(streams.read_input(pending.data(), pending.size()));
       pending_offset = 0;
@@ -79,7 +80,7 @@ ShellResult LocalShell::run(const std::string& script, const ShellStreams& strea
     for (int fd : fds) {
       if (fd >= 0) items[count++] = {fd, POLLIN, 0};
     }
-    if (in_fd >= 0) items[count++] = {in_fd, POLLOUT, 0};
+    if (in_fd >= 0 && pending_offset < pending.size()) items[count++] = {in_fd, POLLOUT, 0};
     if (::poll(items, count, 200) < 0 && errno != EINTR) break;
     for (nfds_t i = 0; i < count; ++i) {
       if (!items[i].revents) continue;

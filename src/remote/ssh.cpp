@@ -675,7 +675,8 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
   };
   while (true) {
     bool progress = false;
-    if (!input_done && pending_offset == pending.size()) {
+    if (!input_done && pending_offset == pending.size() &&
+        (!streams.input_ready || streams.input_ready())) {
       pending.resize(sizeof buffer);
       pending.resize(streams.read_input(pending.data(), pending.size()));
       pending_offset = 0;
@@ -729,8 +730,18 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
       s.wait_socket(200);
     }
   }
-  s.retry([&] { return libssh2_channel_close(channel); }, s.options.connect_timeout_ms);
-  s.retry([&] { return libssh2_channel_wait_closed(channel); }, s.options.connect_timeout_ms);
+  // A connection that died mid-command ends the channel without an exit status (which libssh2
+  // would read as 0): only a clean close counts as the command's end.
+  if (const int rc =
+          s.retry([&] { return libssh2_channel_close(channel); }, s.options.connect_timeout_ms);
+      rc != 0) {
+    lost(rc);
+  }
+  if (const int rc = s.retry([&] { return libssh2_channel_wait_closed(channel); },
+                             s.options.connect_timeout_ms);
+      rc != 0) {
+    lost(rc);
+  }
   char* signal = nullptr;
   libssh2_channel_get_exit_signal(channel, &signal, nullptr, nullptr, nullptr, nullptr, nullptr);
   if (signal) {

@@ -69,24 +69,30 @@ struct TarWriter::Impl {
     std::uint64_t size = 0;
   };
   std::deque<Piece> pieces;
+  std::uint64_t total = 2 * k_block;
   std::size_t offset = 0;
   int fd = -1;
   std::uint64_t file_left = 0;
   bool ended = false;
 
+  void push(Piece piece) {
+    total += piece.file ? piece.size : piece.bytes.size();
+    pieces.push_back(std::move(piece));
+  }
+
   void add_header(const std::string& name, char type, std::uint64_t size, std::uint32_t mode,
                   const std::string& link) {
     if (name.size() > 100) {
-      pieces.push_back({header("././@LongLink", 'L', name.size() + 1, 0644, "") + name +
-                            std::string(1, '\0') + padding(name.size() + 1),
-                        std::nullopt, 0});
+      push({header("././@LongLink", 'L', name.size() + 1, 0644, "") + name + std::string(1, '\0') +
+                padding(name.size() + 1),
+            std::nullopt, 0});
     }
     if (link.size() > 100) {
-      pieces.push_back({header("././@LongLink", 'K', link.size() + 1, 0644, "") + link +
-                            std::string(1, '\0') + padding(link.size() + 1),
-                        std::nullopt, 0});
+      push({header("././@LongLink", 'K', link.size() + 1, 0644, "") + link + std::string(1, '\0') +
+                padding(link.size() + 1),
+            std::nullopt, 0});
     }
-    pieces.push_back({header(name, type, size, mode, link), std::nullopt, 0});
+    push({header(name, type, size, mode, link), std::nullopt, 0});
   }
 };
 
@@ -99,14 +105,14 @@ TarWriter::~TarWriter() {
 void TarWriter::add_file(const std::string& name, const std::filesystem::path& source,
                          std::uint64_t size, std::uint32_t mode) {
   m_impl->add_header(name, '0', size, mode, "");
-  m_impl->pieces.push_back({"", source, size});
-  m_impl->pieces.push_back({padding(size), std::nullopt, 0});
+  m_impl->push({"", source, size});
+  m_impl->push({padding(size), std::nullopt, 0});
 }
 
 void TarWriter::add_data(const std::string& name, std::string content, std::uint32_t mode) {
   const std::uint64_t size = content.size();
   m_impl->add_header(name, '0', size, mode, "");
-  m_impl->pieces.push_back({std::move(content) + padding(size), std::nullopt, 0});
+  m_impl->push({std::move(content) + padding(size), std::nullopt, 0});
 }
 
 void TarWriter::add_directory(const std::string& name, std::uint32_t mode) {
@@ -119,6 +125,10 @@ void TarWriter::add_hard_link(const std::string& name, const std::string& target
 
 void TarWriter::add_symlink(const std::string& name, const std::string& target) {
   m_impl->add_header(name, '2', 0, 0777, target);
+}
+
+std::uint64_t TarWriter::size() const {
+  return m_impl->total;
 }
 
 std::size_t TarWriter::read(char* buffer, std::size_t size) {

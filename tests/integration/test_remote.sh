@@ -272,6 +272,42 @@ expect_eq "cancel a remotedocker run" "$CODE" 0
 expect_eq "canceled status" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Canceled"
 check "container gone after cancel" bash -c "! docker ps --filter label=mlw.run=$RID -q | grep -q ."
 
+# --- the local docker target through the Engine API (no dockerRunArgs) ------------------------
+# Without extra docker run arguments the run goes through the Engine API on the daemon's socket:
+# it must work with no docker command on PATH once the environment image exists.
+sed -i 's#^dockerRunArgs:.*#dockerRunArgs: []#' aml_config/docker.compute
+run_mlw experiment prepare -c docker
+expect_eq "prepare the docker target" "$CODE" 0
+NODOCKER="$WORK/nodocker-bin"
+mkdir -p "$NODOCKER"
+ln -sf "$(command -v python3)" "$NODOCKER/python3"
+run_env() { env PATH="$NODOCKER" "$@"; }
+OUT=$(run_env "$MLW" -o json experiment submit -c docker args.py "${HOSTILE[@]}" 2>"$WORK/e"); CODE=$?; ERR=$(cat "$WORK/e")
+expect_eq "docker run through the Engine API, no docker command" "$CODE" 0
+[ "$CODE" = 0 ] || echo "engine run said: $OUT $ERR" >&2
+RID=$(json_get "$OUT" 'd["run_id"]')
+expect_eq "hostile arguments intact through the Engine API" \
+  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+expect_contains "engine run's log" "$(cat ".mlw/runs/$RID/driver_log.txt")" "ENV $RID docker /mlw/share"
+check "engine run's container removed" bash -c "[ -z \"\$(docker ps -a --filter label=mlw.run=$RID -q)\" ]"
+OUT=$(run_env "$MLW" experiment submit -c docker exit_with.py 9 2>"$WORK/e"); CODE=$?
+expect_eq "engine run's exit code" "$CODE" 9
+run_mlw -o json experiment submit -c docker -a slow.py 600 0.2
+RID=$(json_get "$OUT" 'd["run_id"]')
+wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
+docker kill --signal KILL "$(docker ps --filter label=mlw.run=$RID -q)" >/dev/null
+run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["exit_code"])'; }
+run_ended() { [[ "$(run_state "$1")" != Running* ]]; }
+wait_for 30 run_ended "$RID"
+expect_eq "engine run killed by SIGKILL: 137" "$(run_state "$RID")" "Failed 137"
+run_mlw -o json experiment submit -c docker -a slow.py 600 0.2
+RID=$(json_get "$OUT" 'd["run_id"]')
+wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
+run_mlw experiment cancel -r "$RID"
+expect_eq "cancel an engine run" "$CODE" 0
+expect_eq "engine run canceled" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Canceled"
+check "engine run's container gone after cancel" bash -c "[ -z \"\$(docker ps -a --filter label=mlw.run=$RID -q)\" ]"
+
 # --- the SSH connection killed mid-run ----------------------------------------------------------
 run_mlw -o json experiment submit -c rdk -a slow.py 30 0.1
 RID=$(json_get "$OUT" 'd["run_id"]')
@@ -289,7 +325,11 @@ mkdir -p data
 for i in $(seq 1 40); do head -c 2000000 /dev/urandom >"data/part$i.bin"; done
 ( for _ in $(seq 1 400); do
     if ls "$USER_HOME/.mlw/incoming/" 2>/dev/null | grep -q '^rproj'; then
-      for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do kill -9 "$child"; done
+      # The whole connection: each sshd session process and the child serving its channels.
+      for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do
+        for grandchild in $(pgrep -P "$child"); do kill -9 "$grandchild"; done
+        kill -9 "$child"
+      done
       exit 0
     fi
     sleep 0.01

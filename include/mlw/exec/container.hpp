@@ -38,6 +38,16 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
                                           const TargetFacts& facts, const std::string& image,
                                           const std::string& user);
 
+/// The container's command: python3 (spark-submit for PySpark), the script and its arguments.
+std::vector<std::string> container_command(const RunPlan& plan);
+
+/// The Docker Engine API body (POST /containers/create) of the same container docker_run_words
+/// describes with sharedVolumes true: the run folder and the share bind-mounted, `user`
+/// ("uid:gid") with HOME=/tmp, --init, the labels, GPUs as a device request.
+std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
+                               const TargetFacts& facts, const std::string& image,
+                               const std::string& user);
+
 /// The variables a run sees (spec §5), with the paths they have inside the container or on the
 /// target machine.
 std::map<std::string, std::string> run_environment(const RunPlan& plan, const std::string& run_dir,

@@ -5,6 +5,7 @@
 
 #include "mlw/exec/container.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/remote/docker_engine.hpp"
 #include "mlw/remote/shell.hpp"
 
 namespace mlw {
@@ -34,6 +35,7 @@ class TargetExecutor : public Executor {
                const std::string& image_tag = "");
   std::string m_type;
   std::unique_ptr<Shell> m_shell;
+  std::unique_ptr<DockerEngine> m_engine;  ///< the local docker target's Engine API, when usable
   TargetFacts m_facts;
 };
 

@@ -19,6 +19,9 @@ struct ShellResult {
 struct ShellStreams {
   /// Fills up to `size` bytes of stdin; returns 0 at the end. Empty: no input.
   std::function<std::size_t(char* buffer, std::size_t size)> read_input;
+  /// Asked before read_input; false: no input yet (a conversation waiting for the command's
+  /// answer, which arrives through on_output). Empty: always ready.
+  std::function<bool()> input_ready;
   /// Receives stdout as it arrives; empty: collected into ShellResult::output.
   std::function<void(std::string_view)> on_output;
   /// Receives stderr as it arrives; empty: collected into ShellResult::errors.

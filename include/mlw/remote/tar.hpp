@@ -29,6 +29,8 @@ class TarWriter {
   /// Fills up to `size` bytes of the stream; 0 at its end. Throws mlw::Error when a source file
   /// cannot be read.
   std::size_t read(char* buffer, std::size_t size);
+  /// The length of the whole stream (end blocks included), known before it is read.
+  std::uint64_t size() const;
 
  private:
   struct Impl;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "temp_dir.hpp"
 
@@ -124,6 +125,46 @@ TEST(Container, MalformedDependencyFileNamesItsLine) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("conda_dependencies.yml:2"), std::string::npos);
   }
+}
+
+TEST(Container, EngineBodyDescribesTheSameContainerAsTheRunWords) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  plan.arguments = {"it's", "$(id)"};
+  const auto body = nlohmann::json::parse(engine_create_body(
+      plan, {"/home/u/.mlw/runs/r", "/home/u/.mlw/share"}, {}, "mlw_env:abc", "1000:1000"));
+  EXPECT_EQ(body["Image"], "mlw_env:abc");
+  EXPECT_EQ(body["Cmd"], nlohmann::json({"python3", "train.py", "it's", "$(id)"}));
+  EXPECT_EQ(body["User"], "1000:1000");
+  EXPECT_EQ(body["WorkingDir"], "/mlw/run/snapshot");
+  EXPECT_EQ(body["Labels"]["mlw.run"], "demo_1700000000000");
+  EXPECT_EQ(body["HostConfig"]["Init"], true);
+  EXPECT_EQ(body["HostConfig"]["Binds"],
+            nlohmann::json({"/home/u/.mlw/runs/r:/mlw/run", "/home/u/.mlw/share:/mlw/share"}));
+  const auto& env = body["Env"];
+  EXPECT_NE(std::find(env.begin(), env.end(), "SECRET_TOKEN=s3cr3t value"), env.end());
+  EXPECT_NE(std::find(env.begin(), env.end(), "MLW_RUN_ID=demo_1700000000000"), env.end());
+  EXPECT_NE(std::find(env.begin(), env.end(), "HOME=/tmp"), env.end());
+  EXPECT_FALSE(body["HostConfig"].contains("DeviceRequests"));
+}
+
+TEST(Container, EngineBodyAsksForGpusAsTheGpusKeySays) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  plan.compute.nvidia_docker = true;
+  TargetFacts facts;
+  facts.nvidia_runtime = true;
+  auto request = [&](const std::string& gpus) {
+    plan.compute.gpus = gpus;
+    return nlohmann::json::parse(
+        engine_create_body(plan, {"/r", "/s"}, facts, "i", ""))["HostConfig"]["DeviceRequests"][0];
+  };
+  EXPECT_EQ(request("all")["Count"], -1);
+  EXPECT_EQ(request("all")["Capabilities"], nlohmann::json({{"gpu"}}));
+  EXPECT_EQ(request("2")["Count"], 2);
+  EXPECT_EQ(request("device=0,3")["DeviceIDs"], nlohmann::json({"0", "3"}));
+  plan.compute.gpus = "many";
+  EXPECT_THROW(engine_create_body(plan, {"/r", "/s"}, facts, "i", ""), Error);
 }
 
 }  // namespace mlw

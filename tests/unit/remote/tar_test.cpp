@@ -70,4 +70,16 @@ TEST(Tar, ATruncatedArchiveIsAnError) {
   EXPECT_THROW(reader.finish(), Error);
 }
 
+TEST(Tar, SizeIsKnownBeforeTheStreamIsRead) {
+  test::TempDir dir("mlw-remote");
+  atomic_write_file(dir.path() / "big.bin", std::string(70000, 'b'));
+  TarWriter tar;
+  tar.add_directory("d");
+  tar.add_file("d/big.bin", dir.path() / "big.bin", 70000, 0444);
+  tar.add_data("d/" + std::string(150, 'n'), "x", 0644);
+  tar.add_hard_link("d/link", "/home/u/.mlw/objects/" + std::string(120, 'a'));
+  const std::uint64_t announced = tar.size();
+  EXPECT_EQ(drain(tar).size(), announced);
+}
+
 }  // namespace mlw
