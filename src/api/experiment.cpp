@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <future>
 #include <iostream>
 #include <thread>
 
@@ -466,8 +467,16 @@ void prepare(Context& ctx, const std::string& run_config) {
   TargetExecutor executor(plan.compute.type);
   plan.record.run_id = fmt::format("prepare-{}-{}", ctx.clock->now_ms(), ::getpid());
   plan.record.run_config = run_config;
-  plan.manifest = build_snapshot(plan.project.root, plan.project.state_dir() / "objects",
-                                 plan.project.state_dir() / "cache" / "hashes.tsv");
+  // The snapshot is read while the connection is made (the probe needs both).
+  const std::int64_t started_ms = ctx.clock->now_ms();
+  auto snapshot = std::async(std::launch::async, [&plan] {
+    return build_snapshot(plan.project.root, plan.project.state_dir() / "objects",
+                          plan.project.state_dir() / "cache" / "hashes.tsv");
+  });
+  executor.open(ctx, plan.target_name, plan.compute);
+  plan.manifest = snapshot.get();
+  spdlog::debug("snapshot: {} files, {} bytes, {} ms", plan.manifest.entries.size(),
+                plan.manifest.total_bytes(), ctx.clock->now_ms() - started_ms);
   plan.run_dir = plan.project.state_dir() / "prepare" / plan.record.run_id;
   make_directories(plan.run_dir / "snapshot");
   struct Cleanup {

@@ -18,6 +18,9 @@ class TargetExecutor : public Executor {
  public:
   /// An executor for `type` (docker, remotedocker or remote).
   explicit TargetExecutor(std::string type);
+  /// Opens the SSH connection (host key, login) ahead of validate, which then uses it; nothing
+  /// for the local docker target.
+  void open(Context& ctx, const std::string& target_name, const ComputeConfig& compute);
   void validate(Context& ctx, const RunPlan& plan) override;
   RunHandle start(Context& ctx, RunPlan& plan) override;
   /// The supervisor stops the run when it sees the cancel marker; nothing to do here.

@@ -1,0 +1,247 @@
+#include "mlw/exec/ship.hpp"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "mlw/remote/tar.hpp"
+#include "mlw/util/embedded.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+std::string object_name(const ManifestEntry& entry) {
+  return entry.sha256 + (is_executable(entry.mode) ? ".x" : "");
+}
+
+/// The helper and the environment's build files, in the run folder's tree.
+void add_helper_and_env(TarWriter& tar, const EnvironmentSpec& env, const std::string& objects) {
+  tar.add_directory("helper");
+  tar.add_directory("env");
+  tar.add_directory("env/files");
+  for (auto& [path, contents] : run_folder_files(env))
+    tar.add_data(path, std::move(contents), 0644);
+  std::set<std::string> dirs;
+  for (const auto& entry : env.local_files) {
+    const auto parts = split(entry.path, '/');
+    std::string prefix = "env/files";
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      prefix += "/" + parts[i];
+      if (dirs.insert(prefix).second) tar.add_directory(prefix);
+    }
+    tar.add_hard_link("env/files/" + entry.path, objects + "/" + object_name(entry));
+  }
+}
+
+/// A progress line on the submitting terminal while objects are sent.
+std::function<void(std::uint64_t)> ship_progress(Context& ctx, std::uint64_t total,
+                                                 std::size_t count) {
+  if (!ctx.stderr_is_terminal || ctx.quiet) return {};
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [&ctx, last, total, count](std::uint64_t sent) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(100) && sent < total) return;
+    *last = now;
+    const int width = 30;
+    const int filled = total ? static_cast<int>(width * sent / total) : width;
+    *ctx.err << fmt::format("\rShipping {} new files: [{}{}] {:.1f}/{:.1f} MB\x1b[K", count,
+                            std::string(static_cast<std::size_t>(filled), '#'),
+                            std::string(static_cast<std::size_t>(width - filled), '.'),
+                            static_cast<double>(sent) / 1e6, static_cast<double>(total) / 1e6)
+             << std::flush;
+  };
+}
+
+/// The run folder's tree: the snapshot as hard links into the target's store, the helper and
+/// the environment's build files.
+void add_run_tree(TarWriter& tree, const RunPlan& plan, const EnvironmentSpec& env,
+                  const std::string& objects) {
+  std::set<std::string> dirs = {"snapshot", "snapshot/outputs"};
+  tree.add_directory("snapshot");
+  tree.add_directory("snapshot/outputs");
+  for (const auto& entry : plan.manifest.entries) {
+    const auto parts = split(entry.path, '/');
+    std::string prefix = "snapshot";
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      prefix += "/" + parts[i];
+      if (dirs.insert(prefix).second) tree.add_directory(prefix);
+    }
+    if (!entry.link_target.empty()) {
+      tree.add_symlink("snapshot/" + entry.path, entry.link_target);
+    } else {
+      tree.add_hard_link("snapshot/" + entry.path, objects + "/" + object_name(entry));
+    }
+  }
+  add_helper_and_env(tree, env, objects);
+}
+
+}  // namespace
+
+std::string ship_script(const std::string& store, const std::string& nonce,
+                        const std::string& run_dir) {
+  const std::string s = shell_quote(store);
+  return "set -e\nS=" + s + "/objects\nI=" + s + "/incoming\nD=\"$I\"/" + shell_quote(nonce) +
+         "\nR=" + shell_quote(run_dir) +
+         "\nmkdir -p \"$S\" \"$I\"\ncd \"$I\"\n"
+         "for d in */; do\n"
+         "  [ -d \"$d\" ] || continue\n"
+         "  d=${d%/}\n"
+         "  ( flock -n 9 || exit 0\n"
+         "    cd \"$d\" && ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
+         "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
+         "    cd \"$I\" && rm -rf \"$d\" \"$d.lock\" ) 9>\"$d.lock\"\n"
+         "done\n"
+         "read n\ncd \"$S\"\n"
+         "head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
+         "!($0 in have)'\n"
+         "echo :end\nread u t\n"
+         "if [ \"$u\" -gt 0 ]; then\n"
+         "  exec 9>\"$D.lock\"\n  flock 9\n  mkdir -p \"$D\"\n"
+         "  head -c \"$u\" | tar -x -C \"$D\"\n  cd \"$D\"\n"
+         "  sha256sum -- * | awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t "
+         "\"$S\"/\n"
+         "  set -- *\n  cd \"$I\"\n"
+         "  if [ -e \"$D/$1\" ]; then\n"
+         "    printf 'damaged: %s\\n' \"$@\"\n    rm -rf \"$D\" \"$D.lock\"\n"
+         "    head -c \"$t\" >/dev/null\n    exit 1\n"
+         "  fi\n  rm -rf \"$D\" \"$D.lock\"\nfi\n"
+         "[ \"$t\" -gt 0 ] || exit 0\n"
+         "mkdir -p \"$(dirname \"$R\")\"\nrm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
+         "head -c \"$t\" | tar -x -P -C \"$R.tmp\"\n: > \"$R.tmp/driver_log.txt\"\n"
+         "mv \"$R.tmp\" \"$R\"\n";
+}
+
+std::vector<std::pair<std::string, std::string>> run_folder_files(const EnvironmentSpec& env) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& file : embedded_files()) {
+    if (!starts_with(file.path, "python/")) continue;
+    files.emplace_back("helper/" + std::string(file.path.substr(7)), std::string(file.contents));
+  }
+  files.emplace_back("env/Dockerfile", env.dockerfile);
+  files.emplace_back("env/install.sh", env.install_script);
+  files.emplace_back("env/conda_dependencies.yml", env.conda_file);
+  files.emplace_back("env/requirements.txt", env.requirements);
+  return files;
+}
+
+void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
+                   const EnvironmentSpec& env, const std::string& run_dir, bool make_run_folder) {
+  const fs::path local_objects = plan.project.state_dir() / "objects";
+  std::map<std::string, const ManifestEntry*> wanted;
+  for (const auto& entry : plan.manifest.entries) {
+    if (entry.link_target.empty()) wanted.emplace(object_name(entry), &entry);
+  }
+  std::string question;
+  for (const auto& [name, entry] : wanted) question += name + "\n";
+  question = std::to_string(question.size()) + "\n" + question;
+
+  std::string answer;
+  bool answered = false;
+  std::size_t answer_end = 0;    // where the list of missing names ends
+  std::size_t answer_after = 0;  // where what follows `:end` starts
+  TarWriter upload;
+  TarWriter tree;
+  std::string second;  // "U T\n", sent once the answer is in
+  std::uint64_t upload_total = 0;
+  std::uint64_t upload_sent = 0;
+  std::function<void(std::uint64_t)> progress;
+  enum class Phase { question, waiting, second, upload, tree } phase = Phase::question;
+  std::size_t offset = 0;
+  auto copy_from = [&](const std::string& text, char* buffer, std::size_t size) {
+    const std::size_t n = std::min(size, text.size() - offset);
+    std::copy_n(text.data() + offset, n, buffer);
+    offset += n;
+    return n;
+  };
+  auto prepare_second = [&] {
+    std::vector<std::string> missing;
+    for (const auto& name : split(answer.substr(0, answer_end), '\n')) {
+      if (wanted.count(name)) missing.push_back(name);
+    }
+    for (const auto& name : missing) {
+      const ManifestEntry& entry = *wanted[name];
+      fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
+      if (!fs::exists(source)) source = plan.project.root / entry.path;
+      upload.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
+      upload_total += entry.size;
+    }
+    if (!missing.empty()) {
+      spdlog::debug("shipping {} objects ({} bytes) to {}", missing.size(), upload_total,
+                    shell.host());
+      progress = ship_progress(ctx, upload_total, missing.size());
+    }
+    if (make_run_folder) add_run_tree(tree, plan, env, store + "/objects");
+    second = fmt::format("{} {}\n", missing.empty() ? 0 : upload.size(),
+                         make_run_folder ? tree.size() : 0);
+  };
+
+  ShellStreams streams;
+  streams.on_output = [&](std::string_view chunk) {
+    answer.append(chunk);
+    if (answered) return;
+    const auto end = answer.starts_with(":end\n") ? 0 : answer.find("\n:end\n");
+    if (end == std::string::npos) return;
+    answered = true;
+    answer_end = end;
+    answer_after = end == 0 ? 5 : end + 6;
+  };
+  streams.input_ready = [&] { return phase != Phase::waiting || answered; };
+  streams.read_input = [&](char* buffer, std::size_t size) -> std::size_t {
+    while (true) {
+      switch (phase) {
+        case Phase::question: {
+          const std::size_t n = copy_from(question, buffer, size);
+          if (offset == question.size()) {
+            phase = Phase::waiting;  // input_ready holds the next call until the answer is in
+            offset = 0;
+          }
+          return n;
+        }
+        case Phase::waiting:
+          prepare_second();
+          phase = Phase::second;
+          break;
+        case Phase::second: {
+          const std::size_t n = copy_from(second, buffer, size);
+          if (offset == second.size()) {
+            phase = second.starts_with("0 ") ? Phase::tree : Phase::upload;
+            offset = 0;
+          }
+          return n;
+        }
+        case Phase::upload:
+          if (const std::size_t n = upload.read(buffer, size); n > 0) {
+            upload_sent += n;
+            if (progress) progress(std::min(upload_sent, upload_total));
+            return n;
+          }
+          phase = Phase::tree;
+          break;
+        case Phase::tree:
+          return make_run_folder ? tree.read(buffer, size) : 0;
+      }
+    }
+  };
+  const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
+  const ShellResult shipped = shell.run(ship_script(store, nonce, run_dir), streams);
+  if (progress) *ctx.err << "\r\x1b[K" << std::flush;
+  if (shipped.exit_code != 0) {
+    const std::string said = answered ? trim(answer.substr(answer_after)) : "";
+    throw Error(fmt::format("{}: shipping the snapshot to {} failed: {}", shell.host(), run_dir,
+                            trim(trim(shipped.errors) + "\n" + said)),
+                exit_code::k_cannot_start);
+  }
+}
+
+}  // namespace mlw

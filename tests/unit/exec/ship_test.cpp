@@ -1,0 +1,112 @@
+#include "mlw/exec/ship.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <sstream>
+
+#include "temp_dir.hpp"
+
+#include "mlw/snapshot/manifest.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// A project with two files, its snapshot taken, and a "target" store beside it that this
+/// machine's /bin/sh plays (the same script runs over SSH).
+struct ShipFixture {
+  test::TempDir dir{"mlw-ship"};
+  std::ostringstream err;
+  Context ctx;
+  RunPlan plan;
+  fs::path store;
+
+  ShipFixture() {
+    ctx.err = &err;
+    ctx.out = &err;
+    const fs::path root = dir.path() / "proj";
+    make_directories(root / "sub");
+    atomic_write_file(root / "a.txt", "alpha\n");
+    atomic_write_file(root / "sub" / "b.py", "print('b')\n");
+    plan.project = {root, "proj"};
+    plan.record.run_id = "proj_1";
+    plan.manifest = build_snapshot(root, root / ".mlw" / "objects", root / ".mlw" / "hashes.tsv");
+    store = dir.path() / "target" / ".mlw";
+  }
+
+  const ManifestEntry& entry(const std::string& path) const {
+    for (const auto& e : plan.manifest.entries) {
+      if (e.path == path) return e;
+    }
+    throw Error("no entry " + path);
+  }
+
+  void ship(const std::string& run) {
+    LocalShell shell;
+    ship_snapshot(ctx, shell, plan, store.string(), EnvironmentSpec{},
+                  (store / "runs" / run).string());
+  }
+};
+
+ino_t inode(const fs::path& path) {
+  struct stat info {};
+  ::stat(path.c_str(), &info);
+  return info.st_ino;
+}
+
+}  // namespace
+
+TEST(Ship, MakesTheRunFolderAsHardLinksIntoTheStore) {
+  ShipFixture f;
+  f.ship("r1");
+  const fs::path run = f.store / "runs" / "r1";
+  EXPECT_EQ(read_file(run / "snapshot" / "sub" / "b.py"), "print('b')\n");
+  EXPECT_EQ(inode(run / "snapshot" / "a.txt"),
+            inode(f.store / "objects" / f.entry("a.txt").sha256));
+  EXPECT_TRUE(fs::is_directory(run / "snapshot" / "outputs"));
+  EXPECT_TRUE(fs::exists(run / "driver_log.txt"));
+  EXPECT_TRUE(fs::exists(run / "env" / "Dockerfile"));
+  EXPECT_FALSE(fs::exists(f.store / "runs" / "r1.tmp"));
+}
+
+TEST(Ship, SendsOnlyWhatTheStoreLacks) {
+  ShipFixture f;
+  // The store already has a.txt's object (here with a marker in it): it must not be sent again.
+  const fs::path kept = f.store / "objects" / f.entry("a.txt").sha256;
+  make_directories(kept.parent_path());
+  atomic_write_file(kept, "kept\n");
+  f.ship("r1");
+  EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "a.txt"), "kept\n");
+  EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "sub" / "b.py"), "print('b')\n");
+}
+
+TEST(Ship, WithoutARunFolderOnlyTheContentArrives) {
+  ShipFixture f;
+  LocalShell shell;
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{},
+                (f.store / "runs" / "p").string(), false);
+  EXPECT_TRUE(fs::exists(f.store / "objects" / f.entry("sub/b.py").sha256));
+  EXPECT_FALSE(fs::exists(f.store / "runs" / "p"));
+}
+
+TEST(Ship, ADamagedObjectFailsTheShipAndStaysOutOfTheStore) {
+  ShipFixture f;
+  const ManifestEntry& b = f.entry("sub/b.py");
+  const fs::path local = object_path(f.plan.project.state_dir() / "objects", b.sha256, false);
+  fs::permissions(local, fs::perms::owner_write, fs::perm_options::add);
+  atomic_write_file(local, "print('tampered')\n");
+  try {
+    f.ship("r1");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), exit_code::k_cannot_start);
+    EXPECT_NE(std::string(e.what()).find("damaged: " + b.sha256), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(f.store / "objects" / b.sha256));
+  EXPECT_FALSE(fs::exists(f.store / "runs" / "r1"));
+}
+
+}  // namespace mlw
