@@ -263,14 +263,19 @@ for i in range(n):
     time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0.2)
 print("done", flush=True)
 PY
-run_mlw -o json experiment submit -c rdk -a slow.py 600 0.5
-expect_eq "async submit" "$CODE" 0
-RID=$(json_get "$OUT" 'd["run_id"]')
-wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
-run_mlw experiment cancel -r "$RID"
-expect_eq "cancel a remotedocker run" "$CODE" 0
-expect_eq "canceled status" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Canceled"
-check "container gone after cancel" bash -c "! docker ps --filter label=mlw.run=$RID -q | grep -q ."
+# cancel_running TARGET WHAT: an async slow run on TARGET, canceled once it prints; its container
+# must be gone.
+cancel_running() {
+  run_mlw -o json experiment submit -c "$1" -a slow.py 600 0.2
+  expect_eq "async submit to $2" "$CODE" 0
+  RID=$(json_get "$OUT" 'd["run_id"]')
+  wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
+  run_mlw experiment cancel -r "$RID"
+  expect_eq "cancel a $2 run" "$CODE" 0
+  expect_eq "$2 run canceled" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Canceled"
+  check "$2 container gone after cancel" bash -c "[ -z \"\$(docker ps -a --filter label=mlw.run=$RID -q)\" ]"
+}
+cancel_running rdk remotedocker
 
 # --- the local docker target through the Engine API (no dockerRunArgs) ------------------------
 # Without extra docker run arguments the run goes through the Engine API on the daemon's socket:
@@ -300,13 +305,7 @@ run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys;
 run_ended() { [[ "$(run_state "$1")" != Running* ]]; }
 wait_for 30 run_ended "$RID"
 expect_eq "engine run killed by SIGKILL: 137" "$(run_state "$RID")" "Failed 137"
-run_mlw -o json experiment submit -c docker -a slow.py 600 0.2
-RID=$(json_get "$OUT" 'd["run_id"]')
-wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
-run_mlw experiment cancel -r "$RID"
-expect_eq "cancel an engine run" "$CODE" 0
-expect_eq "engine run canceled" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Canceled"
-check "engine run's container gone after cancel" bash -c "[ -z \"\$(docker ps -a --filter label=mlw.run=$RID -q)\" ]"
+cancel_running docker "Engine API"
 
 # --- the SSH connection killed mid-run ----------------------------------------------------------
 run_mlw -o json experiment submit -c rdk -a slow.py 30 0.1

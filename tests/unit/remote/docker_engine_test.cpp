@@ -44,27 +44,28 @@ struct ScopedEnv {
 
 }  // namespace
 
-TEST(HttpResponseReader, ReadsABodyByLengthInAnyPieces) {
-  const std::string response =
-      "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n"
-      "{\"Id\":\"abc\"}\n";
-  for (std::size_t step : {1, 7, 1000}) {
+/// Fed one byte, a few bytes or all at once, the response decodes to `body` and is complete.
+void expect_decodes(const std::string& response, const std::string& body, int status) {
+  for (std::size_t step : {1, 3, 7, 1000}) {
     const Decoded decoded = decode(response, step);
-    EXPECT_EQ(decoded.body, "{\"Id\":\"abc\"}\n");
-    EXPECT_EQ(decoded.status, 201);
+    EXPECT_EQ(decoded.body, body) << "in pieces of " << step;
+    EXPECT_EQ(decoded.status, status);
     EXPECT_TRUE(decoded.complete);
   }
 }
 
+TEST(HttpResponseReader, ReadsABodyByLengthInAnyPieces) {
+  expect_decodes(
+      "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n"
+      "{\"Id\":\"abc\"}\n",
+      "{\"Id\":\"abc\"}\n", 201);
+}
+
 TEST(HttpResponseReader, UndoesChunkedTransferEncoding) {
-  const std::string response =
+  expect_decodes(
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-      "5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n";
-  for (std::size_t step : {1, 3, 1000}) {
-    const Decoded decoded = decode(response, step);
-    EXPECT_EQ(decoded.body, "hello, world");
-    EXPECT_TRUE(decoded.complete);
-  }
+      "5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n",
+      "hello, world", 200);
 }
 
 TEST(HttpResponseReader, AChunkedBodyIsNotCompleteBeforeItsLastChunk) {
