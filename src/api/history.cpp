@@ -1,6 +1,7 @@
 #include "mlw/api/history.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 #include <chrono>
 #include <thread>
 
+#include "mlw/config/targets.hpp"
+#include "mlw/exec/target.hpp"
 #include "mlw/history/collect.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -103,10 +106,65 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
   ctx.output().print_list(rows, columns);
 }
 
+/// A docker, remotedocker or remote run goes on on its target when the process that supervised
+/// it is gone (the record says Lost): following it starts a new supervisor there, once (a lock
+/// in the run folder, held by that supervisor). Opens and closes its own history connection, so
+/// none crosses the supervisor's fork. True when it started one.
+bool reattach_if_lost(Context& ctx, const std::string& run_id) {
+  RunPlan plan;
+  {
+    HistoryStore store = open_history(ctx);
+    plan.record = store.load(run_id);
+    plan.run_dir = store.run_dir(run_id);
+  }
+  const std::string type = plan.record.target_type;
+  if (plan.record.status != status::k_lost || plan.record.host != host_name() ||
+      (type != "docker" && type != "remotedocker" && type != "remote")) {
+    return false;
+  }
+  const int lock =
+      ::open((plan.run_dir / "reattach.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{lock};
+  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) return false;  // another mlw is taking it over
+  {
+    HistoryStore store(ctx.project().state_dir());
+    plan.record = store.load(run_id);
+  }
+  if (plan.record.status != status::k_lost) return false;
+  plan.project = ctx.project();
+  plan.target_name = plan.record.target;
+  plan.compute = load_compute(plan.project, plan.target_name);
+  plan.history_dir = plan.project.state_dir();
+  if (plan.compute.type != type) {
+    throw Error(
+        fmt::format("run {} ran on a {} target, but aml_config/{}.compute is now {}: it "
+                    "cannot be followed there",
+                    run_id, type, plan.target_name, plan.compute.type));
+  }
+  TargetExecutor executor(type);
+  executor.reattach(ctx, plan);
+  if (!ctx.quiet) {
+    *ctx.err << fmt::format("Run {} had lost its supervisor; following it on {} again.\n", run_id,
+                            plan.target_name);
+  }
+  // The new supervisor marks the run Running; until then the record still says Lost.
+  for (int i = 0; i < 200; ++i) {
+    if (HistoryStore(plan.history_dir).load(run_id).status != status::k_lost) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
 void show_logs(Context& ctx, const std::string& run_id, bool follow) {
-  HistoryStore store = open_history(ctx);
-  RunRecord record = store.load(run_id);
-  const fs::path log = store.run_dir(run_id) / "driver_log.txt";
+  if (follow) reattach_if_lost(ctx, run_id);
+  std::optional<HistoryStore> store;
+  store.emplace(open_history(ctx));
+  RunRecord record = store->load(run_id);
+  const fs::path log = store->run_dir(run_id) / "driver_log.txt";
   std::uint64_t offset = 0;
   char buffer[65536];
   using namespace std::chrono;
@@ -126,11 +184,15 @@ void show_logs(Context& ctx, const std::string& run_id, bool follow) {
     if (!follow || status::is_final(record.status)) break;
     std::this_thread::sleep_for(milliseconds(100));
     if (steady_clock::now() - last_check > seconds(2)) {
-      store.reconcile_lost(host_name());
+      if (store->reconcile_lost(host_name()) > 0 && store->load(run_id).status == status::k_lost) {
+        store.reset();
+        reattach_if_lost(ctx, run_id);
+        store.emplace(ctx.project().state_dir());
+      }
       last_check = steady_clock::now();
     }
     // The final record is written after the log is closed: one more read after it shows final.
-    record = store.load(run_id);
+    record = store->load(run_id);
   }
   if (follow && !ctx.quiet) {
     *ctx.err << fmt::format(

@@ -278,8 +278,18 @@ struct Supervisor {
       return std::nullopt;
     }
     mark_running();
+    return follow_engine(0);
+  }
+
+  /// Follows the container's log (after its first `skip` bytes) until it stops; returns its exit
+  /// code (and `oom`) as follow() does.
+  std::string follow_engine(std::uint64_t skip) {
     bool stop_sent = false;
-    DockerStreamDemuxer demuxer([&](int, std::string_view payload) { append_log(payload); });
+    DockerStreamDemuxer demuxer([&](int, std::string_view payload) {
+      const auto skipped = static_cast<std::size_t>(std::min<std::uint64_t>(skip, payload.size()));
+      skip -= skipped;
+      if (skipped < payload.size()) append_log(payload.substr(skipped));
+    });
     engine->stream(
         "GET", "/containers/" + container_id + "/logs?follow=1&stdout=1&stderr=1",
         [&](std::string_view chunk) { demuxer.feed(chunk); },
@@ -451,6 +461,38 @@ struct Supervisor {
       if (!start_monitor(image)) return 0;
       ending = follow();
     }
+    return finish(ending);
+  }
+
+  /// Takes over a run whose supervisor is gone (it goes on on the target): Running again under
+  /// this process, the log picked up where the local copy ends, then the usual end.
+  int resume() {
+    record = plan.record;
+    std::erase_if(record.problems, [](const std::string& problem) {
+      return starts_with(problem, "the process that supervised the run");
+    });
+    record.status = status::k_running;
+    record.pid = ::getpid();
+    record.pid_start = process_start_time(::getpid()).value_or(0);
+    record.boot_id = boot_id();
+    save(false);
+    const fs::path log = plan.run_dir / "driver_log.txt";
+    std::error_code ec;
+    const auto size = fs::file_size(log, ec);
+    offset = ec ? 0 : size;
+    if (remote() || engine) {
+      local_log = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (engine) {
+      container_id = trim(read_file_if_exists(plan.run_dir / "container").value_or(""));
+      return finish(follow_engine(offset));
+    }
+    monitor_pid = std::to_string(record.process_group);
+    return finish(follow());
+  }
+
+  /// Records the end of the run from what follow() returned (exit code, `oom`).
+  int finish(const std::string& ending) {
     const auto lines = split(trim(ending), '\n');
     std::optional<int> code;
     try {
@@ -623,6 +665,43 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
   });
   if (auto* ssh = dynamic_cast<SshShell*>(m_shell.get())) ssh->abandon();
   return handle;
+}
+
+void TargetExecutor::reattach(Context& ctx, RunPlan& plan) {
+  connect(ctx, plan.target_name, plan.compute);
+  const TargetRunPaths paths = run_paths(plan, m_facts);
+  const bool in_engine = is_local_docker(m_type) && plan.record.process_group == 0 &&
+                         fs::exists(plan.run_dir / "container");
+  if (in_engine && !m_engine) {
+    throw Error(
+        fmt::format("run {} was started through the Docker Engine API, which does not "
+                    "answer here; start the Docker engine and follow the run again",
+                    plan.record.run_id));
+  }
+  if (!in_engine && plan.record.process_group <= 0) {
+    throw Error(
+        fmt::format("run {} has no monitor to follow on {}", plan.record.run_id, m_shell->host()));
+  }
+  RunHandle handle = start_supervisor(plan, [&](int live_fd) {
+    ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
+    Supervisor supervisor{ctx,
+                          plan,
+                          std::move(m_shell),
+                          m_facts,
+                          EnvironmentSpec{},
+                          paths,
+                          live_fd,
+                          {},
+                          {},
+                          -1,
+                          0,
+                          {},
+                          in_engine ? std::move(m_engine) : nullptr,
+                          {}};
+    return supervisor.resume();
+  });
+  if (auto* ssh = dynamic_cast<SshShell*>(m_shell.get())) ssh->abandon();
+  ::close(handle.output_fd);
 }
 
 void TargetExecutor::stop(Context&, const RunRecord&, bool) {}

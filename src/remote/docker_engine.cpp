@@ -151,7 +151,8 @@ class UnixSocketEngine : public DockerEngine {
   int stream(const std::string& method, const std::string& path,
              const std::function<void(std::string_view)>& on_body,
              const std::function<void()>& on_idle) override {
-    return exchange(method, path, "", on_body, on_idle);
+    return exchange(
+        method, path, "", on_body, on_idle ? on_idle : [] {});
   }
 
  private:
@@ -200,7 +201,13 @@ class UnixSocketEngine : public DockerEngine {
         throw Error(fmt::format("the Docker engine at {} closed the connection", where()));
       left.remove_prefix(static_cast<std::size_t>(n));
     }
-    HttpResponseReader reader(on_body);
+    // A streamed body goes to on_body only when the answer is a success; request() keeps any.
+    const bool any_body = !on_idle;
+    HttpResponseReader* self = nullptr;
+    HttpResponseReader reader([&](std::string_view chunk) {
+      if (any_body || (self->status() >= 200 && self->status() < 300)) on_body(chunk);
+    });
+    self = &reader;
     char buffer[65536];
     while (!reader.complete()) {
       pollfd item{fd, POLLIN, 0};

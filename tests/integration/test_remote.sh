@@ -319,6 +319,22 @@ expect_eq "no line repeated" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
 [ "$(grep -c '^line ' "$WORK/follow.txt")" = 30 ] || { cat "$WORK/follow.txt" "$WORK/follow.err" ".mlw/runs/$RID/supervisor.log"; } >&2
 expect_eq "run completed" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Completed"
 
+# --- the supervisor killed mid-run: history logs -f takes the run over ---------------------------
+for target in rdk docker; do
+  run_mlw -o json experiment submit -c "$target" -a slow.py 40 0.1
+  RID=$(json_get "$OUT" 'd["run_id"]')
+  wait_for 30 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
+  kill -9 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' ".mlw/runs/$RID/run.json")"
+  expect_eq "$target: Lost once its supervisor is killed" "$(run_state "$RID")" "Lost None"
+  "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+  expect_eq "$target: logs -f takes the run over" "$?" 0
+  expect_contains "$target: the takeover is said" "$(cat "$WORK/follow.err")" "following it on $target again"
+  expect_eq "$target: every line exactly once after the takeover" "$(grep -c '^line ' "$WORK/follow.txt")" "40"
+  expect_eq "$target: no line repeated after the takeover" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
+  expect_eq "$target: completed after the takeover" "$(run_state "$RID")" "Completed 0"
+  [ "$(run_state "$RID")" = "Completed 0" ] || cat "$WORK/follow.err" ".mlw/runs/$RID/supervisor.log" >&2
+done
+
 # --- sshd gone mid-upload: a clear error; the resubmit reuses what arrived ----------------------
 mkdir -p data
 for i in $(seq 1 40); do head -c 2000000 /dev/urandom >"data/part$i.bin"; done

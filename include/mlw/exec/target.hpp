@@ -26,6 +26,10 @@ class TargetExecutor : public Executor {
   /// The supervisor stops the run when it sees the cancel marker; nothing to do here.
   void stop(Context& ctx, const RunRecord& record, bool force) override;
 
+  /// Starts a new supervisor for a run whose supervisor is gone while the run goes on on the
+  /// target (`plan` rebuilt from its record): it follows the log from where the local copy ends
+  /// and records the end. Throws mlw::Error when the target cannot be reached.
+  void reattach(Context& ctx, RunPlan& plan);
   /// `experiment prepare`: ships the project and builds the environment image.
   void prepare(Context& ctx, RunPlan& plan);
   /// `experiment clean`: removes mlw's images, content store and finished run folders from the

@@ -26,8 +26,9 @@ class DockerEngine {
   /// mlw::Error when the engine cannot be reached.
   virtual EngineResponse request(const std::string& method, const std::string& path,
                                  const std::string& body = "") = 0;
-  /// Sends one request and streams the response body to `on_body` as it arrives, asking
-  /// `on_idle` every 100 ms (it may send other requests); returns the HTTP status.
+  /// Sends one request and streams the response body to `on_body` as it arrives (only for a
+  /// 2xx answer), asking `on_idle` every 100 ms (it may send other requests); returns the HTTP
+  /// status.
   virtual int stream(const std::string& method, const std::string& path,
                      const std::function<void(std::string_view)>& on_body,
                      const std::function<void()>& on_idle) = 0;
