@@ -13,6 +13,18 @@ class SubmitFormatter : public CLI::Formatter {
   }
 };
 
+/// A subcommand that takes one required `-c NAME` (a run configuration) and hands it to `run`.
+void add_target_command(CLI::App& group, const std::string& name, const std::string& about,
+                        const char* example, std::function<void(const std::string&)> run) {
+  auto value = std::make_shared<std::string>();
+  auto* command = group.add_subcommand(name, about);
+  command->add_option("-c,--run-configuration", *value, "Run configuration")
+      ->required()
+      ->type_name("NAME");
+  command->footer(examples({example}));
+  command->callback([value, run = std::move(run)] { run(*value); });
+}
+
 }  // namespace
 
 void register_experiment(CLI::App& app, Context& ctx) {
@@ -66,23 +78,14 @@ void register_experiment(CLI::App& app, Context& ctx) {
   cancel->footer(examples({"mlw experiment cancel -r demo_1732200000000"}));
   cancel->callback([&ctx, cancel_id] { api::cancel(ctx, *cancel_id); });
 
-  auto prepare_name = std::make_shared<std::string>();
-  auto* prepare = group->add_subcommand(
-      "prepare", "Ship the project and build the target's environment image ahead of a run");
-  prepare->add_option("-c,--run-configuration", *prepare_name, "Run configuration")
-      ->required()
-      ->type_name("NAME");
-  prepare->footer(examples({"mlw experiment prepare -c my_dsvm"}));
-  prepare->callback([&ctx, prepare_name] { api::prepare(ctx, *prepare_name); });
-
-  auto clean_name = std::make_shared<std::string>();
-  auto* clean = group->add_subcommand(
-      "clean", "Remove mlw's images, snapshots and finished run folders from a target");
-  clean->add_option("-c,--run-configuration", *clean_name, "Run configuration")
-      ->required()
-      ->type_name("NAME");
-  clean->footer(examples({"mlw experiment clean -c my_dsvm"}));
-  clean->callback([&ctx, clean_name] { api::clean(ctx, *clean_name); });
+  add_target_command(*group, "prepare",
+                     "Ship the project and build the target's environment image ahead of a run",
+                     "mlw experiment prepare -c my_dsvm",
+                     [&ctx](const std::string& name) { api::prepare(ctx, name); });
+  add_target_command(*group, "clean",
+                     "Remove mlw's images, snapshots and finished run folders from a target",
+                     "mlw experiment clean -c my_dsvm",
+                     [&ctx](const std::string& name) { api::clean(ctx, name); });
 }
 
 }  // namespace mlw::cli
