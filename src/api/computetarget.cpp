@@ -13,6 +13,7 @@
 #include "mlw/config/names.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
+#include "mlw/exec/slurm.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/util/fs.hpp"
@@ -112,6 +113,7 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   auto shell = connect_target(ctx, request.name, compute, connect);
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
+  if (compute.type == "slurm") check_slurm(compute, probe_target(*shell, compute), shell->host());
   if (!request.use_ssh_key) return shell->auth_method();
   const fs::path key_file = target_key_path(ctx, compute);
   auto [private_key, public_key] =
@@ -145,6 +147,34 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   return "key " + compute.private_key_file;
 }
 
+/// The slurm options of attach, checked as the compute file would check them.
+void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
+  if (request.nodes && *request.nodes < 1) throw UsageError("--nodes must be at least 1");
+  if (request.gpus_per_node && *request.gpus_per_node < 0) {
+    throw UsageError("--gpus-per-node must not be negative");
+  }
+  if (request.time_limit && !is_slurm_time(*request.time_limit)) {
+    throw UsageError("--time must be HH:MM:SS (or minutes, MM:SS, D-HH, D-HH:MM:SS), not \"" +
+                     *request.time_limit + "\"");
+  }
+  const std::vector<std::string> runtimes = {"docker", "pyxis", "apptainer"};
+  if (request.container_runtime &&
+      std::find(runtimes.begin(), runtimes.end(), *request.container_runtime) == runtimes.end()) {
+    throw UsageError(fmt::format("--container-runtime must be one of {}, not \"{}\"",
+                                 join(runtimes, ", "), *request.container_runtime));
+  }
+  if (request.container_runtime && !request.container) {
+    throw UsageError("--container-runtime goes with --container IMAGE");
+  }
+  compute.partition = request.partition.value_or("");
+  compute.nodes = request.nodes.value_or(1);
+  compute.gpus_per_node = request.gpus_per_node.value_or(0);
+  compute.time_limit = request.time_limit.value_or("");
+  compute.account = request.account.value_or("");
+  compute.container = request.container.value_or("");
+  compute.container_runtime = request.container_runtime.value_or("docker");
+}
+
 }  // namespace
 
 void attach(Context& ctx, const AttachRequest& request) {
@@ -153,9 +183,8 @@ void attach(Context& ctx, const AttachRequest& request) {
   ComputeConfig compute;
   compute.type = request.type == "localdocker" ? "docker" : request.type;
   const auto& types = compute_types();
-  if (std::find(types.begin(), types.end(), compute.type) == types.end() ||
-      compute.type == "slurm") {
-    const std::vector<std::string> allowed = {"local", "docker", "remotedocker", "remote"};
+  if (std::find(types.begin(), types.end(), compute.type) == types.end()) {
+    const std::vector<std::string> allowed = {"local", "docker", "remotedocker", "remote", "slurm"};
     throw UsageError(fmt::format("unknown target type \"{}\"; one of: {}{}", request.type,
                                  join(allowed, ", "), did_you_mean(request.type, allowed)));
   }
@@ -183,6 +212,15 @@ void attach(Context& ctx, const AttachRequest& request) {
   if (request.nvidia_docker && compute.type != "docker" && compute.type != "remotedocker") {
     throw UsageError("--nvidia-docker is for docker and remotedocker targets");
   }
+  const bool slurm_option = request.partition || request.nodes || request.gpus_per_node ||
+                            request.time_limit || request.account || request.container ||
+                            request.container_runtime;
+  if (slurm_option && compute.type != "slurm") {
+    throw UsageError(
+        "--partition, --nodes, --gpus-per-node, --time, --account, --container and "
+        "--container-runtime are for slurm targets");
+  }
+  if (compute.type == "slurm") apply_slurm_options(request, compute);
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
   if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {
@@ -260,6 +298,14 @@ void attach(Context& ctx, const AttachRequest& request) {
     if (!login_with.empty()) result["login"] = login_with;
   }
   if (!compute.base_docker_image.empty()) result["baseDockerImage"] = compute.base_docker_image;
+  if (compute.type == "slurm") {
+    result["partition"] = compute.partition.empty() ? "(the default)" : compute.partition;
+    result["nodes"] = compute.nodes;
+    if (compute.gpus_per_node > 0) result["gpusPerNode"] = compute.gpus_per_node;
+    if (!compute.container.empty()) {
+      result["container"] = compute.container + " (" + compute.container_runtime + ")";
+    }
+  }
   ctx.output().print_object(result);
 }
 

@@ -11,6 +11,12 @@ void add_optional(CLI::App* command, const std::string& flags, std::optional<std
       flags, [&target](const std::string& v) { target = v; }, help);
 }
 
+void add_optional_int(CLI::App* command, const std::string& flags, std::optional<int>& target,
+                      const std::string& help) {
+  command->add_option_function<int>(
+      flags, [&target](int v) { target = v; }, help);
+}
+
 }  // namespace
 
 void register_computetarget(CLI::App& app, Context& ctx) {
@@ -21,13 +27,14 @@ void register_computetarget(CLI::App& app, Context& ctx) {
   auto* attach =
       group->add_subcommand("attach", "Write aml_config/NAME.compute and NAME.runconfig");
   attach->require_subcommand(1);
-  for (const char* type : {"local", "docker", "remotedocker", "remote"}) {
+  for (const char* type : {"local", "docker", "remotedocker", "remote", "slurm"}) {
     auto request = std::make_shared<api::AttachRequest>();
     request->type = type;
     auto* command = attach->add_subcommand(type, std::string("Attach a ") + type + " target");
     command->add_option("-n,--name", request->name, "Target name (letters, digits, _ and -)")
         ->required();
-    const bool remote = std::string(type) == "remotedocker" || std::string(type) == "remote";
+    const bool remote = std::string(type) == "remotedocker" || std::string(type) == "remote" ||
+                        std::string(type) == "slurm";
     if (remote) {
       add_optional(command, "-a,--address", request->address,
                    "host, host:port, [v6addr]:port or an ~/.ssh/config alias");
@@ -54,12 +61,29 @@ void register_computetarget(CLI::App& app, Context& ctx) {
       command->add_flag("--nvidia-docker", request->nvidia_docker,
                         "Run the container with the GPUs");
     }
+    if (std::string(type) == "slurm") {
+      add_optional(command, "--partition", request->partition,
+                   "Slurm partition (default: the cluster's default)");
+      add_optional_int(command, "--nodes", request->nodes, "Nodes per run (default 1)");
+      add_optional_int(command, "--gpus-per-node", request->gpus_per_node,
+                       "GPUs per node (--gpus-per-node for sbatch)");
+      add_optional(command, "--time", request->time_limit, "Time limit, HH:MM:SS");
+      add_optional(command, "--account", request->account, "Slurm account to charge");
+      add_optional(command, "--container", request->container,
+                   "Run the script in this image on the nodes");
+      add_optional(command, "--container-runtime", request->container_runtime,
+                   "docker (default), pyxis or apptainer");
+    }
     if (std::string(type) == "local" || std::string(type) == "remote") {
       add_optional(command, "--python", request->python_location,
                    "Python interpreter (default python3)");
     }
     command->add_flag("--force", request->force, "Replace an existing target of that name");
-    command->footer(remote
+    command->footer(std::string(type) == "slurm"
+                        ? examples({"mlw computetarget attach slurm -n hpc -a login.example.com "
+                                    "-u me -k --partition gpu --nodes 2 --gpus-per-node 4 "
+                                    "--time 02:00:00"})
+                    : remote
                         ? examples({"mlw computetarget attach remotedocker -n my_dsvm -a "
                                     "gpu-vm.example.com -u me --password-stdin -k < pw.txt",
                                     "mlw computetarget attach remote -n box -a [::1]:2222 -u me "

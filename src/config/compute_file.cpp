@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "mlw/util/error.hpp"
 
 namespace mlw {
@@ -11,8 +13,14 @@ using C = ComputeConfig;
 const std::vector<std::string_view> k_container_types = {"docker", "remotedocker", "slurm"};
 const std::vector<std::string_view> k_ssh_types = {"remotedocker", "remote", "slurm"};
 const std::vector<std::string_view> k_docker_types = {"docker", "remotedocker"};
-const std::vector<std::string_view> k_python_types = {"local", "remote"};
+const std::vector<std::string_view> k_python_types = {"local", "remote", "slurm"};
+
 }  // namespace
+
+bool is_slurm_time(const std::string& text) {
+  static const std::regex format(R"(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2})");
+  return std::regex_match(text, format);
+}
 
 const std::vector<std::string>& compute_types() {
   static const std::vector<std::string> types = {"local",  "docker", "remotedocker",
@@ -99,6 +107,11 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
       {"timeLimit", &C::time_limit, "Slurm: time limit, HH:MM:SS.", {}, {"slurm"}},
       {"account", &C::account, "Slurm: account to charge.", {}, {"slurm"}},
       {"container", &C::container, "Slurm: container image to run in.", {}, {"slurm"}},
+      {"containerRuntime",
+       &C::container_runtime,
+       "Slurm: what runs the container on the nodes: docker, pyxis or apptainer.",
+       {"docker", "pyxis", "apptainer"},
+       {"slurm"}},
   };
   return table;
 }
@@ -114,6 +127,11 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   if (config.nodes < 1) fail_at(doc, doc.root["nodes"], "nodes must be at least 1");
   if (config.gpus_per_node < 0) {
     fail_at(doc, doc.root["gpusPerNode"], "gpusPerNode must not be negative");
+  }
+  if (!config.time_limit.empty() && !is_slurm_time(config.time_limit)) {
+    fail_at(doc, doc.root["timeLimit"],
+            "timeLimit must be HH:MM:SS (or minutes, MM:SS, D-HH, D-HH:MM:SS), not \"" +
+                config.time_limit + "\"");
   }
   return config;
 }

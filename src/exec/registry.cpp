@@ -29,7 +29,7 @@ const std::vector<ExecutorRow>& executor_table() {
       {"docker", [] { return std::make_unique<TargetExecutor>("docker"); }},
       {"remotedocker", [] { return std::make_unique<TargetExecutor>("remotedocker"); }},
       {"remote", [] { return std::make_unique<TargetExecutor>("remote"); }},
-      {"slurm", nullptr},
+      {"slurm", [] { return std::make_unique<TargetExecutor>("slurm"); }},
   };
   return table;
 }

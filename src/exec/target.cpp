@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "mlw/exec/ship.hpp"
+#include "mlw/exec/slurm.hpp"
 #include "mlw/history/collect.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/remote/connect.hpp"
@@ -29,6 +30,11 @@ namespace {
 
 bool is_local_docker(const std::string& type) {
   return type == "docker";
+}
+
+/// docker and remotedocker runs build and use an environment image; remote and slurm do not.
+bool uses_image(const std::string& type) {
+  return type == "docker" || type == "remotedocker";
 }
 
 std::string expand_on_target(const std::string& path, const std::string& home) {
@@ -321,10 +327,9 @@ struct Supervisor {
     say(text);
   }
 
-  /// Starts the detached monitor (monitor.sh) that runs the container or script; false when it
-  /// could not start (the run is recorded as failed).
-  bool start_monitor(const std::string& image) {
-    const std::string monitor = monitor_script(plan, paths, facts, image);
+  /// Starts the detached monitor (`monitor` as monitor.sh): it runs the container or script, or
+  /// watches the Slurm job; false when it could not start (the run is recorded as failed).
+  bool start_monitor(const std::string& monitor) {
     const std::string run = shell_quote(paths.run_dir);
     // A waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init
     // reaps orphans late; it prints the monitor's pid, then lets go of the pipe.
@@ -351,14 +356,70 @@ struct Supervisor {
       return false;
     }
     record.process_group = std::stoi(monitor_pid);
-    mark_running();
     return true;
+  }
+
+  /// A slurm run: sbatch, the job id recorded (Queued), a monitor that watches the job, Running
+  /// once Slurm runs it, then its log. Nothing when sbatch refused the job (recorded as failed).
+  std::optional<std::string> run_slurm() {
+    const std::string run = shell_quote(paths.run_dir);
+    const std::string job = sbatch_script(plan, paths);
+    // Not retried on a dropped connection: the job may have been queued already.
+    const ShellResult submitted = shell->run_with_input(
+        "cd " + run + " && cat > job.sh && exec sbatch --parsable job.sh", job);
+    const std::string id = trim(submitted.output.substr(0, submitted.output.find(';')));
+    if (submitted.exit_code != 0 || id.empty() ||
+        id.find_first_not_of("0123456789") != std::string::npos) {
+      fail(exit_code::k_cannot_start,
+           fmt::format("sbatch on {} refused the job: {}", shell->host(),
+                       trim(trim(submitted.errors) + " " + trim(submitted.output))));
+      return std::nullopt;
+    }
+    record.job_id = id;
+    record.status = status::k_queued;
+    record.pid = ::getpid();
+    record.pid_start = process_start_time(::getpid()).value_or(0);
+    save(false);
+    say(fmt::format("Slurm job {} queued on {}.\n", id, shell->host()));
+    if (!start_monitor(slurm_monitor_script(paths, id, slurm_retry_seconds()))) return std::nullopt;
+    save(false);
+    wait_until_started();
+    mark_running();
+    return follow();
+  }
+
+  /// How long the Slurm controller may not answer before a run shows Lost (MLW_SLURM_RETRY, s).
+  static int slurm_retry_seconds() {
+    const char* value = std::getenv("MLW_SLURM_RETRY");
+    return value && std::atoi(value) > 0 ? std::atoi(value) : 300;
+  }
+
+  /// Waits on the target until the monitor says the job runs (or has ended); a cancel while it
+  /// is queued goes to scancel.
+  void wait_until_started() {
+    bool stop_sent = false;
+    while (true) {
+      ShellStreams streams;
+      streams.should_stop = [&] { return !stop_sent && canceled(); };
+      const ShellResult waited = run_reconnecting(
+          fmt::format("cd {} && while [ ! -e started ] && kill -0 {} 2>/dev/null; do sleep 0.2; "
+                      "done; exit 0",
+                      shell_quote(paths.run_dir), monitor_pid),
+          streams);
+      if (!stop_sent && canceled()) {
+        stop_run();
+        stop_sent = true;
+        continue;
+      }
+      if (waited.exit_code == 0) return;
+    }
   }
 
   void stop_run() {
     const std::string run = shell_quote(paths.run_dir);
     const std::string script =
-        plan.compute.type == "remote"
+        plan.compute.type == "slurm" ? "scancel " + shell_quote(record.job_id) + " 2>&1; exit 0"
+        : plan.compute.type == "remote"
             ? "cd " + run +
                   " && [ -s script.pid ] && { p=$(cat script.pid); kill -TERM \"$p\"; i=0; "
                   "while kill -0 \"$p\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); "
@@ -393,10 +454,15 @@ struct Supervisor {
         stop_sent = true;
         continue;
       }
-      const ShellResult alive = run_reconnecting(fmt::format(
-          "kill -0 {} 2>/dev/null && echo running && exit 0; cd {} && cat exit_code 2>/dev/null; "
-          "[ -e oom ] && echo oom; exit 0",
-          monitor_pid, shell_quote(paths.run_dir)));
+      const std::string ended =
+          plan.compute.type == "slurm"
+              ? "printf 'job_code=%s\\nslurm_state=%s\\nslurm_exit=%s\\n' \"$(cat exit_code.job "
+                "2>/dev/null)\" \"$(cat slurm_state 2>/dev/null)\" \"$(cat slurm_exit "
+                "2>/dev/null)\""
+              : "cat exit_code 2>/dev/null; [ -e oom ] && echo oom";
+      const ShellResult alive = run_reconnecting(
+          fmt::format("kill -0 {} 2>/dev/null && echo running && exit 0; cd {} && {}; exit 0",
+                      monitor_pid, shell_quote(paths.run_dir), ended));
       if (alive.output.find("running") == std::string::npos) return alive.output;
     }
   }
@@ -416,7 +482,7 @@ struct Supervisor {
       return 0;
     }
     std::string image;
-    if (plan.compute.type != "remote") {
+    if (uses_image(plan.compute.type)) {
       image = env.tag;
       record.image_tag = image;
       if (!plan.run_config.prepare_environment && facts.image_present != env.tag &&
@@ -457,8 +523,13 @@ struct Supervisor {
       const auto ended = run_in_engine(image);
       if (!ended) return 0;
       ending = *ended;
+    } else if (plan.compute.type == "slurm") {
+      const auto ended = run_slurm();
+      if (!ended) return 0;
+      ending = *ended;
     } else {
-      if (!start_monitor(image)) return 0;
+      if (!start_monitor(monitor_script(plan, paths, facts, image))) return 0;
+      mark_running();
       ending = follow();
     }
     return finish(ending);
@@ -491,18 +562,14 @@ struct Supervisor {
     return finish(follow());
   }
 
-  /// Records the end of the run from what follow() returned (exit code, `oom`).
-  int finish(const std::string& ending) {
+  /// The end of a container or script run: follow()'s exit code line and `oom`.
+  void end_container_or_script(const std::string& ending) {
     const auto lines = split(trim(ending), '\n');
     std::optional<int> code;
     try {
       if (!lines.empty() && !lines[0].empty()) code = std::stoi(lines[0]);
     } catch (const std::exception&) {
     }
-    const bool oom = ending.find("oom") != std::string::npos;
-    if (remote()) fetch_results();
-    if (local_log >= 0) ::close(local_log);
-    record.cancel_requested = canceled();
     if (!code) {
       record.problems.push_back(
           engine ? fmt::format("the Docker engine at {} gave no exit code for container {}",
@@ -512,7 +579,7 @@ struct Supervisor {
                                shell ? shell->host() : plan.compute.address, paths.run_dir));
       code = exit_code::k_cannot_start;
     }
-    if (oom) {
+    if (ending.find("oom") != std::string::npos) {
       code = 137;
       record.problems.push_back("the container was killed: out of memory (its memory limit)");
     }
@@ -520,12 +587,42 @@ struct Supervisor {
     record.status = *code == 0                ? status::k_completed
                     : record.cancel_requested ? status::k_canceled
                                               : status::k_failed;
+  }
+
+  /// The end of a Slurm job: its final state, ExitCode and the script's own exit code.
+  void end_slurm(const std::string& ending) {
+    std::map<std::string, std::string> values;
+    for (const auto& line : split(ending, '\n')) {
+      const auto eq = line.find('=');
+      if (eq != std::string::npos) values[line.substr(0, eq)] = trim(line.substr(eq + 1));
+    }
+    std::optional<int> script_code;
+    try {
+      if (!values["job_code"].empty()) script_code = std::stoi(values["job_code"]);
+    } catch (const std::exception&) {
+    }
+    const SlurmEnd end = slurm_end(values["slurm_state"], values["slurm_exit"], script_code);
+    record.status = end.status;
+    if (end.status != status::k_lost) record.exit_code = end.exit_code;
+    if (!end.problem.empty()) record.problems.push_back(end.problem);
+  }
+
+  /// Records the end of the run from what follow() returned (exit code, `oom`).
+  int finish(const std::string& ending) {
+    if (remote()) fetch_results();
+    if (local_log >= 0) ::close(local_log);
+    record.cancel_requested = canceled();
+    if (plan.compute.type == "slurm") {
+      end_slurm(ending);
+    } else {
+      end_container_or_script(ending);
+    }
     if (!remote()) {
       record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs",
                                        plan.run_dir / "outputs", record.problems);
     }
     record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl");
-    record.process_group = 0;
+    if (record.status != status::k_lost) record.process_group = 0;
     record.end_ms = ctx.clock->now_ms();
     record.pid = 0;
     save(true);
@@ -587,7 +684,9 @@ void TargetExecutor::connect(Context& ctx, const std::string& target_name,
     m_shell = connect_target(ctx, target_name, compute);
   }
   if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag);
-  if (m_type != "remote" && !m_facts.docker_ok) {
+  if (m_type == "slurm") {
+    check_slurm(compute, m_facts, m_shell->host());
+  } else if (m_type != "remote" && !m_facts.docker_ok) {
     throw Error(
         fmt::format(
             "docker on {} does not answer: {}; {}", m_shell->host(), m_facts.docker_detail,
@@ -610,17 +709,17 @@ void TargetExecutor::open(Context& ctx, const std::string& target_name,
 }
 
 void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
-  if (m_type != "remote" && plan.compute.base_docker_image.empty()) {
+  if (uses_image(m_type) && plan.compute.base_docker_image.empty()) {
     throw Error(fmt::format("aml_config/{}.compute sets no baseDockerImage", plan.target_name),
                 exit_code::k_cannot_start);
   }
   // A malformed dependency file fails here, before connecting.
-  const std::string tag = m_type == "remote" ? "" : environment_spec(plan).tag;
+  const std::string tag = uses_image(m_type) ? environment_spec(plan).tag : "";
   connect(ctx, plan.target_name, plan.compute, tag);
 }
 
 RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
-  const EnvironmentSpec env = m_type == "remote" ? EnvironmentSpec{} : environment_spec(plan);
+  const EnvironmentSpec env = uses_image(m_type) ? environment_spec(plan) : EnvironmentSpec{};
   const TargetRunPaths paths = run_paths(plan, m_facts);
   if (is_local_docker(m_type)) {
     prepare_local_run_dir(plan, env);
@@ -739,7 +838,7 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
                                                const ComputeConfig& compute) {
   connect(ctx, target_name, compute);
   std::vector<std::string> removed;
-  if (m_type != "remote") {
+  if (uses_image(m_type)) {
     const std::string docker = shell_join(docker_words(compute, m_facts));
     const ShellResult images =
         m_shell->run(docker +

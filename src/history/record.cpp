@@ -68,6 +68,7 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"ended_ms", end_ms},
       {"pid", pid},
       {"process_group", process_group},
+      {"job_id", job_id},
       {"pid_start", pid_start},
       {"boot_id", boot_id},
       {"cancel_requested", cancel_requested},
@@ -117,6 +118,7 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   r.problems = strings("problems");
   r.pid = json.value("pid", 0);
   r.process_group = json.value("process_group", 0);
+  r.job_id = json.value("job_id", "");
   r.pid_start = json.value("pid_start", 0ULL);
   r.boot_id = str("boot_id");
   r.cancel_requested = json.value("cancel_requested", false);

@@ -40,6 +40,18 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
                   : "if [ \"$image\" = yes ]; then echo docker=ok; else " + info + "fi\n";
     script += "fi\ncommand -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
   } else {
+    if (compute.type == "slurm") {
+      script +=
+          "for c in sbatch squeue scontrol sinfo; do command -v \"$c\" >/dev/null 2>&1 || echo "
+          "\"slurm_missing=$c\"; done\n";
+      script += compute.partition.empty()
+                    ? "sinfo -h -o '%P %D' 2>/dev/null | awk '$1 ~ /\\*$/ { sub(/\\*$/, \"\", "
+                      "$1); print \"slurm_partition=\" $1; print \"slurm_nodes=\" $2 }'\n"
+                    : "if scontrol show partition " + shell_quote(compute.partition) +
+                          " >/dev/null 2>&1; then echo slurm_partition=" +
+                          shell_quote(compute.partition) + "; echo \"slurm_nodes=$(sinfo -h -p " +
+                          shell_quote(compute.partition) + " -N -o %N | sort -u | wc -l)\"; fi\n";
+    }
     script += "if v=$(" + shell_quote(compute.python_location) +
               " --version 2>&1); then "
               "echo \"python=ok $v\"; else echo \"python=fail $(echo \"$v\" | tail -n 1)\"; fi\n";
@@ -80,6 +92,15 @@ TargetFacts parse_probe(const std::string& output) {
       if (parts.size() > 1) gpu.memory = trim(parts[1]);
       if (parts.size() > 2) gpu.driver = trim(parts[2]);
       facts.gpus.push_back(gpu);
+    } else if (key == "slurm_missing") {
+      facts.slurm_missing.push_back(value);
+    } else if (key == "slurm_partition") {
+      facts.slurm_partition = value;
+    } else if (key == "slurm_nodes") {
+      try {
+        facts.slurm_nodes = std::stoi(value);
+      } catch (const std::exception&) {
+      }
     } else if (key == "disk_free_kb") {
       try {
         facts.disk_free_kb = std::stoull(value);

@@ -24,6 +24,14 @@ struct AttachRequest {
   std::optional<std::string> python_location;
   bool nvidia_docker = false;
   bool force = false;
+  // slurm
+  std::optional<std::string> partition;
+  std::optional<int> nodes;
+  std::optional<int> gpus_per_node;
+  std::optional<std::string> time_limit;
+  std::optional<std::string> account;
+  std::optional<std::string> container;
+  std::optional<std::string> container_runtime;  ///< docker, pyxis or apptainer
 };
 
 /// Writes aml_config/NAME.compute and NAME.runconfig (and the password into the secret store).

@@ -31,7 +31,11 @@ struct ComputeConfig {
   std::string time_limit;
   std::string account;
   std::string container;
+  std::string container_runtime = "docker";
 };
+
+/// Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
+bool is_slurm_time(const std::string& text);
 
 /// The key table of `.compute` files: parsing, validation, generated comments and docs.
 const std::vector<KeySpec<ComputeConfig>>& compute_keys();

@@ -56,6 +56,7 @@ struct RunRecord {
   unsigned long long pid_start = 0;   ///< its start time, to tell a reused pid apart
   std::string boot_id;
   bool cancel_requested = false;
+  std::string job_id;  ///< the Slurm job id (slurm targets)
 
   /// Duration in milliseconds (to now for a live run, given `now_ms`).
   std::int64_t duration_ms(std::int64_t now_ms) const;

@@ -28,6 +28,9 @@ struct TargetFacts {
   bool python_ok = false;             ///< pythonLocation runs
   std::string python_detail;          ///< its --version, or the error
   std::string image_present;          ///< the image named to the probe, when it exists there
+  std::vector<std::string> slurm_missing;  ///< Slurm commands the login node lacks
+  std::string slurm_partition;  ///< the partition (the compute file's, or the default) if found
+  int slurm_nodes = 0;          ///< nodes in that partition
 };
 
 /// The docker command on the target: `docker`, or `sudo -n docker` with useSudo.

@@ -1,0 +1,233 @@
+#include "mlw/exec/slurm.hpp"
+
+#include <fmt/format.h>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+constexpr const char* k_user_placeholder = "@MLW_USER@";
+
+/// The variables every node sees besides the run's: node count, GPUs and the rendezvous.
+const std::vector<std::string> k_node_variables = {
+    "MLW_NODE_RANK", "MLW_NUM_NODES", "MLW_GPUS_PER_NODE", "MASTER_ADDR", "MASTER_PORT"};
+
+bool in_container(const RunPlan& plan) {
+  return !plan.compute.container.empty();
+}
+
+std::vector<std::string> script_words(const RunPlan& plan, const std::string& python) {
+  std::vector<std::string> words = {plan.run_config.framework == "PySpark" ? "spark-submit"
+                                                                           : python};
+  for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
+    words.push_back(std::move(word));
+  }
+  return words;
+}
+
+}  // namespace
+
+SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& paths) {
+  SlurmNodeCommand node;
+  const ComputeConfig& compute = plan.compute;
+  if (!in_container(plan)) {
+    node.command = script_words(plan, compute.python_location);
+    return node;
+  }
+  const std::string mounts = paths.run_dir + ":/mlw/run," + paths.share_dir + ":/mlw/share";
+  const std::vector<std::string> script = script_words(plan, "python3");
+  if (compute.container_runtime == "pyxis") {
+    node.srun_options = {"--container-image=" + compute.container, "--container-mounts=" + mounts,
+                         "--container-workdir=/mlw/run/snapshot"};
+    node.command = script;
+  } else if (compute.container_runtime == "apptainer") {
+    node.command = {"apptainer", "exec", "--bind", mounts, "--pwd", "/mlw/run/snapshot"};
+    if (compute.gpus_per_node > 0) node.command.push_back("--nv");
+    const bool has_scheme =
+        compute.container.find("://") != std::string::npos || compute.container.ends_with(".sif");
+    node.command.push_back(has_scheme ? compute.container : "docker://" + compute.container);
+    node.command.insert(node.command.end(), script.begin(), script.end());
+  } else {
+    node.command = {"docker",    "run",
+                    "--rm",      "--init",
+                    "--network", "host",
+                    "--label",   "mlw.run=" + plan.record.run_id,
+                    "-v",        paths.run_dir + ":/mlw/run",
+                    "-v",        paths.share_dir + ":/mlw/share",
+                    "-w",        "/mlw/run/snapshot",
+                    "--user",    k_user_placeholder,
+                    "-e",        "HOME=/tmp"};
+    if (compute.gpus_per_node > 0) node.command.insert(node.command.end(), {"--gpus", "all"});
+    for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
+      node.command.insert(node.command.end(), {"-e", key});
+    }
+    for (const auto& key : k_node_variables) node.command.insert(node.command.end(), {"-e", key});
+    node.command.push_back(compute.container);
+    node.command.insert(node.command.end(), script.begin(), script.end());
+  }
+  return node;
+}
+
+std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
+  const ComputeConfig& compute = plan.compute;
+  const std::string run = shell_quote(paths.run_dir);
+  std::string script = "#!/bin/sh\n";
+  auto directive = [&](const std::string& option) { script += "#SBATCH " + option + "\n"; };
+  directive("--job-name=mlw-" + plan.record.run_id);
+  directive(fmt::format("--nodes={}", compute.nodes));
+  directive("--ntasks-per-node=1");
+  if (compute.gpus_per_node > 0)
+    directive(fmt::format("--gpus-per-node={}", compute.gpus_per_node));
+  if (!compute.partition.empty()) directive("--partition=" + compute.partition);
+  if (!compute.time_limit.empty()) directive("--time=" + compute.time_limit);
+  if (!compute.account.empty()) directive("--account=" + compute.account);
+  directive("--output=" + paths.run_dir + "/driver_log.txt");
+  directive("--open-mode=append");
+  script +=
+      "# Run " + plan.record.run_id + ", written by mlw.\ncd " + run + "/snapshot || exit 125\n";
+  const auto env = in_container(plan) ? run_environment(plan, "/mlw/run", "/mlw/share")
+                                      : run_environment(plan, paths.run_dir, paths.share_dir);
+  for (const auto& [key, value] : env) script += "export " + key + "=" + shell_quote(value) + "\n";
+  script += fmt::format(
+      "export MLW_NUM_NODES=\"${{SLURM_JOB_NUM_NODES:-{}}}\"\n"
+      "export MLW_GPUS_PER_NODE={}\n"
+      "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" 2>/dev/null | head -n 1)\n"
+      "export MASTER_ADDR=\"${{MASTER_ADDR:-$(hostname)}}\"\n"
+      "export MASTER_PORT=$((20000 + ${{SLURM_JOB_ID:-0}} % 20000))\n",
+      compute.nodes, compute.gpus_per_node);
+  const SlurmNodeCommand node = slurm_node_command(plan, paths);
+  std::vector<std::string> srun = {"srun", "--kill-on-bad-exit=1"};
+  srun.insert(srun.end(), node.srun_options.begin(), node.srun_options.end());
+  srun.insert(srun.end(),
+              {"sh", "-c", "MLW_NODE_RANK=\"$SLURM_NODEID\"; export MLW_NODE_RANK; exec \"$@\"",
+               "mlw-node"});
+  srun.insert(srun.end(), node.command.begin(), node.command.end());
+  std::string line = shell_join(srun);
+  const std::string placeholder = shell_quote(k_user_placeholder);
+  if (const auto at = line.find(placeholder); at != std::string::npos) {
+    line.replace(at, placeholder.size(), "\"$(id -u):$(id -g)\"");
+  }
+  script += line + " </dev/null\ncode=$?\n" + "echo \"$code\" > " + run +
+            "/exit_code.job.tmp && mv " + run + "/exit_code.job.tmp " + run +
+            "/exit_code.job\nexit \"$code\"\n";
+  return script;
+}
+
+std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string& job_id,
+                                 int retry_seconds) {
+  return fmt::format(
+      "#!/bin/sh\n"
+      "# The monitor of Slurm job {job} (run folder {run}), written by mlw.\n"
+      "cd {run} || exit 0\n"
+      "job={job}\n"
+      "down=0\n"
+      "while :; do\n"
+      "  if state=$(squeue -h -j \"$job\" -o %T 2>squeue.err); then\n"
+      "    down=0\n"
+      "    [ -n \"$state\" ] || break\n"
+      "    case \"$state\" in\n"
+      "      RUNNING|COMPLETING|STAGE_OUT|SIGNALING) [ -e started ] || : > started ;;\n"
+      "    esac\n"
+      "  elif grep -qi 'invalid job id' squeue.err; then\n"
+      "    break\n"
+      "  else\n"
+      "    down=$((down + 1))\n"
+      "    if [ \"$down\" -ge {tries} ]; then\n"
+      "      echo LOST > slurm_state.tmp && mv slurm_state.tmp slurm_state\n"
+      "      exit 0\n"
+      "    fi\n"
+      "  fi\n"
+      "  sleep 0.2\n"
+      "done\n"
+      "[ -e started ] || : > started\n"
+      "info=$(scontrol -o show job \"$job\" 2>/dev/null)\n"
+      "state=$(printf '%s\\n' \"$info\" | sed -n 's/.*JobState=\\([A-Z_]*\\).*/\\1/p')\n"
+      "exit_field=$(printf '%s\\n' \"$info\" | sed -n 's/.* ExitCode=\\([0-9:]*\\).*/\\1/p')\n"
+      "if [ -z \"$state\" ]; then\n"
+      "  line=$(sacct -n -X -P -j \"$job\" -o State,ExitCode 2>/dev/null | head -n 1)\n"
+      "  state=${{line%%|*}}\n"
+      "  state=${{state%% *}}\n"
+      "  exit_field=${{line#*|}}\n"
+      "fi\n"
+      "echo \"$exit_field\" > slurm_exit\n"
+      "echo \"${{state:-UNKNOWN}}\" > slurm_state.tmp && mv slurm_state.tmp slurm_state\n",
+      fmt::arg("job", job_id), fmt::arg("run", shell_quote(paths.run_dir)),
+      fmt::arg("tries", std::max(1, retry_seconds * 5)));
+}
+
+void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host) {
+  if (!facts.slurm_missing.empty()) {
+    throw Error(fmt::format("{} has no {} on the PATH of an SSH session: is it a Slurm login "
+                            "node? (add Slurm's bin folder to PATH in ~/.bashrc there)",
+                            host, join(facts.slurm_missing, ", ")),
+                exit_code::k_cannot_start);
+  }
+  if (facts.slurm_partition.empty()) {
+    throw Error(
+        compute.partition.empty()
+            ? fmt::format("Slurm on {} has no default partition: set partition in the compute "
+                          "file (list them with: sinfo -s)",
+                          host)
+            : fmt::format("Slurm on {} has no partition \"{}\" (list them with: sinfo -s)", host,
+                          compute.partition),
+        exit_code::k_cannot_start);
+  }
+  if (facts.slurm_nodes > 0 && compute.nodes > facts.slurm_nodes) {
+    throw Error(fmt::format("the run asks for {} nodes but partition {} on {} has {}; lower nodes "
+                            "in the compute file",
+                            compute.nodes, facts.slurm_partition, host, facts.slurm_nodes),
+                exit_code::k_cannot_start);
+  }
+}
+
+SlurmEnd slurm_end(const std::string& state, const std::string& exit_field,
+                   std::optional<int> script_code) {
+  SlurmEnd end;
+  int code = 0;
+  int signal = 0;
+  const auto colon = exit_field.find(':');
+  try {
+    if (!exit_field.empty()) code = std::stoi(exit_field.substr(0, colon));
+    if (colon != std::string::npos) signal = std::stoi(exit_field.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  const int reported = signal > 0 ? 128 + signal : code;
+  if (state == "COMPLETED") {
+    end.status = status::k_completed;
+    end.exit_code = script_code.value_or(0);
+    if (end.exit_code != 0) end.status = status::k_failed;
+  } else if (state == "FAILED") {
+    end.status = status::k_failed;
+    end.exit_code = script_code.value_or(reported);
+  } else if (state == "CANCELLED") {
+    end.status = status::k_canceled;
+    end.exit_code = reported != 0 ? reported : 143;
+    end.problem = "Slurm cancelled the job (scancel)";
+  } else if (state == "OUT_OF_MEMORY") {
+    end.status = status::k_failed;
+    end.exit_code = 137;
+    end.problem = "Slurm killed the job: out of memory (OUT_OF_MEMORY)";
+  } else if (state == "TIMEOUT") {
+    end.status = status::k_failed;
+    end.exit_code = reported != 0 ? reported : 143;
+    end.problem =
+        "Slurm stopped the job at its time limit (TIMEOUT; timeLimit in the compute file)";
+  } else if (state == "LOST") {
+    end.status = status::k_lost;
+    end.problem =
+        "the Slurm controller did not answer; the job may go on: follow it with history logs -f";
+    return end;
+  } else {
+    end.status = status::k_failed;
+    end.exit_code = reported != 0 ? reported : script_code.value_or(1);
+    end.problem = fmt::format("Slurm ended the job as {}", state.empty() ? "UNKNOWN" : state);
+  }
+  if (end.status == status::k_failed && end.exit_code == 0) end.exit_code = 1;
+  return end;
+}
+
+}  // namespace mlw
