@@ -113,7 +113,13 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   auto shell = connect_target(ctx, request.name, compute, connect);
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
-  if (compute.type == "slurm") check_slurm(compute, probe_target(*shell, compute), shell->host());
+  if (compute.type == "slurm") {
+    try {
+      check_slurm(compute, probe_target(*shell, compute), shell->host());
+    } catch (const Error& e) {
+      throw Error(e.what());  // a refused attach, not a run that could not start
+    }
+  }
   if (!request.use_ssh_key) return shell->auth_method();
   const fs::path key_file = target_key_path(ctx, compute);
   auto [private_key, public_key] =
@@ -173,6 +179,43 @@ void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
   compute.account = request.account.value_or("");
   compute.container = request.container.value_or("");
   compute.container_runtime = request.container_runtime.value_or("docker");
+}
+
+/// doctor's Slurm lines: the commands, the partition, its nodes up, GPUs per node as Slurm
+/// reports them (gres).
+void slurm_doctor_lines(const ComputeConfig& compute, const TargetFacts& facts,
+                        const std::function<void(const std::string&, bool, const std::string&,
+                                                 const std::string&)>& line) {
+  line("Slurm commands", facts.slurm_missing.empty(),
+       facts.slurm_missing.empty() ? "sbatch, squeue, scontrol, sinfo"
+                                   : "missing: " + join(facts.slurm_missing, ", "),
+       "use a Slurm login node, or put Slurm's bin folder on the PATH of SSH sessions there");
+  const std::string partition = compute.partition.empty() ? "(default)" : compute.partition;
+  line("partition", !facts.slurm_partition.empty(),
+       facts.slurm_partition.empty()
+           ? "no partition " + partition
+           : fmt::format("{} ({} nodes)", facts.slurm_partition, facts.slurm_nodes),
+       "set partition in the compute file to one that sinfo -s lists");
+  if (facts.slurm_partition.empty()) return;
+  int up = 0;
+  int idle = 0;
+  std::vector<std::string> gpus;
+  for (const auto& node : facts.slurm_node_list) {
+    if (node.state.starts_with("idle")) ++idle;
+    if (!node.state.starts_with("down") && !node.state.starts_with("drain") &&
+        !node.state.starts_with("fail")) {
+      ++up;
+    }
+    gpus.push_back(node.name + ": " + (node.gres.empty() ? "no GPUs" : node.gres));
+  }
+  line("nodes", up >= compute.nodes,
+       fmt::format("{} up, {} idle, of {}; a run asks for {}", up, idle, facts.slurm_nodes,
+                   compute.nodes),
+       "wait for nodes to come back (sinfo -R says why they are down) or lower nodes");
+  const bool has_gpus = std::any_of(facts.slurm_node_list.begin(), facts.slurm_node_list.end(),
+                                    [](const SlurmNode& n) { return n.gres.find("gpu") == 0; });
+  line("GPUs per node", compute.gpus_per_node == 0 || has_gpus, join(gpus, "; "),
+       "gpusPerNode is set but the partition's nodes report no GPUs (Gres=gpu:N in slurm.conf)");
 }
 
 }  // namespace
@@ -453,13 +496,15 @@ int doctor(Context& ctx, const std::string& name) {
                         {"detail", nvidia_detail + " (not needed: nvidiaDocker is false)"},
                         {"fix", ""}});
       }
+    } else if (compute.type == "slurm") {
+      slurm_doctor_lines(compute, facts, line);
     } else {
       line("python", facts.python_ok,
            facts.python_ok ? compute.python_location + ": " + facts.python_detail
                            : compute.python_location + ": " + facts.python_detail,
            "install Python 3 there or fix pythonLocation in aml_config/" + name + ".compute");
     }
-    if (facts.gpus.empty()) {
+    if (facts.gpus.empty() && compute.type != "slurm") {
       const bool needed = compute.nvidia_docker;
       rows.push_back({{"check", "GPUs"},
                       {"result", needed ? "fail" : "-"},

@@ -106,10 +106,11 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
   ctx.output().print_list(rows, columns);
 }
 
-/// A docker, remotedocker or remote run goes on on its target when the process that supervised
-/// it is gone (the record says Lost): following it starts a new supervisor there, once (a lock
-/// in the run folder, held by that supervisor). Opens and closes its own history connection, so
-/// none crosses the supervisor's fork. True when it started one.
+/// A docker, remotedocker, remote or slurm run goes on on its target when the process that
+/// supervised it is gone, or a Slurm controller stopped answering (the record says Lost): following
+/// it starts a new supervisor there, once (a lock in the run folder, held by that supervisor).
+/// Opens and closes its own history connection, so none crosses the supervisor's fork. True when it
+/// started one.
 bool reattach_if_lost(Context& ctx, const std::string& run_id) {
   RunPlan plan;
   {
@@ -119,7 +120,7 @@ bool reattach_if_lost(Context& ctx, const std::string& run_id) {
   }
   const std::string type = plan.record.target_type;
   if (plan.record.status != status::k_lost || plan.record.host != host_name() ||
-      (type != "docker" && type != "remotedocker" && type != "remote")) {
+      (type != "docker" && type != "remotedocker" && type != "remote" && type != "slurm")) {
     return false;
   }
   const int lock =

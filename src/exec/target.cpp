@@ -540,7 +540,8 @@ struct Supervisor {
   int resume() {
     record = plan.record;
     std::erase_if(record.problems, [](const std::string& problem) {
-      return starts_with(problem, "the process that supervised the run");
+      return starts_with(problem, "the process that supervised the run") ||
+             starts_with(problem, "the Slurm controller did not answer");
     });
     record.status = status::k_running;
     record.pid = ::getpid();
@@ -559,7 +560,26 @@ struct Supervisor {
       return finish(follow_engine(offset));
     }
     monitor_pid = std::to_string(record.process_group);
+    if (plan.compute.type == "slurm") {
+      // A monitor that gave up on an unanswering controller is started again; it picks the job
+      // up where Slurm has it.
+      const ShellResult alive = run_reconnecting(fmt::format(
+          "cd {} && if kill -0 {} 2>/dev/null; then echo alive; else rm -f slurm_state; fi",
+          shell_quote(paths.run_dir), monitor_pid));
+      if (alive.output.find("alive") == std::string::npos) {
+        const std::string monitor = read_remote_monitor();
+        if (monitor.empty() || !start_monitor(monitor)) return 0;
+        save(false);
+      }
+      wait_until_started();
+    }
     return finish(follow());
+  }
+
+  /// The monitor script the run was started with (monitor.sh in its folder on the target).
+  std::string read_remote_monitor() {
+    return run_reconnecting("cat " + shell_quote(paths.run_dir + "/monitor.sh") + "; exit 0")
+        .output;
   }
 
   /// The end of a container or script run: follow()'s exit code line and `oom`.

@@ -1,5 +1,6 @@
 #include "mlw/remote/probe.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "mlw/util/error.hpp"
@@ -43,14 +44,15 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
     if (compute.type == "slurm") {
       script +=
           "for c in sbatch squeue scontrol sinfo; do command -v \"$c\" >/dev/null 2>&1 || echo "
-          "\"slurm_missing=$c\"; done\n";
-      script += compute.partition.empty()
-                    ? "sinfo -h -o '%P %D' 2>/dev/null | awk '$1 ~ /\\*$/ { sub(/\\*$/, \"\", "
-                      "$1); print \"slurm_partition=\" $1; print \"slurm_nodes=\" $2 }'\n"
-                    : "if scontrol show partition " + shell_quote(compute.partition) +
-                          " >/dev/null 2>&1; then echo slurm_partition=" +
-                          shell_quote(compute.partition) + "; echo \"slurm_nodes=$(sinfo -h -p " +
-                          shell_quote(compute.partition) + " -N -o %N | sort -u | wc -l)\"; fi\n";
+          "\"slurm_missing=$c\"; done\n"
+          "p=" +
+          shell_quote(compute.partition) +
+          "\n"
+          "[ -n \"$p\" ] || p=$(sinfo -h -o %P 2>/dev/null | sed -n 's/\\*$//p' | head -n 1)\n"
+          "if [ -n \"$p\" ] && scontrol show partition \"$p\" >/dev/null 2>&1; then\n"
+          "  echo \"slurm_partition=$p\"\n"
+          "  sinfo -h -p \"$p\" -N -o '%N|%T|%G' 2>/dev/null | sort -u | sed 's/^/slurm_node=/'\n"
+          "fi\n";
     }
     script += "if v=$(" + shell_quote(compute.python_location) +
               " --version 2>&1); then "
@@ -96,11 +98,16 @@ TargetFacts parse_probe(const std::string& output) {
       facts.slurm_missing.push_back(value);
     } else if (key == "slurm_partition") {
       facts.slurm_partition = value;
-    } else if (key == "slurm_nodes") {
-      try {
-        facts.slurm_nodes = std::stoi(value);
-      } catch (const std::exception&) {
-      }
+    } else if (key == "slurm_node") {
+      const auto parts = split(value, '|');
+      SlurmNode node;
+      node.name = parts.empty() ? value : parts[0];
+      if (parts.size() > 1) node.state = parts[1];
+      if (parts.size() > 2 && parts[2] != "(null)") node.gres = parts[2];
+      const bool seen = std::any_of(facts.slurm_node_list.begin(), facts.slurm_node_list.end(),
+                                    [&](const SlurmNode& n) { return n.name == node.name; });
+      if (!seen) facts.slurm_node_list.push_back(node);
+      facts.slurm_nodes = static_cast<int>(facts.slurm_node_list.size());
     } else if (key == "disk_free_kb") {
       try {
         facts.disk_free_kb = std::stoull(value);

@@ -94,4 +94,23 @@ TEST(ComputeFile, RenderedFileParsesBackToTheSameValues) {
   EXPECT_TRUE(back.nvidia_docker);
 }
 
+TEST(ComputeFile, SlurmTimeLimitAndRuntimeAreChecked) {
+  const ComputeConfig ok =
+      parse("type: slurm\naddress: login\ntimeLimit: \"1-02:00:00\"\ncontainerRuntime: pyxis\n");
+  EXPECT_EQ(ok.time_limit, "1-02:00:00");
+  EXPECT_EQ(ok.container_runtime, "pyxis");
+  for (const char* good : {"90", "30:00", "02:00:00", "2-12"}) {
+    EXPECT_TRUE(is_slurm_time(good)) << good;
+  }
+  for (const char* bad : {"2h", "1:2:3:4", "", "-5", "01:00:00 "}) {
+    EXPECT_FALSE(is_slurm_time(bad)) << bad;
+  }
+  EXPECT_NE(error_of("type: slurm\ntimeLimit: two hours\n").find("x.compute:2:"),
+            std::string::npos);
+  EXPECT_NE(error_of("type: slurm\ntimeLimit: two hours\n").find("timeLimit must be HH:MM:SS"),
+            std::string::npos);
+  EXPECT_NE(error_of("type: slurm\ncontainerRuntime: podman\n").find("containerRuntime"),
+            std::string::npos);
+}
+
 }  // namespace mlw

@@ -1,0 +1,159 @@
+#include "mlw/exec/slurm.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "mlw/util/error.hpp"
+
+namespace mlw {
+
+namespace {
+
+RunPlan slurm_plan() {
+  RunPlan plan;
+  plan.project = {"/tmp/p", "demo"};
+  plan.target_name = "hpc";
+  plan.compute.type = "slurm";
+  plan.compute.nodes = 2;
+  plan.compute.gpus_per_node = 4;
+  plan.compute.partition = "gpu";
+  plan.compute.time_limit = "01:30:00";
+  plan.compute.account = "proj42";
+  plan.run_config = default_run_config("hpc");
+  plan.run_config.environment_variables = {{"SECRET_TOKEN", "s3cr3t value"}};
+  plan.script = "train.py";
+  plan.arguments = {"it's", "$(id)"};
+  plan.record.run_id = "demo_1700000000000";
+  return plan;
+}
+
+const TargetRunPaths k_paths{"/home/u/.mlw/runs/demo_1700000000000", "/home/u/.mlw/share"};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Slurm, SbatchScriptAsksForWhatTheComputeFileSays) {
+  const std::string script = sbatch_script(slurm_plan(), k_paths);
+  for (const char* line :
+       {"#SBATCH --job-name=mlw-demo_1700000000000\n", "#SBATCH --nodes=2\n",
+        "#SBATCH --ntasks-per-node=1\n", "#SBATCH --gpus-per-node=4\n", "#SBATCH --partition=gpu\n",
+        "#SBATCH --time=01:30:00\n", "#SBATCH --account=proj42\n",
+        "#SBATCH --output=/home/u/.mlw/runs/demo_1700000000000/driver_log.txt\n"}) {
+    EXPECT_TRUE(contains(script, line)) << line << "\n" << script;
+  }
+  EXPECT_TRUE(contains(script, "export MLW_GPUS_PER_NODE=4\n"));
+  EXPECT_TRUE(contains(script, "export MASTER_ADDR="));
+  EXPECT_TRUE(contains(script, "export MASTER_PORT="));
+  EXPECT_TRUE(contains(script, "MLW_NODE_RANK=\"$SLURM_NODEID\""));
+}
+
+TEST(Slurm, UnsetOptionsAreLeftToSlurm) {
+  RunPlan plan = slurm_plan();
+  plan.compute.gpus_per_node = 0;
+  plan.compute.partition.clear();
+  plan.compute.time_limit.clear();
+  plan.compute.account.clear();
+  const std::string script = sbatch_script(plan, k_paths);
+  for (const char* absent : {"--gpus-per-node", "--partition", "--time", "--account"}) {
+    EXPECT_FALSE(contains(script, absent)) << absent;
+  }
+}
+
+TEST(Slurm, ArgumentsAndValuesAreQuotedOnce) {
+  const std::string script = sbatch_script(slurm_plan(), k_paths);
+  EXPECT_TRUE(contains(script, "export SECRET_TOKEN='s3cr3t value'\n"));
+  EXPECT_TRUE(contains(script, "python3 train.py 'it'\\''s' '$(id)'"));
+}
+
+TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
+  RunPlan plan = slurm_plan();
+  plan.compute.container = "nvcr.io/nvidia/pytorch:24.01-py3";
+  auto joined = [](const std::vector<std::string>& words) {
+    std::string text;
+    for (const auto& w : words) text += w + " ";
+    return text;
+  };
+  plan.compute.container_runtime = "docker";
+  SlurmNodeCommand node = slurm_node_command(plan, k_paths);
+  EXPECT_TRUE(node.srun_options.empty());
+  EXPECT_TRUE(contains(joined(node.command), "docker run --rm --init --network host"));
+  EXPECT_TRUE(contains(joined(node.command), "-v /home/u/.mlw/runs/demo_1700000000000:/mlw/run"));
+  EXPECT_TRUE(contains(joined(node.command), "--gpus all"));
+  EXPECT_TRUE(contains(joined(node.command), "-e MLW_NODE_RANK -e MLW_NUM_NODES"));
+  EXPECT_TRUE(contains(joined(node.command),
+                       "nvcr.io/nvidia/pytorch:24.01-py3 python3 train.py it's $(id)"));
+  EXPECT_FALSE(contains(joined(node.command), "s3cr3t"));  // values stay in the environment
+  EXPECT_TRUE(contains(sbatch_script(plan, k_paths), "--user \"$(id -u):$(id -g)\""));
+
+  plan.compute.container_runtime = "pyxis";
+  node = slurm_node_command(plan, k_paths);
+  EXPECT_EQ(node.srun_options,
+            std::vector<std::string>(
+                {"--container-image=nvcr.io/nvidia/pytorch:24.01-py3",
+                 "--container-mounts=/home/u/.mlw/runs/demo_1700000000000:/mlw/run,/home/u/.mlw/"
+                 "share:/mlw/share",
+                 "--container-workdir=/mlw/run/snapshot"}));
+  EXPECT_EQ(node.command.front(), "python3");
+
+  plan.compute.container_runtime = "apptainer";
+  node = slurm_node_command(plan, k_paths);
+  EXPECT_TRUE(contains(joined(node.command), "apptainer exec --bind"));
+  EXPECT_TRUE(contains(joined(node.command), "--nv docker://nvcr.io/nvidia/pytorch:24.01-py3"));
+}
+
+TEST(Slurm, FinalStatesMapIntoHistory) {
+  EXPECT_EQ(slurm_end("COMPLETED", "0:0", 0).status, status::k_completed);
+  const SlurmEnd failed = slurm_end("FAILED", "3:0", 3);
+  EXPECT_EQ(failed.status, status::k_failed);
+  EXPECT_EQ(failed.exit_code, 3);
+  EXPECT_EQ(slurm_end("FAILED", "7:0", std::nullopt).exit_code, 7);
+  const SlurmEnd canceled = slurm_end("CANCELLED", "0:15", std::nullopt);
+  EXPECT_EQ(canceled.status, status::k_canceled);
+  EXPECT_EQ(canceled.exit_code, 143);
+  const SlurmEnd oom = slurm_end("OUT_OF_MEMORY", "0:125", std::nullopt);
+  EXPECT_EQ(oom.status, status::k_failed);
+  EXPECT_EQ(oom.exit_code, 137);
+  const SlurmEnd timeout = slurm_end("TIMEOUT", "0:0", std::nullopt);
+  EXPECT_EQ(timeout.status, status::k_failed);
+  EXPECT_NE(timeout.exit_code, 0);
+  EXPECT_TRUE(contains(timeout.problem, "time limit"));
+  const SlurmEnd node_fail = slurm_end("NODE_FAIL", "0:0", std::nullopt);
+  EXPECT_EQ(node_fail.status, status::k_failed);
+  EXPECT_EQ(node_fail.exit_code, 1);
+  EXPECT_TRUE(contains(node_fail.problem, "NODE_FAIL"));
+  EXPECT_EQ(slurm_end("LOST", "", std::nullopt).status, status::k_lost);
+}
+
+TEST(Slurm, TargetsThatCannotTakeTheRunAreRefused) {
+  ComputeConfig compute;
+  compute.type = "slurm";
+  compute.partition = "gpu";
+  compute.nodes = 4;
+  TargetFacts facts;
+  facts.slurm_missing = {"sbatch"};
+  EXPECT_THROW(check_slurm(compute, facts, "login"), Error);
+  facts.slurm_missing.clear();
+  try {
+    check_slurm(compute, facts, "login");
+    FAIL() << "a missing partition passed";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "no partition \"gpu\"")) << e.what();
+    EXPECT_EQ(e.code(), exit_code::k_cannot_start);
+  }
+  facts.slurm_partition = "gpu";
+  facts.slurm_nodes = 2;
+  try {
+    check_slurm(compute, facts, "login");
+    FAIL() << "too many nodes passed";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "asks for 4 nodes but partition gpu on login has 2"));
+  }
+  compute.nodes = 2;
+  EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
+}
+
+}  // namespace mlw
