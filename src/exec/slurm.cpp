@@ -124,10 +124,10 @@ std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string&
       "# The monitor of Slurm job {job} (run folder {run}), written by mlw.\n"
       "cd {run} || exit 0\n"
       "job={job}\n"
-      "down=0\n"
+      "down=\n"
       "while :; do\n"
       "  if state=$(squeue -h -j \"$job\" -o %T 2>squeue.err); then\n"
-      "    down=0\n"
+      "    down=\n"
       "    [ -n \"$state\" ] || break\n"
       "    case \"$state\" in\n"
       "      RUNNING|COMPLETING|STAGE_OUT|SIGNALING) [ -e started ] || : > started ;;\n"
@@ -135,8 +135,8 @@ std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string&
       "  elif grep -qi 'invalid job id' squeue.err; then\n"
       "    break\n"
       "  else\n"
-      "    down=$((down + 1))\n"
-      "    if [ \"$down\" -ge {tries} ]; then\n"
+      "    [ -n \"$down\" ] || down=$(date +%s)\n"
+      "    if [ $(($(date +%s) - down)) -ge {retry} ]; then\n"
       "      echo LOST > slurm_state.tmp && mv slurm_state.tmp slurm_state\n"
       "      exit 0\n"
       "    fi\n"
@@ -156,7 +156,7 @@ std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string&
       "echo \"$exit_field\" > slurm_exit\n"
       "echo \"${{state:-UNKNOWN}}\" > slurm_state.tmp && mv slurm_state.tmp slurm_state\n",
       fmt::arg("job", job_id), fmt::arg("run", shell_quote(paths.run_dir)),
-      fmt::arg("tries", std::max(1, retry_seconds * 5)));
+      fmt::arg("retry", std::max(1, retry_seconds)));
 }
 
 void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host) {

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Slurm targets against the real two-node cluster of tests/fixtures/servers.sh (munge,
+# slurmctld, slurmd n1 and n2 on loopback), reached through the loopback sshd as the user
+# mlwslurm: attach and its refusals, doctor, one-node and two-node runs (ranks and one master
+# address), hostile arguments through sbatch and srun, exit codes, Queued while the nodes are
+# busy, cancel, a time limit, a container run, and the controller going away mid-run.
+source "$(dirname "$0")/lib.sh"
+
+for var in MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SLURM_USER \
+  MLW_TEST_IMAGE SLURM_CONF; do
+  if [ -z "${!var:-}" ]; then
+    echo "FAIL: $var is not set: start the servers with tests/fixtures/servers.sh (scripts/test does)"
+    exit 1
+  fi
+done
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+SUSER=$MLW_TEST_SLURM_USER
+USER_HOME=$(getent passwd "$SUSER" | cut -d: -f6)
+export MLW_RECONNECT_TIMEOUT=60
+rm -rf "$USER_HOME/.mlw" "$USER_HOME/.ssh"
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+
+new_project sproj
+cat >args.py <<'PY'
+import json, os, sys
+os.makedirs("outputs", exist_ok=True)
+json.dump(sys.argv[1:], open("outputs/args.json", "w", encoding="utf-8"), ensure_ascii=False)
+print("ARGS", json.dumps(sys.argv[1:]))
+PY
+cat >ranks.py <<'PY'
+import os
+rank = os.environ["MLW_NODE_RANK"]
+os.makedirs("outputs", exist_ok=True)
+line = " ".join(os.environ[k] for k in ("MLW_NODE_RANK", "MLW_NUM_NODES", "MLW_GPUS_PER_NODE",
+                                        "MASTER_ADDR", "MASTER_PORT"))
+open(f"outputs/rank{rank}.txt", "w").write(line + "\n")
+print("RANK", line, flush=True)
+PY
+cat >exit_with.py <<'PY'
+import sys
+print("exiting with", sys.argv[1], flush=True)
+sys.exit(int(sys.argv[1]))
+PY
+cat >slow.py <<'PY'
+import sys, time
+for i in range(int(sys.argv[1])):
+    print("line", i, flush=True)
+    time.sleep(float(sys.argv[2]))
+print("done", flush=True)
+PY
+run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["exit_code"])'; }
+run_is() { [[ "$(run_state "$1")" == $2* ]]; }
+
+# --- attach and its refusals ------------------------------------------------------------------
+attach() { "$MLW" computetarget attach slurm -a "$ADDR" -u "$SUSER" --password-stdin --accept-host-key "$@" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"; }
+attach -n nope --partition nope
+expect_eq "an unknown partition is refused" "$?" 1
+expect_contains "the refusal names the partition" "$(cat "$WORK/e")" 'no partition "nope"'
+check "nothing written for an unknown partition" test ! -e aml_config/nope.compute
+attach -n big --nodes 3
+expect_eq "more nodes than the partition has is refused" "$?" 1
+expect_contains "the refusal gives both counts" "$(cat "$WORK/e")" "asks for 3 nodes but partition debug"
+attach -n badtime --time "two hours"
+expect_eq "a time limit in the wrong format is a usage error" "$?" 2
+expect_contains "the time format is named" "$(cat "$WORK/e")" "--time must be HH:MM:SS"
+attach -n one -k
+expect_eq "attach slurm with -k" "$?" 0
+expect_contains "attach says the partition" "$(cat "$WORK/o")" "(the default)"
+for key in partition nodes gpusPerNode timeLimit account container containerRuntime; do
+  check "the compute file documents $key" grep -q "^$key:" aml_config/one.compute
+done
+"$MLW" computetarget attach slurm -n two -a "$ADDR" -u "$SUSER" --nodes 2 \
+  --private-key-file "$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/one.compute | sed "s#^~#$HOME#")" \
+  >/dev/null 2>"$WORK/e"
+expect_eq "attach a two-node target with the key" "$?" 0
+cp aml_config/one.compute aml_config/short.compute
+cp aml_config/one.runconfig aml_config/short.runconfig
+sed -i 's/^Target:.*/Target: short/' aml_config/short.runconfig
+sed -i 's/^timeLimit:.*/timeLimit: "1"/' aml_config/short.compute
+sed -i 's/^timeLimit:.*/timeLimit: "x"/' aml_config/two.compute
+run_mlw experiment submit -c two ranks.py
+expect_eq "a malformed timeLimit in the file stops the submit" "$CODE" 125
+expect_contains "the file and line are named" "$ERR" "aml_config/two.compute:"
+sed -i 's/^timeLimit:.*/timeLimit: ""/' aml_config/two.compute
+
+# --- doctor -------------------------------------------------------------------------------------
+run_mlw computetarget doctor -n two
+expect_eq "doctor passes on the cluster" "$CODE" 0
+expect_contains "doctor names the partition" "$OUT" "debug (2 nodes)"
+expect_contains "doctor counts the nodes" "$OUT" "2 up"
+expect_contains "doctor shows GPUs per node" "$OUT" "n1: no GPUs"
+
+# --- a time limit (started first: Slurm enforces it within about a minute) --------------------
+run_mlw -o json experiment submit -c short -a slow.py 1000 0.2
+TIMED=$(json_get "$OUT" 'd["run_id"]')
+
+# --- one node: hostile arguments, exit codes ------------------------------------------------
+HOSTILE=("" "a'b" 'say "hi"' '$(touch /tmp/mlw-pwned-slurm)' '`id`' 'x; rm -rf ~' $'two\nlines' 'héllo wörld ✓' '*' 'back\slash')
+EXPECTED=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "${HOSTILE[@]}")
+rm -f /tmp/mlw-pwned-slurm
+run_mlw -o json experiment submit -c one args.py "${HOSTILE[@]}"
+expect_eq "a one-node run" "$CODE" 0
+[ "$CODE" = 0 ] || echo "one-node run said: $OUT $ERR" >&2
+RID=$(json_get "$OUT" 'd["run_id"]')
+expect_eq "hostile arguments intact through sbatch and srun" \
+  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+check "nothing ran from an argument" test ! -e /tmp/mlw-pwned-slurm
+expect_eq "the Slurm job id is recorded" "$(json_get "$("$MLW" -o json history info -r "$RID")" 'd["job_id"] != ""')" "True"
+run_mlw experiment submit -c one exit_with.py 3
+expect_eq "a failing script's exit code" "$CODE" 3
+expect_contains "the log came back" "$OUT" "exiting with 3"
+
+# --- two nodes: both ranks, one master address ------------------------------------------------
+run_mlw -o json experiment submit -c two ranks.py
+expect_eq "a two-node run" "$CODE" 0
+RID=$(json_get "$OUT" 'd["run_id"]')
+R0=$(cat ".mlw/runs/$RID/outputs/rank0.txt" 2>/dev/null)
+R1=$(cat ".mlw/runs/$RID/outputs/rank1.txt" 2>/dev/null)
+expect_eq "rank 0 ran" "$(cut -d' ' -f1-3 <<<"$R0")" "0 2 0"
+expect_eq "rank 1 ran" "$(cut -d' ' -f1-3 <<<"$R1")" "1 2 0"
+expect_eq "one master address and port" "$(cut -d' ' -f4-5 <<<"$R0")" "$(cut -d' ' -f4-5 <<<"$R1")"
+expect_eq "the master is the first node" "$(cut -d' ' -f4 <<<"$R0")" "n1"
+expect_eq "both ranks in the log" "$(grep -c '^RANK ' ".mlw/runs/$RID/driver_log.txt")" "2"
+
+# --- Queued while the nodes are busy, then cancel ---------------------------------------------
+run_mlw -o json experiment submit -c two -a slow.py 600 0.2
+BUSY=$(json_get "$OUT" 'd["run_id"]')
+wait_for 60 grep -q "line 1" ".mlw/runs/$BUSY/driver_log.txt"
+run_mlw -o json experiment submit -c one -a exit_with.py 0
+WAITING=$(json_get "$OUT" 'd["run_id"]')
+expect_eq "a run shows Queued while the nodes are busy" "$(run_state "$WAITING")" "Queued None"
+run_mlw experiment cancel -r "$BUSY"
+expect_eq "cancel a Slurm run" "$CODE" 0
+wait_for 60 run_is "$BUSY" Canceled
+expect_eq "the cancelled run is Canceled" "$(run_state "$BUSY" | cut -d' ' -f1)" "Canceled"
+check "scancel took the job away" bash -c "! squeue -h -n mlw-$BUSY | grep -q ."
+wait_for 60 run_is "$WAITING" Completed
+expect_eq "the queued run ran once the nodes were free" "$(run_state "$WAITING")" "Completed 0"
+
+# --- a container on the nodes (docker runtime) ------------------------------------------------
+"$MLW" computetarget attach slurm -n boxed -a "$ADDR" -u "$SUSER" --container "$MLW_TEST_IMAGE" \
+  --private-key-file "$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/one.compute | sed "s#^~#$HOME#")" \
+  >/dev/null 2>"$WORK/e"
+expect_eq "attach a container target" "$?" 0
+cat >where.py <<'PY'
+import os
+print("IN", os.getcwd(), os.path.exists("/.dockerenv"), os.environ["MLW_NODE_RANK"], flush=True)
+PY
+run_mlw experiment submit -c boxed where.py
+expect_eq "a run in a container on the node" "$CODE" 0
+expect_contains "it ran in the image, in the snapshot" "$OUT" "IN /mlw/run/snapshot True 0"
+
+# --- the time limit -----------------------------------------------------------------------------
+wait_for 150 run_is "$TIMED" Failed
+expect_eq "a run over its time limit fails" "$(run_state "$TIMED" | cut -d' ' -f1)" "Failed"
+expect_contains "the time limit is named" "$("$MLW" -o json history info -r "$TIMED")" "time limit"
+
+# --- the controller away mid-run: Lost after a bounded retry, then logs -f resumes -------------
+export MLW_SLURM_RETRY=2
+run_mlw -o json experiment submit -c one -a slow.py 60 0.2
+RID=$(json_get "$OUT" 'd["run_id"]')
+wait_for 60 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
+kill "$(cat "$MLW_TEST_SERVERS/slurmctld.pid")"
+wait_for 60 run_is "$RID" Lost
+expect_eq "an unanswering controller makes the run Lost" "$(run_state "$RID" | cut -d' ' -f1)" "Lost"
+expect_contains "Lost says why" "$("$MLW" -o json history info -r "$RID")" "controller did not answer"
+slurmctld
+wait_for 30 bash -c 'squeue >/dev/null 2>&1'
+"$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+expect_eq "logs -f follows the run again" "$?" 0
+expect_eq "every line exactly once" "$(grep -c '^line ' "$WORK/follow.txt")" "60"
+expect_eq "no line repeated" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
+expect_eq "the run completed" "$(run_state "$RID")" "Completed 0"
+[ "$(run_state "$RID")" = "Completed 0" ] || cat "$WORK/follow.err" ".mlw/runs/$RID/supervisor.log" >&2
+unset MLW_SLURM_RETRY
+
+finish
