@@ -358,16 +358,20 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
   return exit_code_of(final_record);
 }
 
-/// For -a: returns once the supervisor has recorded the run as started (or ended), so that the
-/// record never names the exiting submit process as the run's owner.
-void wait_until_started(const RunPlan& plan, const RunHandle& handle) {
+/// For -a: returns the run's status once the supervisor has recorded it as started, queued (a
+/// Slurm job) or ended, so that the record never names the exiting submit process as the run's
+/// owner.
+std::string wait_until_started(const RunPlan& plan, const RunHandle& handle) {
   using namespace std::chrono;
   const auto deadline = steady_clock::now() + seconds(30);
   HistoryStore store(plan.history_dir);
   while (steady_clock::now() < deadline) {
-    if (store.load(plan.record.run_id).status != status::k_preparing) return;
+    const std::string now = store.load(plan.record.run_id).status;
+    if (now != status::k_preparing) return now;
     int status_code = 0;
-    if (::waitpid(handle.supervisor, &status_code, WNOHANG) == handle.supervisor) return;
+    if (::waitpid(handle.supervisor, &status_code, WNOHANG) == handle.supervisor) {
+      return store.load(plan.record.run_id).status;
+    }
     std::this_thread::sleep_for(milliseconds(5));
   }
   throw Error(fmt::format("run {} did not start within 30 s (see .mlw/runs/{}/supervisor.log)",
@@ -383,11 +387,14 @@ int submit(Context& ctx, const SubmitRequest& request) {
   const RunHandle handle = start_run(ctx, plan, *executor);
   if (!request.async) return follow_run(ctx, plan, handle, *executor, request.cancel_on_interrupt);
   ::close(handle.output_fd);
-  wait_until_started(plan, handle);
-  if (!ctx.quiet)
-    *ctx.err << fmt::format("Run {} started.\n", plan.record.run_id) << follow_hint(plan);
+  const std::string now = wait_until_started(plan, handle);
+  if (!ctx.quiet) {
+    *ctx.err << (now == status::k_queued ? fmt::format("Run {} is queued.\n", plan.record.run_id)
+                                         : fmt::format("Run {} started.\n", plan.record.run_id))
+             << follow_hint(plan);
+  }
   if (ctx.output().structured()) {
-    ctx.output().print_object({{"run_id", plan.record.run_id}, {"status", "Running"}});
+    ctx.output().print_object({{"run_id", plan.record.run_id}, {"status", now}});
   }
   return 0;
 }

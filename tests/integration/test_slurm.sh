@@ -130,6 +130,7 @@ BUSY=$(json_get "$OUT" 'd["run_id"]')
 wait_for 60 grep -q "line 1" ".mlw/runs/$BUSY/driver_log.txt"
 run_mlw -o json experiment submit -c one -a exit_with.py 0
 WAITING=$(json_get "$OUT" 'd["run_id"]')
+expect_eq "submit -a says Queued" "$(json_get "$OUT" 'd["status"]')" "Queued"
 expect_eq "a run shows Queued while the nodes are busy" "$(run_state "$WAITING")" "Queued None"
 run_mlw experiment cancel -r "$BUSY"
 expect_eq "cancel a Slurm run" "$CODE" 0
