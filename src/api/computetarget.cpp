@@ -191,6 +191,11 @@ void slurm_doctor_lines(const ComputeConfig& compute, const TargetFacts& facts,
                                    : "missing: " + join(facts.slurm_missing, ", "),
        "use a Slurm login node, or put Slurm's bin folder on the PATH of SSH sessions there");
   const std::string partition = compute.partition.empty() ? "(default)" : compute.partition;
+  if (!facts.slurm_error.empty()) {
+    line("controller", false, facts.slurm_error,
+         "start slurmctld, or check SlurmctldHost in slurm.conf on the login node");
+    return;
+  }
   line("partition", !facts.slurm_partition.empty(),
        facts.slurm_partition.empty()
            ? "no partition " + partition

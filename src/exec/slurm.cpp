@@ -166,6 +166,12 @@ void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const s
                             host, join(facts.slurm_missing, ", ")),
                 exit_code::k_cannot_start);
   }
+  if (!facts.slurm_error.empty()) {
+    throw Error(fmt::format("the Slurm controller does not answer on {}: {} (is slurmctld up? "
+                            "try: ssh {} sinfo)",
+                            host, facts.slurm_error, host),
+                exit_code::k_cannot_start);
+  }
   if (facts.slurm_partition.empty()) {
     throw Error(
         compute.partition.empty()

@@ -49,9 +49,15 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
           shell_quote(compute.partition) +
           "\n"
           "[ -n \"$p\" ] || p=$(sinfo -h -o %P 2>/dev/null | sed -n 's/\\*$//p' | head -n 1)\n"
-          "if [ -n \"$p\" ] && scontrol show partition \"$p\" >/dev/null 2>&1; then\n"
-          "  echo \"slurm_partition=$p\"\n"
-          "  sinfo -h -p \"$p\" -N -o '%N|%T|%G' 2>/dev/null | sort -u | sed 's/^/slurm_node=/'\n"
+          "if [ -n \"$p\" ]; then\n"
+          "  if out=$(scontrol show partition \"$p\" 2>&1); then\n"
+          "    echo \"slurm_partition=$p\"\n"
+          "    sinfo -h -p \"$p\" -N -o '%N|%T|%G' 2>/dev/null | sort -u | sed 's/^/slurm_node=/'\n"
+          "  elif ! printf '%s' \"$out\" | grep -qi 'not found'; then\n"
+          "    echo \"slurm_error=$(printf '%s' \"$out\" | tail -n 1)\"\n"
+          "  fi\n"
+          "elif ! out=$(sinfo -h -o %P 2>&1); then\n"
+          "  echo \"slurm_error=$(printf '%s' \"$out\" | tail -n 1)\"\n"
           "fi\n";
     }
     script += "if v=$(" + shell_quote(compute.python_location) +
@@ -96,6 +102,8 @@ TargetFacts parse_probe(const std::string& output) {
       facts.gpus.push_back(gpu);
     } else if (key == "slurm_missing") {
       facts.slurm_missing.push_back(value);
+    } else if (key == "slurm_error") {
+      facts.slurm_error = value;
     } else if (key == "slurm_partition") {
       facts.slurm_partition = value;
     } else if (key == "slurm_node") {

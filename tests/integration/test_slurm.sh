@@ -108,6 +108,14 @@ expect_eq "hostile arguments intact through sbatch and srun" \
   "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
 check "nothing ran from an argument" test ! -e /tmp/mlw-pwned-slurm
 expect_eq "the Slurm job id is recorded" "$(json_get "$("$MLW" -o json history info -r "$RID")" 'd["job_id"] != ""')" "True"
+cp aml_config/one.compute aml_config/gpu.compute
+cp aml_config/one.runconfig aml_config/gpu.runconfig
+sed -i 's/^Target:.*/Target: gpu/' aml_config/gpu.runconfig
+sed -i 's/^gpusPerNode:.*/gpusPerNode: 1/' aml_config/gpu.compute
+run_mlw experiment submit -c gpu exit_with.py 0
+expect_eq "a job sbatch rejects cannot start" "$CODE" 125
+expect_contains "sbatch's own message is shown" "$ERR" "sbatch on $ADDR refused the job:"
+expect_contains "sbatch's reason" "$ERR" "configuration is not available"
 run_mlw experiment submit -c one exit_with.py 3
 expect_eq "a failing script's exit code" "$CODE" 3
 expect_contains "the log came back" "$OUT" "exiting with 3"

@@ -36,6 +36,7 @@ struct TargetFacts {
   std::string python_detail;               ///< its --version, or the error
   std::string image_present;               ///< the image named to the probe, when it exists there
   std::vector<std::string> slurm_missing;  ///< Slurm commands the login node lacks
+  std::string slurm_error;      ///< why the Slurm controller did not answer, when it did not
   std::string slurm_partition;  ///< the partition (the compute file's, or the default) if found
   int slurm_nodes = 0;          ///< nodes in that partition
   std::vector<SlurmNode> slurm_node_list;  ///< those nodes

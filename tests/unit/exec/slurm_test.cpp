@@ -137,6 +137,14 @@ TEST(Slurm, TargetsThatCannotTakeTheRunAreRefused) {
   facts.slurm_missing = {"sbatch"};
   EXPECT_THROW(check_slurm(compute, facts, "login"), Error);
   facts.slurm_missing.clear();
+  facts.slurm_error = "Unable to contact slurm controller (connect failure)";
+  try {
+    check_slurm(compute, facts, "login");
+    FAIL() << "an unanswering controller passed";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "does not answer on login: Unable to contact")) << e.what();
+  }
+  facts.slurm_error.clear();
   try {
     check_slurm(compute, facts, "login");
     FAIL() << "a missing partition passed";
