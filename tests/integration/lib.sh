@@ -73,6 +73,18 @@ expect_error() {
 # json_get JSON PYTHON-EXPRESSION-ON-d
 json_get() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print($2)" <<<"$1"; }
 
+# require_env VAR...: the suite needs the real servers' variables (tests/fixtures/servers.sh
+# sets them; scripts/test starts the servers); a missing one fails the suite, never skips it.
+require_env() {
+  local var
+  for var in "$@"; do
+    if [ -z "${!var:-}" ]; then
+      echo "FAIL: $var is not set: start the servers with tests/fixtures/servers.sh (scripts/test does)"
+      exit 1
+    fi
+  done
+}
+
 # wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
 wait_for() {
   local limit=$1 i

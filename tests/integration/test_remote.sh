@@ -6,12 +6,7 @@
 # outputs, the NVIDIA error, cancel, a connection killed mid-run and one killed mid-upload.
 source "$(dirname "$0")/lib.sh"
 
-for var in MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST; do
-  if [ -z "${!var:-}" ]; then
-    echo "FAIL: $var is not set: start the servers with tests/fixtures/servers.sh (scripts/test does)"
-    exit 1
-  fi
-done
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
 export HOME="$WORK/home"
 mkdir -p "$HOME"
 PORT=$MLW_TEST_SSH_PORT

@@ -6,13 +6,7 @@
 # busy, cancel, a time limit, a container run, and the controller going away mid-run.
 source "$(dirname "$0")/lib.sh"
 
-for var in MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SLURM_USER \
-  MLW_TEST_IMAGE SLURM_CONF; do
-  if [ -z "${!var:-}" ]; then
-    echo "FAIL: $var is not set: start the servers with tests/fixtures/servers.sh (scripts/test does)"
-    exit 1
-  fi
-done
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SLURM_USER MLW_TEST_IMAGE SLURM_CONF
 export HOME="$WORK/home"
 mkdir -p "$HOME"
 ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
