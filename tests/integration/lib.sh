@@ -85,6 +85,11 @@ require_env() {
   done
 }
 
+# json_of_args ARGS...: the arguments as one JSON list; json_file FILE: a JSON file re-printed
+# the same way (for comparing argument lists that went through a run).
+json_of_args() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "$@"; }
+json_file() { python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' "$1"; }
+
 # wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
 wait_for() {
   local limit=$1 i

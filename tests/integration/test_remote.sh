@@ -77,9 +77,9 @@ HOSTILE=("" "a'b" 'say "hi"' '$(touch /tmp/mlw-pwned)' '`id`' 'x; rm -rf ~' $'tw
 run_mlw -o json experiment submit -c rdk args.py "${HOSTILE[@]}"
 expect_eq "remotedocker run (key login, copied volumes)" "$CODE" 0
 RID=$(json_get "$OUT" 'd["run_id"]')
-EXPECTED=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "${HOSTILE[@]}")
+EXPECTED=$(json_of_args "${HOSTILE[@]}")
 expect_eq "hostile arguments intact through ssh and docker" \
-  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+  "$(json_file ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
 check "no command injection" test ! -e /tmp/mlw-pwned
 expect_contains "run env on the target" "$(cat ".mlw/runs/$RID/driver_log.txt")" "ENV $RID rdk /mlw/share"
 expect_eq "image tag recorded" "$(json_get "$OUT" 'd["image_tag"].startswith("mlw_env:")')" "True"
@@ -245,7 +245,7 @@ expect_eq "remote target run" "$CODE" 0
 [ "$CODE" = 0 ] || echo "remote target run said: $OUT $ERR" >&2
 RID=$(json_get "$OUT" 'd["run_id"]')
 expect_eq "hostile arguments intact through ssh" \
-  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+  "$(json_file ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
 run_mlw experiment submit -c box exit_with.py 4
 expect_eq "remote target exit code" "$CODE" 4
 
@@ -287,7 +287,7 @@ expect_eq "docker run through the Engine API, no docker command" "$CODE" 0
 [ "$CODE" = 0 ] || echo "engine run said: $OUT $ERR" >&2
 RID=$(json_get "$OUT" 'd["run_id"]')
 expect_eq "hostile arguments intact through the Engine API" \
-  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+  "$(json_file ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
 expect_contains "engine run's log" "$(cat ".mlw/runs/$RID/driver_log.txt")" "ENV $RID docker /mlw/share"
 check "engine run's container removed" bash -c "[ -z \"\$(docker ps -a --filter label=mlw.run=$RID -q)\" ]"
 OUT=$(run_env "$MLW" experiment submit -c docker exit_with.py 9 2>"$WORK/e"); CODE=$?

@@ -92,14 +92,14 @@ TIMED=$(json_get "$OUT" 'd["run_id"]')
 
 # --- one node: hostile arguments, exit codes ------------------------------------------------
 HOSTILE=("" "a'b" 'say "hi"' '$(touch /tmp/mlw-pwned-slurm)' '`id`' 'x; rm -rf ~' $'two\nlines' 'héllo wörld ✓' '*' 'back\slash')
-EXPECTED=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "${HOSTILE[@]}")
+EXPECTED=$(json_of_args "${HOSTILE[@]}")
 rm -f /tmp/mlw-pwned-slurm
 run_mlw -o json experiment submit -c one args.py "${HOSTILE[@]}"
 expect_eq "a one-node run" "$CODE" 0
 [ "$CODE" = 0 ] || echo "one-node run said: $OUT $ERR" >&2
 RID=$(json_get "$OUT" 'd["run_id"]')
 expect_eq "hostile arguments intact through sbatch and srun" \
-  "$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
+  "$(json_file ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
 check "nothing ran from an argument" test ! -e /tmp/mlw-pwned-slurm
 expect_eq "the Slurm job id is recorded" "$(json_get "$("$MLW" -o json history info -r "$RID")" 'd["job_id"] != ""')" "True"
 cp aml_config/one.compute aml_config/gpu.compute

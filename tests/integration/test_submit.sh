@@ -50,7 +50,7 @@ HOSTILE=(--flag "" "two words" "it's" '"dq"' '$(touch /tmp/pwned-mlw)' '`id`' ';
 run_mlw experiment submit -c local echo_args.py "${HOSTILE[@]}"
 expect_eq "hostile-args run exits 0" "$CODE" 0
 RUN=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
-EXPECTED=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "${HOSTILE[@]}")
+EXPECTED=$(json_of_args "${HOSTILE[@]}")
 expect_eq "arguments arrive unchanged" "$(cat ".mlw/runs/$RUN/outputs/args.json")" "$EXPECTED"
 check "no command was injected" test ! -e /tmp/pwned-mlw
 expect_contains "RunId is printed first" "$(head -1 <<<"$OUT")" "RunId: proj_"
