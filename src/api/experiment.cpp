@@ -503,11 +503,11 @@ void prepare(Context& ctx, const std::string& run_config) {
 
 void clean(Context& ctx, const std::string& run_config) {
   const auto [name, compute] = target_of(ctx, run_config);
-  if (compute.type != "docker" && compute.type != "remotedocker" && compute.type != "remote") {
+  if (compute.type == "local") {
     throw Error(
-        fmt::format("target {} is {}: only docker, remotedocker and remote targets keep "
-                    "mlw's images and snapshots",
-                    name, compute.type));
+        fmt::format("target {} is local: only docker, remotedocker, remote and slurm "
+                    "targets keep mlw's images and snapshots",
+                    name));
   }
   TargetExecutor executor(compute.type);
   const auto removed = executor.clean(ctx, name, compute);

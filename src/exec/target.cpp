@@ -876,7 +876,8 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
         "cd " + store +
         " 2>/dev/null || exit 0\n"
         "n=$(ls objects 2>/dev/null | wc -l); rm -rf objects incoming; echo \"objects $n\"\n"
-        "for r in runs/*/; do [ -e \"$r/exit_code\" ] && rm -rf \"$r\" && echo \"run $r\"; done; "
+        "for r in runs/*/; do { [ -e \"$r/exit_code\" ] || [ -e \"$r/slurm_state\" ]; } && "
+        "rm -rf \"$r\" && echo \"run $r\"; done; "
         "exit 0");
     for (const auto& line : split(trim(files.output), '\n')) {
       if (!trim(line).empty()) removed.push_back(trim(line));

@@ -179,4 +179,10 @@ expect_eq "the run completed" "$(run_state "$RID")" "Completed 0"
 [ "$(run_state "$RID")" = "Completed 0" ] || cat "$WORK/follow.err" ".mlw/runs/$RID/supervisor.log" >&2
 unset MLW_SLURM_RETRY
 
+# --- clean -----------------------------------------------------------------------------------
+run_mlw -o json experiment clean -c one
+expect_eq "clean a Slurm target" "$CODE" 0
+check "finished run folders removed on the login node" bash -c "[ -z \"\$(ls '$USER_HOME/.mlw/runs' 2>/dev/null)\" ]"
+check "the content store removed" test ! -e "$USER_HOME/.mlw/objects"
+
 finish
