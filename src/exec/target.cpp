@@ -366,7 +366,10 @@ struct Supervisor {
     const std::string job = sbatch_script(plan, paths);
     // Not retried on a dropped connection: the job may have been queued already.
     const ShellResult submitted = shell->run_with_input(
-        "cd " + run + " && cat > job.sh && exec sbatch --parsable job.sh", job);
+        "cd " + run +
+            " && cat > job.sh && { sbatch --parsable job.sh || { c=$?; echo 125 > exit_code; "
+            "exit $c; }; }",
+        job);
     const std::string id = trim(submitted.output.substr(0, submitted.output.find(';')));
     if (submitted.exit_code != 0 || id.empty() ||
         id.find_first_not_of("0123456789") != std::string::npos) {

@@ -108,8 +108,8 @@ sed -i 's/^Target:.*/Target: gpu/' aml_config/gpu.runconfig
 sed -i 's/^gpusPerNode:.*/gpusPerNode: 1/' aml_config/gpu.compute
 run_mlw experiment submit -c gpu exit_with.py 0
 expect_eq "a job sbatch rejects cannot start" "$CODE" 125
-expect_contains "sbatch's own message is shown" "$ERR" "sbatch on $ADDR refused the job:"
-expect_contains "sbatch's reason" "$ERR" "configuration is not available"
+expect_contains "sbatch's own message is shown" "$OUT" "sbatch on $ADDR refused the job:"
+expect_contains "sbatch's reason" "$OUT" "gres"
 run_mlw experiment submit -c one exit_with.py 3
 expect_eq "a failing script's exit code" "$CODE" 3
 expect_contains "the log came back" "$OUT" "exiting with 3"
