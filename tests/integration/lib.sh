@@ -90,6 +90,17 @@ require_env() {
 json_of_args() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1:], ensure_ascii=False))' "$@"; }
 json_file() { python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1], encoding="utf-8")), ensure_ascii=False))' "$1"; }
 
+# ssh_sessions_of USER: the test sshd's session processes ("sshd: USER [priv]") of USER, so that
+# a suite that kills connections leaves other suites' sessions alone.
+ssh_sessions_of() {
+  local child
+  for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do
+    case "$(tr '\0' ' ' <"/proc/$child/cmdline" 2>/dev/null)" in
+      "sshd: $1 "*) echo "$child" ;;
+    esac
+  done
+}
+
 # wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
 wait_for() {
   local limit=$1 i

@@ -306,7 +306,7 @@ cancel_running docker "Engine API"
 run_mlw -o json experiment submit -c rdk -a slow.py 30 0.1
 RID=$(json_get "$OUT" 'd["run_id"]')
 wait_for 30 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
-for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do kill "$child"; done
+for child in $(ssh_sessions_of mlwtest); do kill "$child"; done
 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
 expect_eq "logs -f after a dropped connection" "$?" 0
 expect_eq "every line exactly once" "$(grep -c '^line ' "$WORK/follow.txt")" "30"
@@ -336,7 +336,7 @@ for i in $(seq 1 40); do head -c 2000000 /dev/urandom >"data/part$i.bin"; done
 ( for _ in $(seq 1 400); do
     if ls "$USER_HOME/.mlw/incoming/" 2>/dev/null | grep -q '^rproj'; then
       # The whole connection: each sshd session process and the child serving its channels.
-      for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do
+      for child in $(ssh_sessions_of mlwtest); do
         for grandchild in $(pgrep -P "$child"); do kill -9 "$grandchild"; done
         kill -9 "$child"
       done

@@ -142,6 +142,17 @@ check "scancel took the job away" bash -c "! squeue -h -n mlw-$BUSY | grep -q ."
 wait_for 60 run_is "$WAITING" Completed
 expect_eq "the queued run ran once the nodes were free" "$(run_state "$WAITING")" "Completed 0"
 
+# --- the SSH connection killed mid-run: the run goes on, logs -f has every line once ----------
+run_mlw -o json experiment submit -c one -a slow.py 30 0.1
+RID=$(json_get "$OUT" 'd["run_id"]')
+wait_for 60 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
+for child in $(ssh_sessions_of "$SUSER"); do kill "$child"; done
+"$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+expect_eq "logs -f after a dropped connection" "$?" 0
+expect_eq "every line exactly once after the drop" "$(grep -c '^line ' "$WORK/follow.txt")" "30"
+expect_eq "no line repeated after the drop" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
+expect_eq "completed after the drop" "$(run_state "$RID")" "Completed 0"
+
 # --- a container on the nodes (docker runtime) ------------------------------------------------
 "$MLW" computetarget attach slurm -n boxed -a "$ADDR" -u "$SUSER" --container "$MLW_TEST_IMAGE" \
   --private-key-file "$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/one.compute | sed "s#^~#$HOME#")" \
