@@ -493,10 +493,6 @@ void prepare(Context& ctx, const std::string& run_config) {
       fs::remove_all(dir, ec);
     }
   } cleanup{plan.run_dir};
-  if (plan.compute.type == "docker") {
-    materialize_snapshot(plan.manifest, plan.project.state_dir() / "objects", plan.project.root,
-                         plan.run_dir / "snapshot");
-  }
   executor.validate(ctx, plan);
   executor.prepare(ctx, plan);
 }

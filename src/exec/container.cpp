@@ -199,13 +199,13 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
   }
   for (const auto& arg : plan.compute.docker_run_args) words.push_back(arg);
   words.push_back(image);
-  for (auto& word : container_command(plan)) words.push_back(std::move(word));
+  for (auto& word : script_command(plan)) words.push_back(std::move(word));
   return words;
 }
 
-std::vector<std::string> container_command(const RunPlan& plan) {
+std::vector<std::string> script_command(const RunPlan& plan, const std::string& python) {
   std::vector<std::string> words = {plan.run_config.framework == "PySpark" ? "spark-submit"
-                                                                           : "python3"};
+                                                                           : python};
   for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
     words.push_back(std::move(word));
   }
@@ -241,7 +241,7 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
   }
   nlohmann::json body = {
       {"Image", image},
-      {"Cmd", container_command(plan)},
+      {"Cmd", script_command(plan)},
       {"WorkingDir", "/mlw/run/snapshot"},
       {"Env", env},
       {"Labels", {{"mlw.run", plan.record.run_id}, {"mlw.project", plan.project.name}}},
@@ -268,12 +268,8 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
       "mkdir -p snapshot/outputs " +
       shell_quote(paths.share_dir) + "\n";
   if (!container) {
-    std::vector<std::string> argv = {
-        plan.run_config.framework == "PySpark" ? "spark-submit" : plan.compute.python_location};
-    for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
-      argv.push_back(std::move(word));
-    }
-    script += "cd snapshot || { finish 125; exit 0; }\n" + shell_join(argv) +
+    script += "cd snapshot || { finish 125; exit 0; }\n" +
+              shell_join(script_command(plan, plan.compute.python_location)) +
               " </dev/null >>../driver_log.txt 2>&1 &\n"
               "echo $! > ../script.pid\n"
               "wait $!\ncode=$?\ncd ..\nfinish \"$code\"\n";

@@ -20,26 +20,17 @@ bool in_container(const RunPlan& plan) {
   return !plan.compute.container.empty();
 }
 
-std::vector<std::string> script_words(const RunPlan& plan, const std::string& python) {
-  std::vector<std::string> words = {plan.run_config.framework == "PySpark" ? "spark-submit"
-                                                                           : python};
-  for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
-    words.push_back(std::move(word));
-  }
-  return words;
-}
-
 }  // namespace
 
 SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& paths) {
   SlurmNodeCommand node;
   const ComputeConfig& compute = plan.compute;
   if (!in_container(plan)) {
-    node.command = script_words(plan, compute.python_location);
+    node.command = script_command(plan, compute.python_location);
     return node;
   }
   const std::string mounts = paths.run_dir + ":/mlw/run," + paths.share_dir + ":/mlw/share";
-  const std::vector<std::string> script = script_words(plan, "python3");
+  const std::vector<std::string> script = script_command(plan);
   if (compute.container_runtime == "pyxis") {
     node.srun_options = {"--container-image=" + compute.container, "--container-mounts=" + mounts,
                          "--container-workdir=/mlw/run/snapshot"};

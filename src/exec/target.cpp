@@ -20,6 +20,7 @@
 #include "mlw/history/store.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/tar.hpp"
+#include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -170,16 +171,16 @@ struct Supervisor {
   RunPlan& plan;
   std::unique_ptr<Shell> shell;
   TargetFacts facts;
-  EnvironmentSpec env;
+  EnvironmentSpec env{};
   TargetRunPaths paths;
   int live_fd;
-  RunRecord record;
-  std::optional<HistoryStore> store;
+  RunRecord record{};
+  std::optional<HistoryStore> store{};
   int local_log = -1;
   std::uint64_t offset = 0;
-  std::string monitor_pid;
-  std::unique_ptr<DockerEngine> engine;  ///< set: the container runs through the Engine API
-  std::string container_id;
+  std::string monitor_pid{};
+  std::unique_ptr<DockerEngine> engine{};  ///< set: the container runs through the Engine API
+  std::string container_id{};
 
   bool remote() const { return !is_local_docker(plan.compute.type); }
   bool canceled() const { return fs::exists(plan.run_dir / "cancel_requested"); }
@@ -218,9 +219,11 @@ struct Supervisor {
   }
 
   /// Runs the script `make_script` returns (asked again after each reconnect), reconnecting
-  /// (bounded) when the connection drops.
+  /// (bounded) when the connection drops; with `input`, that is its stdin, from its start on
+  /// every attempt.
   ShellResult run_reconnecting(const std::function<std::string()>& make_script,
-                               const ShellStreams& streams) {
+                               const ShellStreams& streams,
+                               std::optional<std::string_view> input = std::nullopt) {
     using namespace std::chrono;
     const char* limit = std::getenv("MLW_RECONNECT_TIMEOUT");
     const auto deadline = steady_clock::now() + seconds(limit ? std::atoi(limit) : 300);
@@ -228,7 +231,8 @@ struct Supervisor {
     while (true) {
       try {
         if (!shell) shell = connect_target(ctx, plan.target_name, plan.compute);
-        return shell->run(make_script(), streams);
+        return input ? shell->run_with_input(make_script(), *input)
+                     : shell->run(make_script(), streams);
       } catch (const Error& e) {
         if (!remote() || steady_clock::now() > deadline) throw;
         std::fprintf(stderr, "mlw supervisor: %s; reconnecting\n", e.what());
@@ -239,12 +243,18 @@ struct Supervisor {
     }
   }
 
+  /// Names this process as the run's owner (what reconcile_lost checks).
+  void claim() {
+    record.pid = ::getpid();
+    record.pid_start = process_start_time(::getpid()).value_or(0);
+    record.boot_id = boot_id();
+  }
+
   /// The run is under way: recorded as Running by this supervisor.
   void mark_running() {
     record.status = status::k_running;
     record.start_ms = ctx.clock->now_ms();
-    record.pid = ::getpid();
-    record.pid_start = process_start_time(::getpid()).value_or(0);
+    claim();
     save(false);
   }
 
@@ -333,21 +343,11 @@ struct Supervisor {
     const std::string run = shell_quote(paths.run_dir);
     // A waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init
     // reaps orphans late; it prints the monitor's pid, then lets go of the pipe.
-    const ShellResult launched = run_reconnecting(
+    const std::string launch =
         "cd " + run +
-            " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
-            "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1",
-        [&] {
-          ShellStreams s;
-          auto offset_in = std::make_shared<std::size_t>(0);
-          s.read_input = [&monitor, offset_in](char* buffer, std::size_t size) {
-            const std::size_t n = std::min(size, monitor.size() - *offset_in);
-            std::copy_n(monitor.data() + *offset_in, n, buffer);
-            *offset_in += n;
-            return n;
-          };
-          return s;
-        }());
+        " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
+        "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1";
+    const ShellResult launched = run_reconnecting([&] { return launch; }, {}, monitor);
     monitor_pid = trim(launched.output);
     if (launched.exit_code != 0 || monitor_pid.empty() ||
         monitor_pid.find_first_not_of("0123456789") != std::string::npos) {
@@ -380,8 +380,7 @@ struct Supervisor {
     }
     record.job_id = id;
     record.status = status::k_queued;
-    record.pid = ::getpid();
-    record.pid_start = process_start_time(::getpid()).value_or(0);
+    claim();
     save(false);
     say(fmt::format("Slurm job {} queued on {}.\n", id, shell->host()));
     if (!start_monitor(slurm_monitor_script(paths, id, slurm_retry_seconds()))) return std::nullopt;
@@ -547,9 +546,7 @@ struct Supervisor {
              starts_with(problem, "the Slurm controller did not answer");
     });
     record.status = status::k_running;
-    record.pid = ::getpid();
-    record.pid_start = process_start_time(::getpid()).value_or(0);
-    record.boot_id = boot_id();
+    claim();
     save(false);
     const fs::path log = plan.run_dir / "driver_log.txt";
     std::error_code ec;
@@ -753,20 +750,15 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
   RunHandle handle = start_supervisor(plan, [&](int live_fd) {
     ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
     try {
-      Supervisor supervisor{ctx,
-                            plan,
-                            std::move(m_shell),
-                            m_facts,
-                            env,
-                            paths,
-                            live_fd,
-                            {},
-                            {},
-                            -1,
-                            0,
-                            {},
-                            runs_in_engine(plan.compute, m_facts) ? std::move(m_engine) : nullptr,
-                            {}};
+      Supervisor supervisor{
+          .ctx = ctx,
+          .plan = plan,
+          .shell = std::move(m_shell),
+          .facts = m_facts,
+          .env = env,
+          .paths = paths,
+          .live_fd = live_fd,
+          .engine = runs_in_engine(plan.compute, m_facts) ? std::move(m_engine) : nullptr};
       return supervisor.run();
     } catch (const std::exception& e) {
       try {
@@ -806,20 +798,13 @@ void TargetExecutor::reattach(Context& ctx, RunPlan& plan) {
   }
   RunHandle handle = start_supervisor(plan, [&](int live_fd) {
     ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
-    Supervisor supervisor{ctx,
-                          plan,
-                          std::move(m_shell),
-                          m_facts,
-                          EnvironmentSpec{},
-                          paths,
-                          live_fd,
-                          {},
-                          {},
-                          -1,
-                          0,
-                          {},
-                          in_engine ? std::move(m_engine) : nullptr,
-                          {}};
+    Supervisor supervisor{.ctx = ctx,
+                          .plan = plan,
+                          .shell = std::move(m_shell),
+                          .facts = m_facts,
+                          .paths = paths,
+                          .live_fd = live_fd,
+                          .engine = in_engine ? std::move(m_engine) : nullptr};
     return supervisor.resume();
   });
   if (auto* ssh = dynamic_cast<SshShell*>(m_shell.get())) ssh->abandon();
@@ -834,7 +819,11 @@ void TargetExecutor::prepare(Context& ctx, RunPlan& plan) {
   // With the image there, nothing is built: only the content is shipped (for the next submit).
   const bool build = m_facts.image_present != env.tag;
   if (is_local_docker(m_type)) {
-    if (build) prepare_local_run_dir(plan, env);
+    if (build) {
+      materialize_snapshot(plan.manifest, plan.project.state_dir() / "objects", plan.project.root,
+                           plan.run_dir / "snapshot");
+      prepare_local_run_dir(plan, env);
+    }
   } else {
     ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build);
   }

@@ -143,16 +143,16 @@ class UnixSocketEngine : public DockerEngine {
   EngineResponse request(const std::string& method, const std::string& path,
                          const std::string& body) override {
     EngineResponse response;
-    response.status = exchange(method, path, body,
-                               [&](std::string_view chunk) { response.body.append(chunk); }, {});
+    response.status = exchange(
+        method, path, body, [&](std::string_view chunk) { response.body.append(chunk); }, {},
+        false);
     return response;
   }
 
   int stream(const std::string& method, const std::string& path,
              const std::function<void(std::string_view)>& on_body,
              const std::function<void()>& on_idle) override {
-    return exchange(
-        method, path, "", on_body, on_idle ? on_idle : [] {});
+    return exchange(method, path, "", on_body, on_idle, true);
   }
 
  private:
@@ -178,7 +178,7 @@ class UnixSocketEngine : public DockerEngine {
 
   int exchange(const std::string& method, const std::string& path, const std::string& body,
                const std::function<void(std::string_view)>& on_body,
-               const std::function<void()>& on_idle) {
+               const std::function<void()>& on_idle, bool success_body_only) {
     const int fd = connect_socket();
     struct Closer {
       int fd;
@@ -201,11 +201,9 @@ class UnixSocketEngine : public DockerEngine {
         throw Error(fmt::format("the Docker engine at {} closed the connection", where()));
       left.remove_prefix(static_cast<std::size_t>(n));
     }
-    // A streamed body goes to on_body only when the answer is a success; request() keeps any.
-    const bool any_body = !on_idle;
     HttpResponseReader* self = nullptr;
     HttpResponseReader reader([&](std::string_view chunk) {
-      if (any_body || (self->status() >= 200 && self->status() < 300)) on_body(chunk);
+      if (!success_body_only || (self->status() >= 200 && self->status() < 300)) on_body(chunk);
     });
     self = &reader;
     char buffer[65536];

@@ -38,8 +38,9 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
                                           const TargetFacts& facts, const std::string& image,
                                           const std::string& user);
 
-/// The container's command: python3 (spark-submit for PySpark), the script and its arguments.
-std::vector<std::string> container_command(const RunPlan& plan);
+/// The run's command: `python` (spark-submit for PySpark), the script and its arguments. In a
+/// container the interpreter is python3; on a machine, the compute file's pythonLocation.
+std::vector<std::string> script_command(const RunPlan& plan, const std::string& python = "python3");
 
 /// The Docker Engine API body (POST /containers/create) of the same container docker_run_words
 /// describes with sharedVolumes true: the run folder and the share bind-mounted, `user`
