@@ -68,11 +68,11 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"ended_ms", end_ms},
       {"pid", pid},
       {"process_group", process_group},
-      {"job_id", job_id},
       {"pid_start", pid_start},
       {"boot_id", boot_id},
       {"cancel_requested", cancel_requested},
   };
+  if (!job_id.empty()) out["job_id"] = job_id;  // slurm runs only
   return out;
 }
 
