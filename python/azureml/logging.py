@@ -5,6 +5,8 @@
     logger.log("Accuracy", 0.93)
 """
 
+import sys
+
 import mlw
 
 
@@ -17,7 +19,18 @@ class _Pending:
 
 class _Logger:
     def log(self, name, value):
-        mlw.log_metric(str(name), value)
+        """Records `value` (a scalar, a list, a numpy array or scalar) under `name`.
+
+        As in 2017, logging never stops the script: a value that cannot be recorded is
+        reported on stderr and skipped.
+        """
+        try:
+            mlw.log_metric(str(name), value)
+        except Exception as error:  # noqa: BLE001 - the logger must never raise
+            try:
+                print("mlw: metric %r not recorded: %s" % (name, error), file=sys.stderr)
+            except Exception:  # noqa: BLE001
+                pass
         return _Pending()
 
 

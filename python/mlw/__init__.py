@@ -36,8 +36,12 @@ def _plain(value):
     if isinstance(value, numbers.Real):
         value = float(value)
         return value if math.isfinite(value) else str(value)
-    if hasattr(value, "item"):  # numpy and torch scalars
+    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
+        return _plain(value.tolist())
+    if hasattr(value, "item"):  # other array-like scalars
         return _plain(value.item())
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return str(value)

@@ -110,6 +110,7 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   ConnectRequest connect;
   connect.accept_new_host_key = request.accept_host_key;
   connect.password = password;
+  connect.attaching = true;
   auto shell = connect_target(ctx, request.name, compute, connect);
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
@@ -140,6 +141,7 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   with_key.private_key_passphrase.clear();
   ConnectRequest key_only;
   key_only.only_key_file = true;
+  key_only.attaching = true;
   try {
     connect_target(ctx, request.name, with_key, key_only);
   } catch (const Error& e) {
@@ -169,16 +171,17 @@ void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
     throw UsageError(fmt::format("--container-runtime must be one of {}, not \"{}\"",
                                  join(runtimes, ", "), *request.container_runtime));
   }
-  if (request.container_runtime && !request.container) {
+  if (request.container_runtime && !request.container && compute.container.empty()) {
     throw UsageError("--container-runtime goes with --container IMAGE");
   }
-  compute.partition = request.partition.value_or("");
-  compute.nodes = request.nodes.value_or(1);
-  compute.gpus_per_node = request.gpus_per_node.value_or(0);
-  compute.time_limit = request.time_limit.value_or("");
-  compute.account = request.account.value_or("");
-  compute.container = request.container.value_or("");
-  compute.container_runtime = request.container_runtime.value_or("docker");
+  // Only what the command names: the rest is the target's (on --force) or the default.
+  if (request.partition) compute.partition = *request.partition;
+  if (request.nodes) compute.nodes = *request.nodes;
+  if (request.gpus_per_node) compute.gpus_per_node = *request.gpus_per_node;
+  if (request.time_limit) compute.time_limit = *request.time_limit;
+  if (request.account) compute.account = *request.account;
+  if (request.container) compute.container = *request.container;
+  if (request.container_runtime) compute.container_runtime = *request.container_runtime;
 }
 
 /// doctor's Slurm lines: the commands, the partition, its nodes up, GPUs per node as Slurm
@@ -225,50 +228,86 @@ void slurm_doctor_lines(const ComputeConfig& compute, const TargetFacts& facts,
 
 }  // namespace
 
-void attach(Context& ctx, const AttachRequest& request) {
-  validate_name(request.name, "target name");
-  const Project& project = ctx.project();
-  ComputeConfig compute;
-  compute.type = request.type == "localdocker" ? "docker" : request.type;
+namespace {
+
+/// Refuses options that do not fit the target type, before anything is read or written.
+void check_attach_options(const AttachRequest& request, const std::string& type) {
   const auto& types = compute_types();
-  if (std::find(types.begin(), types.end(), compute.type) == types.end()) {
+  if (std::find(types.begin(), types.end(), type) == types.end()) {
     const std::vector<std::string> allowed = {"local", "docker", "remotedocker", "remote", "slurm"};
     throw UsageError(fmt::format("unknown target type \"{}\"; one of: {}{}", request.type,
                                  join(allowed, ", "), did_you_mean(request.type, allowed)));
   }
-  const bool remote = is_remote(compute.type);
-  if (remote && !request.address) {
-    throw UsageError(fmt::format("a {} target needs an address: -a HOST[:PORT]", compute.type));
-  }
+  const bool remote = is_remote(type);
   if (!remote &&
       (request.address || request.username || request.password || request.password_stdin ||
        request.private_key_file || request.use_ssh_key || request.accept_host_key)) {
     throw UsageError(fmt::format(
         "-a, -u, -w, --password-stdin, -k, --accept-host-key and --private-key-file are for "
         "remote targets, not {}",
-        compute.type));
+        type));
   }
   if (request.use_ssh_key && request.no_connect) {
     throw UsageError("-k installs a key over SSH, so it cannot be used with --no-connect");
   }
   if (request.password && request.password_stdin) {
-    throw UsageError("give the password with -w or --password-stdin, not both");
+    throw UsageError(fmt::format("give the password with {} or --password-stdin, not both",
+                                 request.password_option));
   }
-  if (request.base_image && compute.type != "docker" && compute.type != "remotedocker") {
+  if (request.base_image && type != "docker" && type != "remotedocker") {
     throw UsageError("--base-image is for docker and remotedocker targets");
   }
-  if (request.nvidia_docker && compute.type != "docker" && compute.type != "remotedocker") {
+  if (request.nvidia_docker && type != "docker" && type != "remotedocker") {
     throw UsageError("--nvidia-docker is for docker and remotedocker targets");
   }
   const bool slurm_option = request.partition || request.nodes || request.gpus_per_node ||
                             request.time_limit || request.account || request.container ||
                             request.container_runtime;
-  if (slurm_option && compute.type != "slurm") {
+  if (slurm_option && type != "slurm") {
     throw UsageError(
         "--partition, --nodes, --gpus-per-node, --time, --account, --container and "
         "--container-runtime are for slurm targets");
   }
-  if (compute.type == "slurm") apply_slurm_options(request, compute);
+}
+
+/// The settings attach writes: a new target's defaults, or on --force the target's current
+/// settings (every key the user set), with only what the command names changed.
+ComputeConfig attach_settings(const AttachRequest& request, const std::string& type,
+                              const std::optional<ComputeConfig>& previous) {
+  ComputeConfig compute = previous.value_or(ComputeConfig{});
+  compute.type = type;
+  if (is_remote(type)) {
+    if (request.address) {
+      parse_address(*request.address);  // refuses a malformed address before anything is written
+      compute.address = *request.address;
+    }
+    if (compute.address.empty()) {
+      throw UsageError(fmt::format("a {} target needs an address: -a HOST[:PORT]", type));
+    }
+    if (request.username) compute.username = *request.username;
+    if (compute.username.empty()) compute.username = current_user();
+    // A 2017 secret reference cannot be read; a new password (or -k) replaces it.
+    if (starts_with(compute.password, "AzureMlSecret=")) compute.password.clear();
+  }
+  if (request.private_key_file) compute.private_key_file = *request.private_key_file;
+  if (request.base_image) compute.base_docker_image = *request.base_image;
+  if ((type == "docker" || type == "remotedocker") && compute.base_docker_image.empty()) {
+    compute.base_docker_image = "python:3.11-slim";
+  }
+  if (request.python_location) compute.python_location = *request.python_location;
+  if (request.nvidia_docker) compute.nvidia_docker = true;
+  if (type == "slurm") apply_slurm_options(request, compute);
+  return compute;
+}
+
+}  // namespace
+
+void attach(Context& ctx, const AttachRequest& request) {
+  validate_name(request.name, "target name");
+  const Project& project = ctx.project();
+  const std::string type = request.type == "localdocker" ? "docker" : request.type;
+  check_attach_options(request, type);
+  const bool remote = is_remote(type);
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
   if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {
@@ -276,21 +315,12 @@ void attach(Context& ctx, const AttachRequest& request) {
                             request.name, project.display(compute_path)));
   }
   const std::optional<ComputeConfig> previous = current_settings(project, request.name);
-  if (remote) {
-    parse_address(*request.address);  // refuses a malformed address before anything is written
-    compute.address = *request.address;
-    compute.username = request.username.value_or(current_user());
-  }
-  if (request.private_key_file) compute.private_key_file = *request.private_key_file;
-  if (compute.type == "docker" || compute.type == "remotedocker") {
-    compute.base_docker_image = request.base_image.value_or("python:3.11-slim");
-  }
-  if (request.python_location) compute.python_location = *request.python_location;
-  compute.nvidia_docker = request.nvidia_docker;
+  ComputeConfig compute = attach_settings(request, type, previous);
 
   std::optional<std::string> password;
   if (request.password) {
-    spdlog::warn("a password given with -w shows in the process list; prefer --password-stdin");
+    spdlog::warn("a password given with {} shows in the process list; prefer --password-stdin",
+                 request.password_option);
     password = request.password;
   } else if (request.password_stdin) {
     password = read_password_from_stdin();
@@ -314,14 +344,26 @@ void attach(Context& ctx, const AttachRequest& request) {
     }
     if (remote && !request.no_connect) {
       login_with = check_login(ctx, request, compute, password);
-      if (request.use_ssh_key) password.reset();  // the key logs in now; no password is kept
+      if (request.use_ssh_key) {  // the key logs in now; no password is kept
+        password.reset();
+        compute.password.clear();
+      }
     }
     if (password) {
       compute.password = secrets.put(request.name, compute.username, *password);
       new_secrets.push_back(compute.password);
     }
-    write_pair(compute_path, render_compute(compute, request.name), run_config_path,
-               render_run_config(default_run_config(request.name), request.name));
+    // On --force, the files keep what the user wrote: the .compute changes only in the keys
+    // this command names, the .runconfig not at all.
+    const auto old_compute = previous ? read_file_if_exists(compute_path) : std::nullopt;
+    const auto old_run_config = read_file_if_exists(run_config_path);
+    write_pair(
+        compute_path,
+        old_compute ? update_compute_text(*old_compute, project.display(compute_path), *previous,
+                                          compute, request.name)
+                    : render_compute(compute, request.name),
+        run_config_path,
+        old_run_config.value_or(render_run_config(default_run_config(request.name), request.name)));
   } catch (...) {
     cleanup();
     throw;
@@ -431,6 +473,20 @@ std::pair<std::string, std::string> check_reachable(const SshEndpoint& endpoint,
   return {error, ""};
 }
 
+/// nvidia-smi's "11441 MiB" with the GiB the 2017 guide showed ("Total memory: 11.17GiB").
+std::string memory_with_gib(const std::string& memory) {
+  if (!memory.ends_with(" MiB")) return memory;
+  try {
+    std::size_t used = 0;
+    const std::string number = memory.substr(0, memory.size() - 4);
+    const double mib = std::stod(number, &used);
+    if (used != number.size()) return memory;
+    return fmt::format("{} ({:.2f} GiB)", memory, mib / 1024.0);
+  } catch (const std::exception&) {
+    return memory;
+  }
+}
+
 }  // namespace
 
 int doctor(Context& ctx, const std::string& name) {
@@ -520,7 +576,8 @@ int doctor(Context& ctx, const std::string& name) {
     for (std::size_t i = 0; i < facts.gpus.size(); ++i) {
       const GpuInfo& gpu = facts.gpus[i];
       line(fmt::format("GPU {}", i), true,
-           fmt::format("name: {}, total memory: {}, driver: {}", gpu.name, gpu.memory, gpu.driver));
+           fmt::format("name: {}, total memory: {}, driver: {}", gpu.name,
+                       memory_with_gib(gpu.memory), gpu.driver));
     }
     const double free_gb = static_cast<double>(facts.disk_free_kb) / (1024.0 * 1024.0);
     line("free disk", facts.disk_free_kb >= 1024 * 1024,

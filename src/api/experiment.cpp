@@ -157,9 +157,14 @@ void print_summary(Context& ctx, const RunRecord& record) {
                             record.exit_code ? std::to_string(*record.exit_code) : "");
     return;
   }
+  // A run that ended before its script started (a failed build, say) ran for no time: say how
+  // long mlw worked on it instead of "in 0.00s".
+  const bool never_started = record.start_ms == 0 && record.end_ms > record.created_ms;
   std::string summary =
-      fmt::format("\nRun {}: {} in {}, exit code {}\n", record.run_id, record.status,
-                  format_duration(record.duration_ms(record.end_ms)),
+      fmt::format("\nRun {}: {} {}, exit code {}\n", record.run_id, record.status,
+                  never_started ? fmt::format("after {}, before the script started",
+                                              format_duration(record.end_ms - record.created_ms))
+                                : "in " + format_duration(record.duration_ms(record.end_ms)),
                   record.exit_code ? std::to_string(*record.exit_code) : "none");
   if (!record.outputs.empty()) {
     summary +=

@@ -1,20 +1,163 @@
 #include "mlw/api/computetarget.hpp"
 #include "cli/app.hpp"
 
+#include <fmt/format.h>
+
+#include "mlw/util/error.hpp"
+
 namespace mlw::cli {
 
 namespace {
 
-void add_optional(CLI::App* command, const std::string& flags, std::optional<std::string>& target,
-                  const std::string& help) {
-  command->add_option_function<std::string>(
-      flags, [&target](const std::string& v) { target = v; }, help);
+/// Which option groups an attach command line offers.
+struct AttachOptionSet {
+  bool remote = false;  ///< address, login, password, keys
+  bool docker = false;  ///< base image, GPUs
+  bool slurm = false;   ///< partition, nodes, …
+  bool python = false;  ///< --python
+};
+
+/// Adds the options of `attach` to `command` (a typed subcommand, or attach itself for the
+/// pre-December-2017 form with --type); returns them, for the check that the two forms are not
+/// mixed.
+std::vector<CLI::Option*> add_attach_options(CLI::App* command, api::AttachRequest& request,
+                                             const AttachOptionSet& set) {
+  std::vector<CLI::Option*> added;
+  added.push_back(
+      command->add_option("-n,--name", request.name, "Target name (letters, digits, _ and -)"));
+  auto optional = [&](const std::string& flags, std::optional<std::string>& target,
+                      const std::string& help) {
+    added.push_back(command->add_option_function<std::string>(
+        flags, [&target](const std::string& v) { target = v; }, help));
+  };
+  auto optional_int = [&](const std::string& flags, std::optional<int>& target,
+                          const std::string& help) {
+    added.push_back(command->add_option_function<int>(
+        flags, [&target](int v) { target = v; }, help));
+  };
+  auto flag = [&](const std::string& flags, bool& target, const std::string& help) {
+    added.push_back(command->add_flag(flags, target, help));
+  };
+  if (set.remote) {
+    optional("-a,--address", request.address,
+             "host, host:port, [v6addr]:port or an ~/.ssh/config alias");
+    optional("-u,--username", request.username, "SSH user (default: you)");
+    // Two options, so that the warning names the one that was typed.
+    for (const char* name : {"-w", "--password"}) {
+      added.push_back(command->add_option_function<std::string>(
+          name,
+          [&request, name](const std::string& v) {
+            request.password = v;
+            request.password_option = name;
+          },
+          "SSH password (shows in the process list; prefer --password-stdin)"));
+    }
+    flag("--password-stdin", request.password_stdin, "Read the SSH password from standard input");
+    optional("--private-key-file", request.private_key_file, "SSH private key to log in with");
+    optional("--private-key-passphrase", request.private_key_passphrase,
+             "Passphrase of that key (kept in your secret store)");
+    flag("-k,--use-ssh-key,--use-azureml-ssh-key", request.use_ssh_key,
+         "Make an ed25519 key pair for the target, install it there over the password login, "
+         "and keep no password");
+    flag("--accept-host-key", request.accept_host_key,
+         "Trust and record an unknown host key without asking");
+    flag("--no-connect", request.no_connect,
+         "Write the files without connecting (checked at the first submit)");
+  }
+  if (set.docker) {
+    optional("--base-image", request.base_image, "Base Docker image (default python:3.11-slim)");
+    flag("--nvidia-docker", request.nvidia_docker, "Run the container with the GPUs");
+  }
+  if (set.slurm) {
+    optional("--partition", request.partition, "Slurm partition (default: the cluster's default)");
+    optional_int("--nodes", request.nodes, "Nodes per run (default 1)");
+    optional_int("--gpus-per-node", request.gpus_per_node,
+                 "GPUs per node (--gpus-per-node for sbatch)");
+    optional("--time", request.time_limit, "Time limit, HH:MM:SS");
+    optional("--account", request.account, "Slurm account to charge");
+    optional("--container", request.container, "Run the script in this image on the nodes");
+    optional("--container-runtime", request.container_runtime,
+             "docker (default), pyxis or apptainer");
+  }
+  if (set.python) {
+    optional("--python", request.python_location, "Python interpreter (default python3)");
+  }
+  flag("--force", request.force, "Replace an existing target of that name, keeping its settings");
+  return added;
 }
 
-void add_optional_int(CLI::App* command, const std::string& flags, std::optional<int>& target,
-                      const std::string& help) {
-  command->add_option_function<int>(
-      flags, [&target](int v) { target = v; }, help);
+std::string attach_footer(const std::string& type, bool remote) {
+  if (type == "slurm") {
+    return examples(
+        {"mlw computetarget attach slurm -n hpc -a login.example.com -u me -k "
+         "--partition gpu --nodes 2 --gpus-per-node 4 --time 02:00:00"});
+  }
+  if (remote) {
+    return examples(
+        {"mlw computetarget attach remotedocker -n my_dsvm -a gpu-vm.example.com -u "
+         "me --password-stdin -k < pw.txt",
+         "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
+         "--private-key-file ~/.ssh/id_ed25519"});
+  }
+  return examples({"mlw computetarget attach local -n py311 --python python3.11",
+                   "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "
+                   "--nvidia-docker"});
+}
+
+/// `attach TYPE -n NAME …` (the form since December 2017), and `attach --type TYPE --name NAME …`
+/// (the form before it, still in the translated guides): both do the same.
+void register_attach(CLI::App* group, Context& ctx) {
+  auto* attach = group->add_subcommand(
+      "attach",
+      "Write aml_config/NAME.compute and NAME.runconfig (attach TYPE -n NAME …, or the "
+      "2017 form attach --type TYPE --name NAME …)");
+  attach->require_subcommand(0, 1);
+  auto legacy = std::make_shared<api::AttachRequest>();
+  auto legacy_type = attach->add_option("--type", legacy->type,
+                                        "The target type, in the pre-December-2017 form of attach");
+  auto legacy_options = std::make_shared<std::vector<CLI::Option*>>(
+      add_attach_options(attach, *legacy, {true, true, true, true}));
+  legacy_options->push_back(legacy_type);
+  for (const char* type : {"local", "docker", "remotedocker", "remote", "slurm"}) {
+    const std::string kind = type;
+    auto request = std::make_shared<api::AttachRequest>();
+    request->type = kind;
+    const bool remote = kind == "remotedocker" || kind == "remote" || kind == "slurm";
+    auto* command = attach->add_subcommand(kind, "Attach a " + kind + " target");
+    add_attach_options(command, *request,
+                       {remote, kind == "docker" || kind == "remotedocker", kind == "slurm",
+                        kind == "local" || kind == "remote"})
+        .front()
+        ->required();
+    command->footer(attach_footer(kind, remote));
+    command->callback([&ctx, request, legacy_options, kind] {
+      // An option this type does not have reaches attach's own (2017) options: refuse it.
+      for (const CLI::Option* option : *legacy_options) {
+        if (option->count() > 0) {
+          throw UsageError(
+              fmt::format("{} is not an option of attach {}; see: mlw computetarget "
+                          "attach {} --help",
+                          option->get_name(), kind, kind));
+        }
+      }
+      api::attach(ctx, *request);
+    });
+  }
+  attach->callback([&ctx, attach, legacy] {
+    if (!attach->get_subcommands().empty()) return;
+    if (legacy->type.empty()) {
+      throw UsageError(
+          "attach needs a target type: mlw computetarget attach local|docker|remotedocker|remote|"
+          "slurm -n NAME … (or the 2017 form: attach --type TYPE --name NAME …)");
+    }
+    if (legacy->name.empty()) throw UsageError("--name is required");
+    api::attach(ctx, *legacy);
+  });
+  attach->footer(examples({"mlw computetarget attach local -n mylocal",
+                           "mlw computetarget attach remotedocker -n my_dsvm -a vm.example.com -u "
+                           "me --password-stdin",
+                           "mlw computetarget attach --name my_dsvm --address vm.example.com "
+                           "--username me --password-stdin --type remotedocker"}));
 }
 
 }  // namespace
@@ -23,79 +166,7 @@ void register_computetarget(CLI::App& app, Context& ctx) {
   auto* group =
       app.add_subcommand("computetarget", "Attach, list, show, check and detach compute targets");
   group->require_subcommand(1);
-
-  auto* attach =
-      group->add_subcommand("attach", "Write aml_config/NAME.compute and NAME.runconfig");
-  attach->require_subcommand(1);
-  for (const char* type : {"local", "docker", "remotedocker", "remote", "slurm"}) {
-    auto request = std::make_shared<api::AttachRequest>();
-    request->type = type;
-    auto* command = attach->add_subcommand(type, std::string("Attach a ") + type + " target");
-    command->add_option("-n,--name", request->name, "Target name (letters, digits, _ and -)")
-        ->required();
-    const bool remote = std::string(type) == "remotedocker" || std::string(type) == "remote" ||
-                        std::string(type) == "slurm";
-    if (remote) {
-      add_optional(command, "-a,--address", request->address,
-                   "host, host:port, [v6addr]:port or an ~/.ssh/config alias");
-      add_optional(command, "-u,--username", request->username, "SSH user (default: you)");
-      add_optional(command, "-w,--password", request->password,
-                   "SSH password (shows in the process list; prefer --password-stdin)");
-      command->add_flag("--password-stdin", request->password_stdin,
-                        "Read the SSH password from standard input");
-      add_optional(command, "--private-key-file", request->private_key_file,
-                   "SSH private key to log in with");
-      add_optional(command, "--private-key-passphrase", request->private_key_passphrase,
-                   "Passphrase of that key (kept in your secret store)");
-      command->add_flag("-k,--use-ssh-key", request->use_ssh_key,
-                        "Make an ed25519 key pair for the target, install it there over the "
-                        "password login, and keep no password");
-      command->add_flag("--accept-host-key", request->accept_host_key,
-                        "Trust and record an unknown host key without asking");
-      command->add_flag("--no-connect", request->no_connect,
-                        "Write the files without connecting (checked at the first submit)");
-    }
-    if (std::string(type) == "docker" || std::string(type) == "remotedocker") {
-      add_optional(command, "--base-image", request->base_image,
-                   "Base Docker image (default python:3.11-slim)");
-      command->add_flag("--nvidia-docker", request->nvidia_docker,
-                        "Run the container with the GPUs");
-    }
-    if (std::string(type) == "slurm") {
-      add_optional(command, "--partition", request->partition,
-                   "Slurm partition (default: the cluster's default)");
-      add_optional_int(command, "--nodes", request->nodes, "Nodes per run (default 1)");
-      add_optional_int(command, "--gpus-per-node", request->gpus_per_node,
-                       "GPUs per node (--gpus-per-node for sbatch)");
-      add_optional(command, "--time", request->time_limit, "Time limit, HH:MM:SS");
-      add_optional(command, "--account", request->account, "Slurm account to charge");
-      add_optional(command, "--container", request->container,
-                   "Run the script in this image on the nodes");
-      add_optional(command, "--container-runtime", request->container_runtime,
-                   "docker (default), pyxis or apptainer");
-    }
-    if (std::string(type) == "local" || std::string(type) == "remote") {
-      add_optional(command, "--python", request->python_location,
-                   "Python interpreter (default python3)");
-    }
-    command->add_flag("--force", request->force, "Replace an existing target of that name");
-    command->footer(std::string(type) == "slurm"
-                        ? examples({"mlw computetarget attach slurm -n hpc -a login.example.com "
-                                    "-u me -k --partition gpu --nodes 2 --gpus-per-node 4 "
-                                    "--time 02:00:00"})
-                    : remote
-                        ? examples({"mlw computetarget attach remotedocker -n my_dsvm -a "
-                                    "gpu-vm.example.com -u me --password-stdin -k < pw.txt",
-                                    "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
-                                    "--private-key-file ~/.ssh/id_ed25519"})
-                        : examples({"mlw computetarget attach local -n py311 --python python3.11",
-                                    "mlw computetarget attach docker -n gpu --base-image "
-                                    "pytorch/pytorch --nvidia-docker"}));
-    command->callback([&ctx, request] { api::attach(ctx, *request); });
-  }
-  attach->footer(examples({"mlw computetarget attach local -n mylocal",
-                           "mlw computetarget attach remotedocker -n my_dsvm -a vm.example.com -u "
-                           "me --password-stdin"}));
+  register_attach(group, ctx);
 
   auto* list = group->add_subcommand("list", "List the project's compute targets");
   list->footer(examples({"mlw computetarget list", "mlw computetarget list -o json"}));

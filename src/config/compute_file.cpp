@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "mlw/util/error.hpp"
+#include "mlw/util/strings.hpp"
 
 namespace mlw {
 
@@ -68,9 +69,11 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
        k_docker_types},
       {"nvidiaDocker",
        &C::nvidia_docker,
-       "true: run the container with the machine's GPUs.",
+       "true: run the container with the machine's GPUs (uncomment, or add nvidiaDocker: true).",
        {},
-       k_docker_types},
+       k_docker_types,
+       false,
+       true},
       {"gpus",
        &C::gpus,
        "Which GPUs when nvidiaDocker is true: all, a count, or device=0,1.",
@@ -91,6 +94,11 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
        "The Python interpreter that runs the script.",
        {},
        k_python_types},
+      {"sparkSubmitLocation",
+       &C::spark_submit_location,
+       "The spark-submit that runs scripts when Framework is PySpark.",
+       {},
+       {"local"}},
       {"userManagedEnvironment",
        &C::user_managed_environment,
        "true: use the machine's python as it is, without preparing an environment.",
@@ -112,6 +120,8 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
        "Slurm: what runs the container on the nodes: docker, pyxis or apptainer.",
        {"docker", "pyxis", "apptainer"},
        {"slurm"}},
+      // 2017 HDInsight cluster files: accepted so that they load, not used (docs/compute-file.md).
+      {"yarnDeployMode", &C::unused, "", {}, {}, true},
   };
   return table;
 }
@@ -142,6 +152,46 @@ std::string render_compute(const ComputeConfig& config, const std::string& name)
       "# Each key is explained above it; see docs/compute-file.md.\n",
       name);
   return render_with_comments(compute_keys(), config, header, config.type);
+}
+
+std::string update_compute_text(const std::string& text, const std::string& display_path,
+                                const ComputeConfig& before, const ComputeConfig& after,
+                                const std::string& name) {
+  ConfigDocument doc = parse_config_text(text, display_path);
+  if (doc.root.Style() == YAML::EmitterStyle::Flow) return render_compute(after, name);
+  std::vector<std::string> lines = split(text, '\n');
+  std::string appended;
+  for (const auto& spec : compute_keys()) {
+    if (spec.ignored) continue;
+    const std::string value = render_value(spec, after);
+    if (value == render_value(spec, before)) continue;
+    YAML::Node key_node;
+    YAML::Node value_node;
+    for (const auto& entry : doc.root) {
+      if (entry.first.Scalar() == spec.name) {
+        key_node = entry.first;
+        value_node = entry.second;
+      }
+    }
+    const bool one_line = !value.starts_with('\n');
+    if (key_node) {
+      const int line = key_node.Mark().line;
+      // Only a key and a scalar on one line is rewritten in place; anything else is rendered anew.
+      if (!one_line || !value_node.IsScalar() || value_node.Mark().line != line ||
+          key_node.Mark().column != 0 || line < 0 || line >= static_cast<int>(lines.size())) {
+        return render_compute(after, name);
+      }
+      lines[static_cast<std::size_t>(line)] = std::string(spec.name) + ": " + value;
+      continue;
+    }
+    bool applies = spec.applies_to.empty();
+    for (auto t : spec.applies_to) applies = applies || t == after.type;
+    if (!applies) continue;
+    appended += fmt::format("# {}\n{}{}{}\n", spec.help, spec.name, one_line ? ": " : ":", value);
+  }
+  std::string out = join(lines, "\n");
+  if (!appended.empty()) out += (out.empty() || out.ends_with('\n') ? "" : "\n") + appended;
+  return out;
 }
 
 }  // namespace mlw

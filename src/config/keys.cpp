@@ -20,6 +20,36 @@ SourcePosition ConfigDocument::position_of(const YAML::Node& node) const {
   return {display_path, mark.line + 1, mark.column + 1};
 }
 
+namespace {
+
+/// Refuses a mapping (at any depth) that names a key twice: yaml-cpp keeps both, and the later
+/// one would win in silence (the 2017 guide has users add `nvidiaDocker: true` above the line
+/// that mlw wrote).
+void refuse_duplicate_keys(const ConfigDocument& doc, const YAML::Node& node, int depth) {
+  if (depth > 64) return;
+  if (node.IsSequence()) {
+    for (const auto& item : node) refuse_duplicate_keys(doc, item, depth + 1);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Node> seen;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string();
+    if (entry.first.IsScalar()) {
+      const auto [first, inserted] = seen.emplace(key, entry.first);
+      if (!inserted) {
+        fail_at(doc, entry.first,
+                fmt::format("the key \"{}\" is given twice (first at {}); keep one of the two "
+                            "lines",
+                            key, doc.position_of(first->second).to_string()));
+      }
+    }
+    refuse_duplicate_keys(doc, entry.second, depth + 1);
+  }
+}
+
+}  // namespace
+
 ConfigDocument parse_config_text(const std::string& text, const std::string& display_path) {
   ConfigDocument doc;
   doc.display_path = display_path;
@@ -35,6 +65,7 @@ ConfigDocument parse_config_text(const std::string& text, const std::string& dis
     throw Error(fmt::format("{}: expected a mapping of keys to values at the top level",
                             doc.position_of(doc.root).to_string()));
   }
+  refuse_duplicate_keys(doc, doc.root, 0);
   return doc;
 }
 

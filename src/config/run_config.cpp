@@ -72,6 +72,14 @@ std::string render_run_config(const RunConfig& config, const std::string& name) 
   return render_with_comments(run_config_keys(), config, header);
 }
 
+std::string no_spark_submit_message(const std::string& run_config_name, const std::string& where) {
+  return fmt::format(
+      "Framework is PySpark (Workbench's default when a .runconfig has no Framework line) but "
+      "{} has no spark-submit; set Framework: Python in aml_config/{}.runconfig, or install "
+      "Spark there",
+      where, run_config_name);
+}
+
 std::vector<std::string> expand_argument_vector(const RunConfig& config, const std::string& script,
                                                 const std::vector<std::string>& arguments) {
   std::vector<std::string> out;

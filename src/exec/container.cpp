@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <optional>
 #include <set>
 
 #include "mlw/util/error.hpp"
@@ -17,7 +20,7 @@ namespace mlw {
 
 namespace {
 
-constexpr const char* k_environment_format = "mlw-env-1";
+constexpr const char* k_environment_format = "mlw-env-2";
 
 /// Project paths named by a pip requirement line (`./wheels/x.whl`, `--find-links=wheels`).
 std::vector<std::string> named_paths(const std::string& requirement) {
@@ -45,7 +48,123 @@ std::vector<std::string> named_paths(const std::string& requirement) {
   return paths;
 }
 
+/// The version of a conda `python` line (`python=3.5.2`, `python==3.6`, `python 3.11`, `python`:
+/// empty); nothing for another package.
+std::optional<std::string> python_pin(const std::string& dependency) {
+  if (dependency == "python") return std::string();
+  for (const char* prefix : {"python==", "python=", "python "}) {
+    if (starts_with(dependency, prefix)) {
+      std::string version = trim(dependency.substr(std::string_view(prefix).size()));
+      if (version.ends_with(".*")) version.resize(version.size() - 2);
+      return version;
+    }
+  }
+  return std::nullopt;
+}
+
+/// A line of the install script that stops the build with a reason mlw shows as the run's problem.
+std::string stop_build(int code, const std::string& message) {
+  return "  echo " + shell_quote(fmt::format("mlw-error[{}]: {}", code, message)) + "; exit 1\n";
+}
+
+/// install.sh, run in the image by its Dockerfile: conda where the image has it; else the pip:
+/// section with pip, after checking that nothing the file asks for is silently left out (conda
+/// packages, a python version the image does not have); for PySpark, that spark-submit exists.
+std::string install_script(const RunPlan& plan, const EnvironmentSpec& env) {
+  const std::string file = plan.run_config.conda_dependencies_file;
+  const std::string image = plan.compute.base_docker_image;
+  std::string script = "set -e\ncd /mlw/env/files\n";
+  if (plan.run_config.framework == "PySpark") {
+    script += "if ! command -v spark-submit >/dev/null 2>&1; then\n" +
+              stop_build(exit_code::k_not_found,
+                         no_spark_submit_message(plan.record.run_config, "the image " + image)) +
+              "fi\n";
+  }
+  script +=
+      "if command -v conda >/dev/null 2>&1; then\n"
+      "  conda env update -n base -f /mlw/env/conda_dependencies.yml\n"
+      "  exit 0\n"
+      "fi\n";
+  if (!env.conda_packages.empty()) {
+    script += "if true; then\n" +
+              stop_build(exit_code::k_cannot_start,
+                         fmt::format("the base image {} has no conda, so the conda packages of {} "
+                                     "cannot be installed: {}; use a base image with conda (e.g. "
+                                     "continuumio/miniconda3), or list them under pip: in {}",
+                                     image, file, join(env.conda_packages, ", "), file)) +
+              "fi\n";
+  }
+  if (!env.python_pin.empty()) {
+    const std::string pin = env.python_pin;
+    const bool exact = std::all_of(pin.begin(), pin.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+    });
+    if (exact) {
+      script +=
+          "have=$(python3 -c 'import platform; print(platform.python_version())' 2>/dev/null "
+          "|| echo none)\n"
+          "case \"$have\" in " +
+          shell_quote(pin) + "|" + shell_quote(pin) + ".*) ;;\n*)\n" + "  echo " +
+          shell_quote(fmt::format("mlw-error[{}]: {} asks for python={} but the base image "
+                                  "{} has no conda to install it, and its python3 is ",
+                                  exit_code::k_cannot_start, file, pin, image)) +
+          "\"$have\"" +
+          shell_quote(
+              "; use a base image with conda or with that python, or change the "
+              "python line of " +
+              file) +
+          "; exit 1\n"
+          "esac\n";
+    }
+  }
+  script += fmt::format(
+      "if [ ! -s /mlw/env/requirements.txt ]; then\n"
+      "  echo 'mlw: nothing to install'\n"
+      "elif python3 -m pip --version >/dev/null 2>&1; then\n"
+      "  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir "
+      "--disable-pip-version-check -r /mlw/env/requirements.txt\n"
+      "else\n{}fi\n",
+      stop_build(exit_code::k_cannot_start,
+                 fmt::format("the base image {} has neither conda nor pip, so the pip: section of "
+                             "{} cannot be installed; use a base image with conda or pip, or "
+                             "empty the pip: section",
+                             image, file)));
+  return script;
+}
+
 }  // namespace
+
+std::string share_folder(const std::string& native, const RunPlan& plan) {
+  std::string folder = native;
+  while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+  return (folder == "/" ? "" : folder) + "/" + plan.project.name + "/" + plan.target_name;
+}
+
+std::string share_variable(const std::string& folder) {
+  return folder.ends_with('/') ? folder : folder + "/";
+}
+
+BuildFailure build_failure_reason(const std::string& output) {
+  static const std::string marker = "mlw-error[";
+  std::size_t at = 0;
+  while ((at = output.find(marker, at)) != std::string::npos) {
+    // The marker counts only where the install script echoed it: at the start of a line.
+    if (at == 0 || output[at - 1] == '\n' || output[at - 1] == ' ') {
+      const std::size_t close = output.find("]: ", at);
+      const std::size_t end = std::min(output.find('\n', at), output.size());
+      if (close != std::string::npos && close < end) {
+        const std::string digits = output.substr(at + marker.size(), close - at - marker.size());
+        if (!digits.empty() && digits.size() <= 3 &&
+            std::all_of(digits.begin(), digits.end(),
+                        [](char c) { return c >= '0' && c <= '9'; })) {
+          return {std::stoi(digits), output.substr(close + 3, end - close - 3)};
+        }
+      }
+    }
+    at += marker.size();
+  }
+  return {};
+}
 
 EnvironmentSpec environment_spec(const RunPlan& plan) {
   EnvironmentSpec env;
@@ -68,8 +187,9 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
     for (const auto& item : deps) {
       if (item.IsScalar()) {
         const std::string name = item.as<std::string>();
-        if (!starts_with(name, "python=") && !starts_with(name, "python ") && name != "python" &&
-            name != "pip" && !starts_with(name, "pip=")) {
+        if (const auto pin = python_pin(name)) {
+          env.python_pin = *pin;
+        } else if (name != "pip" && !starts_with(name, "pip=")) {
           env.conda_packages.push_back(name);
         }
       } else if (item.IsMap() && item["pip"] && !item["pip"].IsNull()) {
@@ -106,31 +226,7 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
       "FROM {}\nCOPY . /mlw/env/\nRUN [\"/bin/sh\", \"/mlw/env/install.sh\"]\n"
       "LABEL mlw.env=\"{}\"\n",
       plan.compute.base_docker_image, env.hash);
-  std::string skipped;
-  if (!env.conda_packages.empty()) {
-    skipped = fmt::format(
-        "  echo 'mlw: the base image has no conda, so only the pip: section is installed; "
-        "skipped conda packages: {}'\n",
-        join(env.conda_packages, ", "));
-  }
-  env.install_script = fmt::format(
-      "set -e\n"
-      "cd /mlw/env/files\n"
-      "if command -v conda >/dev/null 2>&1; then\n"
-      "  conda env update -n base -f /mlw/env/conda_dependencies.yml\n"
-      "elif [ ! -s /mlw/env/requirements.txt ]; then\n"
-      "{}"
-      "  echo 'mlw: nothing to install'\n"
-      "elif python3 -m pip --version >/dev/null 2>&1; then\n"
-      "{}"
-      "  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir "
-      "--disable-pip-version-check -r /mlw/env/requirements.txt\n"
-      "else\n"
-      "  echo 'mlw: the base image {} has neither conda nor pip, so the pip: section of {} "
-      "cannot be installed; use a base image with conda or pip, or empty the pip: section' >&2\n"
-      "  exit 1\n"
-      "fi\n",
-      skipped, skipped, plan.compute.base_docker_image, file);
+  env.install_script = install_script(plan, env);
   return env;
 }
 
@@ -144,8 +240,8 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
   env["MLW_PROJECT"] = plan.project.name;
   env["MLW_OUTPUTS_DIR"] = run_dir + "/snapshot/outputs";
   env["MLW_METRICS_FILE"] = run_dir + "/metrics.jsonl";
-  env["MLW_SHARE_DIR"] = share_dir;
-  env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share_dir;
+  env["MLW_SHARE_DIR"] = share_variable(share_dir);
+  env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share_variable(share_dir);
   env["PYTHONUNBUFFERED"] = "1";
   const auto existing = env.find("PYTHONPATH");
   env["PYTHONPATH"] =
@@ -199,13 +295,35 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
   }
   for (const auto& arg : plan.compute.docker_run_args) words.push_back(arg);
   words.push_back(image);
-  for (auto& word : script_command(plan)) words.push_back(std::move(word));
+  for (auto& word : container_command(plan)) words.push_back(std::move(word));
   return words;
 }
 
+std::vector<std::string> container_command(const RunPlan& plan) {
+  std::vector<std::string> words = script_command(plan);
+  if (!plan.compute.nvidia_docker) return words;
+  // The run header (spec §6): the GPUs this container sees, as nvidia-smi names them there.
+  std::vector<std::string> header = {
+      "/bin/sh", "-c",
+      "if gpus=$(nvidia-smi --query-gpu=index,name,memory.total,pci.bus_id --format=csv,noheader "
+      "2>/dev/null) && [ -n \"$gpus\" ]; then echo \"mlw: GPUs seen by this run:\"; echo "
+      "\"$gpus\" | sed 's/^/mlw:   GPU /'; else echo 'mlw: GPUs seen by this run: none (nvidia-smi "
+      "lists no GPU in the container)'; fi; exec \"$@\"",
+      "mlw-gpus"};
+  header.insert(header.end(), words.begin(), words.end());
+  return header;
+}
+
 std::vector<std::string> script_command(const RunPlan& plan, const std::string& python) {
-  std::vector<std::string> words = {plan.run_config.framework == "PySpark" ? "spark-submit"
-                                                                           : python};
+  std::vector<std::string> words = {python};
+  if (plan.run_config.framework == "PySpark") {
+    // Where the run starts without an image built for it (remote, slurm, a prebuilt image), a
+    // missing spark-submit is explained as on the local target, not as tini's exec failure.
+    words = {"/bin/sh", "-c",
+             "command -v spark-submit >/dev/null 2>&1 || { echo \"mlw: error: $0\" >&2; exit 127; "
+             "}; exec spark-submit \"$@\"",
+             no_spark_submit_message(plan.record.run_config, "the run's PATH")};
+  }
   for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
     words.push_back(std::move(word));
   }
@@ -241,7 +359,7 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
   }
   nlohmann::json body = {
       {"Image", image},
-      {"Cmd", script_command(plan)},
+      {"Cmd", container_command(plan)},
       {"WorkingDir", "/mlw/run/snapshot"},
       {"Env", env},
       {"Labels", {{"mlw.run", plan.record.run_id}, {"mlw.project", plan.project.name}}},

@@ -1,5 +1,7 @@
 #include "mlw/exec/local.hpp"
 
+#include "mlw/exec/container.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,7 +27,8 @@ namespace mlw {
 namespace {
 
 std::string interpreter_name(const RunPlan& plan) {
-  return plan.run_config.framework == "PySpark" ? "spark-submit" : plan.compute.python_location;
+  return plan.run_config.framework == "PySpark" ? plan.compute.spark_submit_location
+                                                : plan.compute.python_location;
 }
 
 void write_all(int fd, const char* data, std::size_t size) {
@@ -236,14 +239,15 @@ ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpre
   for (const auto& [k, v] : plan.run_config.environment_variables) spec.env[k] = v;
   for (const auto& [k, v] : plan.extra_env) spec.env[k] = v;
   const fs::path snapshot = plan.run_dir / "snapshot";
-  const std::string share = expand_user(plan.compute.native_shared_directory).string();
+  const std::string share =
+      share_folder(expand_user(plan.compute.native_shared_directory).string(), plan);
   spec.env["MLW_RUN_ID"] = plan.record.run_id;
   spec.env["MLW_TARGET"] = plan.target_name;
   spec.env["MLW_PROJECT"] = plan.project.name;
   spec.env["MLW_OUTPUTS_DIR"] = (snapshot / "outputs").string();
   spec.env["MLW_METRICS_FILE"] = (plan.run_dir / "metrics.jsonl").string();
-  spec.env["MLW_SHARE_DIR"] = share;
-  spec.env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share;
+  spec.env["MLW_SHARE_DIR"] = share_variable(share);
+  spec.env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share_variable(share);
   spec.env["PYTHONUNBUFFERED"] = "1";
   const auto existing = spec.env.find("PYTHONPATH");
   spec.env["PYTHONPATH"] =
@@ -271,11 +275,8 @@ void LocalExecutor::validate(Context&, const RunPlan& plan) {
   }
   if (!resolve_interpreter(name)) {
     if (plan.run_config.framework == "PySpark") {
-      throw Error(
-          "Framework is PySpark but spark-submit is not on PATH; install Spark, or set "
-          "Framework: Python in aml_config/" +
-              plan.record.run_config + ".runconfig",
-          exit_code::k_not_found);
+      throw Error(no_spark_submit_message(plan.record.run_config, "this machine (PATH)"),
+                  exit_code::k_not_found);
     }
     throw Error(fmt::format("python interpreter \"{}\" not found (pythonLocation in "
                             "aml_config/{}.compute); install it or fix pythonLocation",
@@ -289,7 +290,7 @@ RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
   if (!interpreter) validate(ctx, plan);
   const ProcessSpec spec =
       build_local_command(plan, fs::absolute(*interpreter).string(), current_environment());
-  make_directories(expand_user(plan.compute.native_shared_directory));
+  make_directories(spec.env.at("MLW_SHARE_DIR"));
   make_directories(spec.cwd / "outputs");
   return start_supervisor(plan, [&](int live_fd) { return supervise(ctx, plan, spec, live_fd); });
 }

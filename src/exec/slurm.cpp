@@ -78,8 +78,9 @@ std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
   if (!compute.account.empty()) directive("--account=" + compute.account);
   directive("--output=" + paths.run_dir + "/driver_log.txt");
   directive("--open-mode=append");
-  script +=
-      "# Run " + plan.record.run_id + ", written by mlw.\ncd " + run + "/snapshot || exit 125\n";
+  script += "# Run " + plan.record.run_id + ", written by mlw.\ncd " + run +
+            "/snapshot || exit 125\n" + "mkdir -p " + shell_quote(paths.share_dir) +
+            " 2>/dev/null\n";
   const auto env = in_container(plan) ? run_environment(plan, "/mlw/run", "/mlw/share")
                                       : run_environment(plan, paths.run_dir, paths.share_dir);
   for (const auto& [key, value] : env) script += "export " + key + "=" + shell_quote(value) + "\n";

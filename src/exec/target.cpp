@@ -48,12 +48,13 @@ TargetRunPaths run_paths(const RunPlan& plan, const TargetFacts& facts) {
   TargetRunPaths paths;
   if (is_local_docker(plan.compute.type)) {
     paths.run_dir = fs::absolute(plan.run_dir).string();
-    paths.share_dir = expand_user(plan.compute.native_shared_directory).string();
+    paths.share_dir =
+        share_folder(expand_user(plan.compute.native_shared_directory).string(), plan);
   } else {
     paths.run_dir = facts.home + "/.mlw/runs/" + plan.record.run_id;
-    paths.share_dir = expand_on_target(plan.compute.native_shared_directory, facts.home);
+    paths.share_dir =
+        share_folder(expand_on_target(plan.compute.native_shared_directory, facts.home), plan);
   }
-  while (paths.share_dir.size() > 1 && paths.share_dir.back() == '/') paths.share_dir.pop_back();
   return paths;
 }
 
@@ -104,9 +105,9 @@ ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& f
       docker + " image inspect " + tag +
       " >/dev/null 2>&1; then exit 0; fi\n"
       "echo 'Building environment " +
-      env.tag + " from " + plan.compute.base_docker_image + "'\n" + docker + " build -t " + tag +
-      " -f " + shell_quote(paths.run_dir + "/env/Dockerfile") + " " +
-      shell_quote(paths.run_dir + "/env") + " 2>&1\n";
+      env.tag + " from " + plan.compute.base_docker_image + "'\n" + docker +
+      " build --force-rm -t " + tag + " -f " + shell_quote(paths.run_dir + "/env/Dockerfile") +
+      " " + shell_quote(paths.run_dir + "/env") + " 2>&1\n";
   ShellStreams streams;
   streams.on_output = on_output;
   streams.on_errors = on_output;
@@ -211,6 +212,28 @@ struct Supervisor {
     save(true);
     say("mlw: " + problem + "\n");
     return 0;
+  }
+
+  /// The environment build failed: its log goes into the driver log (what `history logs` shows),
+  /// and the run fails with the reason the install script gave, or with the build's exit code.
+  int build_failed(int build_exit, const std::string& tail) {
+    const std::string log = read_file_if_exists(plan.run_dir / "build.log").value_or(tail);
+    const int fd = local_log >= 0 ? local_log
+                                  : ::open((plan.run_dir / "driver_log.txt").c_str(),
+                                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) write_all(fd, log);
+    if (fd >= 0 && fd != local_log) ::close(fd);
+    const BuildFailure reason = build_failure_reason(tail);
+    const std::string where = fmt::format("the build log is .mlw/runs/{}/build.log", record.run_id);
+    if (reason.exit_code != 0) {
+      return fail(reason.exit_code, fmt::format("{} ({})", reason.message, where));
+    }
+    std::vector<std::string> lines = split(trim(tail), '\n');
+    if (lines.size() > 15) lines.erase(lines.begin(), lines.end() - 15);
+    say(join(lines, "\n") + "\n");
+    return fail(exit_code::k_cannot_start,
+                fmt::format("building the environment {} failed (exit {}); {}", env.tag, build_exit,
+                            where));
   }
 
   /// Runs `script`, reconnecting (bounded) when the connection drops.
@@ -510,15 +533,7 @@ struct Supervisor {
             if (tail.size() > 4000) tail.erase(0, tail.size() - 4000);
           });
       if (build_log >= 0) ::close(build_log);
-      if (result.exit_code != 0) {
-        std::vector<std::string> lines = split(trim(tail), '\n');
-        if (lines.size() > 15) lines.erase(lines.begin(), lines.end() - 15);
-        say(join(lines, "\n") + "\n");
-        return fail(exit_code::k_cannot_start,
-                    fmt::format("building the environment {} failed (exit {}); the build log is "
-                                ".mlw/runs/{}/build.log",
-                                env.tag, result.exit_code, record.run_id));
-      }
+      if (result.exit_code != 0) return build_failed(result.exit_code, tail);
     }
     std::string ending;
     if (engine) {
@@ -837,8 +852,11 @@ void TargetExecutor::prepare(Context& ctx, RunPlan& plan) {
     m_shell->run("rm -rf " + shell_quote(paths.run_dir) + " >/dev/null 2>&1 </dev/null &");
   }
   if (result.exit_code != 0) {
-    throw Error(fmt::format("building the environment {} on {} failed (exit {})", env.tag,
-                            m_shell->host(), result.exit_code));
+    const BuildFailure reason = build_failure_reason(log);
+    throw Error(reason.exit_code != 0
+                    ? reason.message
+                    : fmt::format("building the environment {} on {} failed (exit {})", env.tag,
+                                  m_shell->host(), result.exit_code));
   }
   ctx.output().print_object({{"target", plan.target_name},
                              {"image", env.tag},

@@ -28,7 +28,10 @@ std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target
   options.ssh_dir = request.only_key_file ? std::filesystem::path("/nonexistent") : home / ".ssh";
   options.use_agent = !request.only_key_file;
   options.accept_new_host_key = request.accept_new_host_key;
-  options.fix_hint = "check with: mlw computetarget doctor -n " + target_name;
+  // doctor reads the target's files, which a failing attach has not written.
+  if (!request.attaching)
+    options.fix_hint = "check with: mlw computetarget doctor -n " + target_name;
+  if (request.password) options.password_label = "the password given";
   if (const char* timeout = std::getenv("MLW_SSH_CONNECT_TIMEOUT")) {
     try {
       options.connect_timeout_ms = std::max(1, std::stoi(timeout)) * 1000;

@@ -573,7 +573,7 @@ struct SshShell::Impl {
     std::optional<std::string> password;
     if (options.password) password = options.password();
     if (password && !password->empty() && offered.find("password") != std::string::npos) {
-      tried.push_back("the stored password");
+      tried.push_back(options.password_label);
       const int rc = retry(
           [&] {
             return libssh2_userauth_password_ex(

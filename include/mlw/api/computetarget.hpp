@@ -13,7 +13,8 @@ struct AttachRequest {
   std::string name;
   std::optional<std::string> address;
   std::optional<std::string> username;
-  std::optional<std::string> password;  ///< -w (shows in the process list: warned)
+  std::optional<std::string> password;  ///< -w/--password (shows in the process list: warned)
+  std::string password_option = "-w";   ///< the option the password came with, for the warning
   bool password_stdin = false;
   std::optional<std::string> private_key_file;
   std::optional<std::string> private_key_passphrase;  ///< stored in the secret store

@@ -23,6 +23,7 @@ struct ComputeConfig {
   std::vector<std::string> docker_run_args;
   std::string native_shared_directory = "~/.mlw/share/";
   std::string python_location = "python3";
+  std::string spark_submit_location = "spark-submit";  ///< Framework PySpark on local targets
   bool user_managed_environment = false;
   bool use_sudo = false;
   std::string partition;
@@ -32,6 +33,7 @@ struct ComputeConfig {
   std::string account;
   std::string container;
   std::string container_runtime = "docker";
+  std::string unused;  ///< sink for 2017 keys that are accepted and ignored
 };
 
 /// Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
@@ -48,5 +50,12 @@ ComputeConfig parse_compute(ConfigDocument& doc);
 
 /// The commented YAML text of a `.compute` file for `config`.
 std::string render_compute(const ComputeConfig& config, const std::string& name);
+
+/// The text of an existing `.compute` file (`text`, parsed as `before`) with the keys whose
+/// value differs in `after` rewritten in place and missing ones appended: comments, key order,
+/// unknown and 2017 keys stay. Falls back to render_compute where a line cannot be rewritten.
+std::string update_compute_text(const std::string& text, const std::string& display_path,
+                                const ComputeConfig& before, const ComputeConfig& after,
+                                const std::string& name);
 
 }  // namespace mlw

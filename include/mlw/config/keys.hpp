@@ -53,6 +53,9 @@ struct KeySpec {
   /// Types of compute target the key applies to (empty: all); used when writing files.
   std::vector<std::string_view> applies_to;
   bool ignored = false;  ///< accepted for compatibility but not used (noted on first use)
+  /// Written as a comment while it holds its default, so that adding the key by hand (as the 2017
+  /// GPU guide tells users to add `nvidiaDocker: true`) does not give it twice.
+  bool commented_default = false;
 };
 
 /// Reads one scalar as a string, failing with file:line:column when it is not a scalar.
@@ -197,6 +200,7 @@ std::string render_with_comments(const std::vector<KeySpec<T>>& table, const T& 
     out += spec.help;
     out += "\n";
     const std::string text = render_value(spec, value);
+    if (spec.commented_default && text == render_value(spec, T{})) out += "# ";
     out += spec.name;
     out += text.starts_with('\n') ? ":" : ": ";
     out += text;

@@ -34,6 +34,10 @@ RunConfig default_run_config(const std::string& target);
 /// The commented YAML text of a `.runconfig` file.
 std::string render_run_config(const RunConfig& config, const std::string& name);
 
+/// The one explanation, on every target, of a PySpark run where `where` (a machine, an image)
+/// has no spark-submit.
+std::string no_spark_submit_message(const std::string& run_config_name, const std::string& where);
+
 /// The argument vector of a run: `$file` replaced by the script, then the submit arguments.
 std::vector<std::string> expand_argument_vector(const RunConfig& config, const std::string& script,
                                                 const std::vector<std::string>& arguments);

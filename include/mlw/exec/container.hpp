@@ -17,6 +17,7 @@ struct EnvironmentSpec {
   std::string conda_file;    ///< the dependency file's text
   std::string requirements;  ///< its `pip:` section, one requirement per line
   std::vector<std::string> conda_packages;  ///< the non-pip dependencies (python= excluded)
+  std::string python_pin;                   ///< the version of a `python=3.5.2` line, if any
   std::vector<ManifestEntry> local_files;   ///< project files the pip section names (wheels)
   std::string dockerfile;
   std::string install_script;
@@ -25,6 +26,24 @@ struct EnvironmentSpec {
 /// Reads the dependency file (from the project) and derives the environment; throws mlw::Error
 /// with file:line for a malformed file.
 EnvironmentSpec environment_spec(const RunPlan& plan);
+
+/// Why an environment build failed, where its install script said so: the first line of the build
+/// output that starts with `mlw-error[CODE]: ` (the run's exit code, and the message).
+struct BuildFailure {
+  int exit_code = 0;    ///< 0 when the output names no reason
+  std::string message;  ///< the reason, with its fix
+};
+
+/// Reads the reason of a failed build from the end of its output.
+BuildFailure build_failure_reason(const std::string& output);
+
+/// The run's share folder, `native` (nativeSharedDirectory, expanded) / project / target: in 2017
+/// the share was per project and target. No trailing slash.
+std::string share_folder(const std::string& native, const RunPlan& plan);
+
+/// A share folder as AZUREML_NATIVE_SHARE_DIRECTORY and MLW_SHARE_DIR hold it: with the trailing
+/// slash of the 2017 value, since 2017 samples write `share_dir + 'model.pkl'`.
+std::string share_variable(const std::string& folder);
 
 /// Folders of a run on the target machine.
 struct TargetRunPaths {
@@ -41,6 +60,10 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
 /// The run's command: `python` (spark-submit for PySpark), the script and its arguments. In a
 /// container the interpreter is python3; on a machine, the compute file's pythonLocation.
 std::vector<std::string> script_command(const RunPlan& plan, const std::string& python = "python3");
+
+/// The command of a container run: script_command, after a header that prints the GPUs the
+/// container sees when nvidiaDocker is true.
+std::vector<std::string> container_command(const RunPlan& plan);
 
 /// The Docker Engine API body (POST /containers/create) of the same container docker_run_words
 /// describes with sharedVolumes true: the run folder and the share bind-mounted, `user`

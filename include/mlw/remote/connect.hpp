@@ -16,6 +16,7 @@ struct ConnectRequest {
   bool accept_new_host_key = false;     ///< --accept-host-key
   std::optional<std::string> password;  ///< given to this command (attach); else the stored one
   bool only_key_file = false;           ///< log in with the compute file's key alone (-k check)
+  bool attaching = false;  ///< attach: the target's files are not written yet (no doctor hint)
 };
 
 /// The endpoint of a target's compute file, with ~/.ssh/config applied.

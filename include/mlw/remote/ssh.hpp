@@ -58,6 +58,8 @@ struct SshOptions {
   int keepalive_interval_s = 15;
   std::string
       fix_hint;  ///< appended to connection errors, e.g. "run: mlw computetarget doctor -n X"
+  /// How login errors name the password (given to attach, or kept in the secret store).
+  std::string password_label = "the stored password";
 };
 
 /// The SHA256 fingerprint of a host key blob as OpenSSH shows it ("SHA256:…", no padding).

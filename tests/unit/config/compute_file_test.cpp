@@ -113,4 +113,46 @@ TEST(ComputeFile, SlurmTimeLimitAndRuntimeAreChecked) {
             std::string::npos);
 }
 
+// The 2017 GPU guide: "add nvidiaDocker: true right under baseDockerImage". In a file that holds
+// nvidiaDocker: false further down (as mlw wrote them before, and 2017 docker.compute files do),
+// the later line must not win in silence.
+TEST(ComputeFile, GuideEditAddingNvidiaDockerTwiceIsAnErrorNamingBothLines) {
+  const std::string text =
+      "type: \"remotedocker\"\n"
+      "baseDockerImage: \"microsoft/mmlspark:plus-gpu-0.7.91\"\n"
+      "nvidiaDocker: true\n"
+      "address: \"gpu-vm.example.com\"\n"
+      "sharedVolumes: true\n"
+      "nvidiaDocker: false\n";
+  EXPECT_EQ(error_of(text),
+            "aml_config/x.compute:6:1: the key \"nvidiaDocker\" is given twice (first at "
+            "aml_config/x.compute:3:1); keep one of the two lines");
+}
+
+// The files mlw writes leave nvidiaDocker as a comment while it is false: the guide's added line
+// is then the only one, and it holds.
+TEST(ComputeFile, GuideEditOnAFileMlwWroteTurnsTheGpusOn) {
+  ComputeConfig written;
+  written.type = "remotedocker";
+  written.address = "gpu-vm.example.com";
+  written.username = "me";
+  written.base_docker_image = "python:3.11-slim";
+  std::string text = render_compute(written, "my_dsvm");
+  EXPECT_NE(text.find("\n# nvidiaDocker: false\n"), std::string::npos) << text;
+  const auto at = text.find("baseDockerImage: \"python:3.11-slim\"\n");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(text.find('\n', at) + 1, "nvidiaDocker: true\n");
+  EXPECT_TRUE(parse(text).nvidia_docker);
+  written.nvidia_docker = true;
+  EXPECT_NE(render_compute(written, "my_dsvm").find("\nnvidiaDocker: true\n"), std::string::npos);
+}
+
+TEST(ComputeFile, DuplicateKeysInNestedMappingsAndJsonAreRefused) {
+  EXPECT_NE(error_of("type: local\ntype: docker\n").find("x.compute:2:1: the key \"type\""),
+            std::string::npos);
+  EXPECT_NE(error_of("{\"type\": \"local\", \"type\": \"docker\"}").find("given twice"),
+            std::string::npos);
+  EXPECT_EQ(error_of("type: local\npythonLocation: python3\n"), "no error");
+}
+
 }  // namespace mlw

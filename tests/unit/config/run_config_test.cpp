@@ -65,4 +65,20 @@ TEST(RunConfig, DefaultForNewTargetsIsPythonAndRoundTrips) {
   EXPECT_TRUE(doc.warnings.empty());
 }
 
+TEST(RunConfig, AKeyGivenTwiceIsAnErrorNamingBothLines) {
+  // The guide's edit: "Framework": "Python" added above the Framework line mlw wrote.
+  const std::string text =
+      render_run_config(default_run_config("my_dsvm"), "my_dsvm") + "\"Framework\": \"PySpark\"\n";
+  try {
+    parse_config_text(text, "aml_config/my_dsvm.runconfig");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("\"Framework\" is given twice (first at aml_config/my_dsvm.runconfig:"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_THROW(parse_config_text("EnvironmentVariables:\n  A: 1\n  A: 2\n", "r"), Error);
+}
+
 }  // namespace mlw

@@ -167,4 +167,80 @@ TEST(Container, EngineBodyAsksForGpusAsTheGpusKeySays) {
   EXPECT_THROW(engine_create_body(plan, {"/r", "/s"}, facts, "i", ""), Error);
 }
 
+TEST(Container, BuildFailureReasonIsTheInstallScriptsMarkedLine) {
+  EXPECT_EQ(build_failure_reason("Step 3/4 : RUN x\nmlw-error[125]: no conda: a, b; fix it\n"
+                                 "The command returned a non-zero code: 1\n")
+                .message,
+            "no conda: a, b; fix it");
+  EXPECT_EQ(build_failure_reason("#7 0.31 mlw-error[127]: no spark-submit\n").exit_code, 127);
+  EXPECT_EQ(build_failure_reason("echo mlw-error[125]: inside a word\n").exit_code, 125);
+  EXPECT_EQ(build_failure_reason("xmlw-error[125]: not at a line start\n").exit_code, 0);
+  EXPECT_EQ(build_failure_reason("mlw-error[abc]: no code\n").exit_code, 0);
+  EXPECT_EQ(build_failure_reason("mlw-error[99999]: too long\n").exit_code, 0);
+  EXPECT_EQ(build_failure_reason("plain failure\n").exit_code, 0);
+}
+
+TEST(Container, InstallScriptRefusesCondaPackagesAndAnotherPythonWithoutConda) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  make_directories(dir.path() / "aml_config");
+  // The 2017 GPU guide's file.
+  atomic_write_file(dir.path() / "aml_config/conda_dependencies.yml",
+                    "name: project_environment\ndependencies:\n  - python=3.5.2\n"
+                    "  - tensorflow-gpu\n");
+  const EnvironmentSpec env = environment_spec(plan);
+  EXPECT_EQ(env.python_pin, "3.5.2");
+  EXPECT_EQ(env.conda_packages, std::vector<std::string>{"tensorflow-gpu"});
+  EXPECT_NE(env.install_script.find("mlw-error[125]: the base image pytorch/pytorch:latest has no "
+                                    "conda, so the conda packages of "
+                                    "aml_config/conda_dependencies.yml cannot be installed: "
+                                    "tensorflow-gpu; use a base image with conda"),
+            std::string::npos)
+      << env.install_script;
+  EXPECT_NE(env.install_script.find("asks for python=3.5.2"), std::string::npos);
+  // conda, where the image has it, runs first and takes the whole file.
+  EXPECT_LT(env.install_script.find("conda env update"), env.install_script.find("mlw-error"));
+}
+
+TEST(Container, PySparkIsCheckedWhenTheImageIsBuiltAndWhenTheRunStarts) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  plan.record.run_config = "my_dsvm";
+  plan.run_config.framework = "PySpark";
+  const EnvironmentSpec env = environment_spec(plan);
+  EXPECT_NE(env.install_script.find("mlw-error[127]: Framework is PySpark"), std::string::npos);
+  EXPECT_NE(env.install_script.find("set Framework: Python in aml_config/my_dsvm.runconfig"),
+            std::string::npos);
+  const auto words = script_command(plan);
+  ASSERT_GE(words.size(), 5u);
+  EXPECT_EQ(words[0], "/bin/sh");
+  EXPECT_NE(words[2].find("exec spark-submit \"$@\""), std::string::npos);
+  EXPECT_NE(words[3].find("aml_config/my_dsvm.runconfig"), std::string::npos);
+  EXPECT_EQ(words[4], "train.py");
+  plan.run_config.framework = "Python";
+  EXPECT_EQ(script_command(plan)[0], "python3");
+}
+
+TEST(Container, TheShareIsPerProjectAndTargetWithThe2017TrailingSlash) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  EXPECT_EQ(share_folder("/home/u/.azureml/share/", plan), "/home/u/.azureml/share/demo/gpu");
+  EXPECT_EQ(share_folder("/", plan), "/demo/gpu");
+  EXPECT_EQ(share_variable("/mlw/share"), "/mlw/share/");
+  const auto env = run_environment(plan, "/mlw/run", "/mlw/share");
+  EXPECT_EQ(env.at("AZUREML_NATIVE_SHARE_DIRECTORY"), "/mlw/share/");
+  EXPECT_EQ(env.at("MLW_SHARE_DIR"), "/mlw/share/");
+}
+
+TEST(Container, GpuRunsPrintTheGpusTheContainerSeesFirst) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  EXPECT_EQ(container_command(plan), script_command(plan));
+  plan.compute.nvidia_docker = true;
+  const auto words = container_command(plan);
+  ASSERT_GT(words.size(), 4u);
+  EXPECT_NE(words[2].find("nvidia-smi --query-gpu="), std::string::npos);
+  EXPECT_EQ(std::vector<std::string>(words.begin() + 4, words.end()), script_command(plan));
+}
+
 }  // namespace mlw

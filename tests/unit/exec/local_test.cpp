@@ -47,8 +47,9 @@ TEST(BuildLocalCommand, SetsRunVariablesOverUserOnes) {
   EXPECT_EQ(spec.env.at("MLW_PROJECT"), "demo");
   EXPECT_EQ(spec.env.at("MLW_OUTPUTS_DIR"), "/p/demo/.mlw/runs/demo_1/snapshot/outputs");
   EXPECT_EQ(spec.env.at("MLW_METRICS_FILE"), "/p/demo/.mlw/runs/demo_1/metrics.jsonl");
-  EXPECT_EQ(spec.env.at("MLW_SHARE_DIR"), "/share");
-  EXPECT_EQ(spec.env.at("AZUREML_NATIVE_SHARE_DIRECTORY"), "/share");
+  EXPECT_EQ(spec.env.at("MLW_SHARE_DIR"),
+            "/share/demo/local/");  // per project and target, 2017 slash
+  EXPECT_EQ(spec.env.at("AZUREML_NATIVE_SHARE_DIRECTORY"), "/share/demo/local/");
   EXPECT_EQ(spec.env.at("PYTHONUNBUFFERED"), "1");
   EXPECT_EQ(spec.env.at("PYTHONPATH"), "/p/demo/.mlw/python/abc:/mine");
 }
