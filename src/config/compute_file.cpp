@@ -167,14 +167,16 @@ std::string update_compute_text(const std::string& text, const std::string& disp
     if (value == render_value(spec, before)) continue;
     YAML::Node key_node;
     YAML::Node value_node;
+    bool found = false;  // a default YAML::Node is a defined null: it cannot say "none"
     for (const auto& entry : doc.root) {
       if (entry.first.Scalar() == spec.name) {
         key_node = entry.first;
         value_node = entry.second;
+        found = true;
       }
     }
     const bool one_line = !value.starts_with('\n');
-    if (key_node) {
+    if (found) {
       const int line = key_node.Mark().line;
       // Only a key and a scalar on one line is rewritten in place; anything else is rendered anew.
       if (!one_line || !value_node.IsScalar() || value_node.Mark().line != line ||

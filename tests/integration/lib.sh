@@ -112,6 +112,22 @@ wait_for() {
   return 1
 }
 
+# make_wheel NAME PYTHON-SOURCE: wheels/NAME-1.0-py3-none-any.whl, a pure-Python wheel whose
+# module NAME holds the source (pip --no-index installs it from the project).
+make_wheel() {
+  mkdir -p wheels
+  python3 - "$1" "$2" <<'PY'
+import sys, zipfile
+module, source = sys.argv[1], sys.argv[2]
+info = f"{module}-1.0.dist-info"
+with zipfile.ZipFile(f"wheels/{module}-1.0-py3-none-any.whl", "w") as z:
+    z.writestr(f"{module}/__init__.py", source + "\n")
+    z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+    z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(f"{info}/RECORD", "")
+PY
+}
+
 new_project() { # NAME [TEMPLATE] -> cd into it
   (cd "$WORK" && "$MLW" -q project create -n "$1" --template "${2:-blank}" >/dev/null) || {
     echo "cannot create project $1"

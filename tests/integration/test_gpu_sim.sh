@@ -28,16 +28,7 @@ containers_left() { DOCKER_HOST=$GPU_ENGINE docker ps -aq | wc -l; }
 uuids() { grep -o 'UUID: GPU-[0-9a-f-]*' <<<"$1" | sed 's/.*\(.\)$/\1/' | tr '\n' ' '; }
 
 new_project guide
-mkdir -p wheels
-python3 - <<'PY'
-import zipfile
-name = "gpuprobe-1.0.dist-info"
-with zipfile.ZipFile("wheels/gpuprobe-1.0-py3-none-any.whl", "w") as z:
-    z.writestr("gpuprobe/__init__.py", "NAME = 'gpuprobe from a wheel'\n")
-    z.writestr(f"{name}/METADATA", "Metadata-Version: 2.1\nName: gpuprobe\nVersion: 1.0\n")
-    z.writestr(f"{name}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-    z.writestr(f"{name}/RECORD", "")
-PY
+make_wheel gpuprobe "NAME = 'gpuprobe from a wheel'"
 cat >gpu.py <<'PY'
 import os
 import subprocess
@@ -70,6 +61,16 @@ expect_eq "both forms write the same compute file" \
 expect_error "the old form needs --type" 2 "attach needs a target type" computetarget attach --name x --address "$ADDRESS"
 expect_error "the old form checks the type" 2 'did you mean "remotedocker"' computetarget attach --name x --address "$ADDRESS" --type remotedoker
 expect_error "options of another type are refused in the new form" 2 "--nodes is not an option of attach remotedocker" computetarget attach remotedocker -n x -a "$ADDRESS" --nodes 2
+
+# A failing attach names what was tried, and no command for a target it never wrote.
+printf 'wrong password\n' | "$MLW" computetarget attach remotedocker -n nope -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" --password-stdin >/dev/null 2>"$WORK/e"
+expect_eq "attach with a wrong password fails" "$?" 1
+expect_contains "attach names the password it was given" "$(cat "$WORK/e")" "tried: the password given"
+expect_not_contains "attach does not call it stored" "$(cat "$WORK/e")" "stored password"
+expect_not_contains "attach suggests no doctor for a target it never wrote" "$(cat "$WORK/e")" "doctor -n nope"
+printf 'pw\n' | "$MLW" computetarget attach remotedocker -n nope -a 127.0.0.1:1 -u x --password-stdin >/dev/null 2>"$WORK/e"
+expect_not_contains "attach to a closed port: no doctor either" "$(cat "$WORK/e")" "doctor -n nope"
+check "failed attaches wrote nothing" test ! -e aml_config/nope.compute
 
 # --- the guide's edits ------------------------------------------------------------------------
 sed -i "s|^baseDockerImage:.*|baseDockerImage: \"$MLW_TEST_IMAGE\"|" aml_config/my_dsvm.compute
@@ -126,6 +127,13 @@ for gpus in all 2 device=1,3; do
 done
 expect_eq "no container is left on the engine" "$(containers_left)" 0
 
+# The engines run in network namespaces of their own: an image that is not local fails at once.
+START=$(date +%s)
+for engine in "$GPU_ENGINE" "$PLAIN_ENGINE"; do
+  check "no registry is reached from $engine" bash -c "! DOCKER_HOST=$engine timeout 60 docker pull python:3.11-slim >/dev/null 2>&1"
+done
+check "the pulls failed at once" test $(($(date +%s) - START)) -lt 30
+
 # --- the engine without the NVIDIA runtime: a clear error, or the nvidia-docker wrapper ---------
 export DOCKER_HOST=$PLAIN_ENGINE
 sed -i 's|^gpus:.*|gpus: "all"|; s|^dockerRunArgs:.*|dockerRunArgs: []|' aml_config/gpu.compute
@@ -160,7 +168,6 @@ YML
 run_mlw experiment submit -c my_dsvm gpu.py
 expect_eq "conda packages without conda: exit 125" "$CODE" 125
 expect_contains "the error names the packages and the fix" "$OUT" "cannot be installed: tensorflow-gpu; use a base image with conda"
-echo "$OUT"
 expect_not_contains "no Completed run on the wrong python" "$OUT" "Completed"
 expect_contains "the summary says the script never started" "$OUT" "before the script started"
 RID=$("$MLW" -o json history last | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')

@@ -10,7 +10,7 @@ for f in aml_config/local.compute aml_config/local.runconfig aml_config/docker.c
   .amlignore train.py; do
   check "layout has $f" test -f "demo/$f"
 done
-expect_contains "generated files explain their keys" "$(cat demo/aml_config/docker.compute)" "# true: run the container with the machine's GPUs."
+expect_contains "generated files explain their keys" "$(cat demo/aml_config/docker.compute)" "# true: run the container with the machine's GPUs (uncomment, or add nvidiaDocker: true)."
 expect_contains "runconfig writes Framework Python" "$(cat demo/aml_config/local.runconfig)" 'Framework: "Python"'
 expect_contains "git ignores .mlw" "$(cat demo/.gitignore)" ".mlw/"
 

@@ -132,16 +132,7 @@ check "regular output brought back" test -f ".mlw/runs/$RID/outputs/fine.txt"
 expect_eq "/etc/passwd untouched" "$(sha256sum /etc/passwd)" "$PASSWD_BEFORE"
 
 # --- environments: a wheel from the project, installed with pip --no-index ---------------------
-mkdir -p wheels
-python3 - <<'PY'
-import zipfile
-name = "mlwdemo-1.0.dist-info"
-with zipfile.ZipFile("wheels/mlwdemo-1.0-py3-none-any.whl", "w") as z:
-    z.writestr("mlwdemo/__init__.py", "GREETING = 'hello from a wheel'\n")
-    z.writestr(f"{name}/METADATA", "Metadata-Version: 2.1\nName: mlwdemo\nVersion: 1.0\n")
-    z.writestr(f"{name}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-    z.writestr(f"{name}/RECORD", "")
-PY
+make_wheel mlwdemo "GREETING = 'hello from a wheel'"
 cat >aml_config/conda_dependencies.yml <<'YML'
 name: project_environment
 dependencies:
@@ -203,7 +194,7 @@ printf 'dependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
 
 # --- NVIDIA: the daemon has no NVIDIA runtime ---------------------------------------------------
 cp aml_config/rd.compute aml_config/rdgpu.compute
-sed -i 's#^nvidiaDocker:.*#nvidiaDocker: true#' aml_config/rdgpu.compute
+sed -i 's#^\# nvidiaDocker:.*#nvidiaDocker: true#' aml_config/rdgpu.compute  # the commented line mlw writes
 cp aml_config/rd.runconfig aml_config/rdgpu.runconfig
 sed -i 's/^Target:.*/Target: rdgpu/' aml_config/rdgpu.runconfig
 BEFORE=$("$MLW" -o json history list --top 0 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
@@ -232,7 +223,7 @@ expect_eq "docker target run" "$CODE" 0
 expect_contains "dockerRunArgs applied" "$OUT" "host mlwbox"
 run_mlw -o json experiment submit -c docker share.py
 expect_contains "nativeSharedDirectory persists across runs" "$(cat ".mlw/runs/$(json_get "$OUT" 'd["run_id"]')/driver_log.txt")" "count 2"
-expect_eq "shared folder on the host" "$(cat "$WORK/share/count")" "2"
+expect_eq "shared folder on the host (per project and target)" "$(cat "$WORK/share/rproj/docker/count")" "2"
 expect_eq "docker outputs collected" "$(json_get "$OUT" 'd["outputs"]')" "['n.txt']"
 run_mlw experiment submit -c docker exit_with.py 7
 expect_eq "docker target exit code" "$CODE" 7

@@ -78,6 +78,25 @@ expect_contains "ignored Workbench keys are noted once" "$ERR" "UseSampling"
 run_mlw experiment submit -c local train.py
 expect_not_contains "the note is shown only on first use" "$ERR" "UseSampling"
 
+# A 2017 secret reference: mlw advises attach --force, which keeps every key the user set and
+# changes only what the command names (the .runconfig not at all).
+cp aml_config/my_dsvm.runconfig "$WORK/dsvm.runconfig.before"
+printf 'pw\n' | "$MLW" computetarget attach remotedocker -n my_dsvm --force --password-stdin --no-connect >/dev/null 2>"$WORK/e"
+expect_eq "re-attach --force (2017 file)" "$?" 0
+for line in 'baseDockerImage: "microsoft/mmlspark:plus-gpu-0.7.91"' 'nvidiaDocker: true' \
+  'nativeSharedDirectory: "~/.azureml/share/"' 'sharedVolumes: true' 'username: "azureuser"' \
+  'address: "my-dsvm.eastus2.cloudapp.azure.com"' '# Compute target for a remote Linux machine (DSVM)'; do
+  check "re-attach --force kept: $line" grep -qxF "$line" aml_config/my_dsvm.compute
+done
+check "re-attach --force: the 2017 reference replaced by mlw's" grep -q '^password: "MlwSecret=my_dsvm#azureuser#' aml_config/my_dsvm.compute
+check "re-attach --force left the .runconfig as it was" cmp -s aml_config/my_dsvm.runconfig "$WORK/dsvm.runconfig.before"
+"$MLW" -q computetarget attach remotedocker -n my_dsvm -a 'gpu2.example.com:2222' --force --no-connect >/dev/null 2>&1
+check "re-attach -a changes the address" grep -qxF 'address: "gpu2.example.com:2222"' aml_config/my_dsvm.compute
+check "... and nothing else" grep -qxF 'nvidiaDocker: true' aml_config/my_dsvm.compute
+check "... keeping the stored password" grep -q '^password: "MlwSecret=my_dsvm#azureuser#' aml_config/my_dsvm.compute
+run_mlw computetarget list
+expect_eq "the re-attached files load without a warning" "$ERR" ""
+
 # Bad configuration: one line with file:line:column, exit 125 from submit, nothing recorded.
 cd "$WORK/proj"
 printf 'type: "local"\npythonLocation: "python3"\nnvidiaDocker: maybe\n' >aml_config/bad.compute

@@ -155,4 +155,51 @@ TEST(ComputeFile, DuplicateKeysInNestedMappingsAndJsonAreRefused) {
   EXPECT_EQ(error_of("type: local\npythonLocation: python3\n"), "no error");
 }
 
+TEST(ComputeFile, UpdateRewritesOnlyTheChangedKeysInPlace) {
+  const std::string text =
+      "# my GPU box\n"
+      "type: \"remotedocker\"\n"
+      "baseDockerImage: \"microsoft/mmlspark:plus-gpu-0.7.91\"  # the guide's image\n"
+      "address: \"old.example.com\"\n"
+      "nvidiaDocker: true\n"
+      "yarnDeployMode: \"cluster\"\n";
+  ConfigDocument doc = parse_config_text(text, "x.compute");
+  const ComputeConfig before = parse_compute(doc);
+  ComputeConfig after = before;
+  after.address = "new.example.com:2222";
+  after.password = "MlwSecret=x#me#1";
+  const std::string updated = update_compute_text(text, "x.compute", before, after, "x");
+  EXPECT_EQ(updated,
+            "# my GPU box\n"
+            "type: \"remotedocker\"\n"
+            "baseDockerImage: \"microsoft/mmlspark:plus-gpu-0.7.91\"  # the guide's image\n"
+            "address: \"new.example.com:2222\"\n"
+            "nvidiaDocker: true\n"
+            "yarnDeployMode: \"cluster\"\n"
+            "# A reference into your secret store (never the password itself).\n"
+            "password: \"MlwSecret=x#me#1\"\n");
+  EXPECT_EQ(update_compute_text(text, "x.compute", before, before, "x"), text);
+  // A flow-style file cannot be edited line by line: it is written anew.
+  const std::string flow = "{type: local, pythonLocation: python3}";
+  ConfigDocument flow_doc = parse_config_text(flow, "f.compute");
+  ComputeConfig flow_after = parse_compute(flow_doc);
+  flow_after.python_location = "python3.11";
+  EXPECT_NE(update_compute_text(flow, "f.compute", parse_compute(flow_doc), flow_after, "f")
+                .find("pythonLocation: \"python3.11\""),
+            std::string::npos);
+}
+
+TEST(ComputeFile, The2017LocalFileKeysAreKnown) {
+  std::vector<std::string> warnings;
+  const ComputeConfig config = parse(
+      "type: \"local\"\npythonLocation: \"python\"\nsparkSubmitLocation: \"/opt/spark/bin/"
+      "spark-submit\"\nnativeSharedDirectory: \"~/.azureml/share/\"\n",
+      &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(config.spark_submit_location, "/opt/spark/bin/spark-submit");
+  warnings.clear();
+  parse("type: \"remote\"\nyarnDeployMode: \"cluster\"\n", &warnings);
+  EXPECT_TRUE(warnings.empty());
+}
+
 }  // namespace mlw
