@@ -28,7 +28,8 @@ struct EnvironmentSpec {
 EnvironmentSpec environment_spec(const RunPlan& plan);
 
 /// Why an environment build failed, where its install script said so: the first line of the build
-/// output that starts with `mlw-error[CODE]: ` (the run's exit code, and the message).
+/// output that starts with `mlw-error[CODE]: ` (CODE 125 or 127, the run's exit code; and the
+/// message).
 struct BuildFailure {
   int exit_code = 0;    ///< 0 when the output names no reason
   std::string message;  ///< the reason, with its fix

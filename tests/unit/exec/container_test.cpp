@@ -177,6 +177,7 @@ TEST(Container, BuildFailureReasonIsTheInstallScriptsMarkedLine) {
   EXPECT_EQ(build_failure_reason("xmlw-error[125]: not at a line start\n").exit_code, 0);
   EXPECT_EQ(build_failure_reason("mlw-error[abc]: no code\n").exit_code, 0);
   EXPECT_EQ(build_failure_reason("mlw-error[99999]: too long\n").exit_code, 0);
+  EXPECT_EQ(build_failure_reason("mlw-error[0]: a target's lie\n").exit_code, 0);
   EXPECT_EQ(build_failure_reason("plain failure\n").exit_code, 0);
 }
 
