@@ -86,13 +86,11 @@ std::string install_script(const RunPlan& plan, const EnvironmentSpec& env) {
       "  exit 0\n"
       "fi\n";
   if (!env.conda_packages.empty()) {
-    script += "if true; then\n" +
-              stop_build(exit_code::k_cannot_start,
+    script += stop_build(exit_code::k_cannot_start,
                          fmt::format("the base image {} has no conda, so the conda packages of {} "
                                      "cannot be installed: {}; use a base image with conda (e.g. "
                                      "continuumio/miniconda3), or list them under pip: in {}",
-                                     image, file, join(env.conda_packages, ", "), file)) +
-              "fi\n";
+                                     image, file, join(env.conda_packages, ", "), file));
   }
   if (!env.python_pin.empty()) {
     const std::string pin = env.python_pin;

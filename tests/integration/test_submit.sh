@@ -200,14 +200,18 @@ check "the run here was not signalled" test "$(grep -c '^tick' ".mlw/runs/$RUN/d
 check "the run goes on to completion" wait_for 30 bash -c "grep -q '^tick 99' '.mlw/runs/$RUN/driver_log.txt'"
 check "a refused cancel leaves no cancel request behind" test ! -e ".mlw/runs/$RUN/cancel_requested"
 
-# --- sixteen submits at once from separate processes
+# --- sixteen submits at once from separate processes, with the history lock's default patience
+# (10 s: lib.sh shortens it to 2 s for the locked-database checks, which sixteen submits and
+# their supervisors could exceed under AddressSanitizer on a loaded 2-core machine)
 PIDS=()
 for i in $(seq 1 16); do
-  "$MLW" -q experiment submit -c local exit_with.py 0 >"$WORK/c$i.out" 2>&1 &
+  MLW_HISTORY_LOCK_TIMEOUT_MS=10000 "$MLW" -q experiment submit -c local exit_with.py 0 >"$WORK/c$i.out" 2>&1 &
   PIDS+=($!)
 done
 ALLOK=0
-for p in "${PIDS[@]}"; do wait "$p" || ALLOK=1; done
+for i in "${!PIDS[@]}"; do
+  wait "${PIDS[$i]}" || { ALLOK=1; echo "submit $((i + 1)) of 16 failed: $(grep 'mlw: error' "$WORK/c$((i + 1)).out")"; }
+done
 expect_eq "all sixteen succeeded" "$ALLOK" 0
 IDS=$(cat "$WORK"/c[0-9]*.out | sed -n 's/^RunId: //p' | sort -u | wc -l)
 expect_eq "sixteen distinct run ids" "$IDS" 16
