@@ -20,10 +20,6 @@ namespace mlw::api {
 
 namespace {
 
-bool is_remote(const std::string& type) {
-  return type == "remotedocker" || type == "remote" || type == "slurm";
-}
-
 std::string read_password_from_stdin() {
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
@@ -179,10 +175,6 @@ void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
   if (request.container_runtime) compute.container_runtime = *request.container_runtime;
 }
 
-}  // namespace
-
-namespace {
-
 /// Refuses options that do not fit the target type, before anything is read or written.
 void check_attach_options(const AttachRequest& request, const std::string& type) {
   const auto& types = compute_types();
@@ -191,7 +183,7 @@ void check_attach_options(const AttachRequest& request, const std::string& type)
     throw UsageError(fmt::format("unknown target type \"{}\"; one of: {}{}", request.type,
                                  join(allowed, ", "), did_you_mean(request.type, allowed)));
   }
-  const bool remote = is_remote(type);
+  const bool remote = uses_ssh(type);
   if (!remote &&
       (request.address || request.username || request.password || request.password_stdin ||
        request.private_key_file || request.use_ssh_key || request.accept_host_key)) {
@@ -229,7 +221,7 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
                               const std::optional<ComputeConfig>& previous) {
   ComputeConfig compute = previous.value_or(ComputeConfig{});
   compute.type = type;
-  if (is_remote(type)) {
+  if (uses_ssh(type)) {
     if (request.address) {
       parse_address(*request.address);  // refuses a malformed address before anything is written
       compute.address = *request.address;
@@ -260,7 +252,7 @@ void attach(Context& ctx, const AttachRequest& request) {
   const Project& project = ctx.project();
   const std::string type = request.type == "localdocker" ? "docker" : request.type;
   check_attach_options(request, type);
-  const bool remote = is_remote(type);
+  const bool remote = uses_ssh(type);
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
   if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {

@@ -21,10 +21,6 @@ namespace mlw::api {
 
 namespace {
 
-bool is_remote(const std::string& type) {
-  return type == "remotedocker" || type == "remote" || type == "slurm";
-}
-
 /// doctor's Slurm lines: the commands, the partition, its nodes up, GPUs per node as Slurm
 /// reports them (gres).
 void slurm_doctor_lines(const ComputeConfig& compute, const TargetFacts& facts,
@@ -131,7 +127,7 @@ int doctor(Context& ctx, const std::string& name) {
                     {"fix", ok ? "" : fix}});
   };
   std::unique_ptr<Shell> shell;
-  const bool remote = is_remote(compute.type);
+  const bool remote = uses_ssh(compute.type);
   if (remote) {
     const SshEndpoint endpoint = target_endpoint(compute);
     bool resolved = false;

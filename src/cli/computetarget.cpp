@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/config/compute_file.hpp"
 #include "mlw/util/error.hpp"
 
 namespace mlw::cli {
@@ -122,7 +123,7 @@ void register_attach(CLI::App* group, Context& ctx) {
     const std::string kind = type;
     auto request = std::make_shared<api::AttachRequest>();
     request->type = kind;
-    const bool remote = kind == "remotedocker" || kind == "remote" || kind == "slurm";
+    const bool remote = uses_ssh(kind);
     auto* command = attach->add_subcommand(kind, "Attach a " + kind + " target");
     add_attach_options(command, *request,
                        {remote, kind == "docker" || kind == "remotedocker", kind == "slurm",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "mlw/util/error.hpp"
@@ -27,6 +28,10 @@ const std::vector<std::string>& compute_types() {
   static const std::vector<std::string> types = {"local",  "docker", "remotedocker",
                                                  "remote", "slurm",  "localdocker"};
   return types;
+}
+
+bool uses_ssh(const std::string& type) {
+  return std::find(k_ssh_types.begin(), k_ssh_types.end(), type) != k_ssh_types.end();
 }
 
 const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
