@@ -188,10 +188,9 @@ SlurmEnd slurm_end(const std::string& state, const std::string& exit_field,
   int code = 0;
   int signal = 0;
   const auto colon = exit_field.find(':');
-  try {
-    if (!exit_field.empty()) code = std::stoi(exit_field.substr(0, colon));
-    if (colon != std::string::npos) signal = std::stoi(exit_field.substr(colon + 1));
-  } catch (const std::exception&) {
+  code = static_cast<int>(parse_integer(exit_field.substr(0, colon), 0, 255).value_or(0));
+  if (colon != std::string::npos) {
+    signal = static_cast<int>(parse_integer(exit_field.substr(colon + 1), 0, 127).value_or(0));
   }
   const int reported = signal > 0 ? 128 + signal : code;
   if (state == "COMPLETED") {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <thread>
@@ -28,6 +29,12 @@
 namespace mlw {
 
 namespace {
+
+/// The most of a run's metrics.jsonl brought back from a target.
+constexpr std::uint64_t k_max_metrics_bytes = 256ULL << 20;
+/// How long after its stop a run the target still reports as going on is waited for (cancel's
+/// 10 s from SIGTERM to SIGKILL, and the time to see the end).
+constexpr int k_stop_bound_s = 20;
 
 bool is_local_docker(const std::string& type) {
   return type == "docker";
@@ -342,8 +349,12 @@ struct Supervisor {
     if (waited.status != 200 || !result.is_object() || !result.contains("StatusCode")) {
       return "";
     }
-    std::string ending = std::to_string(result["StatusCode"].get<int>()) + "\n";
-    if (result["StatusCode"].get<int>() == 137) {
+    const auto& code = result["StatusCode"];
+    if (!code.is_number_integer() || code.get<long long>() < 0 || code.get<long long>() > 255) {
+      return "bad-code " + printable(code.dump()) + "\n";
+    }
+    std::string ending = std::to_string(code.get<int>()) + "\n";
+    if (code.get<int>() == 137) {
       const auto state = nlohmann::json::parse(
           engine->request("GET", "/containers/" + container_id + "/json").body, nullptr, false);
       if (state.is_object() && state.contains("State") &&
@@ -372,13 +383,18 @@ struct Supervisor {
         "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1";
     const ShellResult launched = run_reconnecting([&] { return launch; }, {}, monitor);
     monitor_pid = trim(launched.output);
-    if (launched.exit_code != 0 || monitor_pid.empty() ||
-        monitor_pid.find_first_not_of("0123456789") != std::string::npos) {
+    const auto pid = parse_integer(monitor_pid, 2, 1LL << 31);
+    if (launched.exit_code != 0 || !pid) {
+      const std::string why =
+          !trim(launched.errors).empty()
+              ? trim(launched.errors)
+              : fmt::format("it answered \"{}\" where the monitor's pid was expected",
+                            printable(trim(launched.output)));
       fail(exit_code::k_cannot_start,
-           fmt::format("cannot start the run on {}: {}", shell->host(), trim(launched.errors)));
+           fmt::format("cannot start the run on {}: {}", shell->host(), why));
       return false;
     }
-    record.process_group = std::stoi(monitor_pid);
+    record.process_group = static_cast<int>(*pid);
     return true;
   }
 
@@ -458,7 +474,9 @@ struct Supervisor {
   /// Streams driver_log.txt from `offset` until the monitor has ended; returns the run folder's
   /// `exit_code` (and `oom` when the container ran out of memory).
   std::string follow() {
+    using namespace std::chrono;
     bool stop_sent = false;
+    steady_clock::time_point stopped_at;
     const std::string log = shell_quote(paths.run_dir + "/driver_log.txt");
     while (true) {
       ShellStreams streams;
@@ -477,6 +495,7 @@ struct Supervisor {
       if (!stop_sent && canceled()) {
         stop_run();
         stop_sent = true;
+        stopped_at = steady_clock::now();
         continue;
       }
       const std::string ended =
@@ -485,10 +504,20 @@ struct Supervisor {
                 "2>/dev/null)\" \"$(cat slurm_state 2>/dev/null)\" \"$(cat slurm_exit "
                 "2>/dev/null)\""
               : "cat exit_code 2>/dev/null; [ -e oom ] && echo oom";
-      const ShellResult alive = run_reconnecting(
-          fmt::format("kill -0 {} 2>/dev/null && echo running && exit 0; cd {} && {}; exit 0",
-                      monitor_pid, shell_quote(paths.run_dir), ended));
-      if (alive.output.find("running") == std::string::npos) return alive.output;
+      const ShellResult alive = run_reconnecting(fmt::format(
+          "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
+          "cd {} && {}; exit 0",
+          monitor_pid, shell_quote(paths.run_dir), ended));
+      const auto newline = alive.output.find('\n');
+      const std::string state = alive.output.substr(0, newline);
+      if (state == "mlw-state=ended") {
+        return newline == std::string::npos ? "" : alive.output.substr(newline + 1);
+      }
+      if (state != "mlw-state=running") return "bad-answer " + printable(alive.output) + "\n";
+      // A stopped run that the target still reports as going on is not waited for forever.
+      if (stop_sent && steady_clock::now() > stopped_at + seconds(k_stop_bound_s)) {
+        return "stop-unconfirmed\n";
+      }
     }
   }
 
@@ -597,24 +626,41 @@ struct Supervisor {
         .output;
   }
 
-  /// The end of a container or script run: follow()'s exit code line and `oom`.
+  /// Where the run's end was read from, for messages.
+  std::string end_source() const {
+    if (engine) return fmt::format("the Docker engine at {}", engine->where());
+    return shell ? shell->host() : plan.compute.address;
+  }
+
+  /// The end of a container or script run: follow()'s exit code line and `oom`. The answer
+  /// comes from the target: only a number in 0-255 counts as an exit code.
   void end_container_or_script(const std::string& ending) {
     const auto lines = split(trim(ending), '\n');
+    const std::string first = lines.empty() ? "" : lines[0];
     std::optional<int> code;
-    try {
-      if (!lines.empty() && !lines[0].empty()) code = std::stoi(lines[0]);
-    } catch (const std::exception&) {
-    }
-    if (!code) {
+    if (const auto number = parse_integer(first, 0, 255)) code = static_cast<int>(*number);
+    if (first == "stop-unconfirmed") {
+      record.problems.push_back(fmt::format(
+          "{} still reported the run as going on {} s after it was stopped; it may go on there",
+          end_source(), k_stop_bound_s));
+      code = 143;
+    } else if (!code && !first.empty()) {
+      const std::string said =
+          starts_with(first, "bad-") ? first.substr(first.find(' ') + 1) : first;
+      record.problems.push_back(
+          fmt::format("{} answered \"{}\" where the run's exit code (0-255) was expected",
+                      end_source(), printable(said)));
+      code = exit_code::k_cannot_start;
+    } else if (!code) {
       record.problems.push_back(
           engine ? fmt::format("the Docker engine at {} gave no exit code for container {}",
                                engine->where(), container_id)
                  : fmt::format("the run's monitor on {} ended without an exit code (see "
                                "{}/monitor.log there)",
-                               shell ? shell->host() : plan.compute.address, paths.run_dir));
+                               end_source(), paths.run_dir));
       code = exit_code::k_cannot_start;
     }
-    if (ending.find("oom") != std::string::npos) {
+    if (lines.size() > 1 && lines[1] == "oom") {
       code = 137;
       record.problems.push_back("the container was killed: out of memory (its memory limit)");
     }
@@ -632,9 +678,12 @@ struct Supervisor {
       if (eq != std::string::npos) values[line.substr(0, eq)] = trim(line.substr(eq + 1));
     }
     std::optional<int> script_code;
-    try {
-      if (!values["job_code"].empty()) script_code = std::stoi(values["job_code"]);
-    } catch (const std::exception&) {
+    if (const auto code = parse_integer(values["job_code"], 0, 255)) {
+      script_code = static_cast<int>(*code);
+    } else if (!values["job_code"].empty()) {
+      record.problems.push_back(
+          fmt::format("{} answered \"{}\" where the job's exit code (0-255) was expected",
+                      end_source(), printable(values["job_code"])));
     }
     const SlurmEnd end = slurm_end(values["slurm_state"], values["slurm_exit"], script_code);
     record.status = end.status;
@@ -673,26 +722,60 @@ struct Supervisor {
     return 0;
   }
 
-  /// Brings metrics.jsonl and outputs/ back into the run's history folder, never outside it.
+  /// Copies the run's metrics.jsonl from the target, streamed to disk, at most
+  /// k_max_metrics_bytes of it.
+  void fetch_metrics(const std::string& run) {
+    const fs::path part = plan.run_dir / "metrics.jsonl.part";
+    std::ofstream out(part, std::ios::binary | std::ios::trunc);
+    std::uint64_t size = 0;
+    ShellStreams streams;
+    streams.on_output = [&](std::string_view chunk) {
+      size += chunk.size();
+      if (size <= k_max_metrics_bytes)
+        out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    };
+    streams.should_stop = [&] { return size > k_max_metrics_bytes; };
+    std::error_code ec;
+    try {
+      run_reconnecting("cat " + run + "/metrics.jsonl 2>/dev/null; exit 0", streams);
+    } catch (const Error& e) {
+      record.problems.push_back(fmt::format("the metrics could not be brought back from {}: {}",
+                                            shell ? shell->host() : plan.target_name, e.what()));
+      fs::remove(part, ec);
+      return;
+    }
+    out.close();
+    if (size > k_max_metrics_bytes) {
+      record.problems.push_back(
+          fmt::format("metrics.jsonl on {} is over {} MiB; the metrics were not brought back",
+                      shell->host(), k_max_metrics_bytes >> 20));
+      fs::remove(part, ec);
+    } else if (size > 0 && out) {
+      fs::rename(part, plan.run_dir / "metrics.jsonl", ec);
+    } else {
+      fs::remove(part, ec);
+    }
+  }
+
+  /// Brings metrics.jsonl and outputs/ back into the run's history folder, never outside it;
+  /// what the target sends is bounded and checked, a malformed answer stops the transfer.
   void fetch_results() {
     const std::string run = shell_quote(paths.run_dir);
-    const ShellResult metrics =
-        run_reconnecting("cat " + run + "/metrics.jsonl 2>/dev/null; exit 0");
-    if (!metrics.output.empty()) {
-      atomic_write_file(plan.run_dir / "metrics.jsonl", metrics.output);
-    }
+    fetch_metrics(run);
     const fs::path incoming = plan.run_dir / ".outputs-in";
     std::error_code ec;
     fs::remove_all(incoming, ec);
     SafeTarReader reader(incoming);
     ShellStreams streams;
     streams.on_output = [&](std::string_view chunk) { reader.feed(chunk); };
+    streams.should_stop = [&] { return reader.failed(); };
     try {
       run_reconnecting(
           "cd " + run + "/snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0", streams);
       reader.finish();
     } catch (const Error& e) {
-      record.problems.push_back(std::string("outputs could not be brought back: ") + e.what());
+      record.problems.push_back(fmt::format("outputs could not all be brought back from {}: {}",
+                                            shell->host(), e.what()));
     }
     for (const auto& refused : reader.refused()) {
       record.problems.push_back("output refused: " + refused);

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "mlw/config/names.hpp"
+#include "mlw/remote/frame.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -251,6 +252,7 @@ struct SshShell::Impl {
   LIBSSH2_SESSION* session = nullptr;
   std::string auth_method;
   std::string fingerprint;
+  std::string marker;  // frames each command's output (FramedStream)
 
   ~Impl() {
     if (session) {
@@ -640,6 +642,27 @@ void SshShell::abandon() {
   m_impl->session = nullptr;
 }
 
+namespace {
+
+/// What the login shell printed around a command is ignored (named at -v); a shell that ended
+/// before the command began is a failure whose reason is what it printed.
+void report_noise(const std::string& where, const FramedStream (&frames)[2], ShellResult& result) {
+  for (const FramedStream& frame : frames) {
+    if (!frame.noise().empty() && frame.started()) {
+      spdlog::debug("ssh {}: the login shell printed {}{} bytes before the command; ignored", where,
+                    frame.noise().size() >= 4096 ? "over " : "", frame.noise().size());
+    }
+  }
+  if (frames[0].started()) return;
+  const std::string printed = trim(frames[1].noise() + frames[0].noise());
+  result.output.clear();
+  result.errors = fmt::format("the login shell on {} ended (exit {}) before running the command{}",
+                              where, result.exit_code, printed.empty() ? "" : ": " + printed);
+  if (result.exit_code == 0) result.exit_code = 255;
+}
+
+}  // namespace
+
 ShellResult SshShell::run(const std::string& script, const ShellStreams& streams) {
   Impl& s = *m_impl;
   if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
@@ -652,7 +675,9 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
       },
       s.options.connect_timeout_ms);
   if (!channel) s.fail("exec", "cannot open a channel: " + s.last_error(), "");
-  const std::string command = "exec /bin/sh -c " + shell_quote(script);
+  if (s.marker.empty()) s.marker = new_frame_marker();
+  const std::string command = "exec /bin/sh -c " + shell_quote(framed_script(s.marker, script));
+  FramedStream frames[2] = {FramedStream(s.marker), FramedStream(s.marker)};
   if (s.retry([&] { return libssh2_channel_exec(channel, command.c_str()); },
               s.options.connect_timeout_ms) != 0) {
     libssh2_channel_free(channel);
@@ -709,7 +734,9 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
         if (n == LIBSSH2_ERROR_EAGAIN || n == 0) break;
         if (n < 0) lost(static_cast<int>(n));
         progress = true;
-        const std::string_view chunk(buffer, static_cast<std::size_t>(n));
+        const std::string_view chunk =
+            frames[stream].feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+        if (chunk.empty()) continue;
         if (stream == 0) {
           streams.on_output ? streams.on_output(chunk) : (void)result.output.append(chunk);
         } else {
@@ -756,6 +783,7 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
     result.exit_code = libssh2_channel_get_exit_status(channel);
   }
   libssh2_channel_free(channel);
+  report_noise(s.where(), frames, result);
   spdlog::trace("ssh {}: exit {} after {} ms: {}", s.where(), result.exit_code,
                 std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::steady_clock::now() - started)

@@ -6,9 +6,11 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstring>
 #include <deque>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "mlw/util/error.hpp"
@@ -20,6 +22,8 @@ namespace mlw {
 namespace {
 
 constexpr std::size_t k_block = 512;
+constexpr std::uint64_t k_max_name = 4096;        // a long name or pax path
+constexpr std::uint64_t k_max_pax = 1024 * 1024;  // one pax header
 
 void put_octal(char* field, std::size_t width, std::uint64_t value) {
   const std::string text = fmt::format("{:0{}o}", value, width - 1);
@@ -179,28 +183,58 @@ std::size_t TarWriter::read(char* buffer, std::size_t size) {
 
 struct SafeTarReader::Impl {
   std::filesystem::path root;
-  std::string buffer;           // an incomplete header or long name
+  std::string buffer;           // an incomplete header
   std::uint64_t data_left = 0;  // bytes of the current entry still to come
   std::uint64_t pad_left = 0;
   int out_fd = -1;
   enum class Sink { None, File, LongName, Pax } sink = Sink::None;
-  std::string long_name, pax_path, current;
+  std::string long_name, pax_path, pax_records, current;
   std::vector<std::string> written, refused;
+  std::set<std::string> written_set;
   bool ended = false;
+  std::string failure;  // the stream was malformed: the rest is ignored
 
-  static std::uint64_t parse_number(const char* field, std::size_t width) {
-    if (static_cast<unsigned char>(field[0]) & 0x80) {
-      std::uint64_t value = 0;
-      for (std::size_t i = 1; i < width; ++i)
-        value = (value << 8) | static_cast<unsigned char>(field[i]);
+  [[noreturn]] static void malformed(const std::string& what) {
+    throw Error("a malformed tar stream: " + what);
+  }
+
+  /// A header's number field: octal digits (leading spaces, ended by a space or NUL) or GNU
+  /// base-256; anything else, or a value over 2^62, is malformed.
+  static std::uint64_t parse_number(const char* field, std::size_t width, const char* what) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(field);
+    std::uint64_t value = 0;
+    if (bytes[0] & 0x80) {
+      if (bytes[0] != 0x80) malformed(fmt::format("a negative or oversized {} field", what));
+      for (std::size_t i = 1; i < width; ++i) {
+        if (value >> 54) malformed(fmt::format("a {} over 2^62", what));
+        value = (value << 8) | bytes[i];
+      }
       return value;
     }
-    std::uint64_t value = 0;
-    for (std::size_t i = 0; i < width && field[i]; ++i) {
-      if (field[i] >= '0' && field[i] <= '7')
-        value = value * 8 + static_cast<unsigned>(field[i] - '0');
+    std::size_t i = 0;
+    while (i < width && field[i] == ' ') ++i;
+    for (; i < width && field[i] >= '0' && field[i] <= '7'; ++i) {
+      value = value * 8 + static_cast<unsigned>(field[i] - '0');
+    }
+    if (i < width && field[i] != ' ' && field[i] != '\0') {
+      malformed(fmt::format("a {} field that is not a number", what));
     }
     return value;
+  }
+
+  /// Checks the header's checksum (unsigned sum, as POSIX says; old tars' signed sum accepted).
+  static void check_header(const char* h) {
+    const std::uint64_t stated = parse_number(h + 148, 8, "checksum");
+    std::uint64_t unsigned_sum = 0;
+    std::int64_t signed_sum = 0;
+    for (std::size_t i = 0; i < k_block; ++i) {
+      const bool in_field = i >= 148 && i < 156;
+      unsigned_sum += in_field ? ' ' : static_cast<unsigned char>(h[i]);
+      signed_sum += in_field ? ' ' : static_cast<signed char>(h[i]);
+    }
+    if (stated != unsigned_sum && static_cast<std::int64_t>(stated) != signed_sum) {
+      malformed("a header whose checksum is wrong");
+    }
   }
 
   /// The relative path for an entry name, or nullopt when it would leave the root.
@@ -223,23 +257,31 @@ struct SafeTarReader::Impl {
     if (std::filesystem::is_symlink(parent, ec)) throw Error("refusing to write through a link");
   }
 
-  void start_entry(const char* h) {
+  /// The name of the entry whose header is `h`, after any long name or pax path before it.
+  std::string entry_name(const char* h) {
     std::string name(h, strnlen(h, 100));
     const std::string prefix(h + 345, strnlen(h + 345, 155));
     if (!prefix.empty() && std::memcmp(h + 257, "ustar\0", 6) == 0) name = prefix + "/" + name;
     if (!long_name.empty()) name = std::exchange(long_name, "");
     if (!pax_path.empty()) name = std::exchange(pax_path, "");
+    return name;
+  }
+
+  void start_entry(const char* h) {
+    check_header(h);
+    const std::string name = entry_name(h);
     const char type = h[156];
-    const std::uint64_t size = parse_number(h + 124, 12);
+    const std::uint64_t size = parse_number(h + 124, 12, "size");
     data_left = size;
     pad_left = (k_block - size % k_block) % k_block;
     sink = Sink::None;
-    if (type == 'L') {
-      sink = Sink::LongName;
-      return;
-    }
-    if (type == 'x') {
-      sink = Sink::Pax;
+    if (type == 'L' || type == 'x') {
+      const std::uint64_t limit = type == 'L' ? k_max_name : k_max_pax;
+      if (size > limit) {
+        malformed(fmt::format("a {} of {} bytes (at most {})",
+                              type == 'L' ? "long name" : "pax header", size, limit));
+      }
+      sink = type == 'L' ? Sink::LongName : Sink::Pax;
       return;
     }
     if (type == 'g' || type == 'K') return;
@@ -254,25 +296,70 @@ struct SafeTarReader::Impl {
       return;
     }
     if (type == '1' || type == '2') {
-      const std::string link(h + 157, strnlen(h + 157, 100));
-      refused.push_back(fmt::format("{}: a {} to {}; links are not brought back", *relative,
-                                    type == '2' ? "symlink" : "hard link", link));
+      link_entry(*relative, type, std::string(h + 157, strnlen(h + 157, 100)));
       return;
     }
     if (type != '0' && type != '\0' && type != '7') {
       refused.push_back(fmt::format("{}: not a regular file; not brought back", *relative));
       return;
     }
-    make_parents(*relative);
-    out_fd = ::open((root / *relative).c_str(),
+    open_file(*relative);
+  }
+
+  void open_file(const std::string& relative) {
+    make_parents(relative);
+    out_fd = ::open((root / relative).c_str(),
                     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (out_fd < 0) {
-      refused.push_back(fmt::format("{}: cannot write it: {}", *relative, errno_text(errno)));
+      refused.push_back(fmt::format("{}: cannot write it: {}", relative, errno_text(errno)));
       return;
     }
-    current = *relative;
-    written.push_back(*relative);
+    current = relative;
+    if (written_set.insert(relative).second) written.push_back(relative);
     sink = Sink::File;
+  }
+
+  /// A hard link to a file this stream already wrote comes back as a copy of it; any other
+  /// link is refused.
+  void link_entry(const std::string& relative, char type, const std::string& link) {
+    const auto target = clean(link);
+    if (type == '1' && target && written_set.count(*target) && *target != relative) {
+      make_parents(relative);
+      std::error_code ec;
+      std::filesystem::copy_file(root / *target, root / relative,
+                                 std::filesystem::copy_options::overwrite_existing, ec);
+      if (ec) {
+        refused.push_back(fmt::format("{}: cannot copy {}: {}", relative, *target, ec.message()));
+        return;
+      }
+      if (written_set.insert(relative).second) written.push_back(relative);
+      return;
+    }
+    refused.push_back(fmt::format("{}: a {} to {}; links are not brought back", relative,
+                                  type == '2' ? "symlink" : "hard link", link));
+  }
+
+  /// Reads `length key=value\n` records; only `path` is used.
+  void read_pax(const std::string& records) {
+    std::size_t at = 0;
+    while (at < records.size()) {
+      const auto space = records.find(' ', at);
+      std::size_t length = 0;
+      const char* first = records.data() + at;
+      const char* last = records.data() + std::min(space, records.size());
+      const auto [end, ec] = std::from_chars(first, last, length);
+      if (space == std::string::npos || ec != std::errc() || end != last ||
+          length <= space - at + 1 || length > records.size() - at ||
+          records[at + length - 1] != '\n') {
+        malformed("a pax record whose length is wrong");
+      }
+      const std::string record = records.substr(space + 1, length - (space - at) - 2);
+      if (starts_with(record, "path=")) {
+        pax_path = record.substr(5);
+        if (pax_path.size() > k_max_name) malformed("a pax path over 4096 bytes");
+      }
+      at += length;
+    }
   }
 
   void end_entry() {
@@ -280,21 +367,11 @@ struct SafeTarReader::Impl {
       ::close(out_fd);
       out_fd = -1;
     }
+    current.clear();
     if (sink == Sink::LongName) {
       while (!long_name.empty() && long_name.back() == '\0') long_name.pop_back();
     }
-    if (sink == Sink::Pax) {
-      std::string records = std::exchange(pax_path, "");
-      std::size_t at = 0;
-      while (at < records.size()) {
-        const auto space = records.find(' ', at);
-        if (space == std::string::npos) break;
-        const std::size_t length = std::stoul(records.substr(at, space - at));
-        const std::string record = records.substr(space + 1, length - (space - at) - 2);
-        if (starts_with(record, "path=")) pax_path = record.substr(5);
-        at += length;
-      }
-    }
+    if (sink == Sink::Pax) read_pax(std::exchange(pax_records, ""));
     sink = Sink::None;
   }
 
@@ -316,13 +393,62 @@ struct SafeTarReader::Impl {
         long_name.append(bytes, n);
         break;
       case Sink::Pax:
-        pax_path.append(bytes, n);
+        pax_records.append(bytes, n);
         break;
       case Sink::None:
         break;
     }
   }
+
+  /// After a malformed stream: the entry being written is removed (it is incomplete), the
+  /// files before it stay.
+  void fail(const std::string& why) {
+    failure = why;
+    if (out_fd >= 0) {
+      ::close(out_fd);
+      out_fd = -1;
+      std::error_code ec;
+      std::filesystem::remove(root / current, ec);
+      written_set.erase(current);
+      std::erase(written, current);
+    }
+  }
+
+  void feed(std::string_view input);
 };
+
+void SafeTarReader::Impl::feed(std::string_view input) {
+  while (!input.empty() && !ended) {
+    if (data_left > 0) {
+      const std::size_t n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(data_left, input.size()));
+      data(input.data(), n);
+      data_left -= n;
+      input.remove_prefix(n);
+      if (data_left == 0 && pad_left == 0) end_entry();
+      continue;
+    }
+    if (pad_left > 0) {
+      const std::size_t n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(pad_left, input.size()));
+      pad_left -= n;
+      input.remove_prefix(n);
+      if (pad_left == 0) end_entry();
+      continue;
+    }
+    const std::size_t n = std::min(k_block - buffer.size(), input.size());
+    buffer.append(input.data(), n);
+    input.remove_prefix(n);
+    if (buffer.size() < k_block) break;
+    std::string block = std::exchange(buffer, "");
+    if (block.find_first_not_of('\0') == std::string::npos) {
+      ended = true;
+      break;
+    }
+    start_entry(block.data());
+    if (data_left == 0 && pad_left == 0) end_entry();
+  }
+}
 
 SafeTarReader::SafeTarReader(std::filesystem::path root) : m_impl(std::make_unique<Impl>()) {
   m_impl->root = std::move(root);
@@ -335,41 +461,21 @@ SafeTarReader::~SafeTarReader() {
 
 void SafeTarReader::feed(std::string_view input) {
   Impl& s = *m_impl;
-  while (!input.empty() && !s.ended) {
-    if (s.data_left > 0) {
-      const std::size_t n =
-          static_cast<std::size_t>(std::min<std::uint64_t>(s.data_left, input.size()));
-      s.data(input.data(), n);
-      s.data_left -= n;
-      input.remove_prefix(n);
-      if (s.data_left == 0 && s.pad_left == 0) s.end_entry();
-      continue;
-    }
-    if (s.pad_left > 0) {
-      const std::size_t n =
-          static_cast<std::size_t>(std::min<std::uint64_t>(s.pad_left, input.size()));
-      s.pad_left -= n;
-      input.remove_prefix(n);
-      if (s.pad_left == 0) s.end_entry();
-      continue;
-    }
-    const std::size_t want = k_block - s.buffer.size();
-    const std::size_t n = std::min(want, input.size());
-    s.buffer.append(input.data(), n);
-    input.remove_prefix(n);
-    if (s.buffer.size() < k_block) break;
-    std::string block = std::exchange(s.buffer, "");
-    if (block.find_first_not_of('\0') == std::string::npos) {
-      s.ended = true;
-      break;
-    }
-    s.start_entry(block.data());
-    if (s.data_left == 0 && s.pad_left == 0) s.end_entry();
+  if (!s.failure.empty()) return;
+  try {
+    s.feed(input);
+  } catch (const Error& e) {
+    s.fail(e.what());
   }
+}
+
+bool SafeTarReader::failed() const {
+  return !m_impl->failure.empty();
 }
 
 std::vector<std::string> SafeTarReader::finish() {
   Impl& s = *m_impl;
+  if (!s.failure.empty()) throw Error(s.failure);
   if (!s.ended && (s.data_left > 0 || s.pad_left > 0 || !s.buffer.empty())) {
     throw Error("the archive ended in the middle of " +
                 (s.current.empty() ? "a header" : s.current));

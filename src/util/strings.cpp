@@ -1,6 +1,9 @@
 #include "mlw/util/strings.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "mlw/util/error.hpp"
@@ -88,6 +91,44 @@ std::string trim(std::string_view text) {
 std::string lower_ascii(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
+}
+
+std::optional<long long> parse_integer(std::string_view text, long long min, long long max) {
+  long long value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (text.empty() || (text[0] == '+')) return std::nullopt;
+  const auto [end, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || end != last || value < min || value > max) return std::nullopt;
+  return value;
+}
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= limit) {
+      out += "…";
+      break;
+    }
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const std::size_t length = byte < 0x80         ? 1
+                               : (byte >> 5) == 6  ? 2
+                               : (byte >> 4) == 14 ? 3
+                               : (byte >> 3) == 30 ? 4
+                                                   : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (std::size_t k = 1; valid && k < length; ++k) {
+      valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    }
+    if (valid && length == 1 && (byte < 0x20 || byte == 0x7f)) valid = false;
+    if (!valid) {
+      out += fmt::format("\\x{:02x}", byte);
+      continue;
+    }
+    out.append(text, i, length);
+    i += length - 1;
+  }
+  return out;
 }
 
 }  // namespace mlw

@@ -38,16 +38,22 @@ class TarWriter {
 };
 
 /// Extracts a tar stream fed in pieces under `root`, refusing anything that would be written
-/// outside it: absolute names, `..`, links of any kind (reported, not made). Regular files and
-/// folders only.
+/// outside it: absolute names, `..`, links of any kind (reported, not made; a hard link to a
+/// file the stream already wrote comes back as a copy). Regular files and folders only; every
+/// length is bounded.
 class SafeTarReader {
  public:
   /// Extracts under `root` (created when missing).
   explicit SafeTarReader(std::filesystem::path root);
   ~SafeTarReader();
-  /// Feeds the next piece of the stream.
+  /// Feeds the next piece of the stream. A malformed stream (a wrong checksum, a number that is
+  /// not one, a long name over 4 KiB, a pax header over 1 MiB) is not an exception here: the
+  /// rest is ignored, failed() turns true and finish() throws the one-line reason.
   void feed(std::string_view data);
-  /// Checks that the stream ended cleanly; returns the relative paths of the files written.
+  /// True once the stream was found malformed (the caller may stop reading it).
+  bool failed() const;
+  /// Checks that the stream ended cleanly; returns the relative paths of the files written
+  /// (those complete before a malformed part stay on disk).
   std::vector<std::string> finish();
   /// Entries that were refused, one line each ("outputs/x: a symlink to /etc/passwd").
   const std::vector<std::string>& refused() const;

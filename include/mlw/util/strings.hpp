@@ -31,6 +31,14 @@ inline bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
+/// The integer `text` spells (an optional '-' and decimal digits, nothing else) when it lies in
+/// [min, max]; nullopt otherwise. For numbers read from outside (a target's answer, a file).
+std::optional<long long> parse_integer(std::string_view text, long long min, long long max);
+
+/// `text` for a one-line message: control bytes and bytes that are not UTF-8 as \xNN escapes,
+/// cut to `limit` bytes with "…".
+std::string printable(std::string_view text, std::size_t limit = 80);
+
 /// `text` with ASCII letters in lower case.
 std::string lower_ascii(std::string text);
 

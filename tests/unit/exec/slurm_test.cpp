@@ -164,4 +164,10 @@ TEST(Slurm, TargetsThatCannotTakeTheRunAreRefused) {
   EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
 }
 
+TEST(SlurmEnd, ExitFieldsThatAreNotNumbersDoNotThrow) {
+  EXPECT_EQ(slurm_end("FAILED", "99999999999999999999:0", std::nullopt).exit_code, 1);
+  EXPECT_EQ(slurm_end("FAILED", "running:x", std::nullopt).exit_code, 1);
+  EXPECT_EQ(slurm_end("CANCELLED", "0:4096", std::nullopt).exit_code, 143);
+}
+
 }  // namespace mlw

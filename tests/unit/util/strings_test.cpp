@@ -36,4 +36,20 @@ TEST(Trim, RemovesSurroundingWhitespace) {
   EXPECT_EQ(trim("  a b \n"), "a b");
 }
 
+TEST(ParseInteger, OnlyDigitsInRangeCount) {
+  EXPECT_EQ(parse_integer("0", 0, 255), 0);
+  EXPECT_EQ(parse_integer("255", 0, 255), 255);
+  EXPECT_EQ(parse_integer("-3", -5, 5), -3);
+  for (const char* bad : {"", "256", "4096", "-1", "running", "12x", " 1", "1 ", "+1",
+                          "99999999999999999999999", "0x10"}) {
+    EXPECT_EQ(parse_integer(bad, 0, 255), std::nullopt) << bad;
+  }
+}
+
+TEST(Printable, EscapesControlAndNonUtf8BytesAndCuts) {
+  EXPECT_EQ(printable("r\xe9sum\xc3\xa9\n\x1b[31m"), "r\\xe9sum\xc3\xa9\\x0a\\x1b[31m");
+  EXPECT_EQ(printable(std::string(100, 'a'), 10), std::string(10, 'a') + "…");
+  EXPECT_EQ(printable("exactly10!", 10), "exactly10!");
+}
+
 }  // namespace mlw

@@ -1,0 +1,52 @@
+#include "mlw/remote/frame.hpp"
+
+#include <fmt/format.h>
+
+#include <random>
+
+namespace mlw {
+
+namespace {
+
+constexpr std::size_t k_noise_kept = 4096;
+
+}  // namespace
+
+FramedStream::FramedStream(std::string marker) : m_marker(std::move(marker) + "\n") {}
+
+std::string_view FramedStream::feed(std::string_view chunk) {
+  if (m_started) return chunk;
+  m_window.append(chunk);
+  const auto at = m_window.find(m_marker);
+  if (at == std::string::npos) {
+    // Keep only what could still begin the marker line; the rest is noise.
+    const std::size_t keep = std::min(m_window.size(), m_marker.size() - 1);
+    const std::size_t noise = m_window.size() - keep;
+    if (m_noise.size() < k_noise_kept) {
+      m_noise.append(m_window, 0, std::min(noise, k_noise_kept - m_noise.size()));
+    }
+    m_window.erase(0, noise);
+    return {};
+  }
+  if (m_noise.size() < k_noise_kept) {
+    m_noise.append(m_window, 0, std::min(at, k_noise_kept - m_noise.size()));
+  }
+  m_started = true;
+  // The command's bytes are the tail of the window, which ends with `chunk`.
+  const std::size_t after = at + m_marker.size();
+  const std::size_t from_chunk = m_window.size() - after;
+  m_window.clear();
+  return chunk.substr(chunk.size() - from_chunk);
+}
+
+std::string new_frame_marker() {
+  std::random_device random;
+  return fmt::format("mlw-frame-{:08x}{:08x}", random(), random());
+}
+
+std::string framed_script(const std::string& marker, const std::string& script) {
+  // The marker has no character a shell treats specially.
+  return fmt::format("printf '%s\\n' {0}; printf '%s\\n' {0} >&2\n{1}", marker, script);
+}
+
+}  // namespace mlw
