@@ -98,7 +98,12 @@ int main(int argc, char** argv) {
     return usage_exit_code(app);
   } catch (const mlw::Error& e) {
     std::cerr << "mlw: error: " << e.what() << "\n";
-    const int code = e.code() == mlw::exit_code::k_command_default ? ctx.failure_code : e.code();
+    int code = e.code() == mlw::exit_code::k_command_default ? ctx.failure_code : e.code();
+    // A usage error of submit found after parsing (-e without KEY=) is 125 too, as docs/cli.md
+    // says and as one CLI11 finds.
+    if (ctx.failure_code == mlw::exit_code::k_cannot_start && code == mlw::exit_code::k_usage) {
+      code = mlw::exit_code::k_cannot_start;
+    }
     // 125-127 are submit's codes (docker's convention); every other command fails with 1.
     if (ctx.failure_code != mlw::exit_code::k_cannot_start && code > mlw::exit_code::k_usage) {
       return mlw::exit_code::k_failure;

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <thread>
 
+#include "mlw/config/names.hpp"
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/target.hpp"
@@ -104,10 +105,7 @@ std::map<std::string, std::string> parse_env(const std::vector<std::string>& ite
   for (const auto& item : items) {
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    bool valid = eq != std::string::npos && !key.empty() &&
-                 !std::isdigit(static_cast<unsigned char>(key[0]));
-    for (char c : key) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (!valid)
+    if (eq == std::string::npos || !is_environment_name(key))
       throw UsageError("-e expects KEY=VALUE with KEY made of letters, digits and _ (got \"" +
                        item + "\")");
     env[key] = item.substr(eq + 1);

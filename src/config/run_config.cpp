@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "mlw/config/names.hpp"
+#include "mlw/util/strings.hpp"
+
 namespace mlw {
 
 namespace {
@@ -52,6 +55,17 @@ const std::vector<KeySpec<RunConfig>>& run_config_keys() {
 RunConfig parse_run_config(ConfigDocument& doc, std::vector<std::string>* ignored_keys) {
   RunConfig config;
   auto ignored = apply_key_table(doc, run_config_keys(), config);
+  if (const YAML::Node vars = doc.root["EnvironmentVariables"]; vars && vars.IsMap()) {
+    for (const auto& entry : vars) {
+      const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      if (!is_environment_name(name)) {
+        fail_at(doc, entry.first,
+                fmt::format("\"{}\" cannot name an environment variable: use letters, digits "
+                            "and _, not starting with a digit",
+                            printable(name)));
+      }
+    }
+  }
   if (ignored_keys) *ignored_keys = std::move(ignored);
   return config;
 }

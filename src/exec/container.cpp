@@ -268,11 +268,25 @@ void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const 
       exit_code::k_cannot_start);
 }
 
+std::string container_name(const std::string& run_id) {
+  std::string name = "mlw-";
+  bool changed = false;
+  for (const char c : run_id) {
+    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    const bool ok = (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9') ||
+                    lower == '_' || lower == '.' || lower == '-';
+    name += ok ? lower : '-';
+    changed = changed || !ok;
+  }
+  if (changed) name += "-" + sha256_hex(run_id).substr(0, 8);
+  return name;
+}
+
 std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,
                                           const TargetFacts& facts, const std::string& image,
                                           const std::string& user) {
   std::vector<std::string> words = docker_words(plan.compute, facts);
-  const std::string name = "mlw-" + lower_ascii(plan.record.run_id);
+  const std::string name = container_name(plan.record.run_id);
   words.insert(words.end(),
                {plan.compute.shared_volumes ? "run" : "create", "--name", name, "--label",
                 "mlw.run=" + plan.record.run_id, "--label", "mlw.project=" + plan.project.name,
@@ -377,7 +391,7 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
                        " || exit 125\n";
   const auto env = container ? run_environment(plan, "/mlw/run", "/mlw/share")
                              : run_environment(plan, paths.run_dir, paths.share_dir);
-  for (const auto& [key, value] : env) script += "export " + key + "=" + shell_quote(value) + "\n";
+  for (const auto& [key, value] : env) script += "export " + shell_quote(key + "=" + value) + "\n";
   script +=
       "finish() { echo \"$1\" > exit_code.tmp && mv exit_code.tmp exit_code; }\n"
       "mkdir -p snapshot/outputs " +

@@ -218,7 +218,7 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
                                             : status::k_failed;
   record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs", plan.run_dir / "outputs",
                                    record.problems);
-  record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl");
+  record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl", &record.problems);
   record.process_group = 0;
   finish(record);
   if (live_fd >= 0) ::close(live_fd);  // the submitting mlw is done; the tree may still be building

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/container.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -68,7 +69,7 @@ std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
   const std::string run = shell_quote(paths.run_dir);
   std::string script = "#!/bin/sh\n";
   auto directive = [&](const std::string& option) { script += "#SBATCH " + option + "\n"; };
-  directive("--job-name=mlw-" + plan.record.run_id);
+  directive("--job-name=" + container_name(plan.record.run_id));
   directive(fmt::format("--nodes={}", compute.nodes));
   directive("--ntasks-per-node=1");
   if (compute.gpus_per_node > 0)
@@ -76,14 +77,16 @@ std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
   if (!compute.partition.empty()) directive("--partition=" + compute.partition);
   if (!compute.time_limit.empty()) directive("--time=" + compute.time_limit);
   if (!compute.account.empty()) directive("--account=" + compute.account);
-  directive("--output=" + paths.run_dir + "/driver_log.txt");
+  // Relative to the folder sbatch runs in (the run's): a directive line has no quoting, and
+  // the run's path may hold a space.
+  directive("--output=driver_log.txt");
   directive("--open-mode=append");
   script += "# Run " + plan.record.run_id + ", written by mlw.\ncd " + run +
             "/snapshot || exit 125\n" + "mkdir -p " + shell_quote(paths.share_dir) +
             " 2>/dev/null\n";
   const auto env = in_container(plan) ? run_environment(plan, "/mlw/run", "/mlw/share")
                                       : run_environment(plan, paths.run_dir, paths.share_dir);
-  for (const auto& [key, value] : env) script += "export " + key + "=" + shell_quote(value) + "\n";
+  for (const auto& [key, value] : env) script += "export " + shell_quote(key + "=" + value) + "\n";
   script += fmt::format(
       "export MLW_NUM_NODES=\"${{SLURM_JOB_NUM_NODES:-{}}}\"\n"
       "export MLW_GPUS_PER_NODE={}\n"

@@ -302,7 +302,7 @@ struct Supervisor {
   /// is recorded as failed).
   std::optional<std::string> run_in_engine(const std::string& image) {
     const std::string user = fmt::format("{}:{}", ::getuid(), ::getgid());
-    const std::string name = "mlw-" + lower_ascii(plan.record.run_id);
+    const std::string name = container_name(plan.record.run_id);
     const EngineResponse created =
         engine->request("POST", "/containers/create?name=" + name,
                         engine_create_body(plan, paths, facts, image, user));
@@ -705,7 +705,7 @@ struct Supervisor {
       record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs",
                                        plan.run_dir / "outputs", record.problems);
     }
-    record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl");
+    record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl", &record.problems);
     if (record.status != status::k_lost) record.process_group = 0;
     record.end_ms = ctx.clock->now_ms();
     record.pid = 0;

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -12,26 +14,104 @@
 
 namespace mlw {
 
-std::map<std::string, std::vector<nlohmann::ordered_json>> read_metric_series(
-    const fs::path& metrics_file) {
-  std::map<std::string, std::vector<nlohmann::ordered_json>> series;
-  auto text = read_file_if_exists(metrics_file);
-  if (!text) return series;
-  for (const auto& line : split(*text, '\n')) {
-    if (trim(line).empty()) continue;
-    auto json = nlohmann::ordered_json::parse(line, nullptr, false);
-    if (json.is_discarded() || !json.is_object() || !json.contains("name") ||
-        !json["name"].is_string() || !json.contains("value")) {
-      continue;
+namespace {
+
+constexpr std::size_t k_max_metric_line = 1024 * 1024;
+constexpr int k_max_metric_depth = 32;
+
+/// True when the JSON text nests arrays and objects no deeper than k_max_metric_depth (checked
+/// before parsing, so that no parser or copy recurses deeper).
+bool shallow_enough(std::string_view line) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > k_max_metric_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
     }
-    series[json["name"].get<std::string>()].push_back(json["value"]);
   }
+  return true;
+}
+
+/// One line of a metrics file: {"name": string, "value": any, ...}, else false.
+bool visit_line(std::string_view line, const MetricVisitor& visit) {
+  if (trim(line).empty()) return true;
+  if (!shallow_enough(line)) return false;
+  auto json = nlohmann::ordered_json::parse(line, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("name") ||
+      !json["name"].is_string() || !json.contains("value")) {
+    return false;
+  }
+  visit(json["name"].get<std::string>(), std::move(json["value"]));
+  return true;
+}
+
+}  // namespace
+
+std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& visit) {
+  std::FILE* file = std::fopen(metrics_file.c_str(), "rbe");
+  if (!file) return 0;
+  std::size_t skipped = 0;
+  std::string line;
+  bool too_long = false;
+  char buffer[65536];
+  auto end_line = [&] {
+    if (too_long || !visit_line(line, visit)) ++skipped;
+    line.clear();
+    too_long = false;
+  };
+  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, file)) {
+    std::string_view chunk(buffer, n);
+    while (!chunk.empty()) {
+      const auto newline = chunk.find('\n');
+      const std::string_view piece = chunk.substr(0, newline);
+      if (!too_long && line.size() + piece.size() > k_max_metric_line) {
+        too_long = true;
+        line.clear();
+      }
+      if (!too_long) line.append(piece);
+      if (newline == std::string_view::npos) break;
+      end_line();
+      chunk.remove_prefix(newline + 1);
+    }
+  }
+  std::fclose(file);
+  if (!line.empty() || too_long) end_line();
+  return skipped;
+}
+
+std::map<std::string, std::vector<nlohmann::ordered_json>> read_metric_series(
+    const fs::path& metrics_file, std::size_t* skipped) {
+  std::map<std::string, std::vector<nlohmann::ordered_json>> series;
+  const std::size_t bad =
+      for_each_metric(metrics_file, [&](const std::string& name, nlohmann::ordered_json value) {
+        series[name].push_back(std::move(value));
+      });
+  if (skipped) *skipped = bad;
   return series;
 }
 
-nlohmann::ordered_json last_metric_values(const fs::path& metrics_file) {
+nlohmann::ordered_json last_metric_values(const fs::path& metrics_file,
+                                          std::vector<std::string>* problems) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const auto& [name, values] : read_metric_series(metrics_file)) out[name] = values.back();
+  const std::size_t bad = for_each_metric(
+      metrics_file,
+      [&](const std::string& name, nlohmann::ordered_json value) { out[name] = std::move(value); });
+  if (bad > 0 && problems) {
+    problems->push_back(fmt::format(
+        "metrics.jsonl: {} line{} skipped (each must be one JSON object with \"name\" and "
+        "\"value\", at most 1 MiB, nested at most {} deep)",
+        bad, bad == 1 ? "" : "s", k_max_metric_depth));
+  }
   return out;
 }
 

@@ -52,6 +52,11 @@ struct TargetRunPaths {
   std::string share_dir;  ///< nativeSharedDirectory, expanded
 };
 
+/// The container's name for a run: "mlw-" and the run id in the characters docker accepts
+/// ([a-z0-9_.-]); a run id with others (a project folder named "my project" or "résumé") has
+/// them as '-' and a short hash of the id appended, so two such names cannot meet.
+std::string container_name(const std::string& run_id);
+
 /// The `docker run -d …` words of a container run (image and argv last). Values of environment
 /// variables are not among them: each is passed as `-e NAME` from the monitor's environment.
 std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,

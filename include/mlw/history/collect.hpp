@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -9,12 +10,21 @@
 
 namespace mlw {
 
-/// Every value of each metric in a metrics file (JSON lines of {name, value, step}), in order.
-std::map<std::string, std::vector<nlohmann::ordered_json>> read_metric_series(
-    const std::filesystem::path& metrics_file);
+/// Receives one metric line's name and value.
+using MetricVisitor = std::function<void(const std::string& name, nlohmann::ordered_json value)>;
 
-/// The last value of each metric.
-nlohmann::ordered_json last_metric_values(const std::filesystem::path& metrics_file);
+/// Reads a metrics file (JSON lines of {name, value, step}) as a stream, calling `visit` for
+/// each good line in order; returns how many lines were skipped (not such an object, over
+/// 1 MiB, or nested deeper than 32). A missing file has none.
+std::size_t for_each_metric(const std::filesystem::path& metrics_file, const MetricVisitor& visit);
+
+/// Every value of each metric in a metrics file, in order; `skipped` gets the bad lines' count.
+std::map<std::string, std::vector<nlohmann::ordered_json>> read_metric_series(
+    const std::filesystem::path& metrics_file, std::size_t* skipped = nullptr);
+
+/// The last value of each metric; skipped lines are counted in one line of `problems`.
+nlohmann::ordered_json last_metric_values(const std::filesystem::path& metrics_file,
+                                          std::vector<std::string>* problems = nullptr);
 
 /// Moves a run's `outputs/` folder to `destination` (in the run's history folder) and returns
 /// the relative paths of the regular files in it. Symlinks and special files are left out and

@@ -81,4 +81,26 @@ TEST(RunConfig, AKeyGivenTwiceIsAnErrorNamingBothLines) {
   EXPECT_THROW(parse_config_text("EnvironmentVariables:\n  A: 1\n  A: 2\n", "r"), Error);
 }
 
+TEST(RunConfig, EnvironmentVariableNamesAreCheckedAsMinusEDoes) {
+  for (const auto& [text, column] :
+       std::vector<std::pair<std::string, std::string>>{{"  MY-VAR: 1\n", "3:3"},
+                                                        {"  X=$(id -un > /tmp/f): 1\n", "3:3"},
+                                                        {"  1ST: a\n", "3:3"},
+                                                        {"  \"\": a\n", "3:3"}}) {
+    ConfigDocument doc = parse_config_text("Target: x\nEnvironmentVariables:\n  OK_1: v\n" + text,
+                                           "aml_config/x.runconfig");
+    try {
+      parse_run_config(doc);
+      FAIL() << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("aml_config/x.runconfig:4:3: "), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("cannot name an environment variable"),
+                std::string::npos);
+    }
+  }
+  ConfigDocument doc = parse_config_text("EnvironmentVariables:\n  _a9: \"$(x) ' end\"\n", "r");
+  EXPECT_EQ(parse_run_config(doc).environment_variables.at("_a9"), "$(x) ' end");
+}
+
 }  // namespace mlw

@@ -244,4 +244,15 @@ TEST(Container, GpuRunsPrintTheGpusTheContainerSeesFirst) {
   EXPECT_EQ(std::vector<std::string>(words.begin() + 4, words.end()), script_command(plan));
 }
 
+TEST(Container, NamesAreValidForDockerWhateverTheProjectFolderIsCalled) {
+  EXPECT_EQ(container_name("Demo_1700000000000"), "mlw-demo_1700000000000");
+  const std::string spaced = container_name("my project_17");
+  EXPECT_TRUE(spaced.starts_with("mlw-my-project_17-")) << spaced;
+  EXPECT_NE(spaced, container_name("my-project_17"));
+  const std::string accented = container_name("r\xc3\xa9sum\xc3\xa9_17");
+  EXPECT_EQ(accented.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.-"),
+            std::string::npos)
+      << accented;
+}
+
 }  // namespace mlw

@@ -184,4 +184,33 @@ TEST(Collect, LastMetricValuesAndSeries) {
   EXPECT_EQ(sparkline({1, 2, 3}), "▁▅█");
 }
 
+TEST(Collect, HostileMetricLinesAreSkippedAndCountedNeverFollowed) {
+  const test::TempDir temp("metrics");
+  const fs::path file = temp.path() / "m.jsonl";
+  std::string deep =
+      "{\"name\":\"deep\",\"value\":" + std::string(60000, '[') + std::string(60000, ']') + "}\n";
+  std::string text = "{\"name\":\"loss\",\"value\":1}\n" + deep +
+                     "{\"name\":\"long\",\"value\":\"" + std::string(2 << 20, 'x') + "\"}\n" +
+                     "{\"name\":\"ok\",\"value\":[[1,2],{\"a\":\"[[[[\"}]}\n" +
+                     "{\"name\":\"loss\",\"value\":2}";  // no newline at the end
+  atomic_write_file(file, text);
+  std::vector<std::string> problems;
+  const auto last = last_metric_values(file, &problems);
+  EXPECT_EQ(last["loss"], 2);
+  EXPECT_TRUE(last.contains("ok"));
+  EXPECT_FALSE(last.contains("deep"));
+  EXPECT_FALSE(last.contains("long"));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rfind("metrics.jsonl: 2 lines skipped", 0), 0u) << problems[0];
+  std::size_t skipped = 0;
+  EXPECT_EQ(read_metric_series(file, &skipped)["loss"].size(), 2u);
+  EXPECT_EQ(skipped, 2u);
+  // 32 levels are allowed, 33 are not.
+  atomic_write_file(file, "{\"name\":\"a\",\"value\":" + std::string(31, '[') +
+                              std::string(31, ']') + "}\n{\"name\":\"b\",\"value\":" +
+                              std::string(32, '[') + std::string(32, ']') + "}\n");
+  EXPECT_EQ(read_metric_series(file, &skipped).size(), 1u);
+  EXPECT_EQ(skipped, 1u);
+}
+
 }  // namespace mlw

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# A target that lies or talks, against the real sshd, Docker engine and Slurm cluster of
+# tests/fixtures/servers.sh, as the user mlwhostile: a ~/.bashrc that prints on stdout and stderr
+# (remote, remotedocker, slurm), fake `tar` and `cat` first on that user's PATH (a malformed
+# outputs stream, exit codes that are not ones, "running" where an exit code is read),
+# environment variable names that would inject commands, project folders whose names docker
+# refuses, and metrics that would crash a recursive parser.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_HOSTILE_USER \
+  MLW_TEST_IMAGE DOCKER_HOST SLURM_CONF
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+HUSER=$MLW_TEST_HOSTILE_USER
+USER_HOME=$(getent passwd "$HUSER" | cut -d: -f6)
+export MLW_RECONNECT_TIMEOUT=20
+rm -rf "$USER_HOME/.mlw" "$USER_HOME/.ssh" "$USER_HOME/evil"
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+as_user() { runuser -u "$HUSER" -- "$@"; }
+
+# The login node's greeting, as HPC sites and conda hooks print it, on both streams; and, when
+# evil/ exists, fake tools first on PATH.
+cat >"$WORK/bashrc" <<'RC'
+echo "Welcome to the login node. Module gcc/12 loaded."
+echo "conda: base environment activated" >&2
+printf 'no newline at the end'
+[ -d "$HOME/evil" ] && export PATH="$HOME/evil:$PATH"
+RC
+install -o "$HUSER" -m 0644 "$WORK/bashrc" "$USER_HOME/.bashrc"
+trap 'rm -rf "$USER_HOME/evil"; rm -f "$USER_HOME/.bashrc"; cleanup' EXIT
+
+new_project hostile
+cat >hello.py <<'PY'
+import os, sys
+os.makedirs("outputs", exist_ok=True)
+open("outputs/result.txt", "w").write("result\n")
+print("HELLO", sys.argv[1:], flush=True)
+PY
+
+attach() { # TYPE NAME [OPTIONS...]
+  local type=$1 name=$2
+  shift 2
+  "$MLW" computetarget attach "$type" -n "$name" -a "$ADDR" -u "$HUSER" --password-stdin \
+    --accept-host-key "$@" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+}
+
+# --- a ~/.bashrc that prints ------------------------------------------------------------------
+attach remote rem
+expect_eq "attach remote through a printing .bashrc" "$?" 0
+attach remotedocker rd --base-image "$MLW_TEST_IMAGE"
+expect_eq "attach remotedocker through a printing .bashrc" "$?" 0
+attach slurm sl
+expect_eq "attach slurm through a printing .bashrc" "$?" 0
+run_mlw computetarget doctor -n rem
+expect_eq "doctor through a printing .bashrc" "$CODE" 0
+for target in rem rd sl; do
+  run_mlw experiment submit -c "$target" hello.py a1
+  expect_eq "$target: a run through a printing .bashrc succeeds" "$CODE" 0
+  expect_contains "$target: its output" "$OUT" "HELLO ['a1']"
+  expect_not_contains "$target: the greeting is not in the run's output" "$OUT" "Welcome"
+  expect_not_contains "$target: nor in its messages" "$ERR" "cannot start the run"
+  ID=$(ls -t .mlw/runs | head -1)
+  expect_eq "$target: Completed" "$(json_get "$(cat ".mlw/runs/$ID/run.json")" 'd["status"]')" Completed
+  expect_eq "$target: the output came back" "$(cat ".mlw/runs/$ID/outputs/result.txt" 2>/dev/null)" result
+done
+
+# --- a lying tar: malformed output streams ----------------------------------------------------
+mkdir -p "$USER_HOME/evil"
+# NAME CONTENT: a fake tool in evil/ (the real one for every other use).
+fake() { install -o "$HUSER" -m 0755 /dev/stdin "$USER_HOME/evil/$1"; }
+fake tar <<'SH'
+#!/bin/sh
+[ "$1 $2 $3" = "-cf - outputs" ] || exec /bin/tar "$@"
+# One good file, then a pax header whose only record has length 0 (looped forever once).
+python3 - <<'PY'
+import sys, tarfile, io
+out = sys.stdout.buffer
+def header(name, typ, size):
+    info = tarfile.TarInfo(name); info.size = size; info.type = typ
+    return info.tobuf(format=tarfile.GNU_FORMAT)
+out.write(header("outputs/good.txt", tarfile.REGTYPE, 5) + b"good\n".ljust(512, b"\0"))
+out.write(header("pax", b"x", 9) + b"0 path=x\n".ljust(512, b"\0"))
+out.write(header("outputs/after.txt", tarfile.REGTYPE, 5) + b"late\n".ljust(512, b"\0"))
+out.write(b"\0" * 1024)
+PY
+SH
+START=$(date +%s)
+run_mlw experiment submit -c rem hello.py
+expect_eq "a malformed outputs stream: the run still ends (the script's exit code)" "$CODE" 0
+check "it ends at once (under 60 s), no loop" test $(($(date +%s) - START)) -lt 60
+ID=$(ls -t .mlw/runs | head -1)
+RECORD=$(cat ".mlw/runs/$ID/run.json")
+expect_contains "the problem names the target and the fault" "$(json_get "$RECORD" 'd["problems"]')" \
+  "outputs could not all be brought back from"
+expect_contains "and says what was wrong" "$(json_get "$RECORD" 'd["problems"]')" "a pax record whose length is wrong"
+expect_eq "what arrived before the fault is kept" "$(cat ".mlw/runs/$ID/outputs/good.txt" 2>/dev/null)" good
+check "what came after it is not" test ! -e ".mlw/runs/$ID/outputs/after.txt"
+rm -f "$USER_HOME/evil/tar"
+
+# --- exit codes that are not ones -------------------------------------------------------------
+fake cat <<'SH'
+#!/bin/sh
+[ "$1" = exit_code ] && { echo 4096; exit 0; }
+exec /bin/cat "$@"
+SH
+run_mlw experiment submit -c rem hello.py
+check "exit code 4096 from the target: submit fails" test "$CODE" -ne 0
+ID=$(ls -t .mlw/runs | head -1)
+RECORD=$(cat ".mlw/runs/$ID/run.json")
+expect_eq "the run is Failed" "$(json_get "$RECORD" 'd["status"]')" Failed
+expect_contains "the reason names the answer" "$(json_get "$RECORD" 'd["problems"]')" \
+  'answered "4096" where the run'
+fake cat <<'SH'
+#!/bin/sh
+[ "$1" = exit_code ] && { echo running; exit 0; }
+exec /bin/cat "$@"
+SH
+START=$(date +%s)
+timeout 120 "$MLW" experiment submit -c rem hello.py >"$WORK/o" 2>"$WORK/e"
+CODE=$?
+check "'running' where an exit code is read: submit ends, and fails" test "$CODE" -ne 0 -a "$CODE" -ne 124
+ID=$(ls -t .mlw/runs | head -1)
+expect_eq "the run is Failed" "$(json_get "$(cat ".mlw/runs/$ID/run.json")" 'd["status"]')" Failed
+rm -f "$USER_HOME/evil/cat"
+
+# --- metrics that would crash a recursive parser ---------------------------------------------
+cat >deep.py <<'PY'
+import json, os
+with open(os.environ["MLW_METRICS_FILE"], "a") as f:
+    f.write(json.dumps({"name": "loss", "value": 0.5}) + "\n")
+    f.write('{"name": "deep", "value": ' + "[" * 60000 + "]" * 60000 + "}\n")
+    f.write("not json at all\n")
+    f.write(json.dumps({"name": "acc", "value": 0.9}) + "\n")
+print("DEEP written", flush=True)
+PY
+for target in local rem; do
+  run_mlw experiment submit -c "$target" deep.py
+  expect_eq "$target: metrics nested 60,000 deep: the run completes" "$CODE" 0
+  ID=$(ls -t .mlw/runs | head -1)
+  run_mlw history info -r "$ID" -o json
+  expect_eq "$target: history info does not crash" "$CODE" 0
+  expect_eq "$target: the good metrics are kept" "$(json_get "$OUT" 'd["metrics"]')" "{'loss': 0.5, 'acc': 0.9}"
+  expect_contains "$target: the bad lines are counted in problems" "$(json_get "$OUT" 'd["problems"]')" \
+    "metrics.jsonl: 2 lines skipped"
+  run_mlw history info -r "$ID"
+  expect_eq "$target: history info as a table too" "$CODE" 0
+done
+
+# --- environment variable names ---------------------------------------------------------------
+for name in 'MY-VAR' 'X=$(id -un > /tmp/mlw-hostile-injected)'; do
+  cp aml_config/rem.runconfig "$WORK/saved.runconfig"
+  python3 - "$name" aml_config/rem.runconfig <<'PY'
+import sys
+name, path = sys.argv[1], sys.argv[2]
+text = open(path).read()
+import re
+text = re.sub(r"^EnvironmentVariables:.*$", "EnvironmentVariables:\n  '%s': x" % name, text, flags=re.M)
+open(path, "w").write(text)
+PY
+  expect_error "EnvironmentVariables key $name is refused (125, as other errors of submit)" 125 \
+    "cannot name an environment variable" experiment submit -c rem hello.py
+  expect_contains "with its place" "$ERR" "aml_config/rem.runconfig:"
+  cp "$WORK/saved.runconfig" aml_config/rem.runconfig
+done
+check "nothing was injected on the target" test ! -e /tmp/mlw-hostile-injected
+expect_error "-e with such a name is refused the same way" 125 "KEY made of letters" \
+  experiment submit -c local -e 'MY-VAR=1' hello.py
+
+# --- project folders docker would refuse ------------------------------------------------------
+for folder in "my project" "résumé"; do
+  mkdir -p "$WORK/$folder"
+  cp -r aml_config hello.py "$WORK/$folder/"
+  (
+    cd "$WORK/$folder" || exit 1
+    sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" aml_config/docker.compute
+    "$MLW" experiment submit -c docker hello.py >"$WORK/o1" 2>"$WORK/e1"
+    echo $? >"$WORK/c1"
+    "$MLW" experiment submit -c rd hello.py >"$WORK/o2" 2>"$WORK/e2"
+    echo $? >"$WORK/c2"
+  )
+  expect_eq "docker run of a project in \"$folder\"" "$(cat "$WORK/c1")" 0
+  expect_contains "its output" "$(cat "$WORK/o1")" "HELLO"
+  expect_eq "remotedocker run of a project in \"$folder\"" "$(cat "$WORK/c2")" 0
+  expect_contains "its output" "$(cat "$WORK/o2")" "HELLO"
+done
+
+finish
