@@ -24,6 +24,7 @@
 
 #include "mlw/config/names.hpp"
 #include "mlw/remote/frame.hpp"
+#include "mlw/remote/known_hosts.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -77,25 +78,6 @@ void put_u32(std::string& out, std::uint32_t v) {
 void put_string(std::string& out, std::string_view text) {
   put_u32(out, static_cast<std::uint32_t>(text.size()));
   out += text;
-}
-
-int knownhost_key_type(int hostkey_type) {
-  switch (hostkey_type) {
-    case LIBSSH2_HOSTKEY_TYPE_RSA:
-      return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
-    case LIBSSH2_HOSTKEY_TYPE_DSS:
-      return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
-      return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
-      return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
-    case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
-      return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
-    case LIBSSH2_HOSTKEY_TYPE_ED25519:
-      return LIBSSH2_KNOWNHOST_KEY_ED25519;
-    default:
-      return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
-  }
 }
 
 /// The known_hosts host field for host and port, as OpenSSH writes it.
@@ -368,6 +350,7 @@ struct SshShell::Impl {
       session = libssh2_session_init();
       if (!session) fail("connect", "cannot create an SSH session", "");
       libssh2_session_set_blocking(session, 0);
+      prefer_known_key_types();
       const int rc = retry([&] { return libssh2_session_handshake(session, socket); },
                            options.connect_timeout_ms);
       if (rc == 0) break;
@@ -389,28 +372,37 @@ struct SshShell::Impl {
     libssh2_keepalive_config(session, 1, static_cast<unsigned>(options.keepalive_interval_s));
   }
 
-  /// The 1-based line of known_hosts with an entry for this host (matching or not), or 0.
-  int known_hosts_line(const std::string& key, int key_type) {
-    const auto text = read_file_if_exists(options.known_hosts);
-    if (!text) return 0;
-    std::istringstream lines(*text);
-    std::string line;
-    for (int number = 1; std::getline(lines, line); ++number) {
-      LIBSSH2_KNOWNHOSTS* one = libssh2_knownhost_init(session);
-      const bool parsed = libssh2_knownhost_readline(one, line.c_str(), line.size(),
-                                                     LIBSSH2_KNOWNHOST_FILE_OPENSSH) == 0;
-      int result = LIBSSH2_KNOWNHOST_CHECK_NOTFOUND;
-      if (parsed) {
-        result = libssh2_knownhost_checkp(
-            one, endpoint.host.c_str(), endpoint.port, key.data(), key.size(),
-            LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | key_type, nullptr);
-      }
-      libssh2_knownhost_free(one);
-      if (result == LIBSSH2_KNOWNHOST_CHECK_MATCH || result == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
-        return number;
+  /// known_hosts, the user's then the global ones; bad lines are named at -v.
+  KnownHosts read_known_hosts(bool name_skipped) const {
+    std::vector<std::filesystem::path> files = {options.known_hosts};
+    files.insert(files.end(), options.global_known_hosts.begin(), options.global_known_hosts.end());
+    KnownHosts known = KnownHosts::read(files);
+    if (name_skipped) {
+      for (const auto& skipped : known.skipped) spdlog::debug("{}", skipped);
+    }
+    return known;
+  }
+
+  /// The host key types to offer first in the handshake: those known_hosts has for the host.
+  void prefer_known_key_types() {
+    // OpenSSH's order after the types already known for the host.
+    const auto types = known_key_types(read_known_hosts(false), endpoint.host, endpoint.port);
+    std::vector<std::string> order;
+    for (const auto& type : types) {
+      if (type == "ssh-rsa") {
+        order.insert(order.end(), {"rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"});
+      } else {
+        order.push_back(type);
       }
     }
-    return 0;
+    for (const char* type : {"ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                             "ecdsa-sha2-nistp521", "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"}) {
+      if (std::find(order.begin(), order.end(), type) == order.end()) order.push_back(type);
+    }
+    if (libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, join(order, ",").c_str()) !=
+        0) {
+      spdlog::debug("ssh {}: cannot prefer the known host key types {}", where(), join(types, ","));
+    }
   }
 
   void check_host_key() {
@@ -420,31 +412,24 @@ struct SshShell::Impl {
     if (!raw) fail("host key", "the server sent no host key", "");
     const std::string key(raw, length);
     fingerprint = ssh_fingerprint(key);
-    const int key_type = knownhost_key_type(type);
-    LIBSSH2_KNOWNHOSTS* hosts = libssh2_knownhost_init(session);
-    if (std::filesystem::exists(options.known_hosts)) {
-      libssh2_knownhost_readfile(hosts, options.known_hosts.c_str(),
-                                 LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+    const KnownHosts known = read_known_hosts(true);
+    const HostKeyCheck check = check_known_host(known, endpoint.host, endpoint.port, key);
+    if (check.verdict == HostKeyVerdict::Known) return;
+    if (check.verdict == HostKeyVerdict::Revoked) {
+      fail("host key",
+           fmt::format("the host key {} is marked @revoked at {}:{}", fingerprint,
+                       check.entry->file, check.entry->line),
+           "it must not be trusted; ask the machine's owner for its new key");
     }
-    const int result = libssh2_knownhost_checkp(
-        hosts, endpoint.host.c_str(), endpoint.port, key.data(), key.size(),
-        LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | key_type, nullptr);
-    if (result == LIBSSH2_KNOWNHOST_CHECK_MATCH) {
-      libssh2_knownhost_free(hosts);
-      return;
-    }
-    if (result == LIBSSH2_KNOWNHOST_CHECK_MISMATCH) {
-      libssh2_knownhost_free(hosts);
-      const int line = known_hosts_line(key, key_type);
-      fail(
-          "host key",
-          fmt::format("the host key CHANGED (now {}); this may be an attack, or the machine was "
-                      "reinstalled",
-                      fingerprint),
-          fmt::format("if you trust the change, remove line {} of {} (ssh-keygen -R {} -f {}) "
-                      "and connect again",
-                      line, options.known_hosts.string(),
-                      known_host_name(endpoint.host, endpoint.port), options.known_hosts.string()));
+    if (check.verdict == HostKeyVerdict::Changed) {
+      fail("host key",
+           fmt::format("the host key CHANGED (now {}); this may be an attack, or the machine was "
+                       "reinstalled",
+                       fingerprint),
+           fmt::format("if you trust the change, remove line {} of {} (ssh-keygen -R {} -f {}) "
+                       "and connect again",
+                       check.entry->line, check.entry->file,
+                       known_host_name(endpoint.host, endpoint.port), check.entry->file));
     }
     bool accept = options.accept_new_host_key;
     if (!accept && options.ask_host_key) {
@@ -455,28 +440,26 @@ struct SshShell::Impl {
                    options.known_hosts.string())) == HostKeyDecision::Accept;
     }
     if (!accept) {
-      libssh2_knownhost_free(hosts);
       fail("host key", fmt::format("unknown host key {}", fingerprint),
            "check the fingerprint with the machine's owner, then attach again with "
            "--accept-host-key (or connect once with ssh)");
     }
-    libssh2_knownhost* added = nullptr;
-    const std::string name = known_host_name(endpoint.host, endpoint.port);
-    libssh2_knownhost_addc(hosts, name.c_str(), nullptr, key.data(), key.size(), nullptr, 0,
-                           LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW | key_type,
-                           &added);
-    char line[8192];
-    std::size_t written = 0;
-    if (added && libssh2_knownhost_writeline(hosts, added, line, sizeof line, &written,
-                                             LIBSSH2_KNOWNHOST_FILE_OPENSSH) == 0) {
-      make_directories(options.known_hosts.parent_path());
-      std::string existing = read_file_if_exists(options.known_hosts).value_or("");
-      if (!existing.empty() && existing.back() != '\n') existing += '\n';
-      atomic_write_file(options.known_hosts, existing + std::string(line, written));
-      spdlog::info("recorded the host key of {} ({}) in {}", where(), fingerprint,
-                   options.known_hosts.string());
+    append_known_host(options.known_hosts, known_hosts_entry(key));
+    spdlog::info("recorded the host key of {} ({}) in {}", where(), fingerprint,
+                 options.known_hosts.string());
+  }
+
+  /// The known_hosts line for this host and key, as OpenSSH writes it (not hashed).
+  std::string known_hosts_entry(const std::string& key) const {
+    std::string type;
+    if (key.size() >= 4) {
+      const auto* b = reinterpret_cast<const unsigned char*>(key.data());
+      const std::size_t n = (std::size_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
+      type = key.substr(4, std::min(n, key.size() - 4));
     }
-    libssh2_knownhost_free(hosts);
+    return fmt::format(
+        "{} {} {}\n", known_host_name(endpoint.host, endpoint.port), type,
+        base64(reinterpret_cast<const unsigned char*>(key.data()), key.size(), true));
   }
 
   bool try_key(const std::filesystem::path& file, const std::optional<std::string>& passphrase,

@@ -17,7 +17,16 @@ USER_HOME=$(getent passwd "$HUSER" | cut -d: -f6)
 export MLW_RECONNECT_TIMEOUT=20
 rm -rf "$USER_HOME/.mlw" "$USER_HOME/.ssh" "$USER_HOME/evil"
 printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
-as_user() { runuser -u "$HUSER" -- "$@"; }
+# run_bounded SECONDS ARGS...: run_mlw that cannot hang the suite (a lying target once made
+# runs loop for ever); 124 when it had to be stopped.
+run_bounded() {
+  local limit=$1
+  shift
+  timeout -k 5 "$limit" "$MLW" "$@" >"$WORK/.out" 2>"$WORK/.err" </dev/null
+  CODE=$?
+  OUT=$(cat "$WORK/.out")
+  ERR=$(cat "$WORK/.err")
+}
 
 # The login node's greeting, as HPC sites and conda hooks print it, on both streams; and, when
 # evil/ exists, fake tools first on PATH.
@@ -55,7 +64,7 @@ expect_eq "attach slurm through a printing .bashrc" "$?" 0
 run_mlw computetarget doctor -n rem
 expect_eq "doctor through a printing .bashrc" "$CODE" 0
 for target in rem rd sl; do
-  run_mlw experiment submit -c "$target" hello.py a1
+  run_bounded 300 experiment submit -c "$target" hello.py a1
   expect_eq "$target: a run through a printing .bashrc succeeds" "$CODE" 0
   expect_contains "$target: its output" "$OUT" "HELLO ['a1']"
   expect_not_contains "$target: the greeting is not in the run's output" "$OUT" "Welcome"
@@ -86,7 +95,7 @@ out.write(b"\0" * 1024)
 PY
 SH
 START=$(date +%s)
-run_mlw experiment submit -c rem hello.py
+run_bounded 120 experiment submit -c rem hello.py
 expect_eq "a malformed outputs stream: the run still ends (the script's exit code)" "$CODE" 0
 check "it ends at once (under 60 s), no loop" test $(($(date +%s) - START)) -lt 60
 ID=$(ls -t .mlw/runs | head -1)
@@ -104,7 +113,7 @@ fake cat <<'SH'
 [ "$1" = exit_code ] && { echo 4096; exit 0; }
 exec /bin/cat "$@"
 SH
-run_mlw experiment submit -c rem hello.py
+run_bounded 120 experiment submit -c rem hello.py
 check "exit code 4096 from the target: submit fails" test "$CODE" -ne 0
 ID=$(ls -t .mlw/runs | head -1)
 RECORD=$(cat ".mlw/runs/$ID/run.json")
@@ -116,9 +125,7 @@ fake cat <<'SH'
 [ "$1" = exit_code ] && { echo running; exit 0; }
 exec /bin/cat "$@"
 SH
-START=$(date +%s)
-timeout 120 "$MLW" experiment submit -c rem hello.py >"$WORK/o" 2>"$WORK/e"
-CODE=$?
+run_bounded 120 experiment submit -c rem hello.py
 check "'running' where an exit code is read: submit ends, and fails" test "$CODE" -ne 0 -a "$CODE" -ne 124
 ID=$(ls -t .mlw/runs | head -1)
 expect_eq "the run is Failed" "$(json_get "$(cat ".mlw/runs/$ID/run.json")" 'd["status"]')" Failed
@@ -135,7 +142,7 @@ with open(os.environ["MLW_METRICS_FILE"], "a") as f:
 print("DEEP written", flush=True)
 PY
 for target in local rem; do
-  run_mlw experiment submit -c "$target" deep.py
+  run_bounded 300 experiment submit -c "$target" deep.py
   expect_eq "$target: metrics nested 60,000 deep: the run completes" "$CODE" 0
   ID=$(ls -t .mlw/runs | head -1)
   run_mlw history info -r "$ID" -o json
@@ -184,5 +191,67 @@ for folder in "my project" "résumé"; do
   expect_eq "remotedocker run of a project in \"$folder\"" "$(cat "$WORK/c2")" 0
   expect_contains "its output" "$(cat "$WORK/o2")" "HELLO"
 done
+
+# --- known_hosts as users' machines have it ---------------------------------------------------
+# Each case: a fresh ~/.ssh/known_hosts, then attach (no terminal).
+HOSTNAME_FIELD="[127.0.0.1]:$MLW_TEST_SSH_PORT"
+ED_KEY=$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")
+EC_KEY=$(cut -d' ' -f1,2 "$MLW_TEST_SSH_ECDSA_KEY")
+OTHER_ED=$(ssh-keygen -q -t ed25519 -N '' -f "$WORK/other" <<<y >/dev/null 2>&1; cut -d' ' -f1,2 "$WORK/other.pub")
+kh_attach() { # NAME [--accept-host-key]: attach remote NAME with the current known_hosts
+  "$MLW" computetarget attach remote -n "$1" -a "$ADDR" -u "$HUSER" --password-stdin "${@:2}" \
+    <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+  CODE=$?
+  ERR=$(cat "$WORK/e")
+}
+KH="$HOME/.ssh/known_hosts"
+mkdir -p "$HOME/.ssh"
+{
+  printf '\r\n'
+  head -c 5000 /dev/zero | tr '\0' 'x'
+  printf '\n%s %s\n' "$HOSTNAME_FIELD" "${ED_KEY:0:40}"
+  echo "$HOSTNAME_FIELD $OTHER_ED"
+} >"$KH"
+cp "$KH" "$WORK/kh.before"
+kh_attach kh1 --accept-host-key
+expect_eq "a changed key after unreadable lines is refused" "$CODE" 1
+expect_contains "as CHANGED, naming its line" "$ERR" "CHANGED"
+expect_contains "the line is the fourth" "$ERR" "remove line 4 of $KH"
+check "--accept-host-key did not record the changed key" cmp -s "$KH" "$WORK/kh.before"
+
+# The server offers ED25519 and ECDSA; what ssh recorded is the type to use.
+for type in ed25519 ecdsa; do
+  ssh-keyscan -t "$type" -p "$MLW_TEST_SSH_PORT" 127.0.0.1 2>/dev/null >"$KH"
+  expect_eq "ssh-keyscan recorded one $type key" "$(wc -l <"$KH")" 1
+  kh_attach "kh2$type"
+  expect_eq "a host first met by ssh with its $type key is known to mlw" "$CODE" 0
+  check "nothing added" test "$(wc -l <"$KH")" -eq 1
+done
+
+ssh-keyscan -H -t ed25519 -p "$MLW_TEST_SSH_PORT" 127.0.0.1 2>/dev/null >"$KH"
+expect_contains "the name is hashed" "$(cat "$KH")" "|1|"
+kh_attach kh3
+expect_eq "a hashed known_hosts line is read" "$CODE" 0
+
+printf '@revoked * %s\n%s %s\n' "$ED_KEY" "$HOSTNAME_FIELD" "$ED_KEY" >"$KH"
+kh_attach kh4 --accept-host-key
+expect_eq "a @revoked key is refused" "$CODE" 1
+expect_contains "saying so" "$ERR" "@revoked"
+
+printf '@cert-authority %s %s\n' "$HOSTNAME_FIELD" "$ED_KEY" >"$KH"
+kh_attach kh5
+expect_eq "a @cert-authority line is not a host key" "$CODE" 1
+expect_contains "the key is unknown" "$ERR" "unknown host key"
+
+mkdir -p "$HOME/dotfiles"
+printf '# mine\n' >"$HOME/dotfiles/known_hosts"
+chmod 600 "$HOME/dotfiles/known_hosts"
+ln -sf "$HOME/dotfiles/known_hosts" "$KH"
+kh_attach kh6 --accept-host-key
+expect_eq "attach --accept-host-key through a symlinked known_hosts" "$CODE" 0
+check "known_hosts is still a symlink" test -L "$KH"
+expect_eq "its file keeps mode 600" "$(stat -c %a "$HOME/dotfiles/known_hosts")" 600
+expect_contains "the key is in the real file" "$(cat "$HOME/dotfiles/known_hosts")" "$HOSTNAME_FIELD ssh-ed25519"
+check "ssh itself accepts the line mlw wrote" ssh-keygen -F "$HOSTNAME_FIELD" -f "$HOME/dotfiles/known_hosts"
 
 finish

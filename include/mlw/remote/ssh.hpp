@@ -43,8 +43,10 @@ enum class HostKeyDecision { Refuse, Accept };
 
 /// How to connect: files, secrets and the questions that may be asked.
 struct SshOptions {
-  std::filesystem::path known_hosts;  ///< ~/.ssh/known_hosts
-  std::filesystem::path ssh_dir;      ///< ~/.ssh, for the default keys
+  std::filesystem::path known_hosts;  ///< ~/.ssh/known_hosts: read, and where new keys go
+  /// Read after known_hosts, never written (/etc/ssh/ssh_known_hosts).
+  std::vector<std::filesystem::path> global_known_hosts = {"/etc/ssh/ssh_known_hosts"};
+  std::filesystem::path ssh_dir;  ///< ~/.ssh, for the default keys
   bool use_agent = true;
   bool accept_new_host_key = false;  ///< --accept-host-key: record an unknown key without asking
   /// Asks whether to trust an unknown key (shown its fingerprint); empty: no terminal to ask on.
