@@ -93,6 +93,11 @@ std::string resolve_script(const Context& ctx, const Project& project, const std
                                 relative.string(), prefix),
                     exit_code::k_not_found);
       }
+      if (is_dir) {
+        if (auto text = read_file_if_exists(project.root / prefix / ".amlignore")) {
+          rules.add_text(*text, prefix);
+        }
+      }
     }
     return relative.string();
   }

@@ -184,6 +184,9 @@ struct Walker {
   }
 
   void walk(const fs::path& folder, const std::string& prefix) {
+    if (!prefix.empty()) {
+      if (auto text = read_file_if_exists(folder / ".amlignore")) rules.add_text(*text, prefix);
+    }
     std::error_code ec;
     fs::directory_iterator it(folder, ec);
     if (ec) throw Error("cannot read folder " + folder.string() + ": " + ec.message());

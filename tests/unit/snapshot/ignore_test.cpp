@@ -64,4 +64,39 @@ TEST(IgnoreRules, TrailingSpacesAreTrimmedUnlessEscaped) {
   EXPECT_TRUE(rules.ignored("b ", false));
 }
 
+TEST(GlobMatch, PosixClassesAndGitsBracketRules) {
+  EXPECT_TRUE(glob_match("run[[:digit:]].log", "run7.log"));
+  EXPECT_FALSE(glob_match("run[[:digit:]].log", "runx.log"));
+  EXPECT_TRUE(glob_match("[[:upper:][:digit:]]x", "Qx"));
+  EXPECT_TRUE(glob_match("[^a]", "b"));
+  EXPECT_TRUE(glob_match("[]]", "]"));
+  EXPECT_TRUE(glob_match("[!]]", "a"));
+  EXPECT_FALSE(glob_match("[[:nosuch:]]", "a"));  // malformed: matches nothing
+  EXPECT_FALSE(glob_match("[abc", "a"));
+  EXPECT_FALSE(glob_match("abc\\", "abc"));
+  EXPECT_TRUE(glob_match("a[[:x]", "a[")) << "not [:name:]: a literal [";
+}
+
+TEST(GlobMatch, BacktrackingIsNeverExponential) {
+  const std::string name = std::string(200, 'a');
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_FALSE(glob_match("*a*a*a*a*a*a*a*a*a*a*b", name));
+  }
+  EXPECT_TRUE(glob_match("**/**/**/**/**/**/x", "a/b/c/d/e/f/g/h/i/j/k/x"));
+}
+
+TEST(IgnoreRules, AnAmlignoreInASubfolderSpeaksForThatFolder) {
+  IgnoreRules rules;
+  rules.add_text("*.csv\n");
+  rules.add_text("!keep.csv\n/local.txt\ncache/\n", "data");
+  EXPECT_TRUE(rules.ignored("big.csv", false));
+  EXPECT_FALSE(rules.ignored("data/keep.csv", false));
+  EXPECT_TRUE(rules.ignored("other/keep.csv", false));
+  EXPECT_TRUE(rules.ignored("data/local.txt", false));
+  EXPECT_FALSE(rules.ignored("local.txt", false));
+  EXPECT_FALSE(rules.ignored("data/x/local.txt", false));
+  EXPECT_TRUE(rules.ignored("data/x/cache", true));
+  EXPECT_FALSE(rules.ignored("datax/keep.csv", false) == false);
+}
+
 }  // namespace mlw
