@@ -71,9 +71,23 @@ std::string SecretStore::load_text() const {
   return read_file(path);
 }
 
+void SecretStore::restrict_folder() const {
+  // A folder that already existed (made by another tool, or with a loose umask) is made 0700
+  // too: the store's lock and temporary files live in it.
+  struct stat info {};
+  if (::lstat(m_folder.c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
+      info.st_uid == ::geteuid() && (info.st_mode & 077) != 0) {
+    if (::chmod(m_folder.c_str(), 0700) != 0) {
+      throw Error(fmt::format("cannot make {} private (chmod 700): {}", m_folder.string(),
+                              errno_text(errno)));
+    }
+  }
+}
+
 std::string SecretStore::put(const std::string& target, const std::string& user,
                              const std::string& secret) {
   make_directories(m_folder, 0700);
+  restrict_folder();
   StoreLock lock(m_folder);
   nlohmann::ordered_json data;
   try {

@@ -254,4 +254,48 @@ expect_eq "its file keeps mode 600" "$(stat -c %a "$HOME/dotfiles/known_hosts")"
 expect_contains "the key is in the real file" "$(cat "$HOME/dotfiles/known_hosts")" "$HOSTNAME_FIELD ssh-ed25519"
 check "ssh itself accepts the line mlw wrote" ssh-keygen -F "$HOSTNAME_FIELD" -f "$HOME/dotfiles/known_hosts"
 
+# --- the password prompt and Ctrl-C ------------------------------------------------------------
+# On a real terminal (a pty), Ctrl-C at the no-echo password prompt must give the terminal back
+# with echo on.
+TTY_RESULT=$(python3 - "$MLW" "$ADDR" "$HUSER" <<'PY'
+import os, pty, select, signal, sys, termios, time
+mlw, addr, user = sys.argv[1:]
+master, slave = pty.openpty()
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    os.close(master)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    import fcntl
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    os.execv(mlw, [mlw, "computetarget", "attach", "remote", "-n", "tty", "-a", addr, "-u", user,
+                   "--accept-host-key"])
+seen = b""
+deadline = time.time() + 20
+while b"Password for" not in seen and time.time() < deadline:
+    if select.select([master], [], [], 0.5)[0]:
+        seen += os.read(master, 4096)
+prompted = b"Password for" in seen
+deadline = time.time() + 5  # the prompt is printed just before echo goes off
+while termios.tcgetattr(slave)[3] & termios.ECHO and time.time() < deadline:
+    time.sleep(0.02)
+echo_off = not (termios.tcgetattr(slave)[3] & termios.ECHO)
+os.write(master, b"\x03")  # Ctrl-C, as the terminal sends it
+_, status = os.waitpid(pid, 0)
+echo_back = bool(termios.tcgetattr(slave)[3] & termios.ECHO)
+print(prompted, echo_off, echo_back, os.waitstatus_to_exitcode(status))
+PY
+)
+expect_eq "Ctrl-C at the password prompt: prompted, echo off, echo back on, killed by SIGINT" \
+  "$TTY_RESULT" "True True True -2"
+check "nothing attached" test ! -e aml_config/tty.compute
+
+# --- the secrets folder -------------------------------------------------------------------------
+mkdir -p "$XDG_CONFIG_HOME/mlw"
+chmod 755 "$XDG_CONFIG_HOME/mlw"
+"$MLW" computetarget attach remote -n secretdir -a "$ADDR" -u "$HUSER" --password-stdin \
+  --accept-host-key <"$WORK/pw" >/dev/null 2>&1
+expect_eq "attach makes an existing secrets folder 0700" "$(stat -c %a "$XDG_CONFIG_HOME/mlw")" 700
+
 finish

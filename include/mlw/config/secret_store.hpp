@@ -29,6 +29,8 @@ class SecretStore {
 
  private:
   std::string load_text() const;
+  /// Makes the store's folder 0700 when it is the user's and more open.
+  void restrict_folder() const;
   std::filesystem::path m_folder;
 };
 

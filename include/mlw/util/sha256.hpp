@@ -1,28 +1,27 @@
 #pragma once
 
-#include <array>
-#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
 
+struct evp_md_ctx_st;
+
 namespace mlw {
 
-/// Incremental SHA-256 (FIPS 180-4).
+/// Incremental SHA-256 (OpenSSL's libcrypto).
 class Sha256 {
  public:
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
   /// Adds bytes to the message.
   void update(std::string_view data);
-  /// Finishes the message and returns the digest as 64 lowercase hex digits.
+  /// Finishes the message and returns the digest as 64 lowercase hex digits (once).
   std::string hex_digest();
 
  private:
-  void compress(const std::uint8_t* block);
-  std::array<std::uint32_t, 8> m_state;
-  std::array<std::uint8_t, 64> m_buffer{};
-  std::size_t m_buffered = 0;
-  std::uint64_t m_length = 0;
+  evp_md_ctx_st* m_context;
 };
 
 /// SHA-256 of `data` as hex.

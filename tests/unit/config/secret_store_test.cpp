@@ -61,4 +61,24 @@ TEST_F(SecretStoreTest, WorkbenchReferenceAsksToReattach) {
   }
 }
 
+TEST_F(SecretStoreTest, AnExistingFolderOthersCanEnterIsMadePrivate) {
+  fs::create_directories(m_dir);
+  ::chmod(m_dir.c_str(), 0755);
+  SecretStore store(m_dir);
+  store.put("vm", "me", "x");
+  struct stat info {};
+  ASSERT_EQ(::stat(m_dir.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0700u);
+}
+
+TEST_F(SecretStoreTest, AStoreItsGroupOrOthersCanReadIsRefused) {
+  for (const mode_t mode : {0640, 0604, 0660, 0606}) {
+    SecretStore store(m_dir);
+    store.put("vm", "me", "x");
+    ::chmod(store.file().c_str(), mode);
+    EXPECT_THROW(store.put("vm", "me", "y"), Error) << std::oct << mode;
+    ::chmod(store.file().c_str(), 0600);
+  }
+}
+
 }  // namespace mlw
