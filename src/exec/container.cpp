@@ -183,7 +183,7 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
     }
     for (const auto& item : deps) {
       if (item.IsScalar()) {
-        const std::string name = item.as<std::string>();
+        const std::string name = item.Scalar();
         if (const auto pin = python_pin(name)) {
           env.python_pin = *pin;
         } else if (name != "pip" && !starts_with(name, "pip=")) {
@@ -194,7 +194,15 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
           throw Error(fmt::format("{}:{}: pip must be a list", file, item["pip"].Mark().line + 1),
                       exit_code::k_cannot_start);
         }
-        for (const auto& requirement : item["pip"]) pip.push_back(requirement.as<std::string>());
+        for (const auto& requirement : item["pip"]) {
+          if (!requirement.IsScalar()) {
+            throw Error(
+                fmt::format("{}:{}: each pip entry must be one requirement line (got a {})", file,
+                            requirement.Mark().line + 1, requirement.IsMap() ? "mapping" : "list"),
+                exit_code::k_cannot_start);
+          }
+          pip.push_back(requirement.Scalar());
+        }
       }
     }
   }

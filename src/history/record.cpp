@@ -1,8 +1,11 @@
 #include "mlw/history/record.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "mlw/util/clock.hpp"
+#include "mlw/util/json_text.hpp"
 
 namespace mlw {
 
@@ -28,7 +31,7 @@ nlohmann::ordered_json time_or_null(std::int64_t ms) {
 }
 std::int64_t ms_from(const nlohmann::ordered_json& json, const char* key) {
   const auto it = json.find(std::string(key) + "_ms");
-  return it != json.end() && it->is_number() ? it->get<std::int64_t>() : 0;
+  return it != json.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
 }
 }  // namespace
 
@@ -73,22 +76,41 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"cancel_requested", cancel_requested},
   };
   if (!job_id.empty()) out["job_id"] = job_id;  // slurm runs only
+  make_json_safe(out);  // a name or an argument that is not UTF-8 is kept, byte for byte
   return out;
 }
 
 RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   RunRecord r;
+  if (!json.is_object()) return r;  // a damaged run.json: every field keeps its default
+  // A number of the wrong kind (a hand edit, another version) is its default, never an
+  // exception.
+  auto integer = [&](const char* key) -> std::int64_t {
+    const auto it = json.find(key);
+    if (it == json.end() || !it->is_number_integer()) return 0;
+    return it->is_number_unsigned() ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                                          it->get<std::uint64_t>(), INT64_MAX))
+                                    : it->get<std::int64_t>();
+  };
+  auto small = [&](const char* key) {
+    return static_cast<int>(std::clamp<std::int64_t>(integer(key), INT32_MIN, INT32_MAX));
+  };
   auto str = [&](const char* key) {
     const auto it = json.find(key);
-    return it != json.end() && it->is_string() ? it->get<std::string>() : std::string();
+    return it != json.end() && it->is_string() ? text_from_json(it->get<std::string>())
+                                               : std::string();
   };
   auto strings = [&](const char* key) {
+    std::vector<std::string> out;
     const auto it = json.find(key);
-    return it != json.end() && it->is_array() ? it->get<std::vector<std::string>>()
-                                              : std::vector<std::string>();
+    if (it == json.end() || !it->is_array()) return out;
+    for (const auto& item : *it) {
+      if (item.is_string()) out.push_back(text_from_json(item.get<std::string>()));
+    }
+    return out;
   };
   r.run_id = str("run_id");
-  r.run_number = json.value("run_number", std::int64_t{0});
+  r.run_number = integer("run_number");
   r.project = str("project");
   r.script = str("script");
   r.arguments = strings("arguments");
@@ -100,8 +122,8 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   r.created_ms = ms_from(json, "created");
   r.start_ms = ms_from(json, "started");
   r.end_ms = ms_from(json, "ended");
-  if (json.contains("exit_code") && json["exit_code"].is_number()) {
-    r.exit_code = json["exit_code"].get<int>();
+  if (json.contains("exit_code") && json["exit_code"].is_number_integer()) {
+    r.exit_code = small("exit_code");
   }
   r.user = str("user");
   r.host = str("host");
@@ -110,18 +132,25 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
     r.git_dirty = json["git_dirty"].get<bool>();
   }
   r.snapshot_hash = str("snapshot_hash");
-  r.snapshot_files = json.value("snapshot_files", std::uint64_t{0});
-  r.snapshot_bytes = json.value("snapshot_bytes", std::uint64_t{0});
+  r.snapshot_files =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(integer("snapshot_files"), 0));
+  r.snapshot_bytes =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(integer("snapshot_bytes"), 0));
   r.image_tag = str("image_tag");
-  if (json.contains("metrics") && json["metrics"].is_object()) r.metrics = json["metrics"];
+  // Nested no deeper than metrics.jsonl allows (copying recurses).
+  if (json.contains("metrics") && json["metrics"].is_object() &&
+      json_depth(json["metrics"]) <= 40) {
+    r.metrics = json["metrics"];
+  }
   r.outputs = strings("outputs");
   r.problems = strings("problems");
-  r.pid = json.value("pid", 0);
-  r.process_group = json.value("process_group", 0);
-  r.job_id = json.value("job_id", "");
-  r.pid_start = json.value("pid_start", 0ULL);
+  r.pid = small("pid");
+  r.process_group = small("process_group");
+  r.job_id = str("job_id");
+  r.pid_start = static_cast<unsigned long long>(std::max<std::int64_t>(integer("pid_start"), 0));
   r.boot_id = str("boot_id");
-  r.cancel_requested = json.value("cancel_requested", false);
+  const auto cancel = json.find("cancel_requested");
+  r.cancel_requested = cancel != json.end() && cancel->is_boolean() && cancel->get<bool>();
   return r;
 }
 

@@ -240,6 +240,11 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    // No orphan folder: a run that could not be recorded leaves nothing behind.
+    if (!record.run_id.empty()) {
+      std::error_code ec;
+      fs::remove_all(run_dir(record.run_id), ec);
+    }
     throw;
   }
 }

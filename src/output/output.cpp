@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "mlw/util/error.hpp"
+#include "mlw/util/json_text.hpp"
 
 namespace mlw {
 
@@ -19,7 +20,7 @@ OutputFormat parse_output_format(const std::string& text) {
 
 std::string cell_text(const nlohmann::ordered_json& value) {
   if (value.is_null()) return "";
-  if (value.is_string()) return value.get<std::string>();
+  if (value.is_string()) return shown_text(value.get<std::string>());
   if (value.is_number_float()) {
     std::string text = value.dump();
     return text;
@@ -64,8 +65,10 @@ std::string to_yaml(const nlohmann::ordered_json& value) {
   return std::string(out.c_str()) + "\n";
 }
 
-void Output::print_list(const nlohmann::ordered_json& rows,
+void Output::print_list(const nlohmann::ordered_json& given,
                         const std::vector<Column>& columns) const {
+  nlohmann::ordered_json rows = given;
+  make_json_safe(rows);  // names and arguments that are not UTF-8, shown in their \xNN form
   switch (m_format) {
     case OutputFormat::Json:
       m_out << rows.dump(2) << "\n";
@@ -113,7 +116,9 @@ void Output::print_list(const nlohmann::ordered_json& rows,
   }
 }
 
-void Output::print_object(const nlohmann::ordered_json& object) const {
+void Output::print_object(const nlohmann::ordered_json& given) const {
+  nlohmann::ordered_json object = given;
+  make_json_safe(object);
   switch (m_format) {
     case OutputFormat::Json:
       m_out << object.dump(2) << "\n";

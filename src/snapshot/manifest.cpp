@@ -15,6 +15,7 @@
 #include "mlw/snapshot/ignore.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/json_text.hpp"
 #include "mlw/util/sha256.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -253,6 +254,7 @@ nlohmann::ordered_json Manifest::to_json() const {
     }
     out.push_back(std::move(item));
   }
+  make_json_safe(out);  // file names that are not UTF-8
   return out;
 }
 

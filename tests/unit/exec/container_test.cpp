@@ -127,6 +127,24 @@ TEST(Container, MalformedDependencyFileNamesItsLine) {
   }
 }
 
+TEST(Container, APipEntryThatIsNotALineIsAnErrorNotACrash) {
+  // Found by fuzz_config (tests/fuzz/corpus/config/regression-pip-mapping).
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  make_directories(dir.path() / "aml_config");
+  atomic_write_file(dir.path() / "aml_config/conda_dependencies.yml",
+                    "dependencies:\n  - pip:\n    - ./a.whl\n    - --find-lt: my_deels\n");
+  try {
+    environment_spec(plan);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conda_dependencies.yml:4: each pip entry must be one "
+                                         "requirement line (got a mapping)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Container, EngineBodyDescribesTheSameContainerAsTheRunWords) {
   test::TempDir dir("mlw-remote");
   RunPlan plan = container_plan(dir.path());
