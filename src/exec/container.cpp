@@ -12,6 +12,7 @@
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/json_text.hpp"
 #include "mlw/util/sha256.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -276,6 +277,51 @@ void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const 
       exit_code::k_cannot_start);
 }
 
+namespace {
+
+/// A printf format (single-quoted) that prints `text` byte for byte and then "x": only ASCII
+/// letters and digits stay as they are, every other byte is \ooo.
+std::string printf_word(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool plain = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9');
+    out += plain ? std::string(1, c) : fmt::format("\\{:03o}", u);
+  }
+  return out + "x'";
+}
+
+/// The command as words that are all UTF-8: Docker passes words and environment values as
+/// JSON, which cannot hold other bytes. When an argument or a value is not UTF-8, the command
+/// becomes a POSIX sh script in ASCII that rebuilds them with printf and execs the script.
+std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::string> words) {
+  const auto env = run_environment(plan, "/mlw/run", "/mlw/share");
+  const bool odd_env =
+      std::any_of(env.begin(), env.end(), [](const auto& item) { return !is_utf8(item.second); });
+  const bool odd_word =
+      std::any_of(words.begin(), words.end(), [](const auto& word) { return !is_utf8(word); });
+  if (!odd_env && !odd_word) return words;
+  std::string script;
+  for (const auto& [key, value] : env) {
+    if (is_utf8(value)) continue;
+    script +=
+        fmt::format("{0}=$(printf {1}); export {0}=\"${{{0}%x}}\"\n", key, printf_word(value));
+  }
+  script += "set --\n";
+  for (const auto& word : words) {
+    script += fmt::format("w=$(printf {}); set -- \"$@\" \"${{w%x}}\"\n", printf_word(word));
+  }
+  script += "exec \"$@\"\n";
+  return {"/bin/sh", "-c", script};
+}
+
+/// Whether an environment value can go through Docker (else utf8_command sets it).
+bool passes_docker(const std::string& value) {
+  return is_utf8(value);
+}
+
+}  // namespace
+
 std::string container_name(const std::string& run_id) {
   std::string name = "mlw-";
   bool changed = false;
@@ -305,7 +351,7 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
   }
   words.insert(words.end(), {"-v", paths.share_dir + ":/mlw/share"});
   for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
-    words.insert(words.end(), {"-e", key});
+    if (passes_docker(value)) words.insert(words.end(), {"-e", key});
   }
   if (plan.compute.nvidia_docker && facts.nvidia_runtime) {
     const std::string& gpus = plan.compute.gpus.empty() ? "all" : plan.compute.gpus;
@@ -319,7 +365,7 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
 }
 
 std::vector<std::string> container_command(const RunPlan& plan) {
-  std::vector<std::string> words = script_command(plan);
+  std::vector<std::string> words = utf8_command(plan, script_command(plan));
   if (!plan.compute.nvidia_docker) return words;
   // The run header (spec §6): the GPUs this container sees, as nvidia-smi names them there.
   std::vector<std::string> header = {
@@ -354,7 +400,7 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
                                const std::string& user) {
   nlohmann::json env = nlohmann::json::array();
   for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
-    env.push_back(key + "=" + value);
+    if (passes_docker(value)) env.push_back(key + "=" + value);
   }
   nlohmann::json host = {{"Init", true},
                          {"Binds", {paths.run_dir + ":/mlw/run", paths.share_dir + ":/mlw/share"}}};

@@ -154,6 +154,33 @@ for target in local rem; do
   expect_eq "$target: history info as a table too" "$CODE" 0
 done
 
+# --- bytes that are not UTF-8 ----------------------------------------------------------------
+cat >bytes.py <<'PY'
+import os, sys
+args = [a.encode("utf-8", "surrogateescape") for a in sys.argv[1:]]
+value = os.environ.get("ODD", "").encode("utf-8", "surrogateescape")
+print("BYTES", args, value, os.path.exists(b"d\xff.bin"), flush=True)
+os.makedirs("outputs", exist_ok=True)
+open(b"outputs/caf\xe9.txt", "w").write("x")
+PY
+touch $'d\xff.bin'
+sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" aml_config/docker.compute
+for target in local docker rem rd sl; do
+  run_bounded 300 experiment submit -c "$target" -e $'ODD=v\xe9' bytes.py $'caf\xe9' $'\xff\xfe' 'ok'
+  expect_eq "$target: a run with arguments, a value and a file name that are not UTF-8" "$CODE" 0
+  expect_contains "$target: the script got them byte for byte" "$OUT" \
+    "BYTES [b'caf\\xe9', b'\\xff\\xfe', b'ok'] b'v\\xe9' True"
+  ID=$(ls -t .mlw/runs | head -1)
+  check "$target: the output named in Latin-1 came back" test -e ".mlw/runs/$ID/outputs/"$'caf\xe9.txt'
+  run_mlw history info -r "$ID"
+  expect_contains "$target: history info shows the arguments escaped" "$OUT" 'caf\xe9, \xff\xfe, ok'
+  run_mlw history info -r "$ID" -o json
+  expect_eq "$target: the record keeps the bytes" \
+    "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["arguments"])' <<<"$OUT")" \
+    "['\\x00caf\\\\xe9', '\\x00\\\\xff\\\\xfe', 'ok']"
+done
+rm -f $'d\xff.bin'
+
 # --- environment variable names ---------------------------------------------------------------
 for name in 'MY-VAR' 'X=$(id -un > /tmp/mlw-hostile-injected)'; do
   cp aml_config/rem.runconfig "$WORK/saved.runconfig"
