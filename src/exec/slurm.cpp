@@ -97,16 +97,25 @@ std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
   const SlurmNodeCommand node = slurm_node_command(plan, paths);
   std::vector<std::string> srun = {"srun", "--kill-on-bad-exit=1"};
   srun.insert(srun.end(), node.srun_options.begin(), node.srun_options.end());
+  // Each rank records its own exit code and when it ended ($0 is the run folder): when one
+  // fails, srun stops the others (143), and the job reports the first failure, not the last.
   srun.insert(srun.end(),
-              {"sh", "-c", "MLW_NODE_RANK=\"$SLURM_NODEID\"; export MLW_NODE_RANK; exec \"$@\"",
-               "mlw-node"});
+              {"sh", "-c",
+               "MLW_NODE_RANK=\"$SLURM_NODEID\"; export MLW_NODE_RANK; \"$@\"; c=$?; "
+               "echo \"$c $(date +%s%N)\" > \"$0/rank_exit.$MLW_NODE_RANK\"; exit \"$c\"",
+               paths.run_dir});
   srun.insert(srun.end(), node.command.begin(), node.command.end());
   std::string line = shell_join(srun);
   const std::string placeholder = shell_quote(k_user_placeholder);
   if (const auto at = line.find(placeholder); at != std::string::npos) {
     line.replace(at, placeholder.size(), "\"$(id -u):$(id -g)\"");
   }
-  script += line + " </dev/null\ncode=$?\n" + "echo \"$code\" > " + run +
+  script += line + " </dev/null\ncode=$?\n" +
+            "first=$(for f in " + run +
+            "/rank_exit.*; do [ -e \"$f\" ] && read -r c t < \"$f\" && [ \"$c\" != 0 ] && "
+            "echo \"$t $c\"; done | sort -n | head -n 1)\n"
+            "[ -n \"$first\" ] && code=${first#* }\n" +
+            "echo \"$code\" > " + run +
             "/exit_code.job.tmp && mv " + run + "/exit_code.job.tmp " + run +
             "/exit_code.job\nexit \"$code\"\n";
   return script;

@@ -502,7 +502,8 @@ struct Supervisor {
           plan.compute.type == "slurm"
               ? "printf 'job_code=%s\\nslurm_state=%s\\nslurm_exit=%s\\n' \"$(cat exit_code.job "
                 "2>/dev/null)\" \"$(cat slurm_state 2>/dev/null)\" \"$(cat slurm_exit "
-                "2>/dev/null)\""
+                "2>/dev/null)\"; for f in rank_exit.*; do [ -e \"$f\" ] && read -r c t < \"$f\" "
+                "&& echo \"rank_${f#rank_exit.}=$c\"; done"
               : "cat exit_code 2>/dev/null; [ -e oom ] && echo oom";
       const ShellResult alive = run_reconnecting(fmt::format(
           "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
@@ -684,6 +685,12 @@ struct Supervisor {
       record.problems.push_back(
           fmt::format("{} answered \"{}\" where the job's exit code (0-255) was expected",
                       end_source(), printable(values["job_code"])));
+    }
+    // Every rank's own exit code (none where Slurm stopped the rank after another failed).
+    for (int rank = 0; rank < plan.compute.nodes && rank < 4096; ++rank) {
+      const auto code = parse_integer(values["rank_" + std::to_string(rank)], 0, 255);
+      record.node_exit_codes.push_back(code ? std::optional<int>(static_cast<int>(*code))
+                                            : std::nullopt);
     }
     const SlurmEnd end = slurm_end(values["slurm_state"], values["slurm_exit"], script_code);
     record.status = end.status;

@@ -76,6 +76,13 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"cancel_requested", cancel_requested},
   };
   if (!job_id.empty()) out["job_id"] = job_id;  // slurm runs only
+  if (!node_exit_codes.empty()) {
+    nlohmann::ordered_json codes = nlohmann::ordered_json::array();
+    for (const auto& code : node_exit_codes) {
+      codes.push_back(code ? nlohmann::ordered_json(*code) : nlohmann::ordered_json());
+    }
+    out["node_exit_codes"] = codes;
+  }
   make_json_safe(out);  // a name or an argument that is not UTF-8 is kept, byte for byte
   return out;
 }
@@ -147,6 +154,14 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   r.pid = small("pid");
   r.process_group = small("process_group");
   r.job_id = str("job_id");
+  if (const auto codes = json.find("node_exit_codes"); codes != json.end() && codes->is_array()) {
+    for (const auto& code : *codes) {
+      r.node_exit_codes.push_back(code.is_number_integer()
+                                      ? std::optional<int>(std::clamp<std::int64_t>(
+                                            code.get<std::int64_t>(), -1, 255))
+                                      : std::nullopt);
+    }
+  }
   r.pid_start = static_cast<unsigned long long>(std::max<std::int64_t>(integer("pid_start"), 0));
   r.boot_id = str("boot_id");
   const auto cancel = json.find("cancel_requested");

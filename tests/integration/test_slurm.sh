@@ -126,6 +126,23 @@ expect_eq "one master address and port" "$(cut -d' ' -f4-5 <<<"$R0")" "$(cut -d'
 expect_eq "the master is the first node" "$(cut -d' ' -f4 <<<"$R0")" "n1"
 expect_eq "both ranks in the log" "$(grep -c '^RANK ' ".mlw/runs/$RID/driver_log.txt")" "2"
 
+# --- two nodes, one fails while the other runs: the first failure is the run's -----------------
+cat >fail_rank0.py <<'PY'
+import os, sys, time
+if os.environ["MLW_NODE_RANK"] == "0":
+    time.sleep(1)
+    sys.exit(5)
+time.sleep(60)
+PY
+for attempt in 1 2 3; do
+  run_mlw -o json experiment submit -c two fail_rank0.py
+  expect_eq "rank 0 exits 5 while rank 1 runs: the run's exit code is 5 (attempt $attempt)" "$CODE" 5
+  RID=$(ls -t .mlw/runs | head -1)
+  # Rank 1 was stopped by Slurm: no code of its own (None), or the signal's if it kept a moment.
+  expect_eq "every rank's exit code is kept (attempt $attempt)" \
+    "$(json_get "$(cat ".mlw/runs/$RID/run.json")" '[d["node_exit_codes"][0], len(d["node_exit_codes"])]')" "[5, 2]"
+done
+
 # --- Queued while the nodes are busy, then cancel ---------------------------------------------
 run_mlw -o json experiment submit -c two -a slow.py 600 0.2
 BUSY=$(json_get "$OUT" 'd["run_id"]')

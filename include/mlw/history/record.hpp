@@ -57,6 +57,8 @@ struct RunRecord {
   std::string boot_id;
   bool cancel_requested = false;
   std::string job_id;  ///< the Slurm job id (slurm targets)
+  /// Each node's exit code, by rank (Slurm runs; none for a rank Slurm stopped).
+  std::vector<std::optional<int>> node_exit_codes;
 
   /// Duration in milliseconds (to now for a live run, given `now_ms`).
   std::int64_t duration_ms(std::int64_t now_ms) const;
