@@ -1,6 +1,10 @@
 #include "mlw/remote/connect.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <iostream>
 
@@ -14,9 +18,37 @@ namespace mlw {
 SshEndpoint target_endpoint(const ComputeConfig& compute) {
   const auto home = home_directory();
   const std::string config = read_file_if_exists(home / ".ssh" / "config").value_or("");
-  return resolve_endpoint(compute.address, compute.username, compute.private_key_file, config,
-                          home);
+  const passwd* me = ::getpwuid(::getuid());
+  const SshConfigContext context{home / ".ssh", home, me && me->pw_name ? me->pw_name : ""};
+  return resolve_endpoint(compute.address, compute.username, compute.private_key_file, config, home,
+                          &context);
 }
+
+namespace {
+
+/// What ~/.ssh/config says about host keys, keys and proxies, applied to the options; a key
+/// mlw does not use is named once at -v.
+void apply_config(const SshEndpoint& endpoint, const ConnectRequest& request, SshOptions& options) {
+  for (const auto& key : endpoint.unsupported) {
+    spdlog::debug("~/.ssh/{}: not used by mlw", key);
+  }
+  if (!endpoint.known_hosts_files.empty()) {
+    options.known_hosts = endpoint.known_hosts_files.front();
+    options.global_known_hosts.insert(options.global_known_hosts.begin(),
+                                      endpoint.known_hosts_files.begin() + 1,
+                                      endpoint.known_hosts_files.end());
+  }
+  const std::string& strict = endpoint.strict_host_key_checking;
+  if (strict == "accept-new" || strict == "no") options.accept_new_host_key = true;
+  if (strict == "yes" && !request.accept_new_host_key) options.refuse_new_host_key = true;
+  if (endpoint.identities_only && !endpoint.identity_files.empty()) {
+    options.use_agent = false;
+    options.ssh_dir = "/nonexistent";
+  }
+  options.proxy_command = endpoint.proxy_command;
+}
+
+}  // namespace
 
 std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target_name,
                                          const ComputeConfig& compute,
@@ -40,6 +72,7 @@ std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target
           fmt::format("MLW_SSH_CONNECT_TIMEOUT must be a number of seconds, not \"{}\"", timeout));
     }
   }
+  apply_config(endpoint, request, options);
   if (request.only_key_file)
     endpoint.identity_files.resize(std::min<std::size_t>(1, endpoint.identity_files.size()));
   const bool terminal = ctx.stdin_is_terminal && ctx.stderr_is_terminal;

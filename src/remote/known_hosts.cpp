@@ -120,28 +120,6 @@ bool hashed_name_matches(std::string_view hashed, const std::string& name) {
   return size == 20 && std::memcmp(digest, hash->data(), 20) == 0;
 }
 
-/// OpenSSH's host pattern: * any run, ? one character, everything else literal (brackets
-/// too: "[h]:2222" is a name). Greedy with one backtrack point: linear, never exponential.
-bool glob_matches(std::string_view pattern, std::string_view name) {
-  std::size_t p = 0, n = 0, star = std::string_view::npos, resume = 0;
-  while (n < name.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
-      ++p;
-      ++n;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      resume = n;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      n = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
-
 bool same_key(const KnownHostEntry& entry, const std::string& blob) {
   return entry.key_blob == blob;
 }
@@ -183,7 +161,7 @@ bool known_host_matches(std::string_view hosts, const std::string& host, int por
     const bool negated = starts_with(part, "!");
     const std::string pattern = lower_ascii(negated ? part.substr(1) : part);
     if (pattern.empty()) continue;
-    if (glob_matches(pattern, name)) {
+    if (wildcard_match(pattern, name)) {
       if (negated) return false;
       matched = true;
     }

@@ -10,7 +10,9 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -33,19 +35,6 @@
 namespace mlw {
 
 namespace {
-
-bool host_patterns_match(const std::vector<std::string>& patterns, const std::string& alias) {
-  bool matched = false;
-  for (const auto& pattern : patterns) {
-    const bool negated = !pattern.empty() && pattern[0] == '!';
-    const std::string body = negated ? pattern.substr(1) : pattern;
-    if (::fnmatch(lower_ascii(body).c_str(), lower_ascii(alias).c_str(), 0) == 0) {
-      if (negated) return false;
-      matched = true;
-    }
-  }
-  return matched;
-}
 
 std::string base64(const unsigned char* data, std::size_t size, bool pad) {
   static const char* const alphabet =
@@ -95,62 +84,9 @@ bool is_rsa_key_file(const std::filesystem::path& file) {
 
 }  // namespace
 
-SshConfigEntry read_ssh_config(const std::string& text, const std::string& alias) {
-  SshConfigEntry entry;
-  bool active = true;  // lines before the first Host apply to every host
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    line = trim(line);
-    if (line.empty() || line[0] == '#') continue;
-    std::size_t split_at = line.find_first_of(" \t=");
-    if (split_at == std::string::npos) continue;
-    const std::string key = lower_ascii(line.substr(0, split_at));
-    std::string value = trim(line.substr(split_at));
-    if (!value.empty() && value[0] == '=') value = trim(value.substr(1));
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
-      value = value.substr(1, value.size() - 2);
-    }
-    if (key == "host") {
-      std::vector<std::string> patterns;
-      std::istringstream words(value);
-      for (std::string word; words >> word;) patterns.push_back(word);
-      active = host_patterns_match(patterns, alias);
-      continue;
-    }
-    if (key == "match") {
-      active = false;
-      continue;
-    }
-    if (!active) continue;
-    if (key == "hostname" && !entry.host_name) {
-      std::string name;
-      for (std::size_t i = 0; i < value.size(); ++i) {
-        if (value[i] == '%' && i + 1 < value.size() && value[i + 1] == 'h') {
-          name += alias;
-          ++i;
-        } else {
-          name += value[i];
-        }
-      }
-      entry.host_name = name;
-    } else if (key == "port" && !entry.port) {
-      try {
-        entry.port = std::stoi(value);
-      } catch (const std::exception&) {
-      }
-    } else if (key == "user" && !entry.user) {
-      entry.user = value;
-    } else if (key == "identityfile") {
-      entry.identity_files.push_back(value);
-    }
-  }
-  return entry;
-}
-
 SshEndpoint resolve_endpoint(const std::string& address, const std::string& username,
                              const std::string& private_key_file, const std::string& ssh_config,
-                             const std::filesystem::path& home) {
+                             const std::filesystem::path& home, const SshConfigContext* context) {
   const Address parsed = parse_address(address);
   const std::string& host = parsed.host;
   auto expand = [&](const std::string& path) -> std::filesystem::path {
@@ -160,13 +96,65 @@ SshEndpoint resolve_endpoint(const std::string& address, const std::string& user
   };
   SshEndpoint endpoint;
   endpoint.alias = address;
-  const SshConfigEntry entry = read_ssh_config(ssh_config, host);
+  const SshConfigEntry entry =
+      context ? read_ssh_config(ssh_config, host, *context) : read_ssh_config(ssh_config, host);
   endpoint.host = entry.host_name.value_or(host);
   endpoint.port = parsed.port_given ? parsed.port : entry.port.value_or(parsed.port);
   endpoint.user = !username.empty() ? username : entry.user.value_or("");
   if (!private_key_file.empty()) endpoint.identity_files.push_back(expand(private_key_file));
   for (const auto& file : entry.identity_files) endpoint.identity_files.push_back(expand(file));
+  for (const auto& file : entry.user_known_hosts_files) {
+    if (file != "none") endpoint.known_hosts_files.push_back(expand(file));
+  }
+  endpoint.strict_host_key_checking = entry.strict_host_key_checking.value_or("");
+  endpoint.identities_only = entry.identities_only.value_or(false);
+  endpoint.unsupported = entry.unsupported;
+  if (entry.proxy_jump && *entry.proxy_jump != "none") {
+    const auto config = context ? context->ssh_dir / "config" : std::filesystem::path();
+    endpoint.proxy_command = proxy_jump_command(
+        *entry.proxy_jump, endpoint.host, endpoint.port,
+        !config.empty() && std::filesystem::exists(config) ? config : std::filesystem::path());
+  } else if (entry.proxy_command && *entry.proxy_command != "none") {
+    std::string command;
+    const std::string& text = *entry.proxy_command;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '%' && i + 1 < text.size()) {
+        const char token = text[++i];
+        command += token == 'h'   ? endpoint.host
+                   : token == 'p' ? std::to_string(endpoint.port)
+                   : token == 'r' ? endpoint.user
+                   : token == 'n' ? host
+                   : token == '%' ? std::string("%")
+                                  : std::string("%") + token;
+      } else {
+        command += text[i];
+      }
+    }
+    endpoint.proxy_command = command;
+  }
   return endpoint;
+}
+
+std::string proxy_jump_command(const std::string& jump, const std::string& host, int port,
+                               const std::filesystem::path& config) {
+  const auto hops = split(jump, ',');
+  std::vector<std::string> words = {"ssh"};
+  // The hops are resolved with the same config file as mlw read (OpenSSH's ssh would read the
+  // passwd entry's home, which may not be $HOME).
+  if (!config.empty()) words.insert(words.end(), {"-F", config.string()});
+  if (hops.size() > 1) {
+    std::vector<std::string> first(hops.begin(), hops.end() - 1);
+    words.insert(words.end(), {"-J", join(first, ",")});
+  }
+  std::string last = hops.back();
+  if (const auto at = last.rfind('@'); at != std::string::npos) {
+    words.insert(words.end(), {"-l", last.substr(0, at)});
+    last = last.substr(at + 1);
+  }
+  const Address address = parse_address(last);
+  if (address.port_given) words.insert(words.end(), {"-p", std::to_string(address.port)});
+  words.insert(words.end(), {"-W", fmt::format("[{}]:{}", host, port), address.host});
+  return shell_join(words);
 }
 
 std::string ssh_fingerprint(const std::string& key_blob) {
@@ -234,7 +222,8 @@ struct SshShell::Impl {
   LIBSSH2_SESSION* session = nullptr;
   std::string auth_method;
   std::string fingerprint;
-  std::string marker;  // frames each command's output (FramedStream)
+  std::string marker;    // frames each command's output (FramedStream)
+  pid_t proxy_pid = -1;  // the ProxyCommand, when there is one
 
   ~Impl() {
     if (session) {
@@ -244,6 +233,10 @@ struct SshShell::Impl {
       libssh2_session_free(session);
     }
     if (socket >= 0) ::close(socket);
+    if (proxy_pid > 0) {
+      ::kill(proxy_pid, SIGTERM);
+      ::waitpid(proxy_pid, nullptr, 0);
+    }
   }
 
   std::string where() const {
@@ -278,7 +271,30 @@ struct SshShell::Impl {
     return ::poll(&item, 1, timeout_ms) > 0;
   }
 
+  /// ProxyCommand: the command runs with one end of a socket pair as its stdin and stdout;
+  /// the session talks over the other end (as OpenSSH does).
+  void open_proxy() {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      fail("connect", "cannot make a socket pair: " + errno_text(errno), "");
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) fail("connect", "cannot start the ProxyCommand: " + errno_text(errno), "");
+    if (pid == 0) {
+      ::dup2(pair[1], 0);
+      ::dup2(pair[1], 1);
+      ::execl("/bin/sh", "sh", "-c", options.proxy_command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(pair[1]);
+    ::fcntl(pair[0], F_SETFL, ::fcntl(pair[0], F_GETFL) | O_NONBLOCK);
+    proxy_pid = pid;
+    socket = pair[0];
+    spdlog::debug("ssh {}: through the proxy command: {}", where(), options.proxy_command);
+  }
+
   void open_socket() {
+    if (!options.proxy_command.empty()) return open_proxy();
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -432,7 +448,7 @@ struct SshShell::Impl {
                        known_host_name(endpoint.host, endpoint.port), check.entry->file));
     }
     bool accept = options.accept_new_host_key;
-    if (!accept && options.ask_host_key) {
+    if (!accept && options.ask_host_key && !options.refuse_new_host_key) {
       accept = options.ask_host_key(fmt::format(
                    "The authenticity of host {} can't be established.\nIts {} key fingerprint "
                    "is {}.\nTrust it and record it in {}? [y/N] ",
@@ -621,6 +637,7 @@ void SshShell::abandon() {
   // session here cannot send anything on the connection.
   if (m_impl->socket >= 0) ::close(m_impl->socket);
   m_impl->socket = -1;
+  m_impl->proxy_pid = -1;  // the ProxyCommand carries the child's connection now
   if (m_impl->session) libssh2_session_free(m_impl->session);
   m_impl->session = nullptr;
 }

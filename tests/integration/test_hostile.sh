@@ -281,6 +281,66 @@ expect_eq "its file keeps mode 600" "$(stat -c %a "$HOME/dotfiles/known_hosts")"
 expect_contains "the key is in the real file" "$(cat "$HOME/dotfiles/known_hosts")" "$HOSTNAME_FIELD ssh-ed25519"
 check "ssh itself accepts the line mlw wrote" ssh-keygen -F "$HOSTNAME_FIELD" -f "$HOME/dotfiles/known_hosts"
 
+# --- ~/.ssh/config: ProxyJump through a second sshd, ProxyCommand ------------------------------
+JPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+sed -e "s/^Port .*/Port $JPORT/" -e "s#^PidFile .*#PidFile $WORK/jump.pid#" \
+  "$MLW_TEST_SERVERS/sshd_config" >"$WORK/jump_sshd_config"
+/usr/sbin/sshd -f "$WORK/jump_sshd_config" -E "$WORK/jump.log"
+wait_for 5 test -s "$WORK/jump.pid"
+STARTED_PIDS+=("$(cat "$WORK/jump.pid")")
+ssh-keygen -q -t ed25519 -N '' -f "$HOME/.ssh/id_jump" <<<y >/dev/null 2>&1
+mkdir -p "$USER_HOME/.ssh"
+cat "$HOME/.ssh/id_jump.pub" >>"$USER_HOME/.ssh/authorized_keys"
+chown -R "$HUSER" "$USER_HOME/.ssh"
+chmod 700 "$USER_HOME/.ssh"
+chmod 600 "$USER_HOME/.ssh/authorized_keys"
+rm -f "$KH"
+cat >"$HOME/.ssh/config" <<CFG
+Host jump
+  HostName 127.0.0.1
+  Port $JPORT
+  User $HUSER
+  IdentityFile $HOME/.ssh/id_jump
+  IdentitiesOnly yes
+  UserKnownHostsFile $HOME/.ssh/known_hosts_jump
+  StrictHostKeyChecking accept-new
+  BatchMode yes
+Host viajump
+  HostName 127.0.0.1
+  Port $MLW_TEST_SSH_PORT
+  ProxyJump jump
+  ForwardAgent no
+  UserKnownHostsFile $HOME/.ssh/known_hosts_targets
+  StrictHostKeyChecking accept-new
+Host viacmd
+  HostName 127.0.0.1
+  Port $MLW_TEST_SSH_PORT
+  ProxyCommand bash -c 'echo used >$WORK/proxy-used; exec 3<>/dev/tcp/%h/%p; cat <&3 & exec cat >&3'
+  StrictHostKeyChecking accept-new
+  UserKnownHostsFile $HOME/.ssh/known_hosts_targets
+CFG
+"$MLW" computetarget attach remote -n jumped -a viajump -u "$HUSER" --password-stdin \
+  <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach through ProxyJump (a second sshd)" "$?" 0
+check "the jump host carried it" grep -q "Accepted publickey for $HUSER" "$WORK/jump.log"
+expect_contains "StrictHostKeyChecking accept-new recorded the target in its UserKnownHostsFile" \
+  "$(cat "$HOME/.ssh/known_hosts_targets" 2>/dev/null)" "[127.0.0.1]:$MLW_TEST_SSH_PORT ssh-ed25519"
+check "and not in ~/.ssh/known_hosts" test ! -e "$KH"
+run_bounded 120 experiment submit -c jumped hello.py via-jump
+expect_eq "a run through the jump host" "$CODE" 0
+expect_contains "its output" "$OUT" "HELLO ['via-jump']"
+"$MLW" computetarget attach remote -n proxied -a viacmd -u "$HUSER" --password-stdin \
+  <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach through a ProxyCommand" "$?" 0
+check "the proxy command ran" test -s "$WORK/proxy-used"
+run_bounded 120 experiment submit -c proxied hello.py via-cmd
+expect_eq "a run through the ProxyCommand" "$CODE" 0
+expect_contains "its output" "$OUT" "HELLO ['via-cmd']"
+"$MLW" -v computetarget doctor -n jumped >"$WORK/o" 2>"$WORK/e"
+expect_contains "a key mlw does not use is named at -v, with its place" "$(cat "$WORK/e")" \
+  "config:14: forwardagent: not used by mlw"
+rm -f "$HOME/.ssh/config"
+
 # --- the password prompt and Ctrl-C ------------------------------------------------------------
 # On a real terminal (a pty), Ctrl-C at the no-echo password prompt must give the terminal back
 # with echo on.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mlw/remote/shell.hpp"
+#include "mlw/remote/ssh_config.hpp"
 
 namespace mlw {
 
@@ -18,25 +19,26 @@ struct SshEndpoint {
   int port = 22;
   std::string user;
   std::vector<std::filesystem::path> identity_files;  ///< privateKeyFile, then IdentityFile
+  /// A command whose stdin/stdout carry the connection (ProxyCommand, or ProxyJump as
+  /// `ssh -W`); empty: a TCP connection.
+  std::string proxy_command;
+  std::vector<std::filesystem::path> known_hosts_files;  ///< UserKnownHostsFile (empty: default)
+  std::string strict_host_key_checking;                  ///< "", yes, no, accept-new, ask
+  bool identities_only = false;                          ///< IdentitiesOnly yes
+  std::vector<std::string> unsupported;                  ///< config keys mlw does not use
 };
-
-/// The fields of `~/.ssh/config` that mlw honours for one host (first value wins, as in ssh).
-struct SshConfigEntry {
-  std::optional<std::string> host_name;
-  std::optional<int> port;
-  std::optional<std::string> user;
-  std::vector<std::string> identity_files;
-};
-
-/// Reads the `Host` blocks of an OpenSSH client config that match `alias` (patterns with `*`,
-/// `?` and `!`); `Match` blocks are not evaluated.
-SshConfigEntry read_ssh_config(const std::string& text, const std::string& alias);
 
 /// Resolves a compute file's address/username/privateKeyFile into an endpoint, with the
 /// aliases of `ssh_config` (the text of ~/.ssh/config, may be empty); `home` expands `~`.
 SshEndpoint resolve_endpoint(const std::string& address, const std::string& username,
                              const std::string& private_key_file, const std::string& ssh_config,
-                             const std::filesystem::path& home);
+                             const std::filesystem::path& home,
+                             const SshConfigContext* context = nullptr);
+
+/// ProxyJump's hops ([user@]host[:port], comma-separated) as the OpenSSH command that carries
+/// the connection to `host`:`port` (`ssh -W`, which is how OpenSSH itself jumps).
+std::string proxy_jump_command(const std::string& jump, const std::string& host, int port,
+                               const std::filesystem::path& config = {});
 
 /// What happened to an unknown host key.
 enum class HostKeyDecision { Refuse, Accept };
@@ -48,7 +50,9 @@ struct SshOptions {
   std::vector<std::filesystem::path> global_known_hosts = {"/etc/ssh/ssh_known_hosts"};
   std::filesystem::path ssh_dir;  ///< ~/.ssh, for the default keys
   bool use_agent = true;
+  std::string proxy_command;         ///< see SshEndpoint::proxy_command
   bool accept_new_host_key = false;  ///< --accept-host-key: record an unknown key without asking
+  bool refuse_new_host_key = false;  ///< StrictHostKeyChecking yes: never ask about a new key
   /// Asks whether to trust an unknown key (shown its fingerprint); empty: no terminal to ask on.
   std::function<HostKeyDecision(const std::string& question)> ask_host_key;
   /// The stored password, fetched only when every key failed; empty or nullopt: none.

@@ -39,6 +39,10 @@ std::optional<long long> parse_integer(std::string_view text, long long min, lon
 /// cut to `limit` bytes with "…".
 std::string printable(std::string_view text, std::size_t limit = 80);
 
+/// OpenSSH's pattern match (Host lines, known_hosts): `*` any run, `?` one character, every
+/// other character literal (brackets too). Linear: one backtrack point, never exponential.
+bool wildcard_match(std::string_view pattern, std::string_view text);
+
 /// `text` with ASCII letters in lower case.
 std::string lower_ascii(std::string text);
 
