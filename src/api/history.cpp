@@ -160,6 +160,16 @@ bool reattach_if_lost(Context& ctx, const std::string& run_id) {
   return true;
 }
 
+/// True while another mlw holds the run's takeover lock: it is starting, or is, the run's new
+/// supervisor, so a Lost record is about to change.
+bool taken_over(const fs::path& run_dir) {
+  const int fd = ::open((run_dir / "reattach.lock").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return held;
+}
+
 void show_logs(Context& ctx, const std::string& run_id, bool follow) {
   if (follow) reattach_if_lost(ctx, run_id);
   std::optional<HistoryStore> store;
@@ -170,6 +180,7 @@ void show_logs(Context& ctx, const std::string& run_id, bool follow) {
   char buffer[65536];
   using namespace std::chrono;
   auto last_check = steady_clock::now();
+  auto lost_since = steady_clock::now();
   while (true) {
     const int fd = ::open(log.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -182,7 +193,20 @@ void show_logs(Context& ctx, const std::string& run_id, bool follow) {
       ::close(fd);
       ctx.out->flush();
     }
-    if (!follow || status::is_final(record.status)) break;
+    // A Lost run that another `logs -f` is taking over is followed on, not reported as Lost
+    // (for at most 60 s while it stays Lost).
+    bool resuming = false;
+    if (follow && record.status == status::k_lost &&
+        steady_clock::now() - lost_since < seconds(60)) {
+      if (!taken_over(store->run_dir(run_id))) {  // nobody is on it: take it over here
+        store.reset();
+        reattach_if_lost(ctx, run_id);
+        store.emplace(ctx.project().state_dir());
+      }
+      resuming = taken_over(store->run_dir(run_id)) || store->load(run_id).status != status::k_lost;
+    }
+    if (!follow || (status::is_final(record.status) && !resuming)) break;
+    if (record.status != status::k_lost) lost_since = steady_clock::now();
     std::this_thread::sleep_for(milliseconds(100));
     if (steady_clock::now() - last_check > seconds(2)) {
       if (store->reconcile_lost(host_name()) > 0 && store->load(run_id).status == status::k_lost) {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -415,8 +416,16 @@ struct SshShell::Impl {
                              "ecdsa-sha2-nistp521", "rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"}) {
       if (std::find(order.begin(), order.end(), type) == order.end()) order.push_back(type);
     }
-    if (libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY, join(order, ",").c_str()) !=
-        0) {
+    // Only names this libssh2 supports: stripping others, libssh2 1.10 copies overlapping
+    // memory (ASan: memcpy-param-overlap).
+    const char** supported = nullptr;
+    const int count = libssh2_session_supported_algs(session, LIBSSH2_METHOD_HOSTKEY, &supported);
+    std::set<std::string> known_to_libssh2;
+    for (int i = 0; i < count; ++i) known_to_libssh2.insert(supported[i]);
+    if (supported) libssh2_free(session, supported);
+    std::erase_if(order, [&](const std::string& type) { return !known_to_libssh2.count(type); });
+    if (order.empty() || libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY,
+                                                     join(order, ",").c_str()) != 0) {
       spdlog::debug("ssh {}: cannot prefer the known host key types {}", where(), join(types, ","));
     }
   }

@@ -312,9 +312,23 @@ for target in rdk docker; do
   wait_for 30 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
   kill -9 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' ".mlw/runs/$RID/run.json")"
   expect_eq "$target: Lost once its supervisor is killed" "$(run_state "$RID")" "Lost None"
+  # Three followers at once: one takes the run over, the other two follow the resumed run (none
+  # may stop at Lost).
+  "$MLW" history logs -r "$RID" -f >"$WORK/follow2.txt" 2>"$WORK/follow2.err" &
+  F2=$!
+  "$MLW" history logs -r "$RID" -f >"$WORK/follow3.txt" 2>"$WORK/follow3.err" &
+  F3=$!
   "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
   expect_eq "$target: logs -f takes the run over" "$?" 0
-  expect_contains "$target: the takeover is said" "$(cat "$WORK/follow.err")" "following it on $target again"
+  wait "$F2"
+  expect_eq "$target: a second follower ends well" "$?" 0
+  wait "$F3"
+  expect_eq "$target: a third follower ends well" "$?" 0
+  for f in follow2 follow3; do
+    expect_contains "$target: $f followed the resumed run to its end" "$(cat "$WORK/$f.err")" "is Completed"
+    expect_eq "$target: $f saw every line once" "$(grep -c '^line ' "$WORK/$f.txt")" "40"
+  done
+  expect_contains "$target: the takeover is said" "$(cat "$WORK"/follow*.err)" "following it on $target again"
   expect_eq "$target: every line exactly once after the takeover" "$(grep -c '^line ' "$WORK/follow.txt")" "40"
   expect_eq "$target: no line repeated after the takeover" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
   expect_eq "$target: completed after the takeover" "$(run_state "$RID")" "Completed 0"
