@@ -110,14 +110,12 @@ std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
   if (const auto at = line.find(placeholder); at != std::string::npos) {
     line.replace(at, placeholder.size(), "\"$(id -u):$(id -g)\"");
   }
-  script += line + " </dev/null\ncode=$?\n" +
-            "first=$(for f in " + run +
+  script += line + " </dev/null\ncode=$?\n" + "first=$(for f in " + run +
             "/rank_exit.*; do [ -e \"$f\" ] && read -r c t < \"$f\" && [ \"$c\" != 0 ] && "
             "echo \"$t $c\"; done | sort -n | head -n 1)\n"
             "[ -n \"$first\" ] && code=${first#* }\n" +
-            "echo \"$code\" > " + run +
-            "/exit_code.job.tmp && mv " + run + "/exit_code.job.tmp " + run +
-            "/exit_code.job\nexit \"$code\"\n";
+            "echo \"$code\" > " + run + "/exit_code.job.tmp && mv " + run + "/exit_code.job.tmp " +
+            run + "/exit_code.job\nexit \"$code\"\n";
   return script;
 }
 

@@ -156,10 +156,10 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   r.job_id = str("job_id");
   if (const auto codes = json.find("node_exit_codes"); codes != json.end() && codes->is_array()) {
     for (const auto& code : *codes) {
-      r.node_exit_codes.push_back(code.is_number_integer()
-                                      ? std::optional<int>(std::clamp<std::int64_t>(
-                                            code.get<std::int64_t>(), -1, 255))
-                                      : std::nullopt);
+      r.node_exit_codes.push_back(
+          code.is_number_integer()
+              ? std::optional<int>(std::clamp<std::int64_t>(code.get<std::int64_t>(), -1, 255))
+              : std::nullopt);
     }
   }
   r.pid_start = static_cast<unsigned long long>(std::max<std::int64_t>(integer("pid_start"), 0));
