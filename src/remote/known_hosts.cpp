@@ -126,6 +126,15 @@ bool same_key(const KnownHostEntry& entry, const std::string& blob) {
 
 }  // namespace
 
+std::string known_host_name(const std::string& host, int port) {
+  return port == 22 ? host : fmt::format("[{}]:{}", host, port);
+}
+
+std::string key_type_of(std::string_view blob) {
+  const auto fields = blob_fields(blob);
+  return fields.empty() ? "" : std::string(fields[0]);
+}
+
 void KnownHosts::add(std::string_view text, const std::string& file) {
   int number = 0;
   std::size_t at = 0;
@@ -154,19 +163,9 @@ KnownHosts KnownHosts::read(const std::vector<std::filesystem::path>& files) {
 }
 
 bool known_host_matches(std::string_view hosts, const std::string& host, int port) {
-  const std::string name = lower_ascii(port == 22 ? host : fmt::format("[{}]:{}", host, port));
+  const std::string name = lower_ascii(known_host_name(host, port));
   if (starts_with(hosts, "|1|")) return hashed_name_matches(hosts, name);
-  bool matched = false;
-  for (const auto& part : split(hosts, ',')) {
-    const bool negated = starts_with(part, "!");
-    const std::string pattern = lower_ascii(negated ? part.substr(1) : part);
-    if (pattern.empty()) continue;
-    if (wildcard_match(pattern, name)) {
-      if (negated) return false;
-      matched = true;
-    }
-  }
-  return matched;
+  return pattern_list_matches(split(hosts, ','), name, true);
 }
 
 HostKeyCheck check_known_host(const KnownHosts& known, const std::string& host, int port,

@@ -70,11 +70,6 @@ void put_string(std::string& out, std::string_view text) {
   out += text;
 }
 
-/// The known_hosts host field for host and port, as OpenSSH writes it.
-std::string known_host_name(const std::string& host, int port) {
-  return port == 22 ? host : fmt::format("[{}]:{}", host, port);
-}
-
 bool is_rsa_key_file(const std::filesystem::path& file) {
   const auto text = read_file_if_exists(file);
   if (!text) return false;
@@ -223,8 +218,9 @@ struct SshShell::Impl {
   LIBSSH2_SESSION* session = nullptr;
   std::string auth_method;
   std::string fingerprint;
-  std::string marker;    // frames each command's output (FramedStream)
-  pid_t proxy_pid = -1;  // the ProxyCommand, when there is one
+  std::string marker;               // frames each command's output (FramedStream)
+  pid_t proxy_pid = -1;             // the ProxyCommand, when there is one
+  std::optional<KnownHosts> known;  // see known_hosts()
 
   ~Impl() {
     if (session) {
@@ -389,21 +385,23 @@ struct SshShell::Impl {
     libssh2_keepalive_config(session, 1, static_cast<unsigned>(options.keepalive_interval_s));
   }
 
-  /// known_hosts, the user's then the global ones; bad lines are named at -v.
-  KnownHosts read_known_hosts(bool name_skipped) const {
-    std::vector<std::filesystem::path> files = {options.known_hosts};
-    files.insert(files.end(), options.global_known_hosts.begin(), options.global_known_hosts.end());
-    KnownHosts known = KnownHosts::read(files);
-    if (name_skipped) {
-      for (const auto& skipped : known.skipped) spdlog::debug("{}", skipped);
+  /// known_hosts, the user's then the global ones, read once per connection (the handshake's
+  /// preference and the check both use it); bad lines are named at -v.
+  const KnownHosts& known_hosts() {
+    if (!known) {
+      std::vector<std::filesystem::path> files = {options.known_hosts};
+      files.insert(files.end(), options.global_known_hosts.begin(),
+                   options.global_known_hosts.end());
+      known = KnownHosts::read(files);
+      for (const auto& skipped : known->skipped) spdlog::debug("{}", skipped);
     }
-    return known;
+    return *known;
   }
 
   /// The host key types to offer first in the handshake: those known_hosts has for the host.
   void prefer_known_key_types() {
     // OpenSSH's order after the types already known for the host.
-    const auto types = known_key_types(read_known_hosts(false), endpoint.host, endpoint.port);
+    const auto types = known_key_types(known_hosts(), endpoint.host, endpoint.port);
     std::vector<std::string> order;
     for (const auto& type : types) {
       if (type == "ssh-rsa") {
@@ -437,8 +435,7 @@ struct SshShell::Impl {
     if (!raw) fail("host key", "the server sent no host key", "");
     const std::string key(raw, length);
     fingerprint = ssh_fingerprint(key);
-    const KnownHosts known = read_known_hosts(true);
-    const HostKeyCheck check = check_known_host(known, endpoint.host, endpoint.port, key);
+    const HostKeyCheck check = check_known_host(known_hosts(), endpoint.host, endpoint.port, key);
     if (check.verdict == HostKeyVerdict::Known) return;
     if (check.verdict == HostKeyVerdict::Revoked) {
       fail("host key",
@@ -476,14 +473,8 @@ struct SshShell::Impl {
 
   /// The known_hosts line for this host and key, as OpenSSH writes it (not hashed).
   std::string known_hosts_entry(const std::string& key) const {
-    std::string type;
-    if (key.size() >= 4) {
-      const auto* b = reinterpret_cast<const unsigned char*>(key.data());
-      const std::size_t n = (std::size_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3];
-      type = key.substr(4, std::min(n, key.size() - 4));
-    }
     return fmt::format(
-        "{} {} {}\n", known_host_name(endpoint.host, endpoint.port), type,
+        "{} {} {}\n", known_host_name(endpoint.host, endpoint.port), key_type_of(key),
         base64(reinterpret_cast<const unsigned char*>(key.data()), key.size(), true));
   }
 

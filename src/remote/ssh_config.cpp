@@ -51,17 +51,9 @@ std::vector<std::string> words_of(const std::string& value) {
   return words;
 }
 
-/// A comma-separated pattern list (Match host a,!b): false when a negated pattern matches.
-bool pattern_list_matches(const std::string& list, const std::string& name) {
-  bool matched = false;
-  for (const auto& pattern : split(list, ',')) {
-    const bool negated = starts_with(pattern, "!");
-    if (wildcard_match(lower_ascii(negated ? pattern.substr(1) : pattern), lower_ascii(name))) {
-      if (negated) return false;
-      matched = true;
-    }
-  }
-  return matched;
+/// A Match criterion's comma-separated pattern list (Match host a,!b), case-insensitive.
+bool criterion_matches(const std::string& list, const std::string& name) {
+  return pattern_list_matches(split(list, ','), name, true);
 }
 
 /// A proxy setting that is set and not "none".
@@ -104,13 +96,13 @@ struct Reader {
         const std::string& argument = words[++i];
         const std::string host = entry.host_name ? *entry.host_name : alias;
         if (criterion == "host") {
-          holds = pattern_list_matches(argument, host);
+          holds = criterion_matches(argument, host);
         } else if (criterion == "originalhost") {
-          holds = pattern_list_matches(argument, alias);
+          holds = criterion_matches(argument, alias);
         } else if (criterion == "user") {
-          holds = pattern_list_matches(argument, entry.user.value_or(context.local_user));
+          holds = criterion_matches(argument, entry.user.value_or(context.local_user));
         } else if (criterion == "localuser") {
-          holds = pattern_list_matches(argument, context.local_user);
+          holds = criterion_matches(argument, context.local_user);
         } else {
           name_unsupported(where, "Match " + criterion);
           return false;
@@ -186,15 +178,8 @@ struct Reader {
       if (words.empty()) continue;
       const std::string where = fmt::format("{}:{}", file, number);
       if (key == "host") {
-        bool matched = false, refused = false;
-        for (const auto& pattern : words) {
-          const bool negated = starts_with(pattern, "!");
-          // Host patterns are matched as typed (OpenSSH's match_pattern is case-sensitive).
-          if (wildcard_match(negated ? pattern.substr(1) : pattern, alias)) {
-            (negated ? refused : matched) = true;
-          }
-        }
-        active = matched && !refused;
+        // Host patterns are matched as typed (OpenSSH's match_pattern is case-sensitive).
+        active = pattern_list_matches(words, alias, false);
       } else if (key == "match") {
         active = match(words, where);
       } else if (key == "include") {

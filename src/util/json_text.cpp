@@ -5,39 +5,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "mlw/util/strings.hpp"
+
 namespace mlw {
 
 namespace {
-
-/// The length of the UTF-8 sequence at `text[i]`, or 0 when it is not one (overlong forms,
-/// surrogates and code points over U+10FFFF are not UTF-8).
-std::size_t sequence_length(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b = byte(i);
-  if (b < 0x80) return 1;
-  std::size_t length = 0;
-  std::uint32_t code = 0;
-  if ((b & 0xe0) == 0xc0) {
-    length = 2;
-    code = b & 0x1f;
-  } else if ((b & 0xf0) == 0xe0) {
-    length = 3;
-    code = b & 0x0f;
-  } else if ((b & 0xf8) == 0xf0) {
-    length = 4;
-    code = b & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3f);
-  }
-  static const std::uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < smallest[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return 0;
-  return length;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -49,7 +21,7 @@ int hex_value(char c) {
 
 bool is_utf8(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = sequence_length(text, i);
+    const std::size_t n = utf8_sequence_length(text, i);
     if (n == 0) return false;
     i += n;
   }
@@ -60,7 +32,7 @@ std::string json_safe_text(std::string_view text) {
   if (is_utf8(text) && (text.empty() || text[0] != '\0')) return std::string(text);
   std::string out(1, '\0');
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t n = sequence_length(text, i);
+    const std::size_t n = utf8_sequence_length(text, i);
     if (n == 0) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i]));
       ++i;

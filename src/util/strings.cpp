@@ -103,6 +103,34 @@ std::optional<long long> parse_integer(std::string_view text, long long min, lon
   return value;
 }
 
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b = byte(i);
+  if (b < 0x80) return 1;
+  std::size_t length = 0;
+  std::uint32_t code = 0;
+  if ((b & 0xe0) == 0xc0) {
+    length = 2;
+    code = b & 0x1f;
+  } else if ((b & 0xf0) == 0xe0) {
+    length = 3;
+    code = b & 0x0f;
+  } else if ((b & 0xf8) == 0xf0) {
+    length = 4;
+    code = b & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (std::size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3f);
+  }
+  static const std::uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < smallest[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return 0;
+  return length;
+}
+
 std::string printable(std::string_view text, std::size_t limit) {
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -111,17 +139,8 @@ std::string printable(std::string_view text, std::size_t limit) {
       break;
     }
     const auto byte = static_cast<unsigned char>(text[i]);
-    const std::size_t length = byte < 0x80         ? 1
-                               : (byte >> 5) == 6  ? 2
-                               : (byte >> 4) == 14 ? 3
-                               : (byte >> 3) == 30 ? 4
-                                                   : 0;
-    bool valid = length > 0 && i + length <= text.size();
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
-    }
-    if (valid && length == 1 && (byte < 0x20 || byte == 0x7f)) valid = false;
-    if (!valid) {
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0 || (length == 1 && (byte < 0x20 || byte == 0x7f))) {
       out += fmt::format("\\x{:02x}", byte);
       continue;
     }
@@ -149,6 +168,22 @@ bool wildcard_match(std::string_view pattern, std::string_view name) {
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
+}
+
+bool pattern_list_matches(const std::vector<std::string>& patterns, std::string_view name,
+                          bool ignore_case) {
+  const std::string subject = ignore_case ? lower_ascii(std::string(name)) : std::string(name);
+  bool matched = false;
+  for (const auto& pattern : patterns) {
+    const bool negated = starts_with(pattern, "!");
+    std::string body = negated ? pattern.substr(1) : pattern;
+    if (ignore_case) body = lower_ascii(std::move(body));
+    if (wildcard_match(body, subject)) {
+      if (negated) return false;
+      matched = true;
+    }
+  }
+  return matched;
 }
 
 }  // namespace mlw

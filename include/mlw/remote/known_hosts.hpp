@@ -29,6 +29,14 @@ struct KnownHosts {
   static KnownHosts read(const std::vector<std::filesystem::path>& files);
 };
 
+/// The known_hosts name of `host` on `port`, as OpenSSH writes it: `host`, or `[host]:port`
+/// for a port other than 22.
+std::string known_host_name(const std::string& host, int port);
+
+/// The key type named inside an SSH public key blob (its first length-prefixed string), "" when
+/// the blob is cut.
+std::string key_type_of(std::string_view blob);
+
 /// Whether the host field `hosts` names `host` on `port` (OpenSSH's rules: comma-separated
 /// patterns with * and ?, !negation, [host]:port for a port other than 22, case-insensitive;
 /// or a hashed name |1|salt|hash, HMAC-SHA1 of the name).

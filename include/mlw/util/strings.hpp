@@ -35,6 +35,10 @@ inline bool starts_with(std::string_view text, std::string_view prefix) {
 /// [min, max]; nullopt otherwise. For numbers read from outside (a target's answer, a file).
 std::optional<long long> parse_integer(std::string_view text, long long min, long long max);
 
+/// The length of the UTF-8 sequence that starts at `text[i]`, or 0 when none does (a stray
+/// byte, a cut sequence, an overlong form, a surrogate, a code point over U+10FFFF).
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i);
+
 /// `text` for a one-line message: control bytes and bytes that are not UTF-8 as \xNN escapes,
 /// cut to `limit` bytes with "…".
 std::string printable(std::string_view text, std::size_t limit = 80);
@@ -42,6 +46,11 @@ std::string printable(std::string_view text, std::size_t limit = 80);
 /// OpenSSH's pattern match (Host lines, known_hosts): `*` any run, `?` one character, every
 /// other character literal (brackets too). Linear: one backtrack point, never exponential.
 bool wildcard_match(std::string_view pattern, std::string_view text);
+
+/// OpenSSH's pattern list: true when a pattern matches `name` (wildcard_match) and no
+/// `!pattern` does.
+bool pattern_list_matches(const std::vector<std::string>& patterns, std::string_view name,
+                          bool ignore_case);
 
 /// `text` with ASCII letters in lower case.
 std::string lower_ascii(std::string text);
