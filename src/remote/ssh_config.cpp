@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <set>
 
 #include "mlw/util/fs.hpp"
@@ -122,15 +123,19 @@ struct Reader {
       std::string path = pattern;
       if (starts_with(path, "~/")) path = (context.home / path.substr(2)).string();
       if (!path.empty() && path[0] != '/') path = (context.ssh_dir / path).string();
+      // Freed however the loop ends: an included file that is refused throws out of read().
       glob_t found{};
+      const std::unique_ptr<glob_t, void (*)(glob_t*)> release(&found, ::globfree);
       if (::glob(path.c_str(), 0, nullptr, &found) == 0) {
         for (std::size_t i = 0; i < found.gl_pathc; ++i) {
+          // As OpenSSH: a folder (or anything else that is not a file) named by Include is skipped.
+          std::error_code ignored;
+          if (!fs::is_regular_file(found.gl_pathv[i], ignored)) continue;
           if (const auto text = read_file_if_exists(found.gl_pathv[i])) {
             read(*text, found.gl_pathv[i], depth + 1);
           }
         }
       }
-      ::globfree(&found);
     }
   }
 
@@ -157,7 +162,7 @@ struct Reader {
     } else if (key == "identitiesonly" && !entry.identities_only) {
       entry.identities_only = lower_ascii(value) == "yes" || lower_ascii(value) == "true";
     } else if (!k_known.count(key)) {
-      name_unsupported(where, words.empty() ? key : key);
+      name_unsupported(where, key);
     }
   }
 

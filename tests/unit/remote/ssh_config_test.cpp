@@ -1,6 +1,7 @@
 // ~/.ssh/config resolution compared with OpenSSH's own (`ssh -G -F FILE HOST`) over a set of
 // configs: Host patterns and negation, first value wins, Include (relative, glob, inside a
-// block), Match host/originalhost/user/all, proxies, known_hosts files, host key checking.
+// block, a folder named by Include is skipped), Match host/originalhost/user/all, proxies,
+// known_hosts files, host key checking.
 #include "mlw/remote/ssh_config.hpp"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,7 @@ TEST(SshConfigAgainstOpenSsh, ResolvesAsSshDashGDoes) {
        {"a", "b", "c", "zx", "q"}},
       {"Include conf.d/*.conf\nHost gpu\n  HostName late.example.com\n", {"gpu", "cpu"}},
       {"Host gpu\n  Include jumps\nHost *\n  ProxyCommand nc %h %p\n", {"gpu", "cpu"}},
+      {"Include ~/.ssh/ conf.d\nHost gpu\n  Port 2444\n", {"gpu"}},
       {"Host gpu\n  HostName real.example.com\nMatch host real.example.com\n  User matched\n"
        "Match originalhost gpu\n  Port 2345\nMatch all\n  IdentitiesOnly yes\n",
        {"gpu", "real.example.com", "x"}},
@@ -139,7 +141,7 @@ TEST(SshConfigAgainstOpenSsh, ResolvesAsSshDashGDoes) {
       ++compared;
     }
   }
-  EXPECT_EQ(compared, 24);
+  EXPECT_EQ(compared, 25);
 }
 
 TEST(SshConfig, KeysMlwDoesNotUseAreNamedOnceWithTheirPlace) {
