@@ -1,6 +1,9 @@
 """B10: the first submit of a project holding 1 GiB (every file hashed and stored), against
 sha256sum over the same files. Each mlw run starts with no snapshot store and no hash cache, so
-it hashes everything; both read the files from the page cache."""
+it hashes everything; both read the files from the page cache. `cp` of the same files into a new
+folder is timed alongside: storing 1 GiB of new content cannot cost less than copying it, and on
+machines where fresh memory is expensive (a VM that hands freed pages back to its host) that copy,
+not the hash, is most of the time."""
 
 import os
 import shutil
@@ -30,20 +33,31 @@ def main(mlw, python):
             out.write("pass\n")
         sh(f"{mlw} -q computetarget attach local -n bench --python {python}", cwd=project)
         state = os.path.join(project, ".mlw")
-        mlw_times, floor_times = [], []
+        mlw_times, floor_times, copy_times = [], [], []
+        copy_dir = os.path.join(work, "copy")
         for i in range(6):
+            # Each side starts right after its previous output is deleted: the store, the
+            # prepared tree and the runs' snapshots (hard links into the store) for mlw, the
+            # copy for cp. Both then write into memory just freed, as a user's machine would.
             for name in ("objects", "trees", "manifests", "cache"):
                 shutil.rmtree(os.path.join(state, name), ignore_errors=True)
+            runs = os.path.join(state, "runs")
+            for run in os.listdir(runs) if os.path.isdir(runs) else []:
+                shutil.rmtree(os.path.join(runs, run, "snapshot"), ignore_errors=True)
             t_mlw = run_once([mlw, "-q", "experiment", "submit", "-c", "bench", "noop.py"],
                              cwd=project)
             t_floor = run_once(["sha256sum", *files], cwd=project)
-            if i > 0:  # the first pair warms the page cache
+            shutil.rmtree(copy_dir, ignore_errors=True)
+            os.makedirs(copy_dir)
+            t_copy = run_once(["cp", *files, copy_dir], cwd=project)
+            if i > 0:  # the first round warms the page cache
                 mlw_times.append(t_mlw)
                 floor_times.append(t_floor)
-        mlw_ms, floor = median(mlw_times), median(floor_times)
+                copy_times.append(t_copy)
+        mlw_ms, floor, copy = median(mlw_times), median(floor_times), median(copy_times)
         print(row("B10", "first `mlw experiment submit` of a 1 GiB project (64 files, all hashed "
                   "and stored)", f"{mlw_ms:.0f} ms ({mlw_ms / floor:.2f}×)",
-                  f"`sha256sum` of the files {floor:.0f} ms", "≤ 0.5×", mlw_ms <= 0.5 * floor))
+                  f"`sha256sum` of the files {floor:.0f} ms (`cp` of them: {copy:.0f} ms)", "≤ 0.5×", mlw_ms <= 0.5 * floor))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

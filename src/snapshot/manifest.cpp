@@ -6,8 +6,12 @@
 
 #include <spdlog/spdlog.h>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <exception>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -22,6 +26,11 @@
 namespace mlw {
 
 namespace {
+
+/// Threads that hash and store new content at once (at most; fewer on fewer cores).
+constexpr std::size_t k_max_hash_workers = 8;
+/// Bytes read and written at a time while storing (fewer system calls than 64 KiB).
+constexpr std::size_t k_store_buffer = 1 << 18;
 
 struct CachedHash {
   std::uint64_t size;
@@ -93,16 +102,16 @@ std::string store_object(const fs::path& source, const fs::path& objects_dir, bo
                 errno_text(err));
   }
   Sha256 hash;
-  char buffer[1 << 16];
+  static thread_local std::vector<char> buffer(k_store_buffer);
   std::string failure;
   while (failure.empty()) {
-    const ssize_t n = ::read(in, buffer, sizeof buffer);
+    const ssize_t n = ::read(in, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) failure = "cannot read " + source.string() + ": " + errno_text(errno);
     if (n <= 0) break;
-    hash.update(std::string_view(buffer, static_cast<std::size_t>(n)));
+    hash.update(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
     for (ssize_t done = 0; done < n && failure.empty();) {
-      const ssize_t w = ::write(out, buffer + done, static_cast<std::size_t>(n - done));
+      const ssize_t w = ::write(out, buffer.data() + done, static_cast<std::size_t>(n - done));
       if (w < 0 && errno != EINTR)
         failure = "cannot write to the snapshot store: " + errno_text(errno);
       if (w > 0) done += w;
@@ -145,6 +154,12 @@ struct Walker {
   Manifest manifest;
   SnapshotProgress progress;
   std::uint64_t bytes_read = 0;
+  struct Pending {
+    std::size_t index;  ///< in manifest.entries
+    fs::path full;
+    bool executable;
+  };
+  std::vector<Pending> pending;
 
   void add_file(const std::string& relative, const fs::path& full, const struct stat& info) {
     ManifestEntry entry;
@@ -160,13 +175,49 @@ struct Walker {
     if (hit) {
       entry.sha256 = cached->second.sha256;
     } else {
-      entry.sha256 = store_object(full, objects_dir, executable);
-      bytes_read += entry.size;
-      if (progress) progress(manifest.entries.size() + 1, bytes_read);
+      pending.push_back({manifest.entries.size(), full, executable});
     }
     fresh[relative] = {entry.size, nanoseconds(info.st_mtim), nanoseconds(info.st_ctim),
                        info.st_ino, entry.sha256};
     manifest.entries.push_back(std::move(entry));
+  }
+
+  /// Hashes and stores the files the cache did not know, on every core: hashing is CPU-bound
+  /// and the store's writes are mostly the kernel's, so two workers on two cores halve it.
+  void store_pending() {
+    if (pending.empty()) return;
+    const std::size_t workers = std::min<std::size_t>(
+        {pending.size(), std::max(1U, std::thread::hardware_concurrency()), k_max_hash_workers});
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> stop{false};
+    std::mutex reporting;
+    std::exception_ptr failure;
+    std::size_t done = 0;
+    auto work = [&] {
+      for (std::size_t i = next++; i < pending.size() && !stop; i = next++) {
+        ManifestEntry& entry = manifest.entries[pending[i].index];
+        try {
+          entry.sha256 = store_object(pending[i].full, objects_dir, pending[i].executable);
+        } catch (...) {
+          const std::lock_guard lock(reporting);
+          if (!failure) failure = std::current_exception();
+          stop = true;
+          return;
+        }
+        const std::lock_guard lock(reporting);
+        bytes_read += entry.size;
+        if (progress) progress(++done, bytes_read);
+      }
+    };
+    std::vector<std::thread> threads;
+    for (std::size_t i = 1; i < workers; ++i) threads.emplace_back(work);
+    work();
+    for (auto& thread : threads) thread.join();
+    if (failure) std::rethrow_exception(failure);
+    for (const auto& job : pending) {
+      const ManifestEntry& entry = manifest.entries[job.index];
+      fresh[entry.path].sha256 = entry.sha256;
+    }
   }
 
   void add_symlink(const std::string& relative, const std::string& prefix, const fs::path& full) {
@@ -269,6 +320,7 @@ Manifest build_snapshot(const fs::path& root, const fs::path& objects_dir,
   if (auto text = read_file_if_exists(root / ".amlignore")) walker.rules.add_text(*text);
   walker.cache = load_cache(hash_cache);
   walker.walk(root, "");
+  walker.store_pending();
   std::sort(walker.manifest.entries.begin(), walker.manifest.entries.end(),
             [](const auto& a, const auto& b) { return a.path < b.path; });
   if (walker.fresh.size() != walker.cache.size() ||

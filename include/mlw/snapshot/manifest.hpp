@@ -39,7 +39,8 @@ std::filesystem::path object_path(const std::filesystem::path& objects_dir,
 /// True when any execute bit is set in `mode`.
 bool is_executable(std::uint32_t mode);
 
-/// Called while a snapshot reads new content: files seen so far and bytes read so far.
+/// Called while a snapshot reads new content (from several threads, one call at a time): files
+/// read so far and bytes read so far.
 using SnapshotProgress = std::function<void(std::size_t files, std::uint64_t bytes_read)>;
 
 /// Builds the snapshot of the project at `root`: every file not excluded by `.amlignore`, nor

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "temp_dir.hpp"
 
+#include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/sha256.hpp"
 
@@ -136,6 +137,42 @@ TEST_F(ManifestTest, PreparingATreeRemovesTreesOfOtherSnapshots) {
   prepare_tree(second, second.hash(), m_base / "trees", m_base / "objects", m_root);
   EXPECT_FALSE(fs::exists(m_base / "trees" / first.hash()));
   EXPECT_TRUE(fs::exists(m_base / "trees" / second.hash()));
+}
+
+TEST_F(ManifestTest, ManyNewFilesAreHashedInParallelEachUnderItsOwnHashWithProgress) {
+  for (int i = 0; i < 200; ++i) {
+    write("many/f" + std::to_string(i) + ".txt", std::string(1000 + i * 97, 'a' + i % 26));
+  }
+  std::size_t calls = 0, last_files = 0;
+  std::uint64_t last_bytes = 0;
+  const Manifest m =
+      build_snapshot(m_root, m_base / "objects", m_base / "hashes.tsv",
+                     [&](std::size_t files, std::uint64_t bytes) {
+                       ++calls;
+                       EXPECT_EQ(files, last_files + 1);  // one call at a time, in order
+                       EXPECT_GT(bytes, last_bytes);
+                       last_files = files;
+                       last_bytes = bytes;
+                     });
+  EXPECT_EQ(m.entries.size(), 205u);
+  for (const auto& e : m.entries) {
+    ASSERT_EQ(e.sha256, sha256_file(m_root / e.path)) << e.path;
+    const fs::path object = object_path(m_base / "objects", e.sha256, is_executable(e.mode));
+    ASSERT_EQ(sha256_file(object), e.sha256) << e.path;
+  }
+  EXPECT_EQ(calls, 205u);
+  EXPECT_EQ(last_bytes, m.total_bytes());
+}
+
+TEST_F(ManifestTest, AStoreThatCannotBeWrittenFailsTheSnapshotWithOneError) {
+  for (int i = 0; i < 20; ++i) write("many/f" + std::to_string(i), std::to_string(i));
+  atomic_write_file(m_base / "not-a-folder", "x");
+  try {
+    build_snapshot(m_root, m_base / "not-a-folder" / "objects", m_base / "hashes.tsv");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not-a-folder"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace mlw
