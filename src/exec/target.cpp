@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "mlw/exec/engine_follow.hpp"
 #include "mlw/exec/ship.hpp"
 #include "mlw/exec/slurm.hpp"
 #include "mlw/history/collect.hpp"
@@ -35,6 +36,8 @@ constexpr std::uint64_t k_max_metrics_bytes = 256ULL << 20;
 /// How long after its stop a run the target still reports as going on is waited for (cancel's
 /// 10 s from SIGTERM to SIGKILL, and the time to see the end).
 constexpr int k_stop_bound_s = 20;
+/// How a Lost engine run's problem starts (a later supervisor removes it when it takes over).
+constexpr const char* k_engine_lost = "the Docker engine did not answer";
 
 bool is_local_docker(const std::string& type) {
   return type == "docker";
@@ -327,42 +330,35 @@ struct Supervisor {
     return follow_engine(0);
   }
 
-  /// Follows the container's log (after its first `skip` bytes) until it stops; returns its exit
-  /// code (and `oom`) as follow() does.
+  /// Follows the container's log (after its first `skip` bytes) until it stops, through engine
+  /// restarts (engine_follow.hpp); returns its end as follow() does, or `engine-lost` /
+  /// `container-gone`.
   std::string follow_engine(std::uint64_t skip) {
-    bool stop_sent = false;
-    DockerStreamDemuxer demuxer([&](int, std::string_view payload) {
-      const auto skipped = static_cast<std::size_t>(std::min<std::uint64_t>(skip, payload.size()));
-      skip -= skipped;
-      if (skipped < payload.size()) append_log(payload.substr(skipped));
-    });
-    engine->stream(
-        "GET", "/containers/" + container_id + "/logs?follow=1&stdout=1&stderr=1",
-        [&](std::string_view chunk) { demuxer.feed(chunk); },
-        [&] {
-          if (stop_sent || !canceled()) return;
-          stop_sent = true;
-          engine->request("POST", "/containers/" + container_id + "/stop?t=10");
-        });
-    const EngineResponse waited = engine->request("POST", "/containers/" + container_id + "/wait");
-    const auto result = nlohmann::json::parse(waited.body, nullptr, false);
-    if (waited.status != 200 || !result.is_object() || !result.contains("StatusCode")) {
-      return "";
+    EngineFollowHooks hooks;
+    hooks.on_log = [&](std::string_view text) { append_log(text); };
+    hooks.canceled = [&] { return canceled(); };
+    hooks.return_bound = std::chrono::seconds(engine_retry_seconds());
+    const EngineFollowResult followed = follow_container(*engine, container_id, skip, hooks);
+    if (followed.outages > 0 && !followed.engine_lost) {
+      const bool stopped =
+          starts_with(followed.ending, "143") || starts_with(followed.ending, "137");
+      record.problems.push_back(fmt::format(
+          "the Docker engine at {} stopped answering during the run ({} time(s), for {:.0f} s at "
+          "most); the log and the end were read after it answered again{}",
+          engine->where(), followed.outages, followed.longest_outage_s,
+          stopped ? " (an engine started without live-restore stops the containers it finds "
+                    "running)"
+                  : ""));
     }
-    const auto& code = result["StatusCode"];
-    if (!code.is_number_integer() || code.get<long long>() < 0 || code.get<long long>() > 255) {
-      return "bad-code " + printable(code.dump()) + "\n";
-    }
-    std::string ending = std::to_string(code.get<int>()) + "\n";
-    if (code.get<int>() == 137) {
-      const auto state = nlohmann::json::parse(
-          engine->request("GET", "/containers/" + container_id + "/json").body, nullptr, false);
-      if (state.is_object() && state.contains("State") &&
-          state["State"].value("OOMKilled", false)) {
-        ending += "oom\n";
-      }
-    }
-    return ending;
+    if (followed.engine_lost) return "engine-lost\n";
+    if (followed.container_gone) return "container-gone\n";
+    return followed.ending;
+  }
+
+  /// How long the Docker engine may not answer before a run shows Lost (MLW_ENGINE_RETRY, s).
+  static int engine_retry_seconds() {
+    const char* value = std::getenv("MLW_ENGINE_RETRY");
+    return value && std::atoi(value) > 0 ? std::atoi(value) : 60;
   }
 
   /// Appends to the run's driver_log.txt and the live output.
@@ -588,7 +584,8 @@ struct Supervisor {
     record = plan.record;
     std::erase_if(record.problems, [](const std::string& problem) {
       return starts_with(problem, "the process that supervised the run") ||
-             starts_with(problem, "the Slurm controller did not answer");
+             starts_with(problem, "the Slurm controller did not answer") ||
+             starts_with(problem, k_engine_lost);
     });
     record.status = status::k_running;
     claim();
@@ -640,6 +637,22 @@ struct Supervisor {
     const std::string first = lines.empty() ? "" : lines[0];
     std::optional<int> code;
     if (const auto number = parse_integer(first, 0, 255)) code = static_cast<int>(*number);
+    if (first == "engine-lost") {
+      record.problems.push_back(fmt::format(
+          "{} at {} for {} s (MLW_ENGINE_RETRY); the container may go on: once the engine is "
+          "back, follow the run with history logs -f",
+          k_engine_lost, engine->where(), engine_retry_seconds()));
+      record.status = status::k_lost;
+      return;
+    }
+    if (first == "container-gone") {
+      record.problems.push_back(
+          fmt::format("the Docker engine at {} answered again but no longer knows container {}: "
+                      "the run's end is unknown",
+                      engine->where(), container_id));
+      record.status = status::k_failed;
+      return;
+    }
     if (first == "stop-unconfirmed") {
       record.problems.push_back(fmt::format(
           "{} still reported the run as going on {} s after it was stopped; it may go on there",
@@ -717,7 +730,8 @@ struct Supervisor {
     record.end_ms = ctx.clock->now_ms();
     record.pid = 0;
     save(true);
-    if (engine && !container_id.empty()) {
+    // A Lost run's container may go on: it is removed by the supervisor that sees its end.
+    if (engine && !container_id.empty() && record.status != status::k_lost) {
       if (live_fd >= 0) ::close(live_fd);
       live_fd = -1;
       try {
