@@ -291,9 +291,13 @@ std::string printf_word(const std::string& text) {
   return out + "x'";
 }
 
-/// The command as words that are all UTF-8: Docker passes words and environment values as
-/// JSON, which cannot hold other bytes. When an argument or a value is not UTF-8, the command
-/// becomes a POSIX sh script in ASCII that rebuilds them with printf and execs the script.
+/// Whether an environment value can go through Docker (else utf8_command sets it).
+bool passes_docker(const std::string& value) {
+  return is_utf8(value);
+}
+
+}  // namespace
+
 std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::string> words) {
   const auto env = run_environment(plan, "/mlw/run", "/mlw/share");
   const bool odd_env =
@@ -314,13 +318,6 @@ std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::stri
   script += "exec \"$@\"\n";
   return {"/bin/sh", "-c", script};
 }
-
-/// Whether an environment value can go through Docker (else utf8_command sets it).
-bool passes_docker(const std::string& value) {
-  return is_utf8(value);
-}
-
-}  // namespace
 
 std::string container_name(const std::string& run_id) {
   std::string name = "mlw-";

@@ -4,6 +4,7 @@
 
 #include "mlw/exec/container.hpp"
 #include "mlw/util/error.hpp"
+#include "mlw/util/json_text.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -54,12 +55,15 @@ SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& p
                     "--user",    k_user_placeholder,
                     "-e",        "HOME=/tmp"};
     if (compute.gpus_per_node > 0) node.command.insert(node.command.end(), {"--gpus", "all"});
+    // The docker CLI sends words and values to the engine as JSON: a value that is not UTF-8
+    // is set inside the container by utf8_command instead, and so are such words.
     for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
-      node.command.insert(node.command.end(), {"-e", key});
+      if (is_utf8(value)) node.command.insert(node.command.end(), {"-e", key});
     }
     for (const auto& key : k_node_variables) node.command.insert(node.command.end(), {"-e", key});
     node.command.push_back(compute.container);
-    node.command.insert(node.command.end(), script.begin(), script.end());
+    const auto words = utf8_command(plan, script);
+    node.command.insert(node.command.end(), words.begin(), words.end());
   }
   return node;
 }

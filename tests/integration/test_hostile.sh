@@ -165,7 +165,10 @@ open(b"outputs/caf\xe9.txt", "w").write("x")
 PY
 touch $'d\xff.bin'
 sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" aml_config/docker.compute
-for target in local docker rem rd sl; do
+# Slurm with docker on the nodes: the docker CLI's JSON cannot carry these bytes either.
+attach slurm slc --container "$MLW_TEST_IMAGE"
+expect_eq "attach slurm with a container" "$?" 0
+for target in local docker rem rd sl slc; do
   run_bounded 300 experiment submit -c "$target" -e $'ODD=v\xe9' bytes.py $'caf\xe9' $'\xff\xfe' 'ok'
   expect_eq "$target: a run with arguments, a value and a file name that are not UTF-8" "$CODE" 0
   expect_contains "$target: the script got them byte for byte" "$OUT" \

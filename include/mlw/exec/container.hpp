@@ -67,6 +67,12 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
 /// container the interpreter is python3; on a machine, the compute file's pythonLocation.
 std::vector<std::string> script_command(const RunPlan& plan, const std::string& python = "python3");
 
+/// `words` as a command Docker can carry: Docker passes words and environment values as JSON,
+/// which holds only UTF-8. When a word or one of the run's environment values (its container
+/// paths) is not UTF-8, the command becomes an ASCII `/bin/sh -c` script that rebuilds those
+/// bytes with printf, exports the values and execs the words; otherwise `words` unchanged.
+std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::string> words);
+
 /// The command of a container run: script_command, after a header that prints the GPUs the
 /// container sees when nvidiaDocker is true.
 std::vector<std::string> container_command(const RunPlan& plan);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "mlw/util/error.hpp"
+#include "mlw/util/json_text.hpp"
 
 namespace mlw {
 
@@ -104,6 +105,31 @@ TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
   node = slurm_node_command(plan, k_paths);
   EXPECT_TRUE(contains(joined(node.command), "apptainer exec --bind"));
   EXPECT_TRUE(contains(joined(node.command), "--nv docker://nvcr.io/nvidia/pytorch:24.01-py3"));
+}
+
+TEST(Slurm, DockerOnTheNodesGetsBytesThatAreNotUtf8ThroughAnAsciiScript) {
+  RunPlan plan = slurm_plan();
+  plan.compute.container = "img:1";
+  plan.compute.container_runtime = "docker";
+  plan.arguments = {"caf\xe9", "ok"};
+  plan.run_config.environment_variables = {{"ODD", "v\xe9"}, {"FINE", "plain"}};
+  const SlurmNodeCommand node = slurm_node_command(plan, k_paths);
+  for (const auto& word : node.command) EXPECT_TRUE(is_utf8(word)) << word;
+  const auto image = std::find(node.command.begin(), node.command.end(), "img:1");
+  ASSERT_NE(image, node.command.end());
+  EXPECT_EQ(std::vector<std::string>(image + 1, image + 3),
+            (std::vector<std::string>{"/bin/sh", "-c"}));
+  const std::string script = *(image + 3);
+  EXPECT_TRUE(contains(script, "caf\\351")) << script;  // printf's octal escape
+  EXPECT_TRUE(contains(script, "export ODD=")) << script;
+  // The odd value is set in the container, not passed by name through docker's JSON.
+  EXPECT_EQ(std::count(node.command.begin(), image, "ODD"), 0);
+  EXPECT_EQ(std::count(node.command.begin(), image, "FINE"), 1);
+  // pyxis and apptainer pass words and the environment as bytes: unchanged.
+  plan.compute.container_runtime = "apptainer";
+  const auto plain = slurm_node_command(plan, k_paths).command;
+  EXPECT_EQ(plain.back(), "ok");
+  EXPECT_EQ(*(plain.end() - 2), "caf\xe9");
 }
 
 TEST(Slurm, FinalStatesMapIntoHistory) {
