@@ -77,15 +77,24 @@ PY
 
 containers() { docker ps -aq | wc -l; }
 
+# kill_mid_run [DOCKERD-ARGS...]: an engine with those arguments; a 30-tick run killed -9 at
+# tick 3, the engine started again 2 s later; the submit's exit code in SUBMIT_CODE, the run's
+# record (JSON) in OUT.
+kill_mid_run() {
+  stop_engine
+  start_engine "$@"
+  submit_until_tick 30
+  kill_engine
+  sleep 2
+  start_engine "$@"
+  wait_submit
+  SUBMIT_CODE=$CODE
+  run_mlw history info -r "$RUN" -o json
+}
+
 # --- 1. --live-restore: the container goes on while the engine is away -------------------------
-start_engine --live-restore
-submit_until_tick 30
-kill_engine
-sleep 2
-start_engine --live-restore
-wait_submit
-expect_eq "live-restore: submit exits with the script's own code" "$CODE" 3
-run_mlw history info -r "$RUN" -o json
+kill_mid_run --live-restore
+expect_eq "live-restore: submit exits with the script's own code" "$SUBMIT_CODE" 3
 expect_eq "live-restore: the run is Failed with exit code 3" \
   "$(json_get "$OUT" 'd["status"], d["exit_code"]')" "Failed 3"
 expect_contains "live-restore: the record says the engine stopped answering" \
@@ -96,15 +105,8 @@ expect_eq "live-restore: every line once on the terminal" "$(ticks_from "$WORK/s
 expect_eq "live-restore: the container is removed" "$(containers)" 0
 
 # --- 2. no live-restore: the engine stops the container when it starts --------------------------
-stop_engine
-start_engine
-submit_until_tick 30
-kill_engine
-sleep 2
-start_engine
-wait_submit
-expect_eq "no live-restore: submit exits 143 (the engine stopped the container)" "$CODE" 143
-run_mlw history info -r "$RUN" -o json
+kill_mid_run
+expect_eq "no live-restore: submit exits 143 (the engine stopped the container)" "$SUBMIT_CODE" 143
 expect_eq "no live-restore: the run is Failed with 143, not 125" \
   "$(json_get "$OUT" 'd["status"], d["exit_code"]')" "Failed 143"
 expect_contains "no live-restore: the record explains 143" \
