@@ -256,8 +256,10 @@ void attach(Context& ctx, const AttachRequest& request) {
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
   if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {
-    throw Error(fmt::format("target \"{}\" already exists ({}); add --force to replace it",
-                            request.name, project.display(compute_path)));
+    // Name the file that is there (a run configuration may be left without its compute file).
+    throw Error(
+        fmt::format("target \"{}\" already exists ({}); add --force to replace it", request.name,
+                    project.display(fs::exists(compute_path) ? compute_path : run_config_path)));
   }
   const std::optional<ComputeConfig> previous = current_settings(project, request.name);
   ComputeConfig compute = attach_settings(request, type, previous);
@@ -392,9 +394,14 @@ void detach(Context& ctx, const std::string& name) {
   fs::remove(compute_path, ec);
   if (ec) throw Error("cannot remove " + compute_path.string() + ": " + ec.message());
   fs::remove(project.run_config_path(name), ec);
+  // Every secret the target referenced goes with it: its password and its key's passphrase.
   bool secret_removed = false;
-  if (compute && !compute->password.empty()) {
-    secret_removed = SecretStore(ctx.config_dir).remove(compute->password);
+  if (compute) {
+    for (const std::string* reference : {&compute->password, &compute->private_key_passphrase}) {
+      if (!reference->empty() && SecretStore(ctx.config_dir).remove(*reference)) {
+        secret_removed = true;
+      }
+    }
   }
   ctx.output().print_object(
       {{"detached", name},

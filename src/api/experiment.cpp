@@ -138,8 +138,14 @@ void note_ignored_keys(const Project& project, const std::vector<std::string>& k
   }
 }
 
+/// Where the run's live output and messages go: stdout on a table; stderr when stdout carries
+/// data (json, yaml, tsv), so that it holds only the data.
+std::ostream& live_stream(Context& ctx) {
+  return ctx.output_format == OutputFormat::Table ? *ctx.out : *ctx.err;
+}
+
 void write_live(Context& ctx, const char* data, std::size_t size) {
-  std::ostream& stream = ctx.output().structured() ? *ctx.err : *ctx.out;
+  std::ostream& stream = live_stream(ctx);
   stream.write(data, static_cast<std::streamsize>(size));
   stream.flush();
 }
@@ -150,9 +156,9 @@ int exit_code_of(const RunRecord& record) {
   return exit_code::k_cannot_start;
 }
 
-void print_summary(Context& ctx, const RunRecord& record) {
+void print_summary(Context& ctx, const RunRecord& record, const fs::path& run_dir) {
   if (ctx.output().structured()) {
-    ctx.output().print_object(record.to_json());
+    ctx.output().print_object(record.to_public_json(run_dir.string()));
     return;
   }
   if (ctx.output_format == OutputFormat::Tsv) {
@@ -265,8 +271,7 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
   record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
   store->create(record, record.created_ms);
   plan.run_dir = store->run_dir(record.run_id);
-  (ctx.output().structured() ? *ctx.err : *ctx.out) << "RunId: " << record.run_id << "\n"
-                                                    << std::flush;
+  live_stream(ctx) << "RunId: " << record.run_id << "\n" << std::flush;
   try {
     const fs::path objects = project.state_dir() / "objects";
     plan.manifest =
@@ -362,7 +367,13 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
     throw Error(fmt::format(
         "run {} ended without its final record (see .mlw/runs/{}/supervisor.log)", run_id, run_id));
   }
-  print_summary(ctx, final_record);
+  print_summary(ctx, final_record, plan.run_dir);
+  // A run that failed before its script started failed as a command does: its reason is also
+  // the one `mlw: error:` line on stderr (the summary above is the run's, on stdout).
+  if (final_record.start_ms == 0 && final_record.status == status::k_failed &&
+      !final_record.problems.empty()) {
+    *ctx.err << "mlw: error: " << final_record.problems.front() << "\n";
+  }
   return exit_code_of(final_record);
 }
 

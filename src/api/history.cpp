@@ -79,12 +79,7 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
     id = *last;
   }
   const RunRecord record = store.load(id);
-  nlohmann::ordered_json json = record.to_json();
-  for (const char* internal : {"pid", "pid_start", "boot_id", "process_group", "created_ms",
-                               "started_ms", "ended_ms", "cancel_requested"}) {
-    json.erase(internal);
-  }
-  json["run_folder"] = store.run_dir(id).string();
+  nlohmann::ordered_json json = record.to_public_json(store.run_dir(id).string());
   if (ctx.output_format != OutputFormat::Table) {
     ctx.output().print_object(json);
     return;

@@ -63,8 +63,16 @@ void create_project(Context& ctx, const CreateProjectRequest& request) {
     throw Error(fmt::format("{} already exists and is not empty; choose another name or -p PATH",
                             root.string()));
   }
-  if (!fs::is_directory(parent, ec)) {
-    throw Error(fmt::format("the folder {} does not exist (given with -p)", parent.string()));
+  // -p names where the project goes; a folder that is not there yet is made (as `git init
+  // PATH` does), and removed again when the project cannot be written.
+  fs::path made;  // the outermost folder made here, if any
+  if (!fs::exists(parent, ec)) {
+    for (fs::path at = parent; !at.empty() && !fs::exists(at, ec); at = at.parent_path()) {
+      made = at;
+    }
+    make_directories(parent);
+  } else if (!fs::is_directory(parent, ec)) {
+    throw Error(fmt::format("{} is not a folder (given with -p)", parent.string()));
   }
 
   ComputeConfig local;
@@ -98,6 +106,7 @@ void create_project(Context& ctx, const CreateProjectRequest& request) {
     }
   } catch (...) {
     fs::remove_all(staging, ec);
+    if (!made.empty()) fs::remove_all(made, ec);
     throw;
   }
   nlohmann::ordered_json written = nlohmann::ordered_json::array();

@@ -37,27 +37,34 @@ void apply_globals(Context& ctx, const GlobalOptions& globals) {
   spdlog::set_default_logger(logger);
 }
 
+void add_global_options(CLI::App& command, GlobalOptions& globals) {
+  command
+      .add_option("--project", globals.project,
+                  "The project folder (default: found from here upward)")
+      ->type_name("DIR");
+  command
+      .add_option("-o,--output", globals.output,
+                  "Output format: table, json, tsv or yaml (or $MLW_OUTPUT)")
+      ->type_name("FORMAT");
+  command.add_flag("-v,--verbose", globals.verbose,
+                   "More diagnostics on stderr (repeat for debug)");
+  command.add_flag("-q,--quiet", globals.quiet, "Only errors on stderr");
+  command.add_flag("--no-color", globals.no_color, "No colors (also: NO_COLOR=1)");
+}
+
 void register_app(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   app.set_version_flag("--version", std::string("mlw ") + MLW_VERSION);
   app.require_subcommand(1);
   app.fallthrough();
   app.option_defaults()->always_capture_default(false);
-  app.add_option("--project", globals.project,
-                 "The project folder (default: found from here upward)")
-      ->type_name("DIR");
-  app.add_option("-o,--output", globals.output,
-                 "Output format: table, json, tsv or yaml (or $MLW_OUTPUT)")
-      ->type_name("FORMAT");
-  app.add_flag("-v,--verbose", globals.verbose, "More diagnostics on stderr (repeat for debug)");
-  app.add_flag("-q,--quiet", globals.quiet, "Only errors on stderr");
-  app.add_flag("--no-color", globals.no_color, "No colors (also: NO_COLOR=1)");
+  add_global_options(app, globals);
   app.footer(examples({"mlw project create -n demo && cd demo",
                        "mlw experiment submit -c local train.py --epochs 3", "mlw history list",
                        "mlw history info -r demo_1732200000000 -o json"}));
   app.parse_complete_callback([&ctx, &globals] { apply_globals(ctx, globals); });
   register_project(app, ctx);
   register_computetarget(app, ctx);
-  register_experiment(app, ctx);
+  register_experiment(app, ctx, globals);
   register_history(app, ctx);
 }
 

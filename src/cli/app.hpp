@@ -18,6 +18,9 @@ struct GlobalOptions {
 /// Builds the whole command tree on `app`.
 void register_app(CLI::App& app, Context& ctx, GlobalOptions& globals);
 
+/// Adds the global options (--project, -o, -v, -q, --no-color) to `command`.
+void add_global_options(CLI::App& command, GlobalOptions& globals);
+
 /// Applies the global options to the context and configures logging; called by every command.
 void apply_globals(Context& ctx, const GlobalOptions& globals);
 
@@ -25,8 +28,8 @@ void apply_globals(Context& ctx, const GlobalOptions& globals);
 void register_project(CLI::App& app, Context& ctx);
 /// `mlw computetarget …`.
 void register_computetarget(CLI::App& app, Context& ctx);
-/// `mlw experiment …`.
-void register_experiment(CLI::App& app, Context& ctx);
+/// `mlw experiment …` (submit takes the global options itself: they may stand before SCRIPT).
+void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals);
 /// `mlw history …`.
 void register_history(CLI::App& app, Context& ctx);
 

@@ -192,7 +192,7 @@ void register_computetarget(CLI::App& app, Context& ctx) {
 
   auto detach_name = std::make_shared<std::string>();
   auto* detach = group->add_subcommand(
-      "detach", "Remove a compute target, its run configuration and stored password");
+      "detach", "Remove a compute target, its run configuration and its stored secrets");
   detach->add_option("-n,--name", *detach_name, "Target name")->required();
   detach->footer(examples({"mlw computetarget detach -n my_dsvm"}));
   detach->callback([&ctx, detach_name] { api::detach(ctx, *detach_name); });

@@ -27,7 +27,7 @@ void add_target_command(CLI::App& group, const std::string& name, const std::str
 
 }  // namespace
 
-void register_experiment(CLI::App& app, Context& ctx) {
+void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   auto* group = app.add_subcommand("experiment", "Submit, cancel, prepare and clean runs");
   group->require_subcommand(1);
 
@@ -48,6 +48,9 @@ void register_experiment(CLI::App& app, Context& ctx) {
       ->allow_extra_args(false);
   submit->add_flag("--cancel-on-interrupt", request->cancel_on_interrupt,
                    "Ctrl-C cancels the run (default: detaches, the run goes on)");
+  // Everything after SCRIPT is the script's, so submit does not fall through to mlw's own
+  // options: it takes them itself, anywhere before SCRIPT (as az takes its global options).
+  add_global_options(*submit, globals);
   submit->prefix_command();
   submit->formatter(std::make_shared<SubmitFormatter>());
   submit->fallthrough(false);
@@ -59,13 +62,13 @@ void register_experiment(CLI::App& app, Context& ctx) {
                 "mlw experiment submit -c local -e SEED=1 -a train.py",
                 "mlw -o json experiment submit -c local train.py > run.json"}));
   submit->callback([&ctx, request, submit] {
+    ctx.failure_code = exit_code::k_cannot_start;  // a usage error of submit is 125, as docker run
     auto words = submit->remaining();
     if (words.empty())
       throw UsageError("no script given: mlw experiment submit -c NAME SCRIPT [ARGS...]");
     if (words.front().size() > 1 && words.front()[0] == '-') {
       throw UsageError("unknown option " + words.front() +
-                       " for submit; its options go before the script, global options (-o, -v, "
-                       "--project) before 'experiment'");
+                       " for submit; its options and mlw's global options go before the script");
     }
     request->script = words.front();
     request->arguments.assign(words.begin() + 1, words.end());

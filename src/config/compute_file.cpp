@@ -131,6 +131,20 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
   return table;
 }
 
+/// What docker run --gpus takes: all, a count, or device=ID[,ID…] (indexes or GPU UUIDs).
+bool is_docker_gpus(const std::string& value) {
+  if (value == "all") return true;
+  if (parse_integer(value, 1, 1024)) return true;
+  if (!starts_with(value, "device=") || value.size() == 7) return false;
+  for (const auto& id : split(value.substr(7), ',')) {
+    if (id.empty() || id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789-") != std::string::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
 ComputeConfig parse_compute(ConfigDocument& doc) {
   ComputeConfig config;
   if (!doc.root["type"]) {
@@ -142,6 +156,11 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   if (config.nodes < 1) fail_at(doc, doc.root["nodes"], "nodes must be at least 1");
   if (config.gpus_per_node < 0) {
     fail_at(doc, doc.root["gpusPerNode"], "gpusPerNode must not be negative");
+  }
+  if (!config.gpus.empty() && !is_docker_gpus(config.gpus)) {
+    fail_at(doc, doc.root["gpus"],
+            "gpus must be all, a count (1 or more) or device=0,1 (as docker run --gpus), not \"" +
+                config.gpus + "\"");
   }
   if (!config.time_limit.empty() && !is_slurm_time(config.time_limit)) {
     fail_at(doc, doc.root["timeLimit"],

@@ -1,5 +1,7 @@
 #include "mlw/config/names.hpp"
 
+#include <arpa/inet.h>
+
 #include <fmt/format.h>
 
 #include "mlw/util/error.hpp"
@@ -78,6 +80,13 @@ Address parse_address(const std::string& text) {
       address.port_given = true;
     } else {
       address.host = text;  // a name, IPv4, or a bare IPv6 address
+      in6_addr ipv6{};
+      if (first != std::string::npos && ::inet_pton(AF_INET6, text.c_str(), &ipv6) != 1) {
+        throw UsageError(fmt::format(
+            "address \"{}\": a host name takes one :PORT, and an IPv6 address with a port "
+            "goes in brackets ([ADDRESS]:PORT)",
+            text));
+      }
     }
   }
   check_host(address.host, text);

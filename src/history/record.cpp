@@ -35,6 +35,16 @@ std::int64_t ms_from(const nlohmann::ordered_json& json, const char* key) {
 }
 }  // namespace
 
+nlohmann::ordered_json RunRecord::to_public_json(const std::string& run_folder) const {
+  nlohmann::ordered_json json = to_json();
+  for (const char* internal : {"pid", "pid_start", "boot_id", "process_group", "created_ms",
+                               "started_ms", "ended_ms", "cancel_requested"}) {
+    json.erase(internal);
+  }
+  json["run_folder"] = run_folder;
+  return json;
+}
+
 nlohmann::ordered_json RunRecord::to_json() const {
   nlohmann::ordered_json out = {
       {"run_id", run_id},

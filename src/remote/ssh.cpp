@@ -255,7 +255,8 @@ struct SshShell::Impl {
     char* text = nullptr;
     int length = 0;
     libssh2_session_last_error(session, &text, &length, 0);
-    return text ? std::string(text, static_cast<std::size_t>(length)) : "unknown error";
+    return text && length > 0 ? std::string(text, static_cast<std::size_t>(length))
+                              : "libssh2 gave no reason";
   }
 
   /// Waits for the socket in the direction libssh2 wants; false on timeout.
@@ -370,7 +371,12 @@ struct SshShell::Impl {
       const bool throttled =
           rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_RECV;
       if (!throttled || attempt >= 6) {
-        fail("handshake", last_error(),
+        // A server that never sends its banner leaves libssh2 with no message of its own.
+        fail("handshake",
+             rc == LIBSSH2_ERROR_TIMEOUT
+                 ? fmt::format("no SSH answer within {} s (MLW_SSH_CONNECT_TIMEOUT)",
+                               options.connect_timeout_ms / 1000)
+                 : last_error(),
              throttled ? "the server keeps closing new connections (sshd MaxStartups?)"
                        : "is it an SSH server on that port?");
       }

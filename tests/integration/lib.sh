@@ -96,7 +96,8 @@ ssh_sessions_of() {
   local child
   for child in $(pgrep -P "$(cat "$MLW_TEST_SERVERS/sshd.pid")"); do
     case "$(tr '\0' ' ' <"/proc/$child/cmdline" 2>/dev/null)" in
-      "sshd: $1 "*) echo "$child" ;;
+      # OpenSSH >= 9.8 names the process sshd-session; older ones sshd.
+      "sshd: $1 "* | "sshd-session: $1 "*) echo "$child" ;;
     esac
   done
 }

@@ -18,6 +18,12 @@ mkdir -p "$WORK/parent"
 run_mlw project create -n other -p "$WORK/parent" --template tensorflow-mnist
 expect_eq "create -p exits 0" "$CODE" 0
 check "project created under -p" test -f "$WORK/parent/other/train.py"
+# The help's example, verbatim but for HOME: -p names a folder that is not there yet.
+HOME="$WORK/home-p" run_mlw project create -n mnist -p '~/work' --template pytorch-mnist
+expect_eq "create -p ~/work (a folder not made yet) exits 0" "$CODE" 0
+check "the folder and the project were made" test -f "$WORK/home-p/work/mnist/train.py"
+touch "$WORK/not-a-folder"
+expect_error "-p naming a file" 1 "is not a folder" project create -n x -p "$WORK/not-a-folder"
 
 expect_error "existing non-empty folder" 1 "already exists" project create -n demo
 expect_error "name with a path" 2 "may only contain" project create -n ../x

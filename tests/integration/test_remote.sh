@@ -165,6 +165,17 @@ run_mlw experiment submit -c rd use_wheel.py
 expect_eq "failed environment build: 125" "$CODE" 125
 expect_contains "build failure names the log" "$OUT" "build.log"
 expect_contains "build output shown" "$OUT" "no-such-package-mlw"
+expect_contains "the reason is the one mlw: error: line on stderr" "$ERR" \
+  "mlw: error: building the environment"
+# With PrepareEnvironment: false and the image missing, the same: 125, the reason on stderr.
+sed -i 's/^PrepareEnvironment:.*/PrepareEnvironment: false/' aml_config/rd.runconfig
+grep -q '^PrepareEnvironment: false' aml_config/rd.runconfig ||
+  echo 'PrepareEnvironment: false' >>aml_config/rd.runconfig
+run_mlw experiment submit -c rd use_wheel.py
+expect_eq "PrepareEnvironment false, image missing: 125" "$CODE" 125
+expect_contains "it says to prepare, on stderr" "$ERR" "mlw: error: the environment mlw_env:"
+expect_contains "naming the command" "$ERR" "mlw experiment prepare -c rd"
+sed -i 's/^PrepareEnvironment:.*/PrepareEnvironment: true/' aml_config/rd.runconfig
 printf 'dependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
 
 # Sixteen concurrent submits needing a new environment build it once (a lock on the target).
@@ -341,10 +352,12 @@ for i in $(seq 1 40); do head -c 2000000 /dev/urandom >"data/part$i.bin"; done
 ( for _ in $(seq 1 400); do
     if ls "$USER_HOME/.mlw/incoming/" 2>/dev/null | grep -q '^rproj'; then
       # The whole connection: each sshd session process and the child serving its channels.
+      killed=0
       for child in $(ssh_sessions_of mlwtest); do
         for grandchild in $(pgrep -P "$child"); do kill -9 "$grandchild"; done
-        kill -9 "$child"
+        kill -9 "$child" && killed=$((killed + 1))
       done
+      echo "$killed" >"$WORK/killed-sessions"
       exit 0
     fi
     sleep 0.01
@@ -352,12 +365,24 @@ for i in $(seq 1 40); do head -c 2000000 /dev/urandom >"data/part$i.bin"; done
 WATCHER=$!
 run_mlw experiment submit -c rdk exit_with.py 0
 wait "$WATCHER"
+check "the watcher killed an SSH session mid-upload" test "$(cat "$WORK/killed-sessions" 2>/dev/null || echo 0)" -gt 0
 expect_eq "a dropped upload fails the submit with 125" "$CODE" 125
 expect_contains "the upload error names the host" "$ERR" "$ADDR"
+# The 40 new files that reached the target whole: in its store, or left in incoming/ intact.
+ARRIVED=0
+for part in data/part*.bin; do
+  sum=$(sha256sum "$part" | cut -d' ' -f1)
+  if [ -e "$USER_HOME/.mlw/objects/$sum" ] ||
+    sha256sum "$USER_HOME"/.mlw/incoming/*/"$sum" 2>/dev/null | grep -q "^$sum "; then
+    ARRIVED=$((ARRIVED + 1))
+  fi
+done
 run_mlw -vv experiment submit -c rdk exit_with.py 0
 expect_eq "resubmit after a dropped upload" "$CODE" 0
 SENT=$(grep -o 'shipping [0-9]* objects' <<<"$ERR" | awk '{print $2}')
-check "the resubmit sends at most the 40 new files" test "${SENT:-0}" -le 40
+expect_eq "the resubmit sends exactly the new files that had not arrived ($ARRIVED had)" \
+  "${SENT:-0}" "$((40 - ARRIVED))"
+expect_eq "nothing is left in the target's incoming/" "$(ls -A "$USER_HOME/.mlw/incoming" | wc -l)" 0
 
 # --- a changed host key is refused, naming the line ----------------------------------------------
 ssh-keygen -q -t ed25519 -N '' -f "$WORK/other_key"

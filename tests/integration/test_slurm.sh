@@ -185,7 +185,7 @@ expect_contains "it ran in the image, in the snapshot" "$OUT" "IN /mlw/run/snaps
 
 # --- the time limit -----------------------------------------------------------------------------
 wait_for 150 run_is "$TIMED" Failed
-expect_eq "a run over its time limit fails" "$(run_state "$TIMED" | cut -d' ' -f1)" "Failed"
+expect_eq "a run over its time limit fails with 143 (Slurm's SIGTERM)" "$(run_state "$TIMED")" "Failed 143"
 expect_contains "the time limit is named" "$("$MLW" -o json history info -r "$TIMED")" "time limit"
 
 # --- the controller away mid-run: Lost after a bounded retry, then logs -f resumes -------------

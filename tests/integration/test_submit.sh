@@ -126,6 +126,13 @@ expect_eq "json stdout is the record" "$(json_get "$OUT" '(d["status"], d["metri
 expect_contains "script output goes to stderr with -o json" "$ERR" "done"
 expect_eq "artifact collected" "$(json_get "$OUT" 'd["outputs"]')" "['model.bin']"
 RUN=$(json_get "$OUT" 'd["run_id"]')
+SUBMIT_JSON=$OUT
+run_mlw -o json history info -r "$RUN"
+expect_eq "submit -o json has the keys and values of history info -o json" "$SUBMIT_JSON" "$OUT"
+run_mlw -o tsv experiment submit -c local metrics.py
+expect_eq "submit -o tsv: stdout is only the data line" \
+  "$(grep -cv $'^[^\t]*\tCompleted\t0$' <<<"$OUT")" 0
+expect_contains "submit -o tsv: the script's output and RunId go to stderr" "$ERR" "RunId: "
 run_mlw history download -r "$RUN" -d "$WORK/dl" --artifact model.bin
 printf '\000weights' >"$WORK/model.expected"
 check "downloaded artifact is byte-identical" cmp "$WORK/dl/model.bin" "$WORK/model.expected"
@@ -152,6 +159,25 @@ LINES=$(grep -c '^tick' "$WORK/follow.txt")
 expect_eq "logs -f printed every line once" "$(grep '^tick' "$WORK/follow.txt" | sort -u | wc -l)" "$LINES"
 expect_error "cancel an ended run" 1 "already ended" experiment cancel -r "$RUN"
 
+# --- cancel of a script that ignores SIGTERM: SIGKILL after 10 s -----------------------------
+cat >stubborn.py <<'PY'
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ignoring SIGTERM", flush=True)
+time.sleep(120)
+PY
+run_mlw experiment submit -c local -a stubborn.py
+RUN=$(sed -n 's/^RunId: //p' <<<"$OUT")
+check "the stubborn run started" wait_for 20 grep -qs "ignoring SIGTERM" ".mlw/runs/$RUN/driver_log.txt"
+STARTED=$(date +%s%N)
+run_mlw experiment cancel -r "$RUN"
+ELAPSED_MS=$(( ($(date +%s%N) - STARTED) / 1000000 ))
+expect_eq "cancel of a script that ignores SIGTERM exits 0" "$CODE" 0
+expect_eq "it ends Canceled, killed (137)" \
+  "$(json_get "$("$MLW" -o json history info -r "$RUN")" 'd["status"], d["exit_code"]')" "Canceled 137"
+check "SIGKILL came after the 10 s grace, not before (${ELAPSED_MS} ms)" test "$ELAPSED_MS" -ge 9500
+check "and cancel ended within its 20 s bound (${ELAPSED_MS} ms)" test "$ELAPSED_MS" -lt 20000
+
 # --- Ctrl-C detaches (the run goes on), --cancel-on-interrupt cancels
 "$MLW" experiment submit -c local slow.py 30 >"$WORK/ctrlc.out" 2>"$WORK/ctrlc.err" &
 SUBMIT=$!
@@ -174,7 +200,10 @@ expect_eq "cancelled on interrupt" "$(json_get "$("$MLW" -o json history last)" 
 
 # --- -a hands the run to its supervisor before returning: a reader never sees it Lost
 mkdir -p "$WORK/race" && cp exit_with.py slow.py "$WORK/race/" && cp -r aml_config .amlignore "$WORK/race/"
-(cd "$WORK/race" && for i in $(seq 1 60); do "$MLW" -q history list >/dev/null 2>&1; done) &
+# What the reader saw is kept: a supervisor's final save overwrites a Lost that a reader wrote,
+# so only the reader's own view can show a hand-off gone wrong.
+(cd "$WORK/race" && for i in $(seq 1 60); do "$MLW" -o tsv history list 2>/dev/null; done) \
+  >"$WORK/race-seen.tsv" &
 READER=$!
 for i in $(seq 1 8); do
   (cd "$WORK/race" && "$MLW" -q experiment submit -c local -a slow.py 3 >/dev/null 2>&1)
@@ -182,6 +211,8 @@ done
 wait "$READER"
 check "async runs finish" wait_for 30 bash -c "cd '$WORK/race' && ! '$MLW' -o tsv history list | grep -qE 'Running|Preparing'"
 expect_eq "no async run was ever marked Lost" "$(cd "$WORK/race" && "$MLW" -o tsv history list | cut -f5 | sort | uniq -c | tr -s ' ')" " 8 Completed"
+check "the reader read while runs were live (positive control)" grep -qE 'Preparing|Running' "$WORK/race-seen.tsv"
+expect_eq "the reader never saw a run Lost" "$(grep -c 'Lost' "$WORK/race-seen.tsv")" 0
 
 # --- a live run recorded by another machine (a project on a shared disk) is not signalled here
 run_mlw experiment submit -c local -a slow.py 100

@@ -40,6 +40,10 @@ expect_contains "show yaml" "$OUT" 'address: "gpu-vm.example.com:2222"'
 expect_not_contains "show never prints the password" "$OUT" "S3cr3t"
 
 expect_error "existing name refused" 1 "add --force" computetarget attach local -n mylocal
+printf 'Target: orphan\n' >aml_config/orphan.runconfig
+expect_error "a name whose run configuration alone exists is refused, naming that file" 1 \
+  "(aml_config/orphan.runconfig); add --force" computetarget attach local -n orphan
+rm aml_config/orphan.runconfig
 run_mlw computetarget attach local -n mylocal --force --python python3
 expect_eq "--force replaces" "$CODE" 0
 printf 'new\n' | "$MLW" -q computetarget attach remotedocker -n my_dsvm -a h -u me --password-stdin --force --no-connect >/dev/null 2>&1
@@ -63,6 +67,15 @@ expect_eq "detach" "$CODE" 0
 check "detach removed both files" test ! -e aml_config/my_dsvm.compute -a ! -e aml_config/my_dsvm.runconfig
 check "detach removed the secret" bash -c "! grep -q my_dsvm '$STORE'"
 expect_error "detach unknown" 1 'did you mean "box"' computetarget detach -n bux
+# Every secret goes with its target: the key's passphrase as well as a password.
+ssh-keygen -q -t ed25519 -N 'KeyPass99' -f "$WORK/pp_key"
+run_mlw computetarget attach remote -n withkey -a h -u me --private-key-file "$WORK/pp_key" \
+  --private-key-passphrase 'KeyPass99' --no-connect
+expect_eq "attach with a key passphrase" "$CODE" 0
+check "the passphrase is in the secret store" grep -qF 'KeyPass99' "$STORE"
+run_mlw computetarget detach -n withkey
+expect_eq "detach of a target with a key passphrase" "$CODE" 0
+check "detach removed the key's passphrase too" bash -c "! grep -qF 'KeyPass99' '$STORE'"
 
 # Files written by Azure ML Workbench (2017) load unchanged.
 mkdir -p "$WORK/wb" && cp -r "$MLW_SOURCE_DIR/tests/data/workbench2017" "$WORK/wb/aml_config"
@@ -117,5 +130,27 @@ expect_eq "bad config recorded no run" "$AFTER" "$((BEFORE + 1))"
 
 run_mlw computetarget list
 expect_contains "list survives a broken file" "$OUT" "(invalid)"
+
+# A port that accepts but never speaks SSH: the handshake step is named, with a reason.
+python3 - "$WORK/silent.port" <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(4)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+held = []
+end = time.time() + 60
+s.settimeout(1)
+while time.time() < end:
+    try:
+        held.append(s.accept()[0])
+    except OSError:
+        pass
+PY
+STARTED_PIDS+=($!)
+wait_for 10 test -s "$WORK/silent.port"
+MLW_SSH_CONNECT_TIMEOUT=1 expect_error "a server that sends no SSH banner" 1 \
+  "handshake: no SSH answer within 1 s" computetarget attach remote -n silent \
+  -a "127.0.0.1:$(cat "$WORK/silent.port")" -u me -w x --accept-host-key
 
 finish

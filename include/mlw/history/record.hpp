@@ -62,8 +62,11 @@ struct RunRecord {
 
   /// Duration in milliseconds (to now for a live run, given `now_ms`).
   std::int64_t duration_ms(std::int64_t now_ms) const;
-  /// The record as the JSON of run.json and `history info -o json`.
+  /// The record as the JSON of run.json.
   nlohmann::ordered_json to_json() const;
+  /// The record as users' scripts read it (`history info -o json`, `submit -o json`): run.json
+  /// without the supervisor's bookkeeping (pids, boot id, millisecond times), with `run_folder`.
+  nlohmann::ordered_json to_public_json(const std::string& run_folder) const;
   /// Reads a record from JSON (missing keys keep their defaults).
   static RunRecord from_json(const nlohmann::ordered_json& json);
 };

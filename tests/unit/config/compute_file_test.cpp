@@ -52,6 +52,22 @@ TEST(ComputeFile, WrongTypeNamesFileLineAndColumn) {
             "aml_config/x.compute:2:8: nodes must be a whole number");
 }
 
+TEST(ComputeFile, GpusTakesWhatDockerRunGpusTakes) {
+  for (const char* good : {"all", "2", "device=0", "device=1,3", "device=GPU-3a23c669-1f69"}) {
+    EXPECT_EQ(error_of(std::string("type: docker\nbaseDockerImage: x\ngpus: \"") + good + "\"\n"),
+              "no error")
+        << good;
+  }
+  EXPECT_EQ(error_of("type: docker\nbaseDockerImage: x\ngpus: none\n"),
+            "aml_config/x.compute:3:7: gpus must be all, a count (1 or more) or device=0,1 (as "
+            "docker run --gpus), not \"none\"");
+  for (const char* bad : {"0", "device=", "device=1,,2", "-1", "all,1"}) {
+    EXPECT_NE(error_of(std::string("type: docker\nbaseDockerImage: x\ngpus: \"") + bad + "\"\n"),
+              "no error")
+        << bad;
+  }
+}
+
 TEST(ComputeFile, UnknownTypeSuggestsTheNearest) {
   EXPECT_EQ(
       error_of("type: remotedoker\n"),

@@ -45,6 +45,9 @@ TEST(ParseAddress, RefusesMalformedAddresses) {
   EXPECT_THROW(parse_address(":22"), UsageError);
   EXPECT_THROW(parse_address("a b"), UsageError);
   EXPECT_THROW(parse_address("user@host"), UsageError);
+  EXPECT_THROW(parse_address("host:22:33"), UsageError);  // not IPv6, not one port
+  EXPECT_THROW(parse_address("gpu-vm:22:"), UsageError);
+  EXPECT_EQ(parse_address("fe80::1:22").host, "fe80::1:22");  // a bare IPv6 address is one
 }
 
 }  // namespace mlw

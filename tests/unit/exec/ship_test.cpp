@@ -5,6 +5,9 @@
 
 #include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "temp_dir.hpp"
 
 #include "mlw/snapshot/manifest.hpp"
@@ -107,6 +110,30 @@ TEST(Ship, ADamagedObjectFailsTheShipAndStaysOutOfTheStore) {
   }
   EXPECT_FALSE(fs::exists(f.store / "objects" / b.sha256));
   EXPECT_FALSE(fs::exists(f.store / "runs" / "r1"));
+}
+
+TEST(Ship, ADroppedUploadIsAdoptedGoodObjectsKeptDamagedOnesSentAgain) {
+  ShipFixture f;
+  const ManifestEntry& a = f.entry("a.txt");
+  const ManifestEntry& b = f.entry("sub/b.py");
+  // What a connection dropped mid-upload leaves on the target: one whole object, one cut short.
+  const fs::path leftover = f.store / "incoming" / "dropped-nonce";
+  make_directories(leftover);
+  atomic_write_file(leftover / a.sha256, "alpha\n");
+  atomic_write_file(leftover / b.sha256, "print(");
+  std::ostringstream log;
+  const auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>(
+      "ship-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  logger->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+  f.ship("r1");
+  spdlog::set_default_logger(previous);
+  EXPECT_NE(log.str().find("shipping 1 objects"), std::string::npos) << log.str();
+  EXPECT_EQ(read_file(f.store / "objects" / a.sha256), "alpha\n");
+  EXPECT_EQ(read_file(f.store / "objects" / b.sha256), "print('b')\n");
+  EXPECT_TRUE(fs::is_empty(f.store / "incoming"));
+  EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "sub" / "b.py"), "print('b')\n");
 }
 
 }  // namespace mlw

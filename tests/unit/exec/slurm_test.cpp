@@ -146,7 +146,9 @@ TEST(Slurm, FinalStatesMapIntoHistory) {
   EXPECT_EQ(oom.exit_code, 137);
   const SlurmEnd timeout = slurm_end("TIMEOUT", "0:0", std::nullopt);
   EXPECT_EQ(timeout.status, status::k_failed);
-  EXPECT_NE(timeout.exit_code, 0);
+  EXPECT_EQ(timeout.exit_code, 143);  // Slurm's SIGTERM at the limit, when it names no signal
+  EXPECT_EQ(slurm_end("TIMEOUT", "0:9", std::nullopt).exit_code, 137);
+  EXPECT_EQ(slurm_end("TIMEOUT", "0:15", 0).exit_code, 143);  // not the script's own 0
   EXPECT_TRUE(contains(timeout.problem, "time limit"));
   const SlurmEnd node_fail = slurm_end("NODE_FAIL", "0:0", std::nullopt);
   EXPECT_EQ(node_fail.status, status::k_failed);

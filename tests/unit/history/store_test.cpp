@@ -112,6 +112,33 @@ TEST_F(HistoryStoreTest, LiveRunWithoutItsProcessBecomesLost) {
   EXPECT_EQ(store.load(other_host.run_id).status, "Running");
 }
 
+TEST_F(HistoryStoreTest, APidReusedByAnotherProcessOrAnotherBootMeansLost) {
+  HistoryStore store(m_dir);
+  const auto my_start = process_start_time(::getpid()).value();
+  RunRecord reused = new_record();  // the pid lives, but it is another process now
+  reused.status = status::k_running;
+  reused.pid = ::getpid();
+  reused.pid_start = my_start + 1;
+  reused.boot_id = boot_id();
+  store.create(reused, 1);
+  RunRecord rebooted = new_record();  // same pid and start time, but the machine restarted
+  rebooted.status = status::k_running;
+  rebooted.pid = ::getpid();
+  rebooted.pid_start = my_start;
+  rebooted.boot_id = "00000000-0000-0000-0000-000000000000";
+  store.create(rebooted, 2);
+  RunRecord same = new_record();  // control: this very process, this boot
+  same.status = status::k_running;
+  same.pid = ::getpid();
+  same.pid_start = my_start;
+  same.boot_id = boot_id();
+  store.create(same, 3);
+  EXPECT_EQ(store.reconcile_lost("h"), 2);
+  EXPECT_EQ(store.load(reused.run_id).status, "Lost");
+  EXPECT_EQ(store.load(rebooted.run_id).status, "Lost");
+  EXPECT_EQ(store.load(same.run_id).status, "Running");
+}
+
 TEST_F(HistoryStoreTest, MissingIndexIsRebuiltFromRunFolders) {
   std::string id;
   {
