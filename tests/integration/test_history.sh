@@ -48,23 +48,29 @@ run_mlw history logs -r "${IDS[1]}"
 expect_eq "logs print the driver log" "$OUT" "trained with 2.0"
 run_mlw -o json history compare "${IDS[1]}" "${IDS[2]}"
 expect_eq "compare puts metrics side by side" "$(json_get "$OUT" '[r for r in d if r["field"] == "lr"][0]["'"${IDS[2]}"'"]')" "1.0"
-expect_error "compare needs two" 2 "" history compare "${IDS[1]}"
+expect_error "compare needs two" 2 "At least 2 required" history compare "${IDS[1]}"
 expect_error "unknown run" 1 "no run" history info -r hist_1
 expect_error "path as run id" 1 "no run" history logs -r ../../etc
 
 # A locked database: a clear message after the (shortened) timeout, and nothing lost.
-python3 - "$PWD/.mlw/history.db" <<'PY' &
-import sqlite3, sys, time
+# The locker says when it holds the lock (a ready file), and holds it until told to let go.
+python3 - "$PWD/.mlw/history.db" "$WORK/locked" "$WORK/unlock" <<'PY' &
+import os, sqlite3, sys, time
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN EXCLUSIVE")
-time.sleep(6)
+open(sys.argv[2], "w").close()
+for _ in range(600):
+    if os.path.exists(sys.argv[3]):
+        break
+    time.sleep(0.1)
 PY
 LOCKER=$!
 STARTED_PIDS+=("$LOCKER")
-sleep 1
+check "the locker holds the lock" wait_for 20 test -e "$WORK/locked"
 run_mlw -o json history list
 expect_eq "reading works while another process writes (WAL)" "$(json_get "$OUT" 'len(d)')" "3"
 expect_error "locked database stops a submit cleanly" 125 "locked by another process" experiment submit -c local m.py 3
+touch "$WORK/unlock"
 wait "$LOCKER"
 run_mlw -o json history list
 expect_eq "all runs still there after the lock" "$(json_get "$OUT" 'len(d)')" "3"

@@ -69,6 +69,6 @@ for cmd in "project create" "computetarget attach local" "computetarget list" "c
   expect_eq "$cmd --help exits 0" "$CODE" 0
   expect_contains "$cmd --help has examples" "$OUT" "Examples:"
 done
-expect_error "unknown command" 2 "" frobnicate
+expect_error "unknown command" 2 "unknown command \"frobnicate\"" frobnicate
 
 finish

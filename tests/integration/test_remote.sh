@@ -182,8 +182,10 @@ printf 'dependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
 printf '# sixteen at once\ndependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
 echo 'print("concurrent run")' >noop16.py
 CONCURRENT_PIDS=()
+# The suite-wide 2 s history-lock timeout (lib.sh) is for the lock test; sixteen at once under
+# ASan can wait longer than that for the lock, so they get the default 10 s.
 for i in $(seq 1 16); do
-  "$MLW" -q -o json experiment submit -c rd noop16.py >"$WORK/c16.$i" 2>"$WORK/c16.$i.err" </dev/null &
+  MLW_HISTORY_LOCK_TIMEOUT_MS=10000 "$MLW" -q -o json experiment submit -c rd noop16.py >"$WORK/c16.$i" 2>"$WORK/c16.$i.err" </dev/null &
   CONCURRENT_PIDS+=($!)
 done
 C16_OK=0
@@ -309,7 +311,7 @@ run_mlw -o json experiment submit -c rdk -a slow.py 30 0.1
 RID=$(json_get "$OUT" 'd["run_id"]')
 wait_for 30 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
 for child in $(ssh_sessions_of mlwtest); do kill "$child"; done
-"$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
 expect_eq "logs -f after a dropped connection" "$?" 0
 expect_eq "every line exactly once" "$(grep -c '^line ' "$WORK/follow.txt")" "30"
 expect_eq "no line repeated" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
@@ -325,11 +327,11 @@ for target in rdk docker; do
   expect_eq "$target: Lost once its supervisor is killed" "$(run_state "$RID")" "Lost None"
   # Three followers at once: one takes the run over, the other two follow the resumed run (none
   # may stop at Lost).
-  "$MLW" history logs -r "$RID" -f >"$WORK/follow2.txt" 2>"$WORK/follow2.err" &
+  timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow2.txt" 2>"$WORK/follow2.err" &
   F2=$!
-  "$MLW" history logs -r "$RID" -f >"$WORK/follow3.txt" 2>"$WORK/follow3.err" &
+  timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow3.txt" 2>"$WORK/follow3.err" &
   F3=$!
-  "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+  timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
   expect_eq "$target: logs -f takes the run over" "$?" 0
   wait "$F2"
   expect_eq "$target: a second follower ends well" "$?" 0

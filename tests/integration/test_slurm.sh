@@ -164,7 +164,7 @@ run_mlw -o json experiment submit -c one -a slow.py 30 0.1
 RID=$(json_get "$OUT" 'd["run_id"]')
 wait_for 60 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
 for child in $(ssh_sessions_of "$SUSER"); do kill "$child"; done
-"$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
 expect_eq "logs -f after a dropped connection" "$?" 0
 expect_eq "every line exactly once after the drop" "$(grep -c '^line ' "$WORK/follow.txt")" "30"
 expect_eq "no line repeated after the drop" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
@@ -199,7 +199,7 @@ expect_eq "an unanswering controller makes the run Lost" "$(run_state "$RID" | c
 expect_contains "Lost says why" "$("$MLW" -o json history info -r "$RID")" "controller did not answer"
 slurmctld
 wait_for 30 bash -c 'squeue >/dev/null 2>&1'
-"$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
 expect_eq "logs -f follows the run again" "$?" 0
 expect_eq "every line exactly once" "$(grep -c '^line ' "$WORK/follow.txt")" "60"
 expect_eq "no line repeated" "$(sort "$WORK/follow.txt" | uniq -d | wc -l)" "0"
