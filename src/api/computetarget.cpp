@@ -339,6 +339,8 @@ void attach(Context& ctx, const AttachRequest& request) {
     result["partition"] = compute.partition.empty() ? "(the default)" : compute.partition;
     result["nodes"] = compute.nodes;
     if (compute.gpus_per_node > 0) result["gpusPerNode"] = compute.gpus_per_node;
+    if (!compute.time_limit.empty()) result["timeLimit"] = compute.time_limit;
+    if (!compute.account.empty()) result["account"] = compute.account;
     if (!compute.container.empty()) {
       result["container"] = compute.container + " (" + compute.container_runtime + ")";
     }

@@ -102,6 +102,16 @@ ssh_sessions_of() {
   done
 }
 
+# expect_lines NAME FILE N [LOG]: FILE's "line I" lines are exactly line 0 ... line N-1, in order
+# (none lost, doubled or reordered), and, given LOG (a run's driver_log.txt), the same as LOG's.
+expect_lines() {
+  local name=$1 file=$2 n=$3 log=${4:-}
+  check "$name: line 0 to line $((n - 1)), each once, in order" \
+    diff <(grep '^line ' "$file") <(seq 0 $((n - 1)) | sed 's/^/line /')
+  [ -z "$log" ] || check "$name: the same lines as driver_log.txt" \
+    diff <(grep '^line ' "$file") <(grep '^line ' "$log")
+}
+
 # wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
 wait_for() {
   local limit=$1 i

@@ -84,4 +84,146 @@ expect_eq "its metric is recorded" "$(json_get "$OUT" 'd["metrics"].get("loss")'
 expect_eq "the 2017 logger's metric too" "$(json_get "$OUT" 'd["metrics"].get("Accuracy")')" "0.93"
 check "its artifact is in the run's outputs" test -f ".mlw/runs/$RUN_ID/outputs/model.pkl"
 
+# --- docs/compute-file.md and docs/runconfig-file.md: their example files load as written ---------
+mkdir -p "$WORK/files" && cd "$WORK/files" || exit 1
+"$MLW" -q project create -n files >/dev/null 2>&1 && cd files || exit 1
+block "$MLW_SOURCE_DIR/docs/compute-file.md" yaml 1 >aml_config/my_dsvm.compute
+block "$MLW_SOURCE_DIR/docs/compute-file.md" yaml 2 >aml_config/mmlspark.compute
+run_mlw computetarget show -n my_dsvm -o json
+expect_eq "compute-file.md's remotedocker example loads" "$CODE:$ERR" "0:"
+expect_eq "  with its address and GPUs" "$(json_get "$OUT" 'd["address"], d["gpus"], d["nvidiaDocker"]')" \
+  "gpu-vm.example.com all False"
+run_mlw computetarget show -n mmlspark -o json
+expect_eq "compute-file.md's 2017 localdocker example loads" "$CODE:$ERR" "0:"
+expect_eq "  as a docker target with its image" "$(json_get "$OUT" 'd["type"], d["baseDockerImage"]')" \
+  "docker microsoft/mmlspark:plus-0.7.91"
+block "$MLW_SOURCE_DIR/docs/runconfig-file.md" json 1 >aml_config/local.runconfig
+cat >env.py <<'PY'
+import os, sys
+print("EXAMPLE_ENV_VAR=" + os.environ["EXAMPLE_ENV_VAR"], sys.argv[1:])
+PY
+run_mlw experiment submit -c local env.py a b
+expect_eq "runconfig-file.md's 2017 example runs a script" "$CODE" 0
+expect_contains "  with its variable and the arguments after \$file" "$OUT" "EXAMPLE_ENV_VAR=Example Value ['a', 'b']"
+expect_contains "  noting once that UseSampling is ignored" "$ERR" "UseSampling"
+run_mlw experiment submit -c local env.py
+expect_not_contains "  (once: not on the second run)" "$ERR" "UseSampling"
+
+# --- docs/multi-node-pytorch.md ---------------------------------------------------------------------
+# Its attach line, with --no-connect instead of -k (the test cluster has no partition "gpu" and
+# no GPUs; -k connects to install a key; doctor and the 4-GPU submit need a real cluster): the
+# keys it sets are written.
+ATTACH=$(block "$MLW_SOURCE_DIR/docs/multi-node-pytorch.md" "" 1 | sed -n '1,2p' | tr -d '\\\n')
+expect_contains "multi-node-pytorch.md starts with its attach line" "$ATTACH" "attach slurm -n hpc"
+ATTACH=${ATTACH/ -k / }
+run_mlw ${ATTACH#mlw } --no-connect
+expect_eq "its attach line works (without connecting)" "$CODE" 0
+run_mlw computetarget show -n hpc -o json
+expect_eq "  and writes partition, nodes, GPUs per node, time and account" \
+  "$(json_get "$OUT" 'd["partition"], d["nodes"], d["gpusPerNode"], d["timeLimit"], d["account"]')" \
+  "gpu 2 4 04:00:00 proj42"
+echo "not run (needs a Slurm cluster with 4 GPUs per node): its doctor and submit lines"
+# launch.py as written, with the variables mlw sets on each node (test_slurm.sh checks they are
+# set) and a stand-in torchrun on PATH that prints what it was given (no torch here).
+block "$MLW_SOURCE_DIR/docs/multi-node-pytorch.md" python 1 >launch.py
+mkdir -p fakebin && printf '#!/bin/sh\necho torchrun "$@"\n' >fakebin/torchrun && chmod +x fakebin/torchrun
+LAUNCHED=$(PATH="$PWD/fakebin:$PATH" MLW_NUM_NODES=2 MLW_NODE_RANK=1 MLW_GPUS_PER_NODE=4 \
+  MASTER_ADDR=n1 MASTER_PORT=29500 python3 launch.py train.py --epochs 10 2>&1)
+expect_eq "launch.py becomes torchrun with the node's rank and the master" "$LAUNCHED" \
+  "torchrun --nnodes=2 --node_rank=1 --nproc_per_node=4 --master_addr=n1 --master_port=29500 train.py --epochs 10"
+run_mlw computetarget attach slurm -n pyx -a login.example.org --no-connect --container nvcr.io/x:1 \
+  --container-runtime pyxis
+expect_eq "attach slurm --container-runtime (cli.md) is accepted" "$CODE" 0
+run_mlw computetarget show -n pyx -o json
+expect_eq "  and written" "$(json_get "$OUT" 'd["container"], d["containerRuntime"]')" "nvcr.io/x:1 pyxis"
+
+# --- cli.md's synopses: every option named is in the command's --help and typed by a suite ------
+while read -r verdict name; do
+  expect_eq "cli.md names $name: in its --help and exercised by a suite" "$verdict" ok
+done < <(python3 "$MLW_SOURCE_DIR/tests/integration/docs_options.py" "$MLW" \
+  "$MLW_SOURCE_DIR/docs/cli.md" "$MLW_SOURCE_DIR/tests/integration")
+# --no-color: on a terminal (script(1) gives one) a warning's level name is coloured; with
+# --no-color or NO_COLOR=1 it is not.
+WARN="computetarget attach remote -n colours -a 192.0.2.1 -w x --no-connect --force"
+COLOURED=$(script -qec "'$MLW' $WARN" /dev/null </dev/null)
+PLAIN=$(script -qec "'$MLW' --no-color $WARN" /dev/null </dev/null)
+PLAIN_ENV=$(script -qec "NO_COLOR=1 '$MLW' $WARN" /dev/null </dev/null)
+"$MLW" -q computetarget detach -n colours >/dev/null 2>&1
+check "on a terminal a warning is coloured (positive control)" grep -q $'\e\\[' <<<"$COLOURED"
+check "--no-color: no escape sequence" bash -c "! grep -q $'\e' <<<\"\$1\"" _ "$PLAIN"
+check "NO_COLOR=1: no escape sequence" bash -c "! grep -q $'\e' <<<\"\$1\"" _ "$PLAIN_ENV"
+expect_contains "  but the same warning" "$PLAIN" "mlw: warning: a password given with -w"
+
+# --- cli.md's run environment: the variables it lists are the ones a run gets --------------------
+DOC_VARS=$(python3 - "$MLW_SOURCE_DIR/docs/cli.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+section = text.split("## Run environment", 1)[1].split("The **share folder**", 1)[0]
+print(" ".join(sorted(set(re.findall(r"`((?:MLW|AZUREML|PYTHON)[A-Z_]*)(?:=[^`]*)?`", section)))))
+PY
+)
+cat >vars.py <<'PY'
+import os
+print(" ".join(sorted(k for k in os.environ if k.startswith(("MLW_", "AZUREML_", "PYTHON")))))
+PY
+# mlw runs with none of these in its own environment, so the run has only what mlw sets.
+UNSET=()
+for name in $(env | cut -d= -f1 | grep -E '^(MLW_|AZUREML_|PYTHON)'); do UNSET+=(-u "$name"); done
+env "${UNSET[@]}" "$MLW" experiment submit -c local vars.py >"$WORK/vars.out" 2>&1 </dev/null
+RID=$(sed -n 's/^RunId: //p' "$WORK/vars.out")
+expect_eq "a run's MLW_, AZUREML_ and PYTHON variables are the ones cli.md lists" \
+  "$(tail -1 ".mlw/runs/$RID/driver_log.txt")" "$DOC_VARS"
+
+# --- cli.md's exit codes, row by row (local target) ---------------------------------------------
+cat >code.py <<'PY'
+import os, signal, sys, time
+what = sys.argv[1]
+if what == "signal":
+    os.kill(os.getpid(), signal.SIGUSR1)
+if what == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+if what == "sleep":
+    print("started", flush=True)
+    time.sleep(60)
+sys.exit(int(what))
+PY
+run_mlw experiment submit -c local code.py 3
+expect_eq "exit codes: the script's own" "$CODE" 3
+run_mlw experiment submit -c local code.py signal
+expect_eq "exit codes: 128+N for a death by signal N (SIGUSR1)" "$CODE" 138
+run_mlw experiment submit -c local code.py kill
+expect_eq "exit codes: 137 for SIGKILL" "$CODE" 137
+run_mlw experiment submit -c local --bogus code.py 0
+expect_eq "exit codes: 125 for a usage error of submit" "$CODE" 125
+run_mlw experiment submit -c nosuchtarget code.py 0
+expect_eq "exit codes: 125 when mlw cannot start the run (no such run configuration)" "$CODE" 125
+printf 'print(1)\n' >notexec && chmod 644 notexec
+run_mlw computetarget attach local -n noexec --python "$PWD/notexec"
+run_mlw experiment submit -c noexec code.py 0
+expect_eq "exit codes: 126 for an interpreter that is not executable" "$CODE" 126
+run_mlw experiment submit -c local missing.py
+expect_eq "exit codes: 127 for a missing script" "$CODE" 127
+run_mlw computetarget attach local -n nopython --python "$WORK/no/python3"
+run_mlw experiment submit -c nopython code.py 0
+expect_eq "exit codes: 127 for a missing interpreter" "$CODE" 127
+run_mlw experiment submit -c local -a code.py sleep
+expect_eq "exit codes: submit -a is 0 once the run started" "$CODE" 0
+ASYNC=$(sed -n 's/^RunId: //p' <<<"$OUT")
+"$MLW" experiment submit -c local code.py sleep >"$WORK/int.out" 2>&1 &
+SUBMIT=$!
+check "a waiting submit printed its script's first line" wait_for 20 grep -qs started "$WORK/int.out"
+kill -INT "$SUBMIT"
+wait "$SUBMIT"
+expect_eq "exit codes: 130 when Ctrl-C detaches" "$?" 130
+WAITED=$(sed -n 's/^RunId: //p' "$WORK/int.out")
+run_mlw history info -r "$WAITED" -o json
+expect_eq "  and the run goes on" "$(json_get "$OUT" 'd["status"]')" Running
+for run in "$ASYNC" "$WAITED"; do "$MLW" -q experiment cancel -r "$run" >/dev/null 2>&1; done
+run_mlw history list
+expect_eq "exit codes: 0 for another command that succeeds" "$CODE" 0
+run_mlw history info -r files_0
+expect_eq "exit codes: 1 when it fails" "$CODE" 1
+run_mlw history list --bogus
+expect_eq "exit codes: 2 for a usage error" "$CODE" 2
+
 finish

@@ -289,7 +289,7 @@ JPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 sed -e "s/^Port .*/Port $JPORT/" -e "s#^PidFile .*#PidFile $WORK/jump.pid#" \
   "$MLW_TEST_SERVERS/sshd_config" >"$WORK/jump_sshd_config"
 /usr/sbin/sshd -f "$WORK/jump_sshd_config" -E "$WORK/jump.log"
-wait_for 5 test -s "$WORK/jump.pid"
+check "the jump sshd started" wait_for 5 test -s "$WORK/jump.pid"
 STARTED_PIDS+=("$(cat "$WORK/jump.pid")")
 ssh-keygen -q -t ed25519 -N '' -f "$HOME/.ssh/id_jump" <<<y >/dev/null 2>&1
 mkdir -p "$USER_HOME/.ssh"

@@ -102,10 +102,11 @@ expect_eq "hostile arguments intact through sbatch and srun" \
   "$(json_file ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
 check "nothing ran from an argument" test ! -e /tmp/mlw-pwned-slurm
 expect_eq "the Slurm job id is recorded" "$(json_get "$("$MLW" -o json history info -r "$RID")" 'd["job_id"] != ""')" "True"
-cp aml_config/one.compute aml_config/gpu.compute
-cp aml_config/one.runconfig aml_config/gpu.runconfig
-sed -i 's/^Target:.*/Target: gpu/' aml_config/gpu.runconfig
-sed -i 's/^gpusPerNode:.*/gpusPerNode: 1/' aml_config/gpu.compute
+KEYFILE=$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/one.compute | sed "s#^~#$HOME#")
+"$MLW" computetarget attach slurm -n gpu -a "$ADDR" -u "$SUSER" --gpus-per-node 1 \
+  --private-key-file "$KEYFILE" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach --gpus-per-node" "$?" 0
+expect_eq "attach shows the GPUs per node" "$(grep '^gpusPerNode ' "$WORK/o" | tr -s ' ')" "gpusPerNode 1"
 run_mlw experiment submit -c gpu exit_with.py 0
 expect_eq "a job sbatch rejects cannot start" "$CODE" 125
 expect_contains "sbatch's own message is shown" "$OUT" "sbatch on $ADDR refused the job:"
@@ -113,6 +114,17 @@ expect_contains "sbatch's reason" "$OUT" "gres"
 run_mlw experiment submit -c one exit_with.py 3
 expect_eq "a failing script's exit code" "$CODE" 3
 expect_contains "the log came back" "$OUT" "exiting with 3"
+"$MLW" computetarget attach slurm -n acct -a "$ADDR" -u "$SUSER" --account mlwacct --time 00:05:00 \
+  --private-key-file "$KEYFILE" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach --account --time" "$?" 0
+expect_eq "attach shows both" "$(grep -E '^(timeLimit|account) ' "$WORK/o" | tr -s ' ' | tr '\n' ',')" \
+  "timeLimit 00:05:00,account mlwacct,"
+run_mlw -o json experiment submit -c acct exit_with.py 0
+expect_eq "a run with an account and a time limit" "$CODE" 0
+JOB=$(json_get "$("$MLW" -o json history info -r "$(json_get "$OUT" 'd["run_id"]')")" 'd["job_id"]')
+JOBINFO=$(scontrol show job "$JOB" 2>&1)
+expect_contains "Slurm got the account" "$JOBINFO" "Account=mlwacct"
+expect_contains "Slurm got the time limit" "$JOBINFO" "TimeLimit=00:05:00"
 
 # --- two nodes: both ranks, one master address ------------------------------------------------
 run_mlw -o json experiment submit -c two ranks.py

@@ -148,7 +148,7 @@ while time.time() < end:
         pass
 PY
 STARTED_PIDS+=($!)
-wait_for 10 test -s "$WORK/silent.port"
+check "the silent server listens" wait_for 10 test -s "$WORK/silent.port"
 MLW_SSH_CONNECT_TIMEOUT=1 expect_error "a server that sends no SSH banner" 1 \
   "handshake: no SSH answer within 1 s" computetarget attach remote -n silent \
   -a "127.0.0.1:$(cat "$WORK/silent.port")" -u me -w x --accept-host-key
