@@ -34,7 +34,8 @@ ComputeConfig load_compute(const Project& project, const std::string& name) {
   const fs::path path = project.compute_path(name);
   if (name.empty() || name.find('/') != std::string::npos || !fs::exists(path)) {
     unknown("compute target", name, project.compute_names(),
-            "; attach one with: mlw computetarget attach local|docker|remotedocker|remote|slurm -n NAME");
+            "; attach one with: mlw computetarget attach local|docker|remotedocker|remote|slurm -n "
+            "NAME");
   }
   ConfigDocument doc = load_document(project, path);
   ComputeConfig config = parse_compute(doc);
