@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""The synopses of docs/cli.md against the binary and the suites (used by test_docs.sh).
+"""The commands the docs show, against the binary and the suites (used by test_docs.sh).
 
-For every `mlw ...` line in the unlabelled fenced blocks of docs/cli.md (continuation lines
-included), every option it names must be listed by `mlw COMMAND --help`, and must be typed in
-at least one integration suite near a word of that command. Prints one line per
-(command, option): `ok`, `NOT-IN-HELP` or `NOT-EXERCISED`, then exits 0 (test_docs.sh counts).
-Usage: docs_options.py MLW CLI_MD SUITES_DIR
+For every `mlw ...` command in README.md and docs/*.md (lines of fenced blocks, continuation
+lines included, and inline code spans), every option it names must be listed by
+`mlw COMMAND --help` (or, for a global option, `mlw --help`), and must be typed in at least one
+integration suite near a word of that command. Prints one line per (command, option): `ok`,
+`NOT-IN-HELP` or `NOT-EXERCISED`, then exits 0 (test_docs.sh counts).
+Usage: docs_options.py MLW SOURCE_DIR SUITES_DIR
 """
 import pathlib
 import re
@@ -17,35 +18,55 @@ OPTION = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
 PATH_WORD = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
-def synopses(text):
-    """(path words, option list) for each command line of the unlabelled blocks."""
-    blocks = re.findall(r"^```\n(.*?)^```", text, re.S | re.M)
-    result = []
-    for block in blocks:
-        current = None
+def command_lines(text):
+    """Every `mlw ...` command of a Markdown text: lines of fenced blocks (continued by a
+    trailing backslash or by an indented `[...]` line) and inline code spans."""
+    lines = []
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M):
         for raw in block.splitlines():
-            line = raw.split("  #")[0]
-            if line.startswith("mlw"):
-                # "list | show -n NAME | detach -n NAME": commands of one group; a "|"
-                # between options ("[-w PASSWORD | --password-stdin]") is not one.
-                parts = []
-                for part in line[len("mlw"):].split(" | "):
-                    if parts and not PATH_WORD.match(part.split()[0]):
-                        parts[-1] += " | " + part
-                    else:
-                        parts.append(part)
-                for index, part in enumerate(parts):
-                    path = []
-                    for word in part.split():
-                        if not PATH_WORD.match(word):
-                            break
-                        path.append(word)
-                    if index > 0:
-                        path = result[-1][0][:-1] + path
-                    current = (path, OPTION.findall(part))
-                    result.append(current)
-            elif current and line.strip().startswith("["):
-                current[1].extend(OPTION.findall(line))
+            line = raw.split("  #")[0].rstrip()
+            if lines and (lines[-1].endswith("\\") or line.lstrip().startswith("[")):
+                lines[-1] = lines[-1].rstrip("\\") + " " + line.strip()
+            elif line.startswith("mlw "):
+                lines.append(line)
+            else:
+                lines.append("")  # ends a continuation
+    lines += re.findall(r"`(mlw [^`]*)`", text)
+    return [line.split(" && ")[0] for line in lines if line.startswith("mlw ")]
+
+
+def options_of(part):
+    """The options of one command, up to its SCRIPT (what follows is the script's)."""
+    found = []
+    for word in part.split():
+        if word.endswith(".py") or word == "SCRIPT":
+            break
+        found += OPTION.findall(word)
+    return found
+
+
+def synopses(texts):
+    """(path words, option list) for each command the texts show."""
+    result = []
+    for text in texts:
+        for line in command_lines(text):
+            # "list | show -n NAME | detach -n NAME": commands of one group; a "|" between
+            # options ("[-w PASSWORD | --password-stdin]") is not one.
+            parts = []
+            for part in line[len("mlw"):].split(" | "):
+                if parts and not PATH_WORD.match(part.split()[0]):
+                    parts[-1] += " | " + part
+                else:
+                    parts.append(part)
+            for index, part in enumerate(parts):
+                path = []
+                for word in part.split():
+                    if not PATH_WORD.match(word):
+                        break
+                    path.append(word)
+                if index > 0:
+                    path = result[-1][0][:-1] + path
+                result.append((path, options_of(part)))
     return result
 
 
@@ -78,19 +99,26 @@ def exercised(suites, path, option):
 
 
 def main():
-    mlw, cli_md, suites_dir = sys.argv[1:4]
+    mlw, docs_root, suites_dir = sys.argv[1:4]
+    root = pathlib.Path(docs_root)
+    docs = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
     # Comment lines do not exercise anything.
     suites = [
         [line for line in p.read_text(errors="replace").splitlines()
          if not line.lstrip().startswith("#")]
         for p in sorted(pathlib.Path(suites_dir).glob("test_*.sh"))
     ]
-    for path, options in synopses(pathlib.Path(cli_md).read_text()):
-        known = help_options(mlw, path)
+    seen = set()
+    for path, options in synopses(doc.read_text() for doc in docs):
+        # Global options stand anywhere before SCRIPT (cli.md); `mlw --help` lists them.
+        known = help_options(mlw, path) | help_options(mlw, [])
         for option in dict.fromkeys(options):
             if option == "-vv":  # -v given twice (a counted flag), not an option of its own
                 option = "-v"
             name = " ".join(["mlw", *path, option])
+            if name in seen:
+                continue
+            seen.add(name)
             if option not in known:
                 print(f"NOT-IN-HELP {name}")
             elif not exercised(suites, path, option):

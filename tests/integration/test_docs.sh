@@ -137,11 +137,11 @@ expect_eq "attach slurm --container-runtime (cli.md) is accepted" "$CODE" 0
 run_mlw computetarget show -n pyx -o json
 expect_eq "  and written" "$(json_get "$OUT" 'd["container"], d["containerRuntime"]')" "nvcr.io/x:1 pyxis"
 
-# --- cli.md's synopses: every option named is in the command's --help and typed by a suite ------
+# --- the commands the docs show: every option named is in --help and typed by a suite ----------
 while read -r verdict name; do
-  expect_eq "cli.md names $name: in its --help and exercised by a suite" "$verdict" ok
+  expect_eq "the docs name $name: in its --help and exercised by a suite" "$verdict" ok
 done < <(python3 "$MLW_SOURCE_DIR/tests/integration/docs_options.py" "$MLW" \
-  "$MLW_SOURCE_DIR/docs/cli.md" "$MLW_SOURCE_DIR/tests/integration")
+  "$MLW_SOURCE_DIR" "$MLW_SOURCE_DIR/tests/integration")
 # --no-color: on a terminal (script(1) gives one) a warning's level name is coloured; with
 # --no-color or NO_COLOR=1 it is not.
 WARN="computetarget attach remote -n colours -a 192.0.2.1 -w x --no-connect --force"
@@ -173,6 +173,20 @@ env "${UNSET[@]}" "$MLW" experiment submit -c local vars.py >"$WORK/vars.out" 2>
 RID=$(sed -n 's/^RunId: //p' "$WORK/vars.out")
 expect_eq "a run's MLW_, AZUREML_ and PYTHON variables are the ones cli.md lists" \
   "$(tail -1 ".mlw/runs/$RID/driver_log.txt")" "$DOC_VARS"
+
+# --- every relative link in README.md and docs/*.md names a file that exists -----------------
+while IFS= read -r broken; do
+  fail "a doc links to a file that does not exist: $broken"
+done < <(python3 - "$MLW_SOURCE_DIR" <<'PY'
+import pathlib, re, sys
+root = pathlib.Path(sys.argv[1])
+for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+        if "://" not in target and not (doc.parent / target).exists():
+            print(f"{doc.relative_to(root)} -> {target}")
+PY
+)
+check "the link check sees README's links (positive control)" grep -q "](docs/cli.md)" "$MLW_SOURCE_DIR/README.md"
 
 # --- cli.md's exit codes, row by row (local target) ---------------------------------------------
 cat >code.py <<'PY'

@@ -180,7 +180,9 @@ sed -i 's/^PrepareEnvironment:.*/PrepareEnvironment: true/' aml_config/rd.runcon
 printf 'dependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
 
 # Sixteen concurrent submits needing a new environment build it once (a lock on the target).
-printf '# sixteen at once\ndependencies:\n  - python=3.11\n' >aml_config/conda_dependencies.yml
+# The comment names this run's scratch folder: the image is new even where an earlier, aborted
+# run of the suite left its own on the shared engine.
+printf '# sixteen at once (%s)\ndependencies:\n  - python=3.11\n' "$WORK" >aml_config/conda_dependencies.yml
 echo 'print("concurrent run")' >noop16.py
 CONCURRENT_PIDS=()
 # The suite-wide 2 s history-lock timeout (lib.sh) is for the lock test; sixteen at once under
@@ -269,7 +271,7 @@ cancel_running() {
   run_mlw -o json experiment submit -c "$1" -a slow.py 600 0.2
   expect_eq "async submit to $2" "$CODE" 0
   RID=$(json_get "$OUT" 'd["run_id"]')
-  check "$target: the run printed before the cancel" wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
+  check "$2: the run printed before the cancel" wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
   run_mlw experiment cancel -r "$RID"
   expect_eq "cancel a $2 run" "$CODE" 0
   expect_eq "$2 run canceled" "$("$MLW" -o json history info -r "$RID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "Canceled"
