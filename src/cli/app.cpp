@@ -47,7 +47,7 @@ void add_global_options(CLI::App& command, GlobalOptions& globals) {
                   "Output format: table, json, tsv or yaml (or $MLW_OUTPUT)")
       ->type_name("FORMAT");
   command.add_flag("-v,--verbose", globals.verbose,
-                   "More diagnostics on stderr (repeat for debug)");
+                   "More diagnostics on stderr: -v debug, -vv trace");
   command.add_flag("-q,--quiet", globals.quiet, "Only errors on stderr");
   command.add_flag("--no-color", globals.no_color, "No colors (also: NO_COLOR=1)");
 }

@@ -73,6 +73,15 @@ while IFS= read -r line; do
 done <<<"$USE"
 expect_eq "every README line that can run here ran" "$LINES_RUN" 10
 
+# --- -v / -vv (cli.md: debug / trace), on the README's remote target -------------------------------
+for level in "" -v -vv; do
+  "$MLW" $level computetarget doctor -n my_dsvm >/dev/null 2>"$WORK/level$level.err" </dev/null
+done
+check "without -v: no debug line" bash -c "! grep -q '^mlw: debug:' '$WORK/level.err'"
+check "-v: debug lines" grep -q '^mlw: debug:' "$WORK/level-v.err"
+check "-v: no trace line" bash -c "! grep -q '^mlw: trace:' '$WORK/level-v.err'"
+check "-vv: trace lines (each SSH command's end)" grep -q '^mlw: trace: ssh .*: exit' "$WORK/level-vv.err"
+
 # --- docs/cli.md's Python snippet, as a script on the local target -------------------------------
 block "$MLW_SOURCE_DIR/docs/cli.md" python 1 >snippet.py
 check "docs/cli.md has its Python snippet" grep -q "log_artifact" snippet.py
