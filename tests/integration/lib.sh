@@ -112,6 +112,15 @@ expect_lines() {
     diff <(grep '^line ' "$file") <(grep '^line ' "$log")
 }
 
+# shell_would_run NAME SHELL-TEXT MARKER: removes MARKER, checks (a positive control) that a shell
+# given SHELL-TEXT does create it, and removes it again, so that a later "MARKER is absent" check
+# means mlw gave no shell that text unquoted, not that the marker could never appear.
+shell_would_run() {
+  rm -f "$3"
+  check "$1 (positive control: a shell running it creates $3)" sh -c "$2; test -e '$3'"
+  rm -f "$3"
+}
+
 # wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
 wait_for() {
   local limit=$1 i

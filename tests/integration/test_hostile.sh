@@ -185,6 +185,8 @@ done
 rm -f $'d\xff.bin'
 
 # --- environment variable names ---------------------------------------------------------------
+shell_would_run "the injecting variable name" 'export X=$(id -un > /tmp/mlw-hostile-injected)=x' \
+  /tmp/mlw-hostile-injected
 for name in 'MY-VAR' 'X=$(id -un > /tmp/mlw-hostile-injected)'; do
   cp aml_config/rem.runconfig "$WORK/saved.runconfig"
   python3 - "$name" aml_config/rem.runconfig <<'PY'

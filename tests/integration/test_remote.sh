@@ -75,6 +75,7 @@ print("exiting", sys.argv[1], flush=True)
 sys.exit(int(sys.argv[1]))
 PY
 HOSTILE=("" "a'b" 'say "hi"' '$(touch /tmp/mlw-pwned)' '`id`' 'x; rm -rf ~' $'two\nlines' 'héllo wörld ✓' '*' 'back\slash')
+shell_would_run "the injection argument" ': $(touch /tmp/mlw-pwned)' /tmp/mlw-pwned
 run_mlw -o json experiment submit -c rdk args.py "${HOSTILE[@]}"
 expect_eq "remotedocker run (key login, copied volumes)" "$CODE" 0
 RID=$(json_get "$OUT" 'd["run_id"]')

@@ -93,7 +93,7 @@ TIMED=$(json_get "$OUT" 'd["run_id"]')
 # --- one node: hostile arguments, exit codes ------------------------------------------------
 HOSTILE=("" "a'b" 'say "hi"' '$(touch /tmp/mlw-pwned-slurm)' '`id`' 'x; rm -rf ~' $'two\nlines' 'héllo wörld ✓' '*' 'back\slash')
 EXPECTED=$(json_of_args "${HOSTILE[@]}")
-rm -f /tmp/mlw-pwned-slurm
+shell_would_run "the injection argument" ': $(touch /tmp/mlw-pwned-slurm)' /tmp/mlw-pwned-slurm
 run_mlw -o json experiment submit -c one args.py "${HOSTILE[@]}"
 expect_eq "a one-node run" "$CODE" 0
 [ "$CODE" = 0 ] || echo "one-node run said: $OUT $ERR" >&2

@@ -47,6 +47,7 @@ PY
 
 # --- hostile arguments reach the script exactly
 HOSTILE=(--flag "" "two words" "it's" '"dq"' '$(touch /tmp/pwned-mlw)' '`id`' '; rm -rf /' $'line1\nline2' 'ünïcødé ✓' '*' '\' '-e' 'X=1')
+shell_would_run "the injection argument" ': $(touch /tmp/pwned-mlw)' /tmp/pwned-mlw
 run_mlw experiment submit -c local echo_args.py "${HOSTILE[@]}"
 expect_eq "hostile-args run exits 0" "$CODE" 0
 RUN=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
