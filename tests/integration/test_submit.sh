@@ -201,18 +201,31 @@ expect_eq "--cancel-on-interrupt exits with the script's signal code" "$?" 143
 expect_eq "cancelled on interrupt" "$(json_get "$("$MLW" -o json history last)" 'd["status"]')" "Canceled"
 
 # --- -a hands the run to its supervisor before returning: a reader never sees it Lost
+# Local runs (the supervisor claims the run within milliseconds) and runs on the local Docker
+# engine (it claims the run once the container is up, hundreds of milliseconds later).
+require_env DOCKER_HOST MLW_TEST_IMAGE
 mkdir -p "$WORK/race" && cp exit_with.py slow.py "$WORK/race/" && cp -r aml_config .amlignore "$WORK/race/"
+sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" "$WORK/race/aml_config/docker.compute"
+(cd "$WORK/race" && "$MLW" -q experiment prepare -c docker >/dev/null 2>"$WORK/race-prepare.err")
+expect_eq "the docker environment is prepared before the race" "$?" 0
 # What the reader saw is kept: a supervisor's final save overwrites a Lost that a reader wrote,
-# so only the reader's own view can show a hand-off gone wrong.
-(cd "$WORK/race" && for i in $(seq 1 60); do "$MLW" -o tsv history list 2>/dev/null; done) \
-  >"$WORK/race-seen.tsv" &
+# so only the reader's own view can show a hand-off gone wrong. It reads until told to stop.
+(cd "$WORK/race" && for i in $(seq 1 3000); do
+  [ -e "$WORK/race-stop" ] && break
+  "$MLW" -o tsv history list 2>/dev/null
+done) >"$WORK/race-seen.tsv" &
 READER=$!
 for i in $(seq 1 8); do
   (cd "$WORK/race" && "$MLW" -q experiment submit -c local -a slow.py 3 >/dev/null 2>&1)
 done
+for i in $(seq 1 4); do
+  (cd "$WORK/race" && "$MLW" -q experiment submit -c docker -a slow.py 3 >/dev/null 2>&1)
+done
+check "async runs finish" wait_for 60 bash -c "cd '$WORK/race' && ! '$MLW' -o tsv history list | grep -qE 'Running|Preparing'"
+touch "$WORK/race-stop"
 wait "$READER"
-check "async runs finish" wait_for 30 bash -c "cd '$WORK/race' && ! '$MLW' -o tsv history list | grep -qE 'Running|Preparing'"
-expect_eq "no async run was ever marked Lost" "$(cd "$WORK/race" && "$MLW" -o tsv history list | cut -f5 | sort | uniq -c | tr -s ' ')" " 8 Completed"
+expect_eq "no async run was ever marked Lost" "$(cd "$WORK/race" && "$MLW" -o tsv history list | cut -f4,5 | sort | uniq -c | awk '{print $1, $2, $3}' | paste -sd,)" \
+  "4 docker Completed,8 local Completed"
 check "the reader read while runs were live (positive control)" grep -qE 'Preparing|Running' "$WORK/race-seen.tsv"
 expect_eq "the reader never saw a run Lost" "$(grep -c 'Lost' "$WORK/race-seen.tsv")" 0
 
