@@ -106,10 +106,17 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
   if (compute.type == "slurm") {
+    const TargetFacts facts = probe_target(*shell, compute);
     try {
-      check_slurm(compute, probe_target(*shell, compute), shell->host());
+      check_slurm(compute, facts, shell->host());
     } catch (const Error& e) {
       throw Error(e.what());  // a refused attach, not a run that could not start
+    }
+    if (compute.gpus_per_node > 0 && !partition_has_gpus(facts)) {
+      spdlog::warn(
+          "no node of partition {} on {} reports GPUs (Gres=gpu:N in slurm.conf), so Slurm will "
+          "refuse a run that asks for {} per node; see: mlw computetarget doctor -n {}",
+          facts.slurm_partition, shell->host(), compute.gpus_per_node, request.name);
     }
   }
   if (!request.use_ssh_key) return shell->auth_method();

@@ -57,9 +57,7 @@ void slurm_doctor_lines(const ComputeConfig& compute, const TargetFacts& facts,
        fmt::format("{} up, {} idle, of {}; a run asks for {}", up, idle, facts.slurm_nodes,
                    compute.nodes),
        "wait for nodes to come back (sinfo -R says why they are down) or lower nodes");
-  const bool has_gpus = std::any_of(facts.slurm_node_list.begin(), facts.slurm_node_list.end(),
-                                    [](const SlurmNode& n) { return n.gres.find("gpu") == 0; });
-  line("GPUs per node", compute.gpus_per_node == 0 || has_gpus, join(gpus, "; "),
+  line("GPUs per node", compute.gpus_per_node == 0 || partition_has_gpus(facts), join(gpus, "; "),
        "gpusPerNode is set but the partition's nodes report no GPUs (Gres=gpu:N in slurm.conf)");
 }
 

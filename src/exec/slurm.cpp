@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mlw/exec/container.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/json_text.hpp"
@@ -194,6 +196,11 @@ void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const s
                             compute.nodes, facts.slurm_partition, host, facts.slurm_nodes),
                 exit_code::k_cannot_start);
   }
+}
+
+bool partition_has_gpus(const TargetFacts& facts) {
+  return std::any_of(facts.slurm_node_list.begin(), facts.slurm_node_list.end(),
+                     [](const SlurmNode& node) { return node.gres.starts_with("gpu"); });
 }
 
 SlurmEnd slurm_end(const std::string& state, const std::string& exit_field,

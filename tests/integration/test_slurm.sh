@@ -107,6 +107,8 @@ KEYFILE=$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/one.compute | sed
   --private-key-file "$KEYFILE" >"$WORK/o" 2>"$WORK/e"
 expect_eq "attach --gpus-per-node" "$?" 0
 expect_eq "attach shows the GPUs per node" "$(grep '^gpusPerNode ' "$WORK/o" | tr -s ' ')" "gpusPerNode 1"
+expect_contains "attach warns that no node of the partition has GPUs" "$(cat "$WORK/e")" \
+  "mlw: warning: no node of partition debug on $ADDR reports GPUs (Gres=gpu:N in slurm.conf)"
 run_mlw experiment submit -c gpu exit_with.py 0
 expect_eq "a job sbatch rejects cannot start" "$CODE" 125
 expect_contains "sbatch's own message is shown" "$OUT" "sbatch on $ADDR refused the job:"

@@ -39,6 +39,9 @@ std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string&
 /// exist, or that asks for more nodes than the partition has (exit code 125, the fix named).
 void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host);
 
+/// Whether a node of the probed partition reports GPUs (a `gpu` gres).
+bool partition_has_gpus(const TargetFacts& facts);
+
 /// How a finished Slurm job goes into history.
 struct SlurmEnd {
   std::string status;   ///< Completed, Failed or Canceled (Lost when the controller went away)

@@ -193,6 +193,15 @@ TEST(Slurm, TargetsThatCannotTakeTheRunAreRefused) {
   EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
 }
 
+TEST(Slurm, APartitionHasGpusWhenOneOfItsNodesReportsAGpuGres) {
+  TargetFacts facts;
+  EXPECT_FALSE(partition_has_gpus(facts));
+  facts.slurm_node_list = {{"n1", "idle", ""}, {"n2", "idle", "mps:100"}};
+  EXPECT_FALSE(partition_has_gpus(facts));
+  facts.slurm_node_list.push_back({"n3", "mixed", "gpu:a100:4"});
+  EXPECT_TRUE(partition_has_gpus(facts));
+}
+
 TEST(SlurmEnd, ExitFieldsThatAreNotNumbersDoNotThrow) {
   EXPECT_EQ(slurm_end("FAILED", "99999999999999999999:0", std::nullopt).exit_code, 1);
   EXPECT_EQ(slurm_end("FAILED", "running:x", std::nullopt).exit_code, 1);
