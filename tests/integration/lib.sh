@@ -121,6 +121,24 @@ shell_would_run() {
   rm -f "$3"
 }
 
+# slurm_lock shared|exclusive: holds a lock on the shared Slurm cluster of servers.sh until
+# slurm_unlock or the end of the suite. A suite that runs jobs on it holds it shared; test_slurm
+# holds it exclusive while it stops the controller, so that no other suite's job meets a
+# controller that is away. The lock is held by a background process of its own (mlw's processes
+# must not inherit it), which lets go when told, when the suite's folder is gone, or after 600 s
+# (ctest's limit for a suite); slurm_lock returns once it is held, or fails after 600 s.
+slurm_lock() {
+  rm -f "$WORK/slurm-lock.held" "$WORK/slurm-lock.release"
+  flock "--$1" -w 600 "$MLW_TEST_SERVERS/slurm-controller.lock" bash -c '
+    touch "$1.held"
+    for _ in $(seq 1 6000); do
+      [ -e "$1.release" ] || [ ! -d "${1%/*}" ] && exit 0
+      sleep 0.1
+    done' _ "$WORK/slurm-lock" </dev/null >/dev/null 2>&1 &
+  wait_for 600 test -e "$WORK/slurm-lock.held"
+}
+slurm_unlock() { touch "$WORK/slurm-lock.release"; }
+
 # wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
 wait_for() {
   local limit=$1 i

@@ -59,6 +59,9 @@ attach remote rem
 expect_eq "attach remote through a printing .bashrc" "$?" 0
 attach remotedocker rd --base-image "$MLW_TEST_IMAGE"
 expect_eq "attach remotedocker through a printing .bashrc" "$?" 0
+# Held for the rest of the suite: test_slurm stops the controller only when no job of this suite
+# can meet it away.
+check "the Slurm cluster is not being stopped" slurm_lock shared
 attach slurm sl
 expect_eq "attach slurm through a printing .bashrc" "$?" 0
 run_mlw computetarget doctor -n rem

@@ -203,6 +203,8 @@ expect_eq "a run over its time limit fails with 143 (Slurm's SIGTERM)" "$(run_st
 expect_contains "the time limit is named" "$("$MLW" -o json history info -r "$TIMED")" "time limit"
 
 # --- the controller away mid-run: Lost after a bounded retry, then logs -f resumes -------------
+# Only while no other suite runs jobs on the cluster (test_hostile holds the lock shared).
+check "no other suite is using the Slurm cluster" slurm_lock exclusive
 export MLW_SLURM_RETRY=2
 run_mlw -o json experiment submit -c one -a slow.py 60 0.2
 RID=$(json_get "$OUT" 'd["run_id"]')
@@ -213,6 +215,7 @@ expect_eq "an unanswering controller makes the run Lost" "$(run_state "$RID" | c
 expect_contains "Lost says why" "$("$MLW" -o json history info -r "$RID")" "controller did not answer"
 slurmctld
 check "the restarted controller answers" wait_for 30 bash -c 'squeue >/dev/null 2>&1'
+slurm_unlock
 timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
 expect_eq "logs -f follows the run again" "$?" 0
 expect_lines "logs -f after the controller came back" "$WORK/follow.txt" 60 ".mlw/runs/$RID/driver_log.txt"
