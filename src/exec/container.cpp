@@ -291,23 +291,22 @@ std::string printf_word(const std::string& text) {
   return out + "x'";
 }
 
-/// Whether an environment value can go through Docker (else utf8_command sets it).
+}  // namespace
+
 bool passes_docker(const std::string& value) {
   return is_utf8(value);
 }
 
-}  // namespace
-
 std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::string> words) {
   const auto env = run_environment(plan, "/mlw/run", "/mlw/share");
-  const bool odd_env =
-      std::any_of(env.begin(), env.end(), [](const auto& item) { return !is_utf8(item.second); });
-  const bool odd_word =
-      std::any_of(words.begin(), words.end(), [](const auto& word) { return !is_utf8(word); });
+  const bool odd_env = std::any_of(env.begin(), env.end(),
+                                   [](const auto& item) { return !passes_docker(item.second); });
+  const bool odd_word = std::any_of(words.begin(), words.end(),
+                                    [](const auto& word) { return !passes_docker(word); });
   if (!odd_env && !odd_word) return words;
   std::string script;
   for (const auto& [key, value] : env) {
-    if (is_utf8(value)) continue;
+    if (passes_docker(value)) continue;
     script +=
         fmt::format("{0}=$(printf {1}); export {0}=\"${{{0}%x}}\"\n", key, printf_word(value));
   }

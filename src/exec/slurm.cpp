@@ -6,7 +6,6 @@
 
 #include "mlw/exec/container.hpp"
 #include "mlw/util/error.hpp"
-#include "mlw/util/json_text.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -60,7 +59,7 @@ SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& p
     // The docker CLI sends words and values to the engine as JSON: a value that is not UTF-8
     // is set inside the container by utf8_command instead, and so are such words.
     for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
-      if (is_utf8(value)) node.command.insert(node.command.end(), {"-e", key});
+      if (passes_docker(value)) node.command.insert(node.command.end(), {"-e", key});
     }
     for (const auto& key : k_node_variables) node.command.insert(node.command.end(), {"-e", key});
     node.command.push_back(compute.container);

@@ -67,6 +67,10 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
 /// container the interpreter is python3; on a machine, the compute file's pythonLocation.
 std::vector<std::string> script_command(const RunPlan& plan, const std::string& python = "python3");
 
+/// Whether a word or an environment value can go through Docker as it is (its JSON holds only
+/// UTF-8); what cannot is set by utf8_command inside the container instead.
+bool passes_docker(const std::string& value);
+
 /// `words` as a command Docker can carry: Docker passes words and environment values as JSON,
 /// which holds only UTF-8. When a word or one of the run's environment values (its container
 /// paths) is not UTF-8, the command becomes an ASCII `/bin/sh -c` script that rebuilds those
