@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "mlw/remote/ssh_keys.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -19,28 +20,6 @@ namespace mlw {
 namespace {
 
 constexpr std::size_t k_max_line = 64 * 1024;
-
-/// Decodes standard base64 (padding optional); nullopt for any other character.
-std::optional<std::string> decode_base64(std::string_view text) {
-  static const std::string_view alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
-  std::string out;
-  std::uint32_t bits = 0;
-  int count = 0;
-  for (const char c : text) {
-    const auto at = alphabet.find(c);
-    if (at == std::string_view::npos) return std::nullopt;
-    bits = (bits << 6) | static_cast<std::uint32_t>(at);
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      out.push_back(static_cast<char>((bits >> count) & 0xff));
-    }
-  }
-  if (count >= 6) return std::nullopt;  // a single leftover character cannot be base64
-  return out;
-}
 
 /// The length-prefixed strings an SSH public key blob is made of; empty when they do not fill
 /// it exactly (a cut key).

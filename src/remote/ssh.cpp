@@ -2,13 +2,10 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <libssh2.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -22,194 +19,18 @@
 #include <cstring>
 #include <random>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "mlw/config/names.hpp"
 #include "mlw/remote/frame.hpp"
 #include "mlw/remote/known_hosts.hpp"
+#include "mlw/remote/ssh_keys.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
-
-namespace {
-
-std::string base64(const unsigned char* data, std::size_t size, bool pad) {
-  static const char* const alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (std::size_t i = 0; i < size; i += 3) {
-    const unsigned v = (data[i] << 16) | ((i + 1 < size ? data[i + 1] : 0) << 8) |
-                       (i + 2 < size ? data[i + 2] : 0);
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-    if (i + 1 < size)
-      out += alphabet[(v >> 6) & 63];
-    else if (pad)
-      out += '=';
-    if (i + 2 < size)
-      out += alphabet[v & 63];
-    else if (pad)
-      out += '=';
-  }
-  return out;
-}
-
-void put_u32(std::string& out, std::uint32_t v) {
-  out += static_cast<char>(v >> 24);
-  out += static_cast<char>(v >> 16);
-  out += static_cast<char>(v >> 8);
-  out += static_cast<char>(v);
-}
-
-void put_string(std::string& out, std::string_view text) {
-  put_u32(out, static_cast<std::uint32_t>(text.size()));
-  out += text;
-}
-
-bool is_rsa_key_file(const std::filesystem::path& file) {
-  const auto text = read_file_if_exists(file);
-  if (!text) return false;
-  if (text->find("BEGIN RSA PRIVATE KEY") != std::string::npos) return true;
-  const auto pub = read_file_if_exists(file.string() + ".pub");
-  return pub && starts_with(*pub, "ssh-rsa ");
-}
-
-}  // namespace
-
-SshEndpoint resolve_endpoint(const std::string& address, const std::string& username,
-                             const std::string& private_key_file, const std::string& ssh_config,
-                             const std::filesystem::path& home, const SshConfigContext* context) {
-  const Address parsed = parse_address(address);
-  const std::string& host = parsed.host;
-  auto expand = [&](const std::string& path) -> std::filesystem::path {
-    if (path == "~") return home;
-    if (starts_with(path, "~/")) return home / path.substr(2);
-    return path;
-  };
-  SshEndpoint endpoint;
-  endpoint.alias = address;
-  const SshConfigEntry entry =
-      context ? read_ssh_config(ssh_config, host, *context) : read_ssh_config(ssh_config, host);
-  endpoint.host = entry.host_name.value_or(host);
-  endpoint.port = parsed.port_given ? parsed.port : entry.port.value_or(parsed.port);
-  endpoint.user = !username.empty() ? username : entry.user.value_or("");
-  if (!private_key_file.empty()) endpoint.identity_files.push_back(expand(private_key_file));
-  for (const auto& file : entry.identity_files) endpoint.identity_files.push_back(expand(file));
-  for (const auto& file : entry.user_known_hosts_files) {
-    if (file != "none") endpoint.known_hosts_files.push_back(expand(file));
-  }
-  endpoint.strict_host_key_checking = entry.strict_host_key_checking.value_or("");
-  endpoint.identities_only = entry.identities_only.value_or(false);
-  endpoint.unsupported = entry.unsupported;
-  if (entry.proxy_jump && *entry.proxy_jump != "none") {
-    const auto config = context ? context->ssh_dir / "config" : std::filesystem::path();
-    endpoint.proxy_command = proxy_jump_command(
-        *entry.proxy_jump, endpoint.host, endpoint.port,
-        !config.empty() && std::filesystem::exists(config) ? config : std::filesystem::path());
-  } else if (entry.proxy_command && *entry.proxy_command != "none") {
-    std::string command;
-    const std::string& text = *entry.proxy_command;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-      if (text[i] == '%' && i + 1 < text.size()) {
-        const char token = text[++i];
-        command += token == 'h'   ? endpoint.host
-                   : token == 'p' ? std::to_string(endpoint.port)
-                   : token == 'r' ? endpoint.user
-                   : token == 'n' ? host
-                   : token == '%' ? std::string("%")
-                                  : std::string("%") + token;
-      } else {
-        command += text[i];
-      }
-    }
-    endpoint.proxy_command = command;
-  }
-  return endpoint;
-}
-
-std::string proxy_jump_command(const std::string& jump, const std::string& host, int port,
-                               const std::filesystem::path& config) {
-  const auto hops = split(jump, ',');
-  std::vector<std::string> words = {"ssh"};
-  // The hops are resolved with the same config file as mlw read (OpenSSH's ssh would read the
-  // passwd entry's home, which may not be $HOME).
-  if (!config.empty()) words.insert(words.end(), {"-F", config.string()});
-  if (hops.size() > 1) {
-    std::vector<std::string> first(hops.begin(), hops.end() - 1);
-    words.insert(words.end(), {"-J", join(first, ",")});
-  }
-  std::string last = hops.back();
-  if (const auto at = last.rfind('@'); at != std::string::npos) {
-    words.insert(words.end(), {"-l", last.substr(0, at)});
-    last = last.substr(at + 1);
-  }
-  const Address address = parse_address(last);
-  if (address.port_given) words.insert(words.end(), {"-p", std::to_string(address.port)});
-  words.insert(words.end(), {"-W", fmt::format("[{}]:{}", host, port), address.host});
-  return shell_join(words);
-}
-
-std::string ssh_fingerprint(const std::string& key_blob) {
-  unsigned char digest[32];
-  unsigned int size = 0;
-  EVP_Digest(key_blob.data(), key_blob.size(), digest, &size, EVP_sha256(), nullptr);
-  return "SHA256:" + base64(digest, size, false);
-}
-
-std::pair<std::string, std::string> generate_ed25519_key(const std::string& comment) {
-  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr);
-  EVP_PKEY* key = nullptr;
-  if (!ctx || EVP_PKEY_keygen_init(ctx) <= 0 || EVP_PKEY_keygen(ctx, &key) <= 0) {
-    if (ctx) EVP_PKEY_CTX_free(ctx);
-    throw Error("cannot create an ed25519 key pair (OpenSSL)");
-  }
-  EVP_PKEY_CTX_free(ctx);
-  unsigned char secret[32], pub[32];
-  std::size_t secret_size = sizeof secret, pub_size = sizeof pub;
-  EVP_PKEY_get_raw_private_key(key, secret, &secret_size);
-  EVP_PKEY_get_raw_public_key(key, pub, &pub_size);
-  EVP_PKEY_free(key);
-  const std::string pub_bytes(reinterpret_cast<char*>(pub), 32);
-  std::string pub_blob;
-  put_string(pub_blob, "ssh-ed25519");
-  put_string(pub_blob, pub_bytes);
-
-  std::uint32_t check = 0;
-  RAND_bytes(reinterpret_cast<unsigned char*>(&check), sizeof check);
-  std::string private_block;
-  put_u32(private_block, check);
-  put_u32(private_block, check);
-  put_string(private_block, "ssh-ed25519");
-  put_string(private_block, pub_bytes);
-  put_string(private_block, std::string(reinterpret_cast<char*>(secret), 32) + pub_bytes);
-  put_string(private_block, comment);
-  for (char pad = 1; private_block.size() % 8 != 0; ++pad) private_block += pad;
-  OPENSSL_cleanse(secret, sizeof secret);
-
-  std::string body("openssh-key-v1", 15);  // with its NUL
-  put_string(body, "none");
-  put_string(body, "none");
-  put_string(body, "");
-  put_u32(body, 1);
-  put_string(body, pub_blob);
-  put_string(body, private_block);
-  OPENSSL_cleanse(private_block.data(), private_block.size());
-  const std::string encoded =
-      base64(reinterpret_cast<const unsigned char*>(body.data()), body.size(), true);
-  OPENSSL_cleanse(body.data(), body.size());
-  std::string pem = "-----BEGIN OPENSSH PRIVATE KEY-----\n";
-  for (std::size_t i = 0; i < encoded.size(); i += 70) pem += encoded.substr(i, 70) + "\n";
-  pem += "-----END OPENSSH PRIVATE KEY-----\n";
-  const std::string public_line =
-      "ssh-ed25519 " +
-      base64(reinterpret_cast<const unsigned char*>(pub_blob.data()), pub_blob.size(), true) + " " +
-      comment + "\n";
-  return {pem, public_line};
-}
 
 struct SshShell::Impl {
   SshEndpoint endpoint;
@@ -481,7 +302,7 @@ struct SshShell::Impl {
   std::string known_hosts_entry(const std::string& key) const {
     return fmt::format(
         "{} {} {}\n", known_host_name(endpoint.host, endpoint.port), key_type_of(key),
-        base64(reinterpret_cast<const unsigned char*>(key.data()), key.size(), true));
+        encode_base64(reinterpret_cast<const unsigned char*>(key.data()), key.size(), true));
   }
 
   bool try_key(const std::filesystem::path& file, const std::optional<std::string>& passphrase,

@@ -9,36 +9,10 @@
 
 #include "mlw/remote/shell.hpp"
 #include "mlw/remote/ssh_config.hpp"
+#include "mlw/remote/ssh_endpoint.hpp"
+#include "mlw/remote/ssh_keys.hpp"
 
 namespace mlw {
-
-/// Where to connect and as whom, after `~/.ssh/config` aliases are applied.
-struct SshEndpoint {
-  std::string alias;  ///< the address as written in the compute file (host, host:port, alias)
-  std::string host;   ///< the host name or IP to connect to (HostName)
-  int port = 22;
-  std::string user;
-  std::vector<std::filesystem::path> identity_files;  ///< privateKeyFile, then IdentityFile
-  /// A command whose stdin/stdout carry the connection (ProxyCommand, or ProxyJump as
-  /// `ssh -W`); empty: a TCP connection.
-  std::string proxy_command;
-  std::vector<std::filesystem::path> known_hosts_files;  ///< UserKnownHostsFile (empty: default)
-  std::string strict_host_key_checking;                  ///< "", yes, no, accept-new, ask
-  bool identities_only = false;                          ///< IdentitiesOnly yes
-  std::vector<std::string> unsupported;                  ///< config keys mlw does not use
-};
-
-/// Resolves a compute file's address/username/privateKeyFile into an endpoint, with the
-/// aliases of `ssh_config` (the text of ~/.ssh/config, may be empty); `home` expands `~`.
-SshEndpoint resolve_endpoint(const std::string& address, const std::string& username,
-                             const std::string& private_key_file, const std::string& ssh_config,
-                             const std::filesystem::path& home,
-                             const SshConfigContext* context = nullptr);
-
-/// ProxyJump's hops ([user@]host[:port], comma-separated) as the OpenSSH command that carries
-/// the connection to `host`:`port` (`ssh -W`, which is how OpenSSH itself jumps).
-std::string proxy_jump_command(const std::string& jump, const std::string& host, int port,
-                               const std::filesystem::path& config = {});
 
 /// What happened to an unknown host key.
 enum class HostKeyDecision { Refuse, Accept };
@@ -68,9 +42,6 @@ struct SshOptions {
   std::string password_label = "the stored password";
 };
 
-/// The SHA256 fingerprint of a host key blob as OpenSSH shows it ("SHA256:…", no padding).
-std::string ssh_fingerprint(const std::string& key_blob);
-
 /// A logged-in SSH connection (libssh2) that runs shell scripts; one serves a whole command.
 class SshShell : public Shell {
  public:
@@ -97,9 +68,5 @@ class SshShell : public Shell {
   explicit SshShell(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> m_impl;
 };
-
-/// Creates an ed25519 key pair: the private key in OpenSSH format (unencrypted) and the public
-/// key line ("ssh-ed25519 AAAA… comment").
-std::pair<std::string, std::string> generate_ed25519_key(const std::string& comment);
 
 }  // namespace mlw
