@@ -488,26 +488,33 @@ void report_noise(const std::string& where, const FramedStream (&frames)[2], She
   if (result.exit_code == 0) result.exit_code = 255;
 }
 
+/// Frees a libssh2 channel (the session outlives it: it is freed with the SshShell).
+struct ChannelFree {
+  void operator()(LIBSSH2_CHANNEL* channel) const { libssh2_channel_free(channel); }
+};
+using ChannelPtr = std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree>;
+
 }  // namespace
 
 ShellResult SshShell::run(const std::string& script, const ShellStreams& streams) {
   Impl& s = *m_impl;
   if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
   const auto started = std::chrono::steady_clock::now();
-  LIBSSH2_CHANNEL* channel = nullptr;
+  ChannelPtr owner;
   s.retry(
       [&] {
-        channel = libssh2_channel_open_session(s.session);
-        return channel ? 0 : libssh2_session_last_errno(s.session);
+        owner.reset(libssh2_channel_open_session(s.session));
+        return owner ? 0 : libssh2_session_last_errno(s.session);
       },
       s.options.connect_timeout_ms);
-  if (!channel) s.fail("exec", "cannot open a channel: " + s.last_error(), "");
+  if (!owner) s.fail("exec", "cannot open a channel: " + s.last_error(), "");
+  // Freed on every way out, a callback that throws included.
+  LIBSSH2_CHANNEL* const channel = owner.get();
   if (s.marker.empty()) s.marker = new_frame_marker();
   const std::string command = "exec /bin/sh -c " + shell_quote(framed_script(s.marker, script));
   FramedStream frames[2] = {FramedStream(s.marker), FramedStream(s.marker)};
   if (s.retry([&] { return libssh2_channel_exec(channel, command.c_str()); },
               s.options.connect_timeout_ms) != 0) {
-    libssh2_channel_free(channel);
     s.fail("exec", s.last_error(), "");
   }
   ShellResult result;
@@ -517,7 +524,6 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
   bool eof_sent = false;
   char buffer[65536];
   auto lost = [&](int rc) {
-    libssh2_channel_free(channel);
     s.fail("exec",
            fmt::format("the connection was lost ({})",
                        rc == LIBSSH2_ERROR_SOCKET_RECV || rc == LIBSSH2_ERROR_SOCKET_SEND
@@ -573,7 +579,6 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
     }
     if (libssh2_channel_eof(channel)) break;
     if (streams.should_stop && streams.should_stop()) {
-      libssh2_channel_free(channel);
       result.exit_code = 143;
       return result;
     }
@@ -609,7 +614,7 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
   } else {
     result.exit_code = libssh2_channel_get_exit_status(channel);
   }
-  libssh2_channel_free(channel);
+  owner.reset();
   report_noise(s.where(), frames, result);
   spdlog::trace("ssh {}: exit {} after {} ms: {}", s.where(), result.exit_code,
                 std::chrono::duration_cast<std::chrono::milliseconds>(
