@@ -31,16 +31,6 @@ std::string interpreter_name(const RunPlan& plan) {
                                                 : plan.compute.python_location;
 }
 
-void write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
-
 /// The script's process: its own session, output into the pipe, then exec.
 [[noreturn]] void exec_script(const ProcessSpec& spec, ExecArrays& arrays, int output_fd) {
   ::setsid();
@@ -52,13 +42,13 @@ void write_all(int fd, const char* data, std::size_t size) {
   if (::chdir(spec.cwd.c_str()) != 0) {
     const std::string message =
         "mlw: cannot enter " + spec.cwd.string() + ": " + errno_text(errno) + "\n";
-    write_all(2, message.data(), message.size());
+    write_fully(2, message);
     ::_exit(exit_code::k_cannot_start);
   }
   ::execve(arrays.argv()[0], arrays.argv(), arrays.envp());
   const int err = errno;
   const std::string message = "mlw: cannot run " + spec.argv[0] + ": " + errno_text(err) + "\n";
-  write_all(2, message.data(), message.size());
+  write_fully(2, message);
   ::_exit(err == ENOENT ? exit_code::k_not_found : exit_code::k_not_executable);
 }
 

@@ -68,15 +68,6 @@ TargetRunPaths run_paths(const RunPlan& plan, const TargetFacts& facts) {
   return paths;
 }
 
-void write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
 /// The docker target: the snapshot is already in the run's history folder; adds the helper and
 /// the environment's build files beside it.
 void prepare_local_run_dir(const RunPlan& plan, const EnvironmentSpec& env) {
@@ -231,7 +222,7 @@ struct Supervisor {
     const int fd = local_log >= 0 ? local_log
                                   : ::open((plan.run_dir / "driver_log.txt").c_str(),
                                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) write_all(fd, log);
+    if (fd >= 0) write_fully(fd, log);
     if (fd >= 0 && fd != local_log) ::close(fd);
     const BuildFailure reason = build_failure_reason(tail);
     const std::string where = fmt::format("the build log is .mlw/runs/{}/build.log", record.run_id);
@@ -363,7 +354,7 @@ struct Supervisor {
 
   /// Appends to the run's driver_log.txt and the live output.
   void append_log(std::string_view text) {
-    if (local_log >= 0) write_all(local_log, text);
+    if (local_log >= 0) write_fully(local_log, text);
     say(text);
   }
 
@@ -478,7 +469,7 @@ struct Supervisor {
       ShellStreams streams;
       streams.on_output = [&](std::string_view chunk) {
         offset += chunk.size();
-        if (local_log >= 0) write_all(local_log, chunk);
+        if (local_log >= 0) write_fully(local_log, chunk);
         say(chunk);
       };
       streams.should_stop = [&] { return !stop_sent && canceled(); };
@@ -549,7 +540,7 @@ struct Supervisor {
       bool announced = false;
       const ShellResult result =
           ensure_image(*shell, plan, facts, env, paths, [&](std::string_view chunk) {
-            if (build_log >= 0) write_all(build_log, chunk);
+            if (build_log >= 0) write_fully(build_log, chunk);
             if (!announced) {
               announced = true;
               say(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…\n", env.tag,

@@ -18,20 +18,15 @@
 
 namespace mlw {
 
-namespace {
-
-void write_all(int fd, std::string_view data, const fs::path& path) {
+bool write_fully(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw Error("cannot write " + path.string() + ": " + errno_text(errno));
-    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
     data.remove_prefix(static_cast<std::size_t>(n));
   }
+  return true;
 }
-
-}  // namespace
 
 void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode, bool durable) {
   const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
@@ -42,7 +37,9 @@ void atomic_write_file(const fs::path& path, std::string_view content, mode_t mo
   if (fd < 0) throw Error("cannot write " + path.string() + ": " + errno_text(errno));
   try {
     if (::fchmod(fd, mode) != 0) throw Error("cannot set mode of " + temp.string());
-    write_all(fd, content, path);
+    if (!write_fully(fd, content)) {
+      throw Error("cannot write " + path.string() + ": " + errno_text(errno));
+    }
     if (durable && ::fsync(fd) != 0)
       throw Error("cannot write " + path.string() + ": " + errno_text(errno));
   } catch (...) {

@@ -16,6 +16,10 @@ namespace fs = std::filesystem;
 void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode = 0644,
                        bool durable = true);
 
+/// Writes all of `data` to `fd`, again after EINTR and short writes; false (errno set) when the
+/// descriptor refuses. Allocates nothing: safe in a forked child before exec.
+bool write_fully(int fd, std::string_view data);
+
 /// The whole file as a string; throws mlw::Error naming the path when it cannot be read.
 std::string read_file(const fs::path& path);
 
