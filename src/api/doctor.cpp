@@ -1,6 +1,3 @@
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -13,6 +10,7 @@
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/remote/shell.hpp"
+#include "mlw/util/net.hpp"
 #include "mlw/util/strings.hpp"
 
 // `mlw computetarget doctor`: one row per check, each with its fix.
@@ -63,36 +61,14 @@ void slurm_doctor_lines(const ComputeConfig& compute, const TargetFacts& facts,
 
 /// Resolves the endpoint and opens a TCP connection (closed at once): doctor's first two lines.
 std::pair<std::string, std::string> check_reachable(const SshEndpoint& endpoint, bool& resolved) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const int rc =
-      ::getaddrinfo(endpoint.host.c_str(), std::to_string(endpoint.port).c_str(), &hints, &found);
-  resolved = rc == 0;
-  if (rc != 0) return {::gai_strerror(rc), ""};
-  std::string error = "no address";
-  for (addrinfo* a = found; a; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
-    if (err == EINPROGRESS) {
-      pollfd item{fd, POLLOUT, 0};
-      socklen_t len = sizeof err;
-      if (::poll(&item, 1, 10000) <= 0) {
-        err = ETIMEDOUT;
-      } else {
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      }
-    }
-    ::close(fd);
-    if (err == 0) {
-      ::freeaddrinfo(found);
-      return {"", "port " + std::to_string(endpoint.port) + " answers"};
-    }
-    error = errno_text(err);
+  const TcpConnection connection = tcp_connect(endpoint.host, endpoint.port, 10000);
+  resolved = connection.resolve_error.empty();
+  if (!resolved) return {connection.resolve_error, ""};
+  if (connection.fd >= 0) {
+    ::close(connection.fd);
+    return {"", "port " + std::to_string(endpoint.port) + " answers"};
   }
-  ::freeaddrinfo(found);
-  return {error, ""};
+  return {connection.any_address ? errno_text(connection.connect_errno) : "no address", ""};
 }
 
 /// nvidia-smi's "11441 MiB" with the GiB the 2017 guide showed ("Total memory: 11.17GiB").

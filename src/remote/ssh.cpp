@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <libssh2.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -27,6 +26,7 @@
 #include "mlw/remote/ssh_keys.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/net.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -114,48 +114,24 @@ struct SshShell::Impl {
 
   void open_socket() {
     if (!options.proxy_command.empty()) return open_proxy();
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* found = nullptr;
-    const int rc =
-        ::getaddrinfo(endpoint.host.c_str(), std::to_string(endpoint.port).c_str(), &hints, &found);
-    if (rc != 0) {
-      fail("resolve", ::gai_strerror(rc),
+    const TcpConnection connection =
+        tcp_connect(endpoint.host, endpoint.port, options.connect_timeout_ms);
+    if (!connection.resolve_error.empty()) {
+      fail("resolve", connection.resolve_error,
            "check the address in the compute file or your ~/.ssh/config");
     }
-    std::string last = "no address";
-    for (addrinfo* a = found; a; a = a->ai_next) {
-      const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-      if (fd < 0) continue;
-      int err = 0;
-      if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-        err = errno;
-        if (err == EINPROGRESS) {
-          pollfd item{fd, POLLOUT, 0};
-          const int ready = ::poll(&item, 1, options.connect_timeout_ms);
-          socklen_t len = sizeof err;
-          if (ready <= 0) {
-            err = ETIMEDOUT;
-          } else {
-            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-          }
-        }
-      }
-      if (err == 0) {
-        const int one = 1;
-        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-        socket = fd;
-        ::freeaddrinfo(found);
-        return;
-      }
-      last = err == ETIMEDOUT
-                 ? fmt::format("no answer within {} s", options.connect_timeout_ms / 1000)
-                 : errno_text(err);
-      ::close(fd);
+    if (connection.fd >= 0) {
+      const int one = 1;
+      ::setsockopt(connection.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      ::setsockopt(connection.fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+      socket = connection.fd;
+      return;
     }
-    ::freeaddrinfo(found);
+    const std::string last =
+        !connection.any_address ? "no address"
+        : connection.connect_errno == ETIMEDOUT
+            ? fmt::format("no answer within {} s", options.connect_timeout_ms / 1000)
+            : errno_text(connection.connect_errno);
     fail("connect", last, fmt::format("check that sshd listens on port {} there", endpoint.port));
   }
 
