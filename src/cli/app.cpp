@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "mlw/output/output.hpp"
+#include "mlw/util/settings.hpp"
 
 namespace mlw::cli {
 
@@ -23,6 +24,7 @@ void apply_globals(Context& ctx, const GlobalOptions& globals) {
     format = env && *env ? env : "table";
   }
   ctx.output_format = parse_output_format(format);
+  check_settings();
   ctx.quiet = globals.quiet;
   const char* no_color = std::getenv("NO_COLOR");
   ctx.color = ctx.stderr_is_terminal && !globals.no_color && !(no_color && *no_color);

@@ -24,6 +24,7 @@
 #include "mlw/remote/tar.hpp"
 #include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -249,8 +250,7 @@ struct Supervisor {
                                const ShellStreams& streams,
                                std::optional<std::string_view> input = std::nullopt) {
     using namespace std::chrono;
-    const char* limit = std::getenv("MLW_RECONNECT_TIMEOUT");
-    const auto deadline = steady_clock::now() + seconds(limit ? std::atoi(limit) : 300);
+    const auto deadline = steady_clock::now() + seconds(setting("MLW_RECONNECT_TIMEOUT"));
     int delay_ms = 250;
     while (true) {
       try {
@@ -347,10 +347,7 @@ struct Supervisor {
   }
 
   /// How long the Docker engine may not answer before a run shows Lost (MLW_ENGINE_RETRY, s).
-  static int engine_retry_seconds() {
-    const char* value = std::getenv("MLW_ENGINE_RETRY");
-    return value && std::atoi(value) > 0 ? std::atoi(value) : 60;
-  }
+  static int engine_retry_seconds() { return setting("MLW_ENGINE_RETRY"); }
 
   /// Appends to the run's driver_log.txt and the live output.
   void append_log(std::string_view text) {
@@ -417,10 +414,7 @@ struct Supervisor {
   }
 
   /// How long the Slurm controller may not answer before a run shows Lost (MLW_SLURM_RETRY, s).
-  static int slurm_retry_seconds() {
-    const char* value = std::getenv("MLW_SLURM_RETRY");
-    return value && std::atoi(value) > 0 ? std::atoi(value) : 300;
-  }
+  static int slurm_retry_seconds() { return setting("MLW_SLURM_RETRY"); }
 
   /// Waits on the target until the monitor says the job runs (or has ended); a cancel while it
   /// is queued goes to scancel.

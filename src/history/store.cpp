@@ -13,6 +13,7 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
+#include "mlw/util/settings.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -134,8 +135,7 @@ void HistoryStore::open() {
                       nullptr) != SQLITE_OK) {
     fail("open");
   }
-  const char* timeout = std::getenv("MLW_HISTORY_LOCK_TIMEOUT_MS");
-  m_lock_timeout_ms = timeout && *timeout ? std::atoi(timeout) : 10000;
+  m_lock_timeout_ms = setting("MLW_HISTORY_LOCK_TIMEOUT_MS");
   sqlite3_busy_timeout(m_db, m_lock_timeout_ms);
   // WAL with synchronous=NORMAL stays consistent after a crash; run.json is the durable record.
   sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);

@@ -10,6 +10,7 @@
 
 #include "mlw/config/secret_store.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/settings.hpp"
 #include "mlw/util/strings.hpp"
 #include "mlw/util/terminal.hpp"
 
@@ -64,14 +65,7 @@ std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target
   if (!request.attaching)
     options.fix_hint = "check with: mlw computetarget doctor -n " + target_name;
   if (request.password) options.password_label = "the password given";
-  if (const char* timeout = std::getenv("MLW_SSH_CONNECT_TIMEOUT")) {
-    try {
-      options.connect_timeout_ms = std::max(1, std::stoi(timeout)) * 1000;
-    } catch (const std::exception&) {
-      throw Error(
-          fmt::format("MLW_SSH_CONNECT_TIMEOUT must be a number of seconds, not \"{}\"", timeout));
-    }
-  }
+  options.connect_timeout_ms = setting("MLW_SSH_CONNECT_TIMEOUT") * 1000;
   apply_config(endpoint, request, options);
   if (request.only_key_file)
     endpoint.identity_files.resize(std::min<std::size_t>(1, endpoint.identity_files.size()));

@@ -1,0 +1,49 @@
+#include "mlw/util/settings.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "mlw/util/error.hpp"
+
+namespace mlw {
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = {
+      {"MLW_SSH_CONNECT_TIMEOUT", 10, 1, "s", "how long an SSH server may take to answer"},
+      {"MLW_HISTORY_LOCK_TIMEOUT_MS", 10000, 0, "ms",
+       "how long a command waits for the history's write lock"},
+      {"MLW_RECONNECT_TIMEOUT", 300, 0, "s",
+       "how long a run's supervisor tries to reach its target again"},
+      {"MLW_ENGINE_RETRY", 60, 1, "s",
+       "how long a Docker engine may not answer before the run is `Lost`"},
+      {"MLW_SLURM_RETRY", 300, 1, "s",
+       "how long the Slurm controller may not answer before the run is `Lost`"},
+  };
+  return table;
+}
+
+int setting(std::string_view name) {
+  for (const Setting& row : settings()) {
+    if (row.name != name) continue;
+    const char* value = std::getenv(std::string(name).c_str());
+    if (!value || !*value) return row.default_value;
+    const std::string_view text(value);
+    int number = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc() || end != text.data() + text.size() || number < row.minimum) {
+      throw Error(fmt::format("{} must be a whole number of {} (at least {}), not \"{}\"", name,
+                              row.unit == "s" ? "seconds" : "milliseconds", row.minimum, text));
+    }
+    return number;
+  }
+  throw Error(fmt::format("internal: no setting named {}", name));
+}
+
+void check_settings() {
+  for (const Setting& row : settings()) setting(row.name);
+}
+
+}  // namespace mlw
