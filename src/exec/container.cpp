@@ -256,15 +256,6 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
   return env;
 }
 
-std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts) {
-  if (compute.nvidia_docker && !facts.nvidia_runtime && facts.nvidia_docker_binary) {
-    return compute.use_sudo ? std::vector<std::string>{"sudo", "-n", "nvidia-docker"}
-                            : std::vector<std::string>{"nvidia-docker"};
-  }
-  return compute.use_sudo ? std::vector<std::string>{"sudo", "-n", "docker"}
-                          : std::vector<std::string>{"docker"};
-}
-
 void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host) {
   if (!compute.nvidia_docker || facts.nvidia_runtime || facts.nvidia_docker_binary) return;
   throw Error(

@@ -9,8 +9,13 @@
 
 namespace mlw {
 
-std::string docker_command(const ComputeConfig& compute) {
-  return compute.use_sudo ? "sudo -n docker" : "docker";
+std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts) {
+  if (compute.nvidia_docker && !facts.nvidia_runtime && facts.nvidia_docker_binary) {
+    return compute.use_sudo ? std::vector<std::string>{"sudo", "-n", "nvidia-docker"}
+                            : std::vector<std::string>{"nvidia-docker"};
+  }
+  return compute.use_sudo ? std::vector<std::string>{"sudo", "-n", "docker"}
+                          : std::vector<std::string>{"docker"};
 }
 
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag) {
@@ -22,7 +27,7 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
       "sed 's/^/gpu=/'\n"
       "df -Pk \"$HOME\" 2>/dev/null | awk 'NR==2{print \"disk_free_kb=\" $4}'; } &\n";
   if (uses_docker) {
-    const std::string d = docker_command(compute);
+    const std::string d = shell_join(docker_words(compute));
     const std::string info =
         "if v=$(" + d +
         " info --format '{{.ServerVersion}} {{json .Runtimes}}' 2>&1); then "

@@ -99,9 +99,6 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
 std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
                            const TargetFacts& facts, const std::string& image);
 
-/// The words that run docker on the target: `docker`, `sudo -n docker` or `nvidia-docker`.
-std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts);
-
 /// Throws the error of spec §6 when nvidiaDocker is true and the target has neither the NVIDIA
 /// runtime nor nvidia-docker.
 void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host);

@@ -42,8 +42,9 @@ struct TargetFacts {
   std::vector<SlurmNode> slurm_node_list;  ///< those nodes
 };
 
-/// The docker command on the target: `docker`, or `sudo -n docker` with useSudo.
-std::string docker_command(const ComputeConfig& compute);
+/// The words that run docker on the target: `docker`, `sudo -n docker` (useSudo), or
+/// `nvidia-docker` where the facts found it and no NVIDIA runtime (empty facts: plain docker).
+std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts = {});
 
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an
 /// `image_tag` it says whether that image exists; when it does (and no GPUs are asked for), the

@@ -49,6 +49,14 @@ ComputeConfig docker_target(bool gpus) {
   return compute;
 }
 
+TEST(Probe, DockerIsCalledAsRunsCallItWithSudoWhenAsked) {
+  ComputeConfig compute = docker_target(false);
+  EXPECT_EQ(docker_words(compute), std::vector<std::string>{"docker"});
+  compute.use_sudo = true;
+  EXPECT_EQ(docker_words(compute), (std::vector<std::string>{"sudo", "-n", "docker"}));
+  EXPECT_NE(probe_script(compute, "").find("sudo -n docker info"), std::string::npos);
+}
+
 TEST(Probe, AnExistingImageStandsForAWorkingDaemonWithoutAskingItMore) {
   FakeDocker docker("up", true);
   const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
