@@ -9,6 +9,7 @@
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/slurm.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/util/fs.hpp"
@@ -105,10 +106,13 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   auto shell = connect_target(ctx, request.name, compute, connect);
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
-  if (compute.type == "slurm") {
+  if (kind_of(compute.type).attach.slurm) {
+    // The kind's checks, as submit runs them (a refused attach exits 1, not 125).
     const TargetFacts facts = probe_target(*shell, compute);
+    std::vector<CheckRow> rows;
+    kind_of(compute.type).checks({compute, facts, shell->host(), request.name}, rows);
     try {
-      check_slurm(compute, facts, shell->host());
+      refuse_first(rows);
     } catch (const Error& e) {
       throw Error(e.what());  // a refused attach, not a run that could not start
     }
@@ -184,13 +188,13 @@ void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
 
 /// Refuses options that do not fit the target type, before anything is read or written.
 void check_attach_options(const AttachRequest& request, const std::string& type) {
-  const auto& types = compute_types();
-  if (std::find(types.begin(), types.end(), type) == types.end()) {
-    const std::vector<std::string> allowed = {"local", "docker", "remotedocker", "remote", "slurm"};
+  const TargetKind* kind = find_kind(type);
+  if (!kind) {
+    const std::vector<std::string> allowed = split(kind_names(","), ',');
     throw UsageError(fmt::format("unknown target type \"{}\"; one of: {}{}", request.type,
                                  join(allowed, ", "), did_you_mean(request.type, allowed)));
   }
-  const bool remote = uses_ssh(type);
+  const bool remote = kind->attach.remote;
   if (!remote &&
       (request.address || request.username || request.password || request.password_stdin ||
        request.private_key_file || request.use_ssh_key || request.accept_host_key)) {
@@ -206,16 +210,16 @@ void check_attach_options(const AttachRequest& request, const std::string& type)
     throw UsageError(fmt::format("give the password with {} or --password-stdin, not both",
                                  request.password_option));
   }
-  if (request.base_image && type != "docker" && type != "remotedocker") {
+  if (request.base_image && !kind->attach.docker) {
     throw UsageError("--base-image is for docker and remotedocker targets");
   }
-  if (request.nvidia_docker && type != "docker" && type != "remotedocker") {
+  if (request.nvidia_docker && !kind->attach.docker) {
     throw UsageError("--nvidia-docker is for docker and remotedocker targets");
   }
   const bool slurm_option = request.partition || request.nodes || request.gpus_per_node ||
                             request.time_limit || request.account || request.container ||
                             request.container_runtime;
-  if (slurm_option && type != "slurm") {
+  if (slurm_option && !kind->attach.slurm) {
     throw UsageError(
         "--partition, --nodes, --gpus-per-node, --time, --account, --container and "
         "--container-runtime are for slurm targets");
@@ -228,7 +232,8 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
                               const std::optional<ComputeConfig>& previous) {
   ComputeConfig compute = previous.value_or(ComputeConfig{});
   compute.type = type;
-  if (uses_ssh(type)) {
+  const TargetKind& kind = kind_of(type);
+  if (kind.uses_ssh) {
     if (request.address) {
       parse_address(*request.address);  // refuses a malformed address before anything is written
       compute.address = *request.address;
@@ -243,12 +248,12 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
   }
   if (request.private_key_file) compute.private_key_file = *request.private_key_file;
   if (request.base_image) compute.base_docker_image = *request.base_image;
-  if ((type == "docker" || type == "remotedocker") && compute.base_docker_image.empty()) {
+  if (kind.uses_image && compute.base_docker_image.empty()) {
     compute.base_docker_image = "python:3.11-slim";
   }
   if (request.python_location) compute.python_location = *request.python_location;
   if (request.nvidia_docker) compute.nvidia_docker = true;
-  if (type == "slurm") apply_slurm_options(request, compute);
+  if (kind.attach.slurm) apply_slurm_options(request, compute);
   return compute;
 }
 
@@ -257,9 +262,10 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
 void attach(Context& ctx, const AttachRequest& request) {
   validate_name(request.name, "target name");
   const Project& project = ctx.project();
-  const std::string type = request.type == "localdocker" ? "docker" : request.type;
+  const TargetKind* found = find_kind(request.type);  // an alias becomes its kind's name
+  const std::string type = found ? std::string(found->name) : request.type;
   check_attach_options(request, type);
-  const bool remote = uses_ssh(type);
+  const bool remote = kind_of(type).uses_ssh;
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
   if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {
@@ -342,7 +348,7 @@ void attach(Context& ctx, const AttachRequest& request) {
     if (!login_with.empty()) result["login"] = login_with;
   }
   if (!compute.base_docker_image.empty()) result["baseDockerImage"] = compute.base_docker_image;
-  if (compute.type == "slurm") {
+  if (kind_of(compute.type).attach.slurm) {
     result["partition"] = compute.partition.empty() ? "(the default)" : compute.partition;
     result["nodes"] = compute.nodes;
     if (compute.gpus_per_node > 0) result["gpusPerNode"] = compute.gpus_per_node;

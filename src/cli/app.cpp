@@ -11,8 +11,12 @@
 namespace mlw::cli {
 
 std::string examples(std::initializer_list<const char*> lines) {
+  return examples(std::vector<std::string>(lines.begin(), lines.end()));
+}
+
+std::string examples(const std::vector<std::string>& lines) {
   std::string out = "\nExamples:\n";
-  for (const char* line : lines) out += std::string("  ") + line + "\n";
+  for (const auto& line : lines) out += "  " + line + "\n";
   return out;
 }
 

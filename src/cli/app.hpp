@@ -35,5 +35,7 @@ void register_history(CLI::App& app, Context& ctx);
 
 /// The "Examples:" footer of a command's help.
 std::string examples(std::initializer_list<const char*> lines);
+/// The same, from a list (a kind's attach examples).
+std::string examples(const std::vector<std::string>& lines);
 
 }  // namespace mlw::cli

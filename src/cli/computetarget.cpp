@@ -4,19 +4,12 @@
 #include <fmt/format.h>
 
 #include "mlw/config/compute_file.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 
 namespace mlw::cli {
 
 namespace {
-
-/// Which option groups an attach command line offers.
-struct AttachOptionSet {
-  bool remote = false;  ///< address, login, password, keys
-  bool docker = false;  ///< base image, GPUs
-  bool slurm = false;   ///< partition, nodes, …
-  bool python = false;  ///< --python
-};
 
 /// Adds the options of `attach` to `command` (a typed subcommand, or attach itself for the
 /// pre-December-2017 form with --type); returns them, for the check that the two forms are not
@@ -87,24 +80,6 @@ std::vector<CLI::Option*> add_attach_options(CLI::App* command, api::AttachReque
   return added;
 }
 
-std::string attach_footer(const std::string& type, bool remote) {
-  if (type == "slurm") {
-    return examples(
-        {"mlw computetarget attach slurm -n hpc -a login.example.com -u me -k "
-         "--partition gpu --nodes 2 --gpus-per-node 4 --time 02:00:00"});
-  }
-  if (remote) {
-    return examples(
-        {"mlw computetarget attach remotedocker -n my_dsvm -a gpu-vm.example.com -u "
-         "me --password-stdin -k < pw.txt",
-         "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
-         "--private-key-file ~/.ssh/id_ed25519"});
-  }
-  return examples({"mlw computetarget attach local -n py311 --python python3.11",
-                   "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "
-                   "--nvidia-docker"});
-}
-
 /// `attach TYPE -n NAME …` (the form since December 2017), and `attach --type TYPE --name NAME …`
 /// (the form before it, still in the translated guides): both do the same.
 void register_attach(CLI::App* group, Context& ctx) {
@@ -116,21 +91,16 @@ void register_attach(CLI::App* group, Context& ctx) {
   auto legacy = std::make_shared<api::AttachRequest>();
   auto legacy_type = attach->add_option("--type", legacy->type,
                                         "The target type, in the pre-December-2017 form of attach");
-  auto legacy_options = std::make_shared<std::vector<CLI::Option*>>(
-      add_attach_options(attach, *legacy, {true, true, true, true}));
+  auto legacy_options = std::make_shared<std::vector<CLI::Option*>>(add_attach_options(
+      attach, *legacy, {.remote = true, .docker = true, .slurm = true, .python = true}));
   legacy_options->push_back(legacy_type);
-  for (const char* type : {"local", "docker", "remotedocker", "remote", "slurm"}) {
-    const std::string kind = type;
+  for (const TargetKind* row : target_kinds()) {
+    const std::string kind(row->name);
     auto request = std::make_shared<api::AttachRequest>();
     request->type = kind;
-    const bool remote = uses_ssh(kind);
     auto* command = attach->add_subcommand(kind, "Attach a " + kind + " target");
-    add_attach_options(command, *request,
-                       {remote, kind == "docker" || kind == "remotedocker", kind == "slurm",
-                        kind == "local" || kind == "remote"})
-        .front()
-        ->required();
-    command->footer(attach_footer(kind, remote));
+    add_attach_options(command, *request, row->attach).front()->required();
+    command->footer(examples(row->attach_examples));
     command->callback([&ctx, request, legacy_options, kind] {
       // An option this type does not have reaches attach's own (2017) options: refuse it.
       for (const CLI::Option* option : *legacy_options) {
@@ -148,8 +118,9 @@ void register_attach(CLI::App* group, Context& ctx) {
     if (!attach->get_subcommands().empty()) return;
     if (legacy->type.empty()) {
       throw UsageError(
-          "attach needs a target type: mlw computetarget attach local|docker|remotedocker|remote|"
-          "slurm -n NAME … (or the 2017 form: attach --type TYPE --name NAME …)");
+          fmt::format("attach needs a target type: mlw computetarget attach {} -n NAME … (or the "
+                      "2017 form: attach --type TYPE --name NAME …)",
+                      kind_names("|")));
     }
     if (legacy->name.empty()) throw UsageError("--name is required");
     api::attach(ctx, *legacy);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -12,10 +13,24 @@ namespace mlw {
 
 namespace {
 using C = ComputeConfig;
-const std::vector<std::string_view> k_container_types = {"docker", "remotedocker", "slurm"};
-const std::vector<std::string_view> k_ssh_types = {"remotedocker", "remote", "slurm"};
-const std::vector<std::string_view> k_docker_types = {"docker", "remotedocker"};
-const std::vector<std::string_view> k_python_types = {"local", "remote", "slurm"};
+/// The kinds (by name) whose row lists `key`: the kind table decides where a key applies.
+std::vector<std::string_view> kinds_with(std::string_view key) {
+  std::vector<std::string_view> kinds;
+  for (const TargetKind* kind : target_kinds()) {
+    if (kind->has_key(key)) kinds.push_back(kind->name);
+  }
+  return kinds;
+}
+
+/// The values `type` accepts: every kind's name and aliases.
+std::vector<std::string_view> type_choices() {
+  std::vector<std::string_view> names;
+  for (const TargetKind* kind : target_kinds()) {
+    names.push_back(kind->name);
+    names.insert(names.end(), kind->aliases.begin(), kind->aliases.end());
+  }
+  return names;
+}
 
 }  // namespace
 
@@ -24,71 +39,61 @@ bool is_slurm_time(const std::string& text) {
   return std::regex_match(text, format);
 }
 
-const std::vector<std::string>& compute_types() {
-  static const std::vector<std::string> types = {"local",  "docker", "remotedocker",
-                                                 "remote", "slurm",  "localdocker"};
-  return types;
-}
-
-bool uses_ssh(const std::string& type) {
-  return std::find(k_ssh_types.begin(), k_ssh_types.end(), type) != k_ssh_types.end();
-}
-
 const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
   static const std::vector<KeySpec<ComputeConfig>> table = {
       {"type",
        &C::type,
        "Where the run executes: local, docker (alias localdocker), remotedocker, remote or slurm.",
-       {"local", "docker", "localdocker", "remotedocker", "remote", "slurm"},
+       type_choices(),
        {}},
       {"baseDockerImage",
        &C::base_docker_image,
        "The Docker image the run environment is built on.",
        {},
-       k_container_types},
+       kinds_with("baseDockerImage")},
       {"address",
        &C::address,
        "SSH endpoint: host, host:port, [v6addr]:port or a Host alias from ~/.ssh/config.",
        {},
-       k_ssh_types},
-      {"username", &C::username, "The SSH login user.", {}, k_ssh_types},
+       kinds_with("address")},
+      {"username", &C::username, "The SSH login user.", {}, kinds_with("username")},
       {"password",
        &C::password,
        "A reference into your secret store (never the password itself).",
        {},
-       k_ssh_types},
+       kinds_with("password")},
       {"privateKeyFile",
        &C::private_key_file,
        "The SSH private key to log in with.",
        {},
-       k_ssh_types},
+       kinds_with("privateKeyFile")},
       {"privateKeyPassphrase",
        &C::private_key_passphrase,
        "A reference into your secret store for the key's passphrase (never the passphrase).",
        {},
-       k_ssh_types},
+       kinds_with("privateKeyPassphrase")},
       {"sharedVolumes",
        &C::shared_volumes,
        "true: bind-mount the run's snapshot into the container; false: copy it in and out.",
        {},
-       k_docker_types},
+       kinds_with("sharedVolumes")},
       {"nvidiaDocker",
        &C::nvidia_docker,
        "true: run the container with the machine's GPUs (uncomment, or add nvidiaDocker: true).",
        {},
-       k_docker_types,
+       kinds_with("nvidiaDocker"),
        false,
        true},
       {"gpus",
        &C::gpus,
        "Which GPUs when nvidiaDocker is true: all, a count, or device=0,1.",
        {},
-       k_docker_types},
+       kinds_with("gpus")},
       {"dockerRunArgs",
        &C::docker_run_args,
        "Extra docker run arguments, e.g. [\"--shm-size=8g\"].",
        {},
-       k_docker_types},
+       kinds_with("dockerRunArgs")},
       {"nativeSharedDirectory",
        &C::native_shared_directory,
        "A folder that persists across runs, mounted at /mlw/share (env MLW_SHARE_DIR).",
@@ -98,33 +103,37 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
        &C::python_location,
        "The Python interpreter that runs the script.",
        {},
-       k_python_types},
+       kinds_with("pythonLocation")},
       {"sparkSubmitLocation",
        &C::spark_submit_location,
        "The spark-submit that runs scripts when Framework is PySpark.",
        {},
-       {"local"}},
+       kinds_with("sparkSubmitLocation")},
       {"userManagedEnvironment",
        &C::user_managed_environment,
        "true: use the machine's python as it is, without preparing an environment.",
        {},
-       {"remote"}},
+       kinds_with("userManagedEnvironment")},
       {"useSudo",
        &C::use_sudo,
        "true: run docker through sudo -n on the target.",
        {},
-       {"remotedocker"}},
-      {"partition", &C::partition, "Slurm partition.", {}, {"slurm"}},
-      {"nodes", &C::nodes, "Slurm: number of nodes.", {}, {"slurm"}},
-      {"gpusPerNode", &C::gpus_per_node, "Slurm: GPUs per node.", {}, {"slurm"}},
-      {"timeLimit", &C::time_limit, "Slurm: time limit, HH:MM:SS.", {}, {"slurm"}},
-      {"account", &C::account, "Slurm: account to charge.", {}, {"slurm"}},
-      {"container", &C::container, "Slurm: container image to run in.", {}, {"slurm"}},
+       kinds_with("useSudo")},
+      {"partition", &C::partition, "Slurm partition.", {}, kinds_with("partition")},
+      {"nodes", &C::nodes, "Slurm: number of nodes.", {}, kinds_with("nodes")},
+      {"gpusPerNode", &C::gpus_per_node, "Slurm: GPUs per node.", {}, kinds_with("gpusPerNode")},
+      {"timeLimit", &C::time_limit, "Slurm: time limit, HH:MM:SS.", {}, kinds_with("timeLimit")},
+      {"account", &C::account, "Slurm: account to charge.", {}, kinds_with("account")},
+      {"container",
+       &C::container,
+       "Slurm: container image to run in.",
+       {},
+       kinds_with("container")},
       {"containerRuntime",
        &C::container_runtime,
        "Slurm: what runs the container on the nodes: docker, pyxis or apptainer.",
        {"docker", "pyxis", "apptainer"},
-       {"slurm"}},
+       kinds_with("containerRuntime")},
       // 2017 HDInsight cluster files: accepted so that they load, not used (docs/compute-file.md).
       {"yarnDeployMode", &C::unused, "", {}, {}, true},
   };
@@ -148,11 +157,10 @@ bool is_docker_gpus(const std::string& value) {
 ComputeConfig parse_compute(ConfigDocument& doc) {
   ComputeConfig config;
   if (!doc.root["type"]) {
-    throw Error(doc.display_path + ": the key \"type\" is missing (one of local, docker, " +
-                "remotedocker, remote, slurm)");
+    throw Error(doc.display_path + ": the key \"type\" is missing (one of " + kind_names() + ")");
   }
   apply_key_table(doc, compute_keys(), config);
-  if (config.type == "localdocker") config.type = "docker";
+  config.type = std::string(kind_of(config.type).name);  // an alias becomes its kind's name
   if (config.nodes < 1) fail_at(doc, doc.root["nodes"], "nodes must be at least 1");
   if (config.gpus_per_node < 0) {
     fail_at(doc, doc.root["gpusPerNode"], "gpusPerNode must not be negative");

@@ -256,18 +256,6 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
   return env;
 }
 
-void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host) {
-  if (!compute.nvidia_docker || facts.nvidia_runtime || facts.nvidia_docker_binary) return;
-  throw Error(
-      fmt::format("nvidiaDocker is true but the Docker engine on {} has no NVIDIA runtime and "
-                  "there is no nvidia-docker; install nvidia-container-toolkit there "
-                  "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/"
-                  "install-guide.html), run 'sudo nvidia-ctk runtime configure --runtime=docker' "
-                  "and restart docker, or set nvidiaDocker: false",
-                  host),
-      exit_code::k_cannot_start);
-}
-
 namespace {
 
 /// A printf format (single-quoted) that prints `text` byte for byte and then "x": only ASCII

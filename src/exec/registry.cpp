@@ -10,31 +10,10 @@
 #include <functional>
 
 #include "mlw/exec/executor.hpp"
-#include "mlw/exec/local.hpp"
-#include "mlw/exec/target.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 
 namespace mlw {
-
-namespace {
-
-struct ExecutorRow {
-  const char* type;
-  std::function<std::unique_ptr<Executor>()> make;
-};
-
-const std::vector<ExecutorRow>& executor_table() {
-  static const std::vector<ExecutorRow> table = {
-      {"local", [] { return std::make_unique<LocalExecutor>(); }},
-      {"docker", [] { return std::make_unique<TargetExecutor>("docker"); }},
-      {"remotedocker", [] { return std::make_unique<TargetExecutor>("remotedocker"); }},
-      {"remote", [] { return std::make_unique<TargetExecutor>("remote"); }},
-      {"slurm", [] { return std::make_unique<TargetExecutor>("slurm"); }},
-  };
-  return table;
-}
-
-}  // namespace
 
 RunHandle start_supervisor(const RunPlan& plan, const std::function<int(int live_fd)>& supervise) {
   int live[2];
@@ -69,11 +48,7 @@ RunHandle start_supervisor(const RunPlan& plan, const std::function<int(int live
 }
 
 std::unique_ptr<Executor> make_executor(const std::string& type) {
-  for (const auto& row : executor_table()) {
-    if (row.type != type) continue;
-    return row.make();
-  }
-  throw Error("unknown target type \"" + type + "\"");
+  return kind_of(type).make_executor();
 }
 
 }  // namespace mlw

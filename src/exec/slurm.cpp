@@ -166,37 +166,6 @@ std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string&
       fmt::arg("retry", std::max(1, retry_seconds)));
 }
 
-void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host) {
-  if (!facts.slurm_missing.empty()) {
-    throw Error(fmt::format("{} has no {} on the PATH of an SSH session: is it a Slurm login "
-                            "node? (add Slurm's bin folder to PATH in ~/.bashrc there)",
-                            host, join(facts.slurm_missing, ", ")),
-                exit_code::k_cannot_start);
-  }
-  if (!facts.slurm_error.empty()) {
-    throw Error(fmt::format("the Slurm controller does not answer on {}: {} (is slurmctld up? "
-                            "try: ssh {} sinfo)",
-                            host, facts.slurm_error, host),
-                exit_code::k_cannot_start);
-  }
-  if (facts.slurm_partition.empty()) {
-    throw Error(
-        compute.partition.empty()
-            ? fmt::format("Slurm on {} has no default partition: set partition in the compute "
-                          "file (list them with: sinfo -s)",
-                          host)
-            : fmt::format("Slurm on {} has no partition \"{}\" (list them with: sinfo -s)", host,
-                          compute.partition),
-        exit_code::k_cannot_start);
-  }
-  if (facts.slurm_nodes > 0 && compute.nodes > facts.slurm_nodes) {
-    throw Error(fmt::format("the run asks for {} nodes but partition {} on {} has {}; lower nodes "
-                            "in the compute file",
-                            compute.nodes, facts.slurm_partition, host, facts.slurm_nodes),
-                exit_code::k_cannot_start);
-  }
-}
-
 bool partition_has_gpus(const TargetFacts& facts) {
   return std::any_of(facts.slurm_node_list.begin(), facts.slurm_node_list.end(),
                      [](const SlurmNode& node) { return node.gres.starts_with("gpu"); });

@@ -20,6 +20,7 @@
 #include "mlw/exec/slurm.hpp"
 #include "mlw/history/collect.hpp"
 #include "mlw/history/store.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/tar.hpp"
 #include "mlw/snapshot/manifest.hpp"
@@ -808,23 +809,10 @@ void TargetExecutor::connect(Context& ctx, const std::string& target_name,
     m_shell = connect_target(ctx, target_name, compute);
   }
   if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag);
-  if (m_type == "slurm") {
-    check_slurm(compute, m_facts, m_shell->host());
-  } else if (m_type != "remote" && !m_facts.docker_ok) {
-    throw Error(
-        fmt::format(
-            "docker on {} does not answer: {}; {}", m_shell->host(), m_facts.docker_detail,
-            is_local_docker(m_type)
-                ? "start the Docker engine or set DOCKER_HOST"
-                : "add " + compute.username + " to the docker group there, or set useSudo: true"),
-        exit_code::k_cannot_start);
-  }
-  if (m_type == "remote" && !m_facts.python_ok) {
-    throw Error(fmt::format("python \"{}\" does not run on {}: {}; fix pythonLocation",
-                            compute.python_location, m_shell->host(), m_facts.python_detail),
-                exit_code::k_not_found);
-  }
-  check_nvidia(compute, m_facts, m_shell->host());
+  // The kind's checks, as doctor shows them: the first that refuses stops the submit.
+  std::vector<CheckRow> rows;
+  kind_of(m_type).checks({compute, m_facts, m_shell->host(), target_name}, rows);
+  refuse_first(rows);
 }
 
 void TargetExecutor::open(Context& ctx, const std::string& target_name,

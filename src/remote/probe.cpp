@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -19,7 +20,8 @@ std::vector<std::string> docker_words(const ComputeConfig& compute, const Target
 }
 
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag) {
-  const bool uses_docker = compute.type == "docker" || compute.type == "remotedocker";
+  const TargetKind& kind = kind_of(compute.type);
+  const bool uses_docker = kind.uses_image;
   std::string script =
       "echo \"home=$HOME\"\n"
       "{ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
@@ -45,26 +47,9 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
                   ? info
                   : "if [ \"$image\" = yes ]; then echo docker=ok; else " + info + "fi\n";
     script += "fi\ncommand -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
-  } else {
-    if (compute.type == "slurm") {
-      script +=
-          "for c in sbatch squeue scontrol sinfo; do command -v \"$c\" >/dev/null 2>&1 || echo "
-          "\"slurm_missing=$c\"; done\n"
-          "p=" +
-          shell_quote(compute.partition) +
-          "\n"
-          "[ -n \"$p\" ] || p=$(sinfo -h -o %P 2>/dev/null | sed -n 's/\\*$//p' | head -n 1)\n"
-          "if [ -n \"$p\" ]; then\n"
-          "  if out=$(scontrol show partition \"$p\" 2>&1); then\n"
-          "    echo \"slurm_partition=$p\"\n"
-          "    sinfo -h -p \"$p\" -N -o '%N|%T|%G' 2>/dev/null | sort -u | sed 's/^/slurm_node=/'\n"
-          "  elif ! printf '%s' \"$out\" | grep -qi 'not found'; then\n"
-          "    echo \"slurm_error=$(printf '%s' \"$out\" | tail -n 1)\"\n"
-          "  fi\n"
-          "elif ! out=$(sinfo -h -o %P 2>&1); then\n"
-          "  echo \"slurm_error=$(printf '%s' \"$out\" | tail -n 1)\"\n"
-          "fi\n";
-    }
+  }
+  if (kind.probe_section) script += kind.probe_section(compute);
+  if (kind.has_key("pythonLocation")) {
     script += "if v=$(" + shell_quote(compute.python_location) +
               " --version 2>&1); then "
               "echo \"python=ok $v\"; else echo \"python=fail $(echo \"$v\" | tail -n 1)\"; fi\n";

@@ -42,12 +42,6 @@ bool is_slurm_time(const std::string& text);
 /// The key table of `.compute` files: parsing, validation, generated comments and docs.
 const std::vector<KeySpec<ComputeConfig>>& compute_keys();
 
-/// The target types mlw knows, canonical names first (`localdocker` is accepted for docker).
-const std::vector<std::string>& compute_types();
-
-/// True for the target types reached over SSH: remotedocker, remote, slurm.
-bool uses_ssh(const std::string& type);
-
 /// Parses a `.compute` document; warnings stay in `doc.warnings`.
 ComputeConfig parse_compute(ConfigDocument& doc);
 

@@ -99,8 +99,4 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
 std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
                            const TargetFacts& facts, const std::string& image);
 
-/// Throws the error of spec §6 when nvidiaDocker is true and the target has neither the NVIDIA
-/// runtime nor nvidia-docker.
-void check_nvidia(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host);
-
 }  // namespace mlw

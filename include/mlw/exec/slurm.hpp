@@ -35,10 +35,6 @@ std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths);
 std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string& job_id,
                                  int retry_seconds);
 
-/// Refuses a Slurm target whose login node lacks the Slurm commands, whose partition does not
-/// exist, or that asks for more nodes than the partition has (exit code 125, the fix named).
-void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host);
-
 /// Whether a node of the probed partition reports GPUs (a `gpu` gres).
 bool partition_has_gpus(const TargetFacts& facts);
 

@@ -1,4 +1,5 @@
 #include "mlw/exec/container.hpp"
+#include "mlw/kinds/kind.hpp"
 
 #include <gtest/gtest.h>
 
@@ -67,7 +68,12 @@ TEST(Container, GpusUseTheRuntimeOrNvidiaDockerOrFailClearly) {
   wrapper.nvidia_docker_binary = true;
   EXPECT_EQ(docker_words(plan.compute, wrapper), std::vector<std::string>{"nvidia-docker"});
   try {
-    check_nvidia(plan.compute, TargetFacts{}, "gpu-vm");
+    // The kind's check rows, as submit runs them: the daemon answers, no NVIDIA runtime.
+    TargetFacts no_runtime;
+    no_runtime.docker_ok = true;
+    std::vector<CheckRow> rows;
+    kind_of(plan.compute.type).checks({plan.compute, no_runtime, "gpu-vm", "t"}, rows);
+    refuse_first(rows);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), exit_code::k_cannot_start);

@@ -4,6 +4,7 @@
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/local.hpp"
 #include "mlw/exec/target.hpp"
+#include "mlw/kinds/kind.hpp"
 
 namespace mlw {
 
@@ -20,9 +21,8 @@ TEST(ExecutorTable, DockerAndSshTargetsHaveTheTargetExecutor) {
 }
 
 TEST(ExecutorTable, EveryTargetTypeHasAnExecutor) {
-  for (const auto& type : compute_types()) {
-    if (type == "localdocker") continue;  // an alias, made canonical when the file is read
-    EXPECT_NE(make_executor(type), nullptr) << type;
+  for (const TargetKind* kind : target_kinds()) {
+    EXPECT_NE(make_executor(std::string(kind->name)), nullptr) << kind->name;
   }
 }
 

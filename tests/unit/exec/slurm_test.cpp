@@ -1,6 +1,7 @@
 #include "mlw/exec/slurm.hpp"
 
 #include "mlw/exec/container.hpp"
+#include "mlw/kinds/kind.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,13 @@
 namespace mlw {
 
 namespace {
+
+/// Submit's checks of a slurm target: the kind's rows, stopped at the first refusal.
+void check_slurm(const ComputeConfig& compute, const TargetFacts& facts, const std::string& host) {
+  std::vector<CheckRow> rows;
+  kind_of("slurm").checks({compute, facts, host, "hpc"}, rows);
+  refuse_first(rows);
+}
 
 RunPlan slurm_plan() {
   RunPlan plan;

@@ -1,0 +1,103 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlw/config/compute_file.hpp"
+#include "mlw/util/error.hpp"
+
+// The kinds of compute target (docs/architecture.md, "Adding a target kind"): each is one file in
+// src/kinds/ that defines one TargetKind, and one row of the table in src/kinds/table.cpp. Every
+// place that differs by kind asks the table: the .compute keys that apply, attach's subcommands
+// and options, the probe, the checks of submit and doctor, and the executor.
+
+namespace mlw {
+
+struct TargetFacts;
+class Executor;
+
+/// How one check came out: doctor's RESULT column ("ok", "fail", "-").
+enum class CheckResult { Ok, Fail, NotNeeded };
+
+/// One check of a target, written once: `doctor` prints every row; submit and attach stop at the
+/// first row with a refusal.
+struct CheckRow {
+  std::string name;    ///< doctor's CHECK column
+  CheckResult result;  ///< doctor's RESULT column
+  std::string detail;  ///< what was found
+  std::string fix;     ///< what to do when it failed
+  /// What submit says when this row stops a run (empty: it does not). Set where the row fails,
+  /// except for rows that only inform (GPU list, disk) or where Slurm would queue the run.
+  std::string refusal;
+  int exit_code = exit_code::k_cannot_start;  ///< submit's exit code for that refusal
+};
+
+/// What a kind's checks look at.
+struct CheckInput {
+  const ComputeConfig& compute;
+  const TargetFacts& facts;
+  std::string host;         ///< the target's machine as messages name it
+  std::string target_name;  ///< the target's name (aml_config/<name>.compute)
+};
+
+/// Which option groups `computetarget attach <kind>` offers.
+struct AttachOptionSet {
+  bool remote = false;  ///< address, login, password, keys
+  bool docker = false;  ///< base image, GPUs
+  bool slurm = false;   ///< partition, nodes, …
+  bool python = false;  ///< --python
+};
+
+/// One kind of compute target: everything that differs by kind, in one row.
+struct TargetKind {
+  std::string_view name;                  ///< the `type` in .compute files
+  std::vector<std::string_view> aliases;  ///< other names `type` accepts (2017's localdocker)
+  bool uses_ssh = false;                  ///< reached over SSH (address, login keys)
+  bool uses_image = false;  ///< runs in an environment image built from baseDockerImage
+  /// The .compute keys of this kind besides those every kind has (type, nativeSharedDirectory).
+  std::vector<std::string_view> keys;
+  AttachOptionSet attach;                    ///< attach's option groups
+  std::vector<std::string> attach_examples;  ///< the footer of `attach <kind> --help`
+  std::string (*probe_section)(const ComputeConfig&) = nullptr;  ///< its lines of the probe
+  /// Its checks, in doctor's order, from the probe's facts.
+  void (*checks)(const CheckInput&, std::vector<CheckRow>&) = nullptr;
+  std::unique_ptr<Executor> (*make_executor)() = nullptr;  ///< runs, cancels, follows its runs
+
+  /// Whether `key` is a .compute key of this kind.
+  bool has_key(std::string_view key) const;
+};
+
+/// Every kind, in the order help and messages list them.
+const std::vector<const TargetKind*>& target_kinds();
+
+/// The kind named `type` (or one of its aliases); nullptr when there is none.
+const TargetKind* find_kind(std::string_view type);
+
+/// The kind named `type`; throws mlw::Error naming the known kinds otherwise.
+const TargetKind& kind_of(std::string_view type);
+
+/// The canonical kind names, joined with `separator` ("local, docker, …").
+std::string kind_names(std::string_view separator = ", ");
+
+/// Throws mlw::Error (the row's refusal and exit code) for the first row that refuses.
+void refuse_first(const std::vector<CheckRow>& rows);
+
+// The rows that several kinds share (src/kinds/checks.cpp).
+
+/// The docker row (and the NVIDIA runtime row) of the docker and remotedocker kinds.
+void docker_rows(const CheckInput& in, std::vector<CheckRow>& rows);
+/// The python row of the local and remote kinds; `refuses`: submit stops on it.
+void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses);
+/// One row per GPU the probe found; with `say_none`, a row when there are none (a failure when
+/// nvidiaDocker asks for them).
+void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none);
+/// The free disk row.
+void disk_row(const CheckInput& in, std::vector<CheckRow>& rows);
+
+/// The NVIDIA row's refusal: nvidiaDocker is true but the engine has no NVIDIA runtime.
+std::string nvidia_refusal(const ComputeConfig& compute, const TargetFacts& facts,
+                           const std::string& host);
+
+}  // namespace mlw

@@ -1,0 +1,127 @@
+// The check rows several kinds share, and how submit uses a kind's rows.
+
+#include <fmt/format.h>
+
+#include "mlw/kinds/kind.hpp"
+#include "mlw/remote/probe.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// nvidia-smi's "11441 MiB" with the GiB the 2017 guide showed ("Total memory: 11.17GiB").
+std::string memory_with_gib(const std::string& memory) {
+  if (!memory.ends_with(" MiB")) return memory;
+  try {
+    const std::string number = memory.substr(0, memory.size() - 4);
+    std::size_t used = 0;
+    const double mib = std::stod(number, &used);
+    if (used != number.size()) return memory;
+    return fmt::format("{} ({:.2f} GiB)", memory, mib / 1024.0);
+  } catch (const std::exception&) {
+    return memory;
+  }
+}
+
+CheckResult result_of(bool ok) {
+  return ok ? CheckResult::Ok : CheckResult::Fail;
+}
+
+}  // namespace
+
+void refuse_first(const std::vector<CheckRow>& rows) {
+  for (const auto& row : rows) {
+    if (!row.refusal.empty()) throw Error(row.refusal, row.exit_code);
+  }
+}
+
+std::string nvidia_refusal(const ComputeConfig& compute, const TargetFacts& facts,
+                           const std::string& host) {
+  if (!compute.nvidia_docker || facts.nvidia_runtime || facts.nvidia_docker_binary) return "";
+  return fmt::format(
+      "nvidiaDocker is true but the Docker engine on {} has no NVIDIA runtime and there is no "
+      "nvidia-docker; install nvidia-container-toolkit there "
+      "(https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/install-guide.html), "
+      "run 'sudo nvidia-ctk runtime configure --runtime=docker' and restart docker, or set "
+      "nvidiaDocker: false",
+      host);
+}
+
+void docker_rows(const CheckInput& in, std::vector<CheckRow>& rows) {
+  const ComputeConfig& compute = in.compute;
+  const TargetFacts& facts = in.facts;
+  const bool local = !find_kind(compute.type) || !find_kind(compute.type)->uses_ssh;
+  CheckRow docker{"docker", result_of(facts.docker_ok),
+                  facts.docker_ok ? "server " + facts.docker_detail : facts.docker_detail,
+                  local ? "start the Docker engine, or set DOCKER_HOST"
+                        : "install Docker there and add " + compute.username +
+                              " to the docker group (sudo usermod -aG docker " + compute.username +
+                              "), or set useSudo: true"};
+  if (!facts.docker_ok) {
+    docker.refusal = fmt::format(
+        "docker on {} does not answer: {}; {}", in.host, facts.docker_detail,
+        local ? "start the Docker engine or set DOCKER_HOST"
+              : "add " + compute.username + " to the docker group there, or set useSudo: true");
+  }
+  rows.push_back(docker);
+  const bool nvidia_ok = facts.nvidia_runtime || facts.nvidia_docker_binary;
+  const std::string detail = facts.nvidia_runtime ? "the daemon has the nvidia runtime (--gpus)"
+                             : facts.nvidia_docker_binary ? "nvidia-docker is installed"
+                                                          : "no NVIDIA runtime";
+  if (compute.nvidia_docker || nvidia_ok) {
+    rows.push_back({"NVIDIA runtime", result_of(nvidia_ok), detail,
+                    "install nvidia-container-toolkit on " + in.host +
+                        " and restart docker (nvidiaDocker is true)",
+                    nvidia_refusal(compute, facts, in.host)});
+  } else {
+    rows.push_back({"NVIDIA runtime", CheckResult::NotNeeded,
+                    detail + " (not needed: nvidiaDocker is false)", ""});
+  }
+}
+
+void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses) {
+  const ComputeConfig& compute = in.compute;
+  CheckRow row{
+      "python", result_of(in.facts.python_ok),
+      compute.python_location + ": " + in.facts.python_detail,
+      "install Python 3 there or fix pythonLocation in aml_config/" + in.target_name + ".compute"};
+  if (refuses && !in.facts.python_ok) {
+    row.refusal = fmt::format("python \"{}\" does not run on {}: {}; fix pythonLocation",
+                              compute.python_location, in.host, in.facts.python_detail);
+    row.exit_code = exit_code::k_not_found;
+  }
+  rows.push_back(row);
+  // nvidiaDocker asks for something this kind cannot give: refused, as before any run.
+  const std::string nvidia = nvidia_refusal(compute, in.facts, in.host);
+  if (refuses && !nvidia.empty()) {
+    rows.push_back({"NVIDIA runtime", CheckResult::Fail, "nvidiaDocker is true",
+                    "set nvidiaDocker: false (it is for docker and remotedocker targets)", nvidia});
+  }
+}
+
+void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none) {
+  const TargetFacts& facts = in.facts;
+  if (facts.gpus.empty() && say_none) {
+    const bool needed = in.compute.nvidia_docker;
+    rows.push_back({"GPUs", needed ? CheckResult::Fail : CheckResult::NotNeeded,
+                    "none found (no nvidia-smi, or no NVIDIA GPU)",
+                    needed ? "install the NVIDIA driver on " + in.host : ""});
+  }
+  for (std::size_t i = 0; i < facts.gpus.size(); ++i) {
+    const GpuInfo& gpu = facts.gpus[i];
+    rows.push_back({fmt::format("GPU {}", i), CheckResult::Ok,
+                    fmt::format("name: {}, total memory: {}, driver: {}", gpu.name,
+                                memory_with_gib(gpu.memory), gpu.driver),
+                    ""});
+  }
+}
+
+void disk_row(const CheckInput& in, std::vector<CheckRow>& rows) {
+  const double free_gb = static_cast<double>(in.facts.disk_free_kb) / (1024.0 * 1024.0);
+  rows.push_back({"free disk", result_of(in.facts.disk_free_kb >= 1024 * 1024),
+                  fmt::format("{:.1f} GiB free in {}", free_gb, in.facts.home),
+                  "free some space there (mlw experiment clean -c " + in.target_name +
+                      " removes mlw's images)"});
+}
+
+}  // namespace mlw

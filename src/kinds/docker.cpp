@@ -1,0 +1,36 @@
+// The docker kind (2017's localdocker): the run in a container of this machine's Docker engine,
+// in an environment image built from baseDockerImage.
+
+#include "mlw/exec/target.hpp"
+#include "mlw/kinds/kind.hpp"
+
+namespace mlw {
+
+namespace {
+
+void docker_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
+  docker_rows(in, rows);
+  gpu_rows(in, rows, true);
+  disk_row(in, rows);
+}
+
+}  // namespace
+
+/// The docker kind's row.
+const TargetKind& docker_kind() {
+  static const TargetKind kind{
+      .name = "docker",
+      .aliases = {"localdocker"},
+      .uses_image = true,
+      .keys = {"baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs"},
+      .attach = {.docker = true},
+      .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",
+                          "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "
+                          "--nvidia-docker"},
+      .checks = docker_checks,
+      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("docker")); },
+  };
+  return kind;
+}
+
+}  // namespace mlw

@@ -1,0 +1,39 @@
+// The remotedocker kind: the run in a container on a Linux machine reached over SSH, in an
+// environment image built there (nvidia-docker for GPUs).
+
+#include "mlw/exec/target.hpp"
+#include "mlw/kinds/kind.hpp"
+
+namespace mlw {
+
+namespace {
+
+void remotedocker_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
+  docker_rows(in, rows);
+  gpu_rows(in, rows, true);
+  disk_row(in, rows);
+}
+
+}  // namespace
+
+/// The remotedocker kind's row.
+const TargetKind& remotedocker_kind() {
+  static const TargetKind kind{
+      .name = "remotedocker",
+      .uses_ssh = true,
+      .uses_image = true,
+      .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
+               "baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs",
+               "useSudo"},
+      .attach = {.remote = true, .docker = true},
+      .attach_examples = {"mlw computetarget attach remotedocker -n my_dsvm -a gpu-vm.example.com "
+                          "-u me --password-stdin -k < pw.txt",
+                          "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
+                          "--private-key-file ~/.ssh/id_ed25519"},
+      .checks = remotedocker_checks,
+      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("remotedocker")); },
+  };
+  return kind;
+}
+
+}  // namespace mlw
