@@ -18,8 +18,8 @@
 #include "mlw/config/names.hpp"
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/executor.hpp"
-#include "mlw/exec/target.hpp"
 #include "mlw/history/store.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/snapshot/ignore.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
@@ -483,14 +483,14 @@ void prepare(Context& ctx, const std::string& run_config) {
   RunPlan plan;
   plan.project = ctx.project();
   std::tie(plan.target_name, plan.compute) = target_of(ctx, run_config, &plan.run_config);
-  if (plan.compute.type != "docker" && plan.compute.type != "remotedocker") {
+  if (!kind_of(plan.compute.type).uses_image) {
     ctx.output().print_object(
         {{"target", plan.target_name},
          {"prepared", fmt::format("nothing to prepare: {} targets use no environment image",
                                   plan.compute.type)}});
     return;
   }
-  TargetExecutor executor(plan.compute.type);
+  const auto executor = make_executor(plan.compute.type);
   plan.record.run_id = fmt::format("prepare-{}-{}", ctx.clock->now_ms(), ::getpid());
   plan.record.run_config = run_config;
   // The snapshot is read while the connection is made (the probe needs both).
@@ -499,7 +499,7 @@ void prepare(Context& ctx, const std::string& run_config) {
     return build_snapshot(plan.project.root, plan.project.state_dir() / "objects",
                           plan.project.state_dir() / "cache" / "hashes.tsv");
   });
-  executor.open(ctx, plan.target_name, plan.compute);
+  executor->open(ctx, plan.target_name, plan.compute);
   plan.manifest = snapshot.get();
   spdlog::debug("snapshot: {} files, {} bytes, {} ms", plan.manifest.entries.size(),
                 plan.manifest.total_bytes(), ctx.clock->now_ms() - started_ms);
@@ -512,20 +512,19 @@ void prepare(Context& ctx, const std::string& run_config) {
       fs::remove_all(dir, ec);
     }
   } cleanup{plan.run_dir};
-  executor.validate(ctx, plan);
-  executor.prepare(ctx, plan);
+  executor->validate(ctx, plan);
+  const PrepareResult prepared = executor->prepare(ctx, plan, [&ctx](std::string_view chunk) {
+    if (!ctx.quiet) ctx.err->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  });
+  ctx.output().print_object({{"target", plan.target_name},
+                             {"image", prepared.image},
+                             {"host", prepared.host},
+                             {"built", prepared.built}});
 }
 
 void clean(Context& ctx, const std::string& run_config) {
   const auto [name, compute] = target_of(ctx, run_config);
-  if (compute.type == "local") {
-    throw Error(
-        fmt::format("target {} is local: only docker, remotedocker, remote and slurm "
-                    "targets keep mlw's images and snapshots",
-                    name));
-  }
-  TargetExecutor executor(compute.type);
-  const auto removed = executor.clean(ctx, name, compute);
+  const auto removed = make_executor(compute.type)->clean(ctx, name, compute);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& line : removed) list.push_back(line);
   ctx.output().print_object({{"target", name}, {"removed", list}});

@@ -10,8 +10,9 @@
 #include <thread>
 
 #include "mlw/config/targets.hpp"
-#include "mlw/exec/target.hpp"
+#include "mlw/exec/executor.hpp"
 #include "mlw/history/collect.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -114,8 +115,9 @@ bool reattach_if_lost(Context& ctx, const std::string& run_id) {
     plan.run_dir = store.run_dir(run_id);
   }
   const std::string type = plan.record.target_type;
-  if (plan.record.status != status::k_lost || plan.record.host != host_name() ||
-      (type != "docker" && type != "remotedocker" && type != "remote" && type != "slurm")) {
+  const TargetKind* kind = find_kind(type);
+  if (plan.record.status != status::k_lost || plan.record.host != host_name() || !kind ||
+      !kind->runs_detached) {
     return false;
   }
   const int lock =
@@ -141,8 +143,7 @@ bool reattach_if_lost(Context& ctx, const std::string& run_id) {
                     "cannot be followed there",
                     run_id, type, plan.target_name, plan.compute.type));
   }
-  TargetExecutor executor(type);
-  executor.reattach(ctx, plan);
+  make_executor(type)->reattach(ctx, plan);
   if (!ctx.quiet) {
     *ctx.err << fmt::format("Run {} had lost its supervisor; following it on {} again.\n", run_id,
                             plan.target_name);

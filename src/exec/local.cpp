@@ -1,4 +1,5 @@
 #include "mlw/exec/local.hpp"
+#include "mlw/kinds/kind.hpp"
 
 #include "mlw/exec/container.hpp"
 
@@ -291,6 +292,31 @@ void LocalExecutor::stop(Context&, const RunRecord& record, bool force) {
     throw Error(fmt::format("run {} runs on host {}; cancel it there", record.run_id, record.host));
   }
   if (record.process_group > 0) ::kill(-record.process_group, force ? SIGKILL : SIGTERM);
+}
+
+void LocalExecutor::reattach(Context&, RunPlan& plan) {
+  throw Error(
+      fmt::format("run {} ran on this machine; its supervisor is gone, so its end is "
+                  "unknown",
+                  plan.record.run_id));
+}
+
+PrepareResult LocalExecutor::prepare(Context&, RunPlan& plan, const OutputSink&) {
+  throw Error(fmt::format("target {} is local: it uses no environment image", plan.target_name));
+}
+
+std::vector<std::string> LocalExecutor::clean(Context&, const std::string& target_name,
+                                              const ComputeConfig&) {
+  std::vector<std::string> others;
+  for (const TargetKind* kind : target_kinds()) {
+    if (kind->uses_ssh || kind->uses_image) others.emplace_back(kind->name);
+  }
+  const std::string last = others.back();
+  others.pop_back();
+  throw Error(
+      fmt::format("target {} is local: only {} and {} targets keep mlw's images and "
+                  "snapshots",
+                  target_name, join(others, ", "), last));
 }
 
 }  // namespace mlw

@@ -869,7 +869,7 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
       throw;
     }
   });
-  if (auto* ssh = dynamic_cast<SshShell*>(m_shell.get())) ssh->abandon();
+  if (m_shell) m_shell->abandon();
   return handle;
 }
 
@@ -899,13 +899,13 @@ void TargetExecutor::reattach(Context& ctx, RunPlan& plan) {
                           .engine = in_engine ? std::move(m_engine) : nullptr};
     return supervisor.resume();
   });
-  if (auto* ssh = dynamic_cast<SshShell*>(m_shell.get())) ssh->abandon();
+  if (m_shell) m_shell->abandon();
   ::close(handle.output_fd);
 }
 
 void TargetExecutor::stop(Context&, const RunRecord&, bool) {}
 
-void TargetExecutor::prepare(Context& ctx, RunPlan& plan) {
+PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) {
   const EnvironmentSpec env = environment_spec(plan);
   const TargetRunPaths paths = run_paths(plan, m_facts);
   // With the image there, nothing is built: only the content is shipped (for the next submit).
@@ -923,7 +923,7 @@ void TargetExecutor::prepare(Context& ctx, RunPlan& plan) {
   const ShellResult result =
       ensure_image(*m_shell, plan, m_facts, env, paths, [&](std::string_view chunk) {
         log.append(chunk);
-        if (!ctx.quiet) ctx.err->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        on_output(chunk);
       });
   if (!is_local_docker(m_type) && build) {
     m_shell->run("rm -rf " + shell_quote(paths.run_dir) + " >/dev/null 2>&1 </dev/null &");
@@ -935,10 +935,7 @@ void TargetExecutor::prepare(Context& ctx, RunPlan& plan) {
                     : fmt::format("building the environment {} on {} failed (exit {})", env.tag,
                                   m_shell->host(), result.exit_code));
   }
-  ctx.output().print_object({{"target", plan.target_name},
-                             {"image", env.tag},
-                             {"host", m_shell->host()},
-                             {"built", log.find("Building environment") != std::string::npos}});
+  return {env.tag, m_shell->host(), log.find("Building environment") != std::string::npos};
 }
 
 std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& target_name,

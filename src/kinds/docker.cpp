@@ -22,6 +22,7 @@ const TargetKind& docker_kind() {
       .name = "docker",
       .aliases = {"localdocker"},
       .uses_image = true,
+      .runs_detached = true,
       .keys = {"baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs"},
       .attach = {.docker = true},
       .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",

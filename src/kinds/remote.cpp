@@ -20,6 +20,7 @@ const TargetKind& remote_kind() {
   static const TargetKind kind{
       .name = "remote",
       .uses_ssh = true,
+      .runs_detached = true,
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "pythonLocation", "userManagedEnvironment"},
       .attach = {.remote = true, .python = true},

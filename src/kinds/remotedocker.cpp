@@ -22,6 +22,7 @@ const TargetKind& remotedocker_kind() {
       .name = "remotedocker",
       .uses_ssh = true,
       .uses_image = true,
+      .runs_detached = true,
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs",
                "useSudo"},

@@ -124,6 +124,7 @@ const TargetKind& slurm_kind() {
   static const TargetKind kind{
       .name = "slurm",
       .uses_ssh = true,
+      .runs_detached = true,
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "pythonLocation", "partition", "nodes", "gpusPerNode",
                "timeLimit", "account", "container", "containerRuntime"},

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlw/config/compute_file.hpp"
@@ -39,10 +40,25 @@ struct RunHandle {
   pid_t supervisor = 0;
 };
 
-/// A kind of compute target: starts runs and cancels them (spec §7). One file each.
+/// What `experiment prepare` did (executors return data; api/ prints it).
+struct PrepareResult {
+  std::string image;   ///< the environment image, mlw_env:<hash>
+  std::string host;    ///< where it is
+  bool built = false;  ///< false: it was there already
+};
+
+/// Receives a build's output as it comes.
+using OutputSink = std::function<void(std::string_view)>;
+
+/// What runs a kind of compute target (spec §7): api/ reaches executors only through this
+/// interface, made by make_executor from the kind table (src/kinds/). Executors return data and
+/// never print; a problem is an mlw::Error.
 class Executor {
  public:
   virtual ~Executor() = default;
+  /// Opens the connection ahead of validate (host key, login), so that other work can overlap
+  /// it; nothing for targets on this machine.
+  virtual void open(Context& ctx, const std::string& target_name, const ComputeConfig& compute);
   /// Checks what can be checked before anything is created (interpreter, daemon, …); throws
   /// mlw::Error with the exit code to use (e.g. 127 for a missing interpreter).
   virtual void validate(Context& ctx, const RunPlan& plan) = 0;
@@ -51,6 +67,17 @@ class Executor {
   /// Asks a live run to stop (the whole process group or container) and returns at once;
   /// `force` kills it outright.
   virtual void stop(Context& ctx, const RunRecord& record, bool force) = 0;
+  /// Starts a new supervisor for a Lost run that goes on on its target (`plan` rebuilt from its
+  /// record): it follows the log from where the local copy ends and records the end. Throws
+  /// mlw::Error when the run cannot be followed from here.
+  virtual void reattach(Context& ctx, RunPlan& plan) = 0;
+  /// `experiment prepare`: ships the project and builds the environment image; the build's
+  /// output goes to `on_output`.
+  virtual PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) = 0;
+  /// `experiment clean`: removes mlw's images, content store and finished run folders from the
+  /// target; returns what was removed, one line each.
+  virtual std::vector<std::string> clean(Context& ctx, const std::string& target_name,
+                                         const ComputeConfig& compute) = 0;
 };
 
 /// Forks the run's supervisor: its own session, SIGINT/SIGHUP/SIGPIPE ignored, stdin from

@@ -25,6 +25,13 @@ class LocalExecutor : public Executor {
   void validate(Context& ctx, const RunPlan& plan) override;
   RunHandle start(Context& ctx, RunPlan& plan) override;
   void stop(Context& ctx, const RunRecord& record, bool force) override;
+  /// A local run ends with its supervisor: there is nothing to follow again (throws).
+  void reattach(Context& ctx, RunPlan& plan) override;
+  /// Local targets use no environment image (throws).
+  PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) override;
+  /// Local targets keep nothing of mlw's but the project's history (throws).
+  std::vector<std::string> clean(Context& ctx, const std::string& target_name,
+                                 const ComputeConfig& compute) override;
 };
 
 }  // namespace mlw

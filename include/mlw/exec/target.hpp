@@ -18,24 +18,16 @@ class TargetExecutor : public Executor {
  public:
   /// An executor for `type` (docker, remotedocker or remote).
   explicit TargetExecutor(std::string type);
-  /// Opens the SSH connection (host key, login) ahead of validate, which then uses it; nothing
-  /// for the local docker target.
-  void open(Context& ctx, const std::string& target_name, const ComputeConfig& compute);
+  void open(Context& ctx, const std::string& target_name, const ComputeConfig& compute) override;
   void validate(Context& ctx, const RunPlan& plan) override;
   RunHandle start(Context& ctx, RunPlan& plan) override;
-  /// The supervisor stops the run when it sees the cancel marker; nothing to do here.
+  /// Nothing to do here: the run's supervisor stops it when it sees the cancel marker that
+  /// `experiment cancel` writes (the driver's stop, then SIGKILL after 10 s, on the target).
   void stop(Context& ctx, const RunRecord& record, bool force) override;
-
-  /// Starts a new supervisor for a run whose supervisor is gone while the run goes on on the
-  /// target (`plan` rebuilt from its record): it follows the log from where the local copy ends
-  /// and records the end. Throws mlw::Error when the target cannot be reached.
-  void reattach(Context& ctx, RunPlan& plan);
-  /// `experiment prepare`: ships the project and builds the environment image.
-  void prepare(Context& ctx, RunPlan& plan);
-  /// `experiment clean`: removes mlw's images, content store and finished run folders from the
-  /// target; returns what was removed, one line each.
+  void reattach(Context& ctx, RunPlan& plan) override;
+  PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) override;
   std::vector<std::string> clean(Context& ctx, const std::string& target_name,
-                                 const ComputeConfig& compute);
+                                 const ComputeConfig& compute) override;
 
  private:
   void connect(Context& ctx, const std::string& target_name, const ComputeConfig& compute,

@@ -56,6 +56,9 @@ struct TargetKind {
   std::vector<std::string_view> aliases;  ///< other names `type` accepts (2017's localdocker)
   bool uses_ssh = false;                  ///< reached over SSH (address, login keys)
   bool uses_image = false;  ///< runs in an environment image built from baseDockerImage
+  /// Its runs go on without their supervisor (on the target, in an engine, in Slurm): a Lost one
+  /// can be followed again (history logs -f starts a new supervisor).
+  bool runs_detached = false;
   /// The .compute keys of this kind besides those every kind has (type, nativeSharedDirectory).
   std::vector<std::string_view> keys;
   AttachOptionSet attach;                    ///< attach's option groups

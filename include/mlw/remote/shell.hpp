@@ -41,6 +41,9 @@ class Shell {
   virtual ShellResult run(const std::string& script, const ShellStreams& streams = {}) = 0;
   /// Runs `script` with `input` as its stdin.
   ShellResult run_with_input(const std::string& script, std::string_view input);
+  /// Forgets the connection without a goodbye: the copy in a parent process whose forked child
+  /// goes on using it. Nothing for shells without a connection.
+  virtual void abandon() {}
 };
 
 /// Runs scripts on this machine (the docker target); fork + exec of /bin/sh.

@@ -59,9 +59,7 @@ class SshShell : public Shell {
   const std::string& auth_method() const;
   /// The host key's fingerprint.
   const std::string& fingerprint() const;
-  /// Forgets the connection without a goodbye (for a forked child that keeps using it, the
-  /// parent's copy).
-  void abandon();
+  void abandon() override;
 
  private:
   struct Impl;
