@@ -35,10 +35,24 @@ std::int64_t ms_from(const nlohmann::ordered_json& json, const char* key) {
 }
 }  // namespace
 
+void RunRecord::mark_lost(const std::string& reason, const std::string& problem) {
+  status = status::k_lost;
+  lost_reason = reason;
+  lost_problem = problem;
+  problems.push_back(problem);
+}
+
+void RunRecord::clear_lost() {
+  if (!lost_problem.empty()) std::erase(problems, lost_problem);
+  lost_reason.clear();
+  lost_problem.clear();
+}
+
 nlohmann::ordered_json RunRecord::to_public_json(const std::string& run_folder) const {
   nlohmann::ordered_json json = to_json();
-  for (const char* internal : {"pid", "pid_start", "boot_id", "process_group", "created_ms",
-                               "started_ms", "ended_ms", "cancel_requested"}) {
+  for (const char* internal :
+       {"pid", "pid_start", "boot_id", "process_group", "created_ms", "started_ms", "ended_ms",
+        "cancel_requested", "lost_reason", "lost_problem"}) {
     json.erase(internal);
   }
   json["run_folder"] = run_folder;
@@ -86,6 +100,10 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"cancel_requested", cancel_requested},
   };
   if (!job_id.empty()) out["job_id"] = job_id;  // slurm runs only
+  if (!lost_reason.empty()) {
+    out["lost_reason"] = lost_reason;
+    out["lost_problem"] = lost_problem;
+  }
   if (!node_exit_codes.empty()) {
     nlohmann::ordered_json codes = nlohmann::ordered_json::array();
     for (const auto& code : node_exit_codes) {
@@ -164,6 +182,8 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   r.pid = small("pid");
   r.process_group = small("process_group");
   r.job_id = str("job_id");
+  r.lost_reason = str("lost_reason");
+  r.lost_problem = str("lost_problem");
   if (const auto codes = json.find("node_exit_codes"); codes != json.end() && codes->is_array()) {
     for (const auto& code : *codes) {
       r.node_exit_codes.push_back(

@@ -352,11 +352,10 @@ int HistoryStore::reconcile_lost(const std::string& host) {
     // supervisor, since the first read.
     record = load(run_id);
     if (status::is_final(record.status) || owner_alive(record)) continue;
-    record.status = status::k_lost;
-    record.problems.push_back(fmt::format(
-        "the process that supervised the run (pid {}) is gone: the machine restarted or mlw was "
-        "killed",
-        record.pid));
+    record.mark_lost(lost_reason::k_supervisor,
+                     fmt::format("the process that supervised the run (pid {}) is gone: the "
+                                 "machine restarted or mlw was killed",
+                                 record.pid));
     try {
       save(record);
     } catch (const Error&) {

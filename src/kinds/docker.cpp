@@ -1,6 +1,7 @@
 // The docker kind (2017's localdocker): the run in a container of this machine's Docker engine,
 // in an environment image built from baseDockerImage.
 
+#include "mlw/exec/run_session.hpp"
 #include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 
@@ -30,6 +31,7 @@ const TargetKind& docker_kind() {
                           "--nvidia-docker"},
       .checks = docker_checks,
       .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("docker")); },
+      .make_driver = monitor_driver,
   };
   return kind;
 }

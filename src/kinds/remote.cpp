@@ -1,5 +1,6 @@
 // The remote kind: the script with the Python of a Linux machine reached over SSH, no container.
 
+#include "mlw/exec/run_session.hpp"
 #include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 
@@ -30,6 +31,7 @@ const TargetKind& remote_kind() {
                           "--private-key-file ~/.ssh/id_ed25519"},
       .checks = remote_checks,
       .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("remote")); },
+      .make_driver = monitor_driver,
   };
   return kind;
 }

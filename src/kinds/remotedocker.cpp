@@ -1,6 +1,7 @@
 // The remotedocker kind: the run in a container on a Linux machine reached over SSH, in an
 // environment image built there (nvidia-docker for GPUs).
 
+#include "mlw/exec/run_session.hpp"
 #include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 
@@ -33,6 +34,7 @@ const TargetKind& remotedocker_kind() {
                           "--private-key-file ~/.ssh/id_ed25519"},
       .checks = remotedocker_checks,
       .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("remotedocker")); },
+      .make_driver = monitor_driver,
   };
   return kind;
 }

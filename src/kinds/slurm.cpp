@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/run_session.hpp"
 #include "mlw/exec/slurm.hpp"
 #include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -134,6 +135,7 @@ const TargetKind& slurm_kind() {
       .probe_section = slurm_probe,
       .checks = slurm_checks,
       .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("slurm")); },
+      .make_driver = slurm_driver,
   };
   return kind;
 }

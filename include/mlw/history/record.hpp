@@ -24,6 +24,13 @@ bool is_final(const std::string& status);
 const std::vector<std::string>& all();
 }  // namespace status
 
+/// Why a run is Lost: what stopped answering (a typed reason, never a sentence to parse).
+namespace lost_reason {
+inline constexpr const char* k_supervisor = "supervisor";  ///< its supervisor process is gone
+inline constexpr const char* k_slurm = "slurm";    ///< the Slurm controller stopped answering
+inline constexpr const char* k_engine = "engine";  ///< the Docker engine stopped answering
+}  // namespace lost_reason
+
 /// Everything recorded about one run (`.mlw/runs/<run_id>/run.json`).
 struct RunRecord {
   std::string run_id;
@@ -59,6 +66,15 @@ struct RunRecord {
   std::string job_id;  ///< the Slurm job id (slurm targets)
   /// Each node's exit code, by rank (Slurm runs; none for a rank Slurm stopped).
   std::vector<std::optional<int>> node_exit_codes;
+  /// Why the run is Lost (lost_reason::…; empty while it is not), and the problem that says so
+  /// (removed when a new supervisor takes the run over).
+  std::string lost_reason;
+  std::string lost_problem;
+
+  /// Records the run as Lost for `reason`, with `problem` (what to tell the user).
+  void mark_lost(const std::string& reason, const std::string& problem);
+  /// A new supervisor takes the run over: the Lost reason and its problem are gone.
+  void clear_lost();
 
   /// Duration in milliseconds (to now for a live run, given `now_ms`).
   std::int64_t duration_ms(std::int64_t now_ms) const;

@@ -17,6 +17,7 @@ namespace mlw {
 
 struct TargetFacts;
 class Executor;
+class RunDriver;
 
 /// How one check came out: doctor's RESULT column ("ok", "fail", "-").
 enum class CheckResult { Ok, Fail, NotNeeded };
@@ -67,6 +68,8 @@ struct TargetKind {
   /// Its checks, in doctor's order, from the probe's facts.
   void (*checks)(const CheckInput&, std::vector<CheckRow>&) = nullptr;
   std::unique_ptr<Executor> (*make_executor)() = nullptr;  ///< runs, cancels, follows its runs
+  /// How a supervisor runs it on the target (the local docker target's Engine API aside).
+  std::unique_ptr<RunDriver> (*make_driver)() = nullptr;
 
   /// Whether `key` is a .compute key of this kind.
   bool has_key(std::string_view key) const;

@@ -1,0 +1,154 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlw/exec/container.hpp"
+#include "mlw/exec/executor.hpp"
+#include "mlw/history/store.hpp"
+#include "mlw/remote/docker_engine.hpp"
+#include "mlw/remote/probe.hpp"
+#include "mlw/remote/shell.hpp"
+
+// The life cycle of a run on a docker, remotedocker, remote or slurm target, in the supervisor
+// process: one RunSession (record transitions, the connection, the log, results, the end) and
+// one RunDriver per strategy (Engine API, detached monitor, Slurm) that starts, resumes, stops
+// and reads the end of the run (docs/architecture.md).
+
+namespace mlw {
+
+/// How a run ended, as its driver read it from the target: typed, so nothing is parsed later.
+struct RunEnding {
+  std::string status;                 ///< Completed, Failed, Canceled or Lost
+  std::optional<int> exit_code;       ///< the script's (128+N for signal N); none: unknown
+  int signal = 0;                     ///< the signal that ended it, when one did
+  bool oom = false;                   ///< it was killed for memory
+  std::string lost_reason;            ///< lost_reason::… when Lost
+  std::string lost_problem;           ///< what to tell the user about that
+  std::vector<std::string> problems;  ///< other things to tell the user, in order
+  std::vector<std::optional<int>> node_exit_codes;  ///< by rank (Slurm)
+};
+
+/// The end of a run from an exit code line and an `oom` line, as a monitor or the Docker engine
+/// reports them (only 0-255 is an exit code; `bad-… TEXT` is a refused answer). `source` names
+/// where it was read; `no_code` is the problem when there is no exit code at all.
+RunEnding exit_code_ending(const std::string& text, bool cancel_requested,
+                           const std::string& source, const std::string& no_code);
+
+/// Builds mlw_env:<hash> unless it exists, under a lock on the target so that concurrent submits
+/// build it once. The build's output goes to `on_output`.
+ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
+                         const EnvironmentSpec& env, const TargetRunPaths& paths,
+                         const std::function<void(std::string_view)>& on_output);
+
+/// Whether the environment image `tag` is on the target (PrepareEnvironment: false).
+bool image_exists(Shell& shell, const ComputeConfig& compute, const TargetFacts& facts,
+                  const std::string& tag);
+
+class RunSession;
+
+/// One way of running on a target: the Docker Engine API, a detached monitor on the target, or
+/// a Slurm job. The session calls start (or resume), then follow, then ending.
+class RunDriver {
+ public:
+  virtual ~RunDriver() = default;
+  /// Starts the run (its environment is ready); false when it could not (recorded as Failed).
+  virtual bool start(RunSession& session, const std::string& image) = 0;
+  /// Picks up a run whose supervisor is gone; false when it could not (recorded).
+  virtual bool resume(RunSession& session) = 0;
+  /// Follows the run to its end, its log into driver_log.txt and the live output; a cancel
+  /// request calls stop.
+  virtual void follow(RunSession& session) = 0;
+  /// Asks the target to stop the run.
+  virtual void stop(RunSession& session) = 0;
+  /// How the run ended (after follow).
+  virtual RunEnding ending(RunSession& session) = 0;
+  /// After the end is recorded (the engine removes the container).
+  virtual void after_finish(RunSession&) {}
+};
+
+/// Opens a new connection to the target (after one dropped).
+using Reconnect = std::function<std::unique_ptr<Shell>()>;
+
+/// What a supervisor holds for one run: the plan, the connection, the record and the log.
+class RunSession {
+ public:
+  /// `copy_log`: the supervisor writes driver_log.txt (the run's log is elsewhere: on the target
+  /// or in the engine). `reconnect`: nothing for a target on this machine.
+  RunSession(Context& ctx, RunPlan& plan, std::unique_ptr<Shell> shell, TargetFacts facts,
+             TargetRunPaths paths, int live_fd, bool copy_log, Reconnect reconnect);
+  ~RunSession();
+  RunSession(const RunSession&) = delete;
+  RunSession& operator=(const RunSession&) = delete;
+
+  /// A new run: the environment image built (`env`, for image kinds), started by `driver`,
+  /// followed, its end recorded. Returns the supervisor's exit code.
+  int run(RunDriver& driver, const EnvironmentSpec* env);
+  /// A run whose supervisor is gone: taken over (Running, under this process), its log picked
+  /// up where the local copy ends, then followed and ended as usual.
+  int resume(RunDriver& driver);
+
+  Context& ctx;
+  RunPlan& plan;
+  TargetFacts facts;
+  TargetRunPaths paths;
+  RunRecord record{};
+  std::uint64_t offset = 0;  ///< bytes of the run's log received so far
+
+  /// The connection (made again when it dropped).
+  Shell& shell();
+  /// The target's machine for messages.
+  std::string host() const;
+  /// True once `experiment cancel` asked for the run to stop.
+  bool canceled() const;
+  /// Writes to the live output (the submitting process), while it listens.
+  void say(std::string_view text);
+  /// Stops writing to the live output (the submitting process sees its end).
+  void close_live();
+  /// Appends to driver_log.txt (when this process writes it) and the live output.
+  void append_log(std::string_view text);
+  /// Saves the record (final: the run has ended).
+  void save(bool final_save);
+  /// Names this process as the run's owner (what reconcile_lost checks).
+  void claim();
+  /// The run is under way: recorded as Running by this supervisor.
+  void mark_running();
+  /// The run could not start or failed around its script: recorded with `code` and `problem`.
+  int fail(int code, const std::string& problem);
+  /// Runs `script` on the target, reconnecting (bounded, MLW_RECONNECT_TIMEOUT) when the
+  /// connection drops; `make_script` is asked again after each reconnect; with `input`, that is
+  /// its stdin, from its start on every attempt.
+  ShellResult run_reconnecting(const std::function<std::string()>& make_script,
+                               const ShellStreams& streams = {},
+                               std::optional<std::string_view> input = std::nullopt);
+  /// The same, for a fixed script.
+  ShellResult run_reconnecting(const std::string& script, const ShellStreams& streams = {});
+
+ private:
+  int build_environment(const EnvironmentSpec& env);
+  int build_failed(const EnvironmentSpec& env, int build_exit, const std::string& tail);
+  int finish(RunDriver& driver);
+  void apply(const RunEnding& ending);
+  void fetch_metrics(const std::string& run);
+  void fetch_results();
+
+  std::unique_ptr<Shell> m_shell;
+  Reconnect m_reconnect;
+  int m_live_fd;
+  bool m_copy_log;
+  int m_local_log = -1;
+  std::optional<HistoryStore> m_store;
+};
+
+/// The driver of a run started through the local Docker engine's API.
+std::unique_ptr<RunDriver> engine_driver(std::unique_ptr<DockerEngine> engine);
+/// The driver of a run that a detached monitor on the target runs (a container through the
+/// docker command, or the script).
+std::unique_ptr<RunDriver> monitor_driver();
+/// The driver of a Slurm job.
+std::unique_ptr<RunDriver> slurm_driver();
+
+}  // namespace mlw

@@ -1,0 +1,145 @@
+// The engine driver: the local docker target's container through the Docker Engine API (create,
+// start, follow its log through engine restarts, read its end, remove it).
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "mlw/exec/engine_follow.hpp"
+#include "mlw/exec/run_session.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/settings.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// The engine's error message in a response body, or the body itself.
+std::string engine_message(const EngineResponse& response) {
+  const auto json = nlohmann::json::parse(response.body, nullptr, false);
+  if (json.is_object() && json.contains("message") && json["message"].is_string()) {
+    return json["message"].get<std::string>();
+  }
+  return trim(response.body);
+}
+
+/// How long the Docker engine may not answer before a run shows Lost (MLW_ENGINE_RETRY, s).
+int engine_retry_seconds() {
+  return setting("MLW_ENGINE_RETRY");
+}
+
+class EngineDriver : public RunDriver {
+ public:
+  explicit EngineDriver(std::unique_ptr<DockerEngine> engine) : m_engine(std::move(engine)) {}
+
+  bool start(RunSession& session, const std::string& image) override {
+    const RunPlan& plan = session.plan;
+    const std::string user = fmt::format("{}:{}", ::getuid(), ::getgid());
+    const std::string name = container_name(plan.record.run_id);
+    const EngineResponse created =
+        m_engine->request("POST", "/containers/create?name=" + name,
+                          engine_create_body(plan, session.paths, session.facts, image, user));
+    const auto json = nlohmann::json::parse(created.body, nullptr, false);
+    if (created.status != 201 || !json.is_object() || !json.contains("Id")) {
+      session.fail(
+          exit_code::k_cannot_start,
+          fmt::format("docker could not create the container: {}", engine_message(created)));
+      return false;
+    }
+    m_container = json["Id"].get<std::string>();
+    atomic_write_file(plan.run_dir / "container", m_container + "\n");
+    const EngineResponse started =
+        m_engine->request("POST", "/containers/" + m_container + "/start");
+    if (started.status != 204 && started.status != 304) {
+      const std::string message = engine_message(started);
+      session.append_log("docker: " + message + "\n");
+      session.fail(exit_code::k_cannot_start,
+                   fmt::format("docker could not start the container: {}", message));
+      return false;
+    }
+    session.mark_running();
+    return true;
+  }
+
+  bool resume(RunSession& session) override {
+    m_container = trim(read_file_if_exists(session.plan.run_dir / "container").value_or(""));
+    return true;
+  }
+
+  /// Follows the container's log (after the bytes already received) until it stops, through
+  /// engine restarts (engine_follow.hpp).
+  void follow(RunSession& session) override {
+    EngineFollowHooks hooks;
+    hooks.on_log = [&](std::string_view text) { session.append_log(text); };
+    hooks.canceled = [&] { return session.canceled(); };
+    hooks.return_bound = std::chrono::seconds(engine_retry_seconds());
+    m_followed = follow_container(*m_engine, m_container, session.offset, hooks);
+    if (m_followed.outages > 0 && !m_followed.engine_lost) {
+      const bool stopped =
+          starts_with(m_followed.ending, "143") || starts_with(m_followed.ending, "137");
+      session.record.problems.push_back(fmt::format(
+          "the Docker engine at {} stopped answering during the run ({} time(s), for {:.0f} s at "
+          "most); the log and the end were read after it answered again{}",
+          m_engine->where(), m_followed.outages, m_followed.longest_outage_s,
+          stopped ? " (an engine started without live-restore stops the containers it finds "
+                    "running)"
+                  : ""));
+    }
+  }
+
+  /// follow_container stops the container itself when the run is canceled.
+  void stop(RunSession&) override {}
+
+  RunEnding ending(RunSession& session) override {
+    RunEnding ending;
+    if (m_followed.engine_lost) {
+      ending.status = status::k_lost;
+      ending.lost_reason = lost_reason::k_engine;
+      ending.lost_problem = fmt::format(
+          "the Docker engine did not answer at {} for {} s (MLW_ENGINE_RETRY); the container may "
+          "go on: once the engine is back, follow the run with history logs -f",
+          m_engine->where(), engine_retry_seconds());
+      return ending;
+    }
+    if (m_followed.container_gone) {
+      ending.status = status::k_failed;
+      ending.problems.push_back(
+          fmt::format("the Docker engine at {} answered again but no longer knows container {}: "
+                      "the run's end is unknown",
+                      m_engine->where(), m_container));
+      return ending;
+    }
+    const std::string source = fmt::format("the Docker engine at {}", m_engine->where());
+    return exit_code_ending(
+        m_followed.ending, session.record.cancel_requested, source,
+        fmt::format("the Docker engine at {} gave no exit code for container {}", m_engine->where(),
+                    m_container));
+  }
+
+  /// A Lost run's container may go on: it is removed by the supervisor that sees its end.
+  void after_finish(RunSession& session) override {
+    if (m_container.empty() || session.record.status == status::k_lost) return;
+    session.close_live();
+    try {
+      m_engine->request("DELETE", "/containers/" + m_container + "?v=1&force=1");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mlw supervisor: %s\n", e.what());
+    }
+  }
+
+ private:
+  std::unique_ptr<DockerEngine> m_engine;
+  std::string m_container;
+  EngineFollowResult m_followed;
+};
+
+}  // namespace
+
+std::unique_ptr<RunDriver> engine_driver(std::unique_ptr<DockerEngine> engine) {
+  return std::make_unique<EngineDriver>(std::move(engine));
+}
+
+}  // namespace mlw

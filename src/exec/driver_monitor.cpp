@@ -1,0 +1,148 @@
+// The monitor driver: a detached monitor on the target runs the container or the script.
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "mlw/kinds/kind.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+#include "monitor_driver.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// How long after its stop a run the target still reports as going on is waited for (cancel's
+/// 10 s from SIGTERM to SIGKILL, and the time to see the end).
+constexpr int k_stop_bound_s = 20;
+
+}  // namespace
+
+bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
+  const std::string run = shell_quote(session.paths.run_dir);
+  // A waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init
+  // reaps orphans late; it prints the monitor's pid, then lets go of the pipe.
+  const std::string launch =
+      "cd " + run +
+      " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
+      "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1";
+  const ShellResult launched = session.run_reconnecting([&] { return launch; }, {}, monitor);
+  m_monitor_pid = trim(launched.output);
+  const auto pid = parse_integer(m_monitor_pid, 2, 1LL << 31);
+  if (launched.exit_code != 0 || !pid) {
+    const std::string why =
+        !trim(launched.errors).empty()
+            ? trim(launched.errors)
+            : fmt::format("it answered \"{}\" where the monitor's pid was expected",
+                          printable(trim(launched.output)));
+    session.fail(exit_code::k_cannot_start,
+                 fmt::format("cannot start the run on {}: {}", session.shell().host(), why));
+    return false;
+  }
+  session.record.process_group = static_cast<int>(*pid);
+  return true;
+}
+
+bool MonitorDriver::start(RunSession& session, const std::string& image) {
+  if (!start_monitor(session, monitor_script(session.plan, session.paths, session.facts, image))) {
+    return false;
+  }
+  session.mark_running();
+  return true;
+}
+
+bool MonitorDriver::resume(RunSession& session) {
+  m_monitor_pid = std::to_string(session.record.process_group);
+  return true;
+}
+
+void MonitorDriver::stop(RunSession& session) {
+  const std::string run = shell_quote(session.paths.run_dir);
+  const std::string script =
+      kind_of(session.plan.compute.type).uses_image
+          ? "cd " + run + " && [ -s container ] && " +
+                shell_join(docker_words(session.plan.compute, session.facts)) +
+                " stop -t 10 \"$(cat container)\" >/dev/null 2>&1; exit 0"
+          : "cd " + run +
+                " && [ -s script.pid ] && { p=$(cat script.pid); kill -TERM \"$p\"; i=0; "
+                "while kill -0 \"$p\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); "
+                "done; kill -KILL \"$p\" 2>/dev/null; }; exit 0";
+  session.run_reconnecting(script);
+}
+
+std::string MonitorDriver::end_script() const {
+  return "cat exit_code 2>/dev/null; [ -e oom ] && echo oom";
+}
+
+void MonitorDriver::follow(RunSession& session) {
+  using namespace std::chrono;
+  bool stop_sent = false;
+  steady_clock::time_point stopped_at;
+  const std::string log = shell_quote(session.paths.run_dir + "/driver_log.txt");
+  while (true) {
+    ShellStreams streams;
+    streams.on_output = [&](std::string_view chunk) {
+      session.offset += chunk.size();
+      session.append_log(chunk);
+    };
+    streams.should_stop = [&] { return !stop_sent && session.canceled(); };
+    session.run_reconnecting(
+        [&] {
+          return fmt::format("exec tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null",
+                             session.offset + 1, m_monitor_pid, log);
+        },
+        streams);
+    if (!stop_sent && session.canceled()) {
+      stop(session);
+      stop_sent = true;
+      stopped_at = steady_clock::now();
+      continue;
+    }
+    const ShellResult alive = session.run_reconnecting(fmt::format(
+        "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
+        "cd {} && {}; exit 0",
+        m_monitor_pid, shell_quote(session.paths.run_dir), end_script()));
+    const auto newline = alive.output.find('\n');
+    const std::string state = alive.output.substr(0, newline);
+    if (state == "mlw-state=ended") {
+      m_seen = Seen::Ended;
+      m_end = newline == std::string::npos ? "" : alive.output.substr(newline + 1);
+      return;
+    }
+    if (state != "mlw-state=running") {
+      m_seen = Seen::BadAnswer;
+      m_end = "bad-answer " + printable(alive.output) + "\n";
+      return;
+    }
+    // A stopped run that the target still reports as going on is not waited for forever.
+    if (stop_sent && steady_clock::now() > stopped_at + seconds(k_stop_bound_s)) {
+      m_seen = Seen::StopUnconfirmed;
+      m_end.clear();
+      return;
+    }
+  }
+}
+
+RunEnding MonitorDriver::ending(RunSession& session) {
+  if (m_seen == Seen::StopUnconfirmed) {
+    RunEnding ending;
+    ending.problems.push_back(fmt::format(
+        "{} still reported the run as going on {} s after it was stopped; it may go on there",
+        session.host(), k_stop_bound_s));
+    ending.exit_code = 143;
+    ending.signal = 15;
+    ending.status = session.record.cancel_requested ? status::k_canceled : status::k_failed;
+    return ending;
+  }
+  return exit_code_ending(m_end, session.record.cancel_requested, session.host(),
+                          fmt::format("the run's monitor on {} ended without an exit code (see "
+                                      "{}/monitor.log there)",
+                                      session.host(), session.paths.run_dir));
+}
+
+std::unique_ptr<RunDriver> monitor_driver() {
+  return std::make_unique<MonitorDriver>();
+}
+
+}  // namespace mlw

@@ -1,0 +1,154 @@
+// The Slurm driver: sbatch on the login node, a monitor there that watches the job, its log
+// followed as the monitor driver follows one, the end from Slurm's state and ExitCode.
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "mlw/exec/slurm.hpp"
+#include "mlw/util/settings.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+#include "monitor_driver.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// How long the Slurm controller may not answer before a run shows Lost (MLW_SLURM_RETRY, s).
+int slurm_retry_seconds() {
+  return setting("MLW_SLURM_RETRY");
+}
+
+class SlurmDriver : public MonitorDriver {
+ public:
+  /// sbatch, the job id recorded (Queued), a monitor that watches the job, Running once Slurm
+  /// runs it. False when sbatch refused the job (recorded as failed).
+  bool start(RunSession& session, const std::string&) override {
+    const std::string run = shell_quote(session.paths.run_dir);
+    const std::string job = sbatch_script(session.plan, session.paths);
+    // Not retried on a dropped connection: the job may have been queued already.
+    const ShellResult submitted = session.shell().run_with_input(
+        "cd " + run +
+            " && cat > job.sh && { sbatch --parsable job.sh || { c=$?; echo 125 > exit_code; "
+            "exit $c; }; }",
+        job);
+    const std::string id = trim(submitted.output.substr(0, submitted.output.find(';')));
+    if (submitted.exit_code != 0 || id.empty() ||
+        id.find_first_not_of("0123456789") != std::string::npos) {
+      session.fail(exit_code::k_cannot_start,
+                   fmt::format("sbatch on {} refused the job: {}", session.shell().host(),
+                               trim(trim(submitted.errors) + " " + trim(submitted.output))));
+      return false;
+    }
+    session.record.job_id = id;
+    session.record.status = status::k_queued;
+    session.claim();
+    session.save(false);
+    session.say(fmt::format("Slurm job {} queued on {}.\n", id, session.shell().host()));
+    if (!start_monitor(session, slurm_monitor_script(session.paths, id, slurm_retry_seconds()))) {
+      return false;
+    }
+    session.save(false);
+    wait_until_started(session);
+    session.mark_running();
+    return true;
+  }
+
+  /// A monitor that gave up on an unanswering controller is started again; it picks the job up
+  /// where Slurm has it.
+  bool resume(RunSession& session) override {
+    MonitorDriver::resume(session);
+    const ShellResult alive = session.run_reconnecting(fmt::format(
+        "cd {} && if kill -0 {} 2>/dev/null; then echo alive; else rm -f slurm_state; fi",
+        shell_quote(session.paths.run_dir), m_monitor_pid));
+    if (alive.output.find("alive") == std::string::npos) {
+      const std::string monitor =
+          session
+              .run_reconnecting("cat " + shell_quote(session.paths.run_dir + "/monitor.sh") +
+                                "; exit 0")
+              .output;
+      if (monitor.empty() || !start_monitor(session, monitor)) return false;
+      session.save(false);
+    }
+    wait_until_started(session);
+    return true;
+  }
+
+  void stop(RunSession& session) override {
+    session.run_reconnecting("scancel " + shell_quote(session.record.job_id) + " 2>&1; exit 0");
+  }
+
+  /// The job's final state, its ExitCode, the script's own exit code and every rank's.
+  RunEnding ending(RunSession& session) override {
+    std::map<std::string, std::string> values;
+    for (const auto& line : split(m_seen == Seen::Ended ? m_end : "", '\n')) {
+      const auto eq = line.find('=');
+      if (eq != std::string::npos) values[line.substr(0, eq)] = trim(line.substr(eq + 1));
+    }
+    RunEnding ending;
+    std::optional<int> script_code;
+    if (const auto code = parse_integer(values["job_code"], 0, 255)) {
+      script_code = static_cast<int>(*code);
+    } else if (!values["job_code"].empty()) {
+      ending.problems.push_back(
+          fmt::format("{} answered \"{}\" where the job's exit code (0-255) was expected",
+                      session.host(), printable(values["job_code"])));
+    }
+    // Every rank's own exit code (none where Slurm stopped the rank after another failed).
+    for (int rank = 0; rank < session.plan.compute.nodes && rank < 4096; ++rank) {
+      const auto code = parse_integer(values["rank_" + std::to_string(rank)], 0, 255);
+      ending.node_exit_codes.push_back(code ? std::optional<int>(static_cast<int>(*code))
+                                            : std::nullopt);
+    }
+    const SlurmEnd end = slurm_end(values["slurm_state"], values["slurm_exit"], script_code);
+    ending.status = end.status;
+    if (end.status == status::k_lost) {
+      ending.lost_reason = lost_reason::k_slurm;
+      ending.lost_problem = end.problem;
+      return ending;
+    }
+    ending.exit_code = end.exit_code;
+    ending.oom = values["slurm_state"] == "OUT_OF_MEMORY";
+    if (!end.problem.empty()) ending.problems.push_back(end.problem);
+    return ending;
+  }
+
+ protected:
+  std::string end_script() const override {
+    return "printf 'job_code=%s\\nslurm_state=%s\\nslurm_exit=%s\\n' \"$(cat exit_code.job "
+           "2>/dev/null)\" \"$(cat slurm_state 2>/dev/null)\" \"$(cat slurm_exit "
+           "2>/dev/null)\"; for f in rank_exit.*; do [ -e \"$f\" ] && read -r c t < \"$f\" "
+           "&& echo \"rank_${f#rank_exit.}=$c\"; done";
+  }
+
+ private:
+  /// Waits on the target until the monitor says the job runs (or has ended); a cancel while it
+  /// is queued goes to scancel.
+  void wait_until_started(RunSession& session) {
+    bool stop_sent = false;
+    while (true) {
+      ShellStreams streams;
+      streams.should_stop = [&] { return !stop_sent && session.canceled(); };
+      const ShellResult waited = session.run_reconnecting(
+          fmt::format("cd {} && while [ ! -e started ] && kill -0 {} 2>/dev/null; do sleep 0.2; "
+                      "done; exit 0",
+                      shell_quote(session.paths.run_dir), m_monitor_pid),
+          streams);
+      if (!stop_sent && session.canceled()) {
+        stop(session);
+        stop_sent = true;
+        continue;
+      }
+      if (waited.exit_code == 0) return;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RunDriver> slurm_driver() {
+  return std::make_unique<SlurmDriver>();
+}
+
+}  // namespace mlw

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <string>
+
+#include "mlw/exec/run_session.hpp"
+
+namespace mlw {
+
+/// Runs and follows a run through a detached monitor on the target (monitor.sh in the run
+/// folder): it runs the container or the script and writes driver_log.txt, then exit_code (and
+/// `oom`). The supervisor follows the log with `tail --pid` and reads the end in one round trip.
+class MonitorDriver : public RunDriver {
+ public:
+  bool start(RunSession& session, const std::string& image) override;
+  bool resume(RunSession& session) override;
+  void follow(RunSession& session) override;
+  void stop(RunSession& session) override;
+  RunEnding ending(RunSession& session) override;
+
+ protected:
+  /// How follow() saw the run end.
+  enum class Seen { Ended, BadAnswer, StopUnconfirmed };
+  /// Starts the detached monitor (`monitor` as monitor.sh); false when it could not start (the
+  /// run is recorded as failed).
+  bool start_monitor(RunSession& session, const std::string& monitor);
+  /// The script that prints the end once the monitor is gone (after `cd` into the run folder).
+  virtual std::string end_script() const;
+
+  std::string m_monitor_pid;
+  Seen m_seen = Seen::Ended;
+  std::string m_end;  ///< what end_script printed, or the answer that was not understood
+};
+
+}  // namespace mlw

@@ -1,0 +1,392 @@
+// The run life cycle in the supervisor: record transitions, the connection (made again when it
+// drops), the environment image, the log, results brought back, and the end from the driver's
+// typed RunEnding.
+
+#include "mlw/exec/run_session.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "mlw/history/collect.hpp"
+#include "mlw/kinds/kind.hpp"
+#include "mlw/remote/tar.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/settings.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// The most of a run's metrics.jsonl brought back from a target.
+constexpr std::uint64_t k_max_metrics_bytes = 256ULL << 20;
+
+}  // namespace
+
+RunEnding exit_code_ending(const std::string& text, bool cancel_requested,
+                           const std::string& source, const std::string& no_code) {
+  RunEnding ending;
+  const auto lines = split(trim(text), '\n');
+  const std::string first = lines.empty() ? "" : lines[0];
+  std::optional<int> code;
+  if (const auto number = parse_integer(first, 0, 255)) code = static_cast<int>(*number);
+  if (!code && !first.empty()) {
+    const std::string said = starts_with(first, "bad-") ? first.substr(first.find(' ') + 1) : first;
+    ending.problems.push_back(
+        fmt::format("{} answered \"{}\" where the run's exit code (0-255) was expected", source,
+                    printable(said)));
+    code = exit_code::k_cannot_start;
+  } else if (!code) {
+    ending.problems.push_back(no_code);
+    code = exit_code::k_cannot_start;
+  }
+  if (lines.size() > 1 && lines[1] == "oom") {
+    code = 137;
+    ending.oom = true;
+    ending.problems.push_back("the container was killed: out of memory (its memory limit)");
+  }
+  ending.exit_code = code;
+  ending.status = *code == 0         ? status::k_completed
+                  : cancel_requested ? status::k_canceled
+                                     : status::k_failed;
+  return ending;
+}
+
+ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
+                         const EnvironmentSpec& env, const TargetRunPaths& paths,
+                         const std::function<void(std::string_view)>& on_output) {
+  // The probe's answer holds only for the same tag (before the snapshot, wheels are unknown).
+  if (facts.image_present == env.tag) return ShellResult{0, "", ""};
+  const std::string docker = shell_join(docker_words(plan.compute, facts));
+  const std::string locks = !kind_of(plan.compute.type).uses_ssh
+                                ? (plan.project.state_dir() / "locks").string()
+                                : facts.home + "/.mlw/locks";
+  const std::string tag = shell_quote(env.tag);
+  const std::string script =
+      "mkdir -p " + shell_quote(locks) + " && exec 9>" + shell_quote(locks + "/" + env.hash) +
+      ".lock && flock 9 || exit 125\n"
+      "if " +
+      docker + " image inspect " + tag +
+      " >/dev/null 2>&1; then exit 0; fi\n"
+      "echo 'Building environment " +
+      env.tag + " from " + plan.compute.base_docker_image + "'\n" + docker +
+      " build --force-rm -t " + tag + " -f " + shell_quote(paths.run_dir + "/env/Dockerfile") +
+      " " + shell_quote(paths.run_dir + "/env") + " 2>&1\n";
+  ShellStreams streams;
+  streams.on_output = on_output;
+  streams.on_errors = on_output;
+  return shell.run(script, streams);
+}
+
+bool image_exists(Shell& shell, const ComputeConfig& compute, const TargetFacts& facts,
+                  const std::string& tag) {
+  return shell
+             .run(shell_join(docker_words(compute, facts)) + " image inspect " + shell_quote(tag) +
+                  " >/dev/null 2>&1")
+             .exit_code == 0;
+}
+
+RunSession::RunSession(Context& context, RunPlan& run_plan, std::unique_ptr<Shell> shell,
+                       TargetFacts target_facts, TargetRunPaths run_paths, int live_fd,
+                       bool copy_log, Reconnect reconnect)
+    : ctx(context),
+      plan(run_plan),
+      facts(std::move(target_facts)),
+      paths(std::move(run_paths)),
+      m_shell(std::move(shell)),
+      m_reconnect(std::move(reconnect)),
+      m_live_fd(live_fd),
+      m_copy_log(copy_log) {}
+
+RunSession::~RunSession() {
+  if (m_local_log >= 0) ::close(m_local_log);
+}
+
+Shell& RunSession::shell() {
+  if (!m_shell) m_shell = m_reconnect();
+  return *m_shell;
+}
+
+std::string RunSession::host() const {
+  return m_shell ? m_shell->host() : plan.compute.address;
+}
+
+bool RunSession::canceled() const {
+  return fs::exists(plan.run_dir / "cancel_requested");
+}
+
+void RunSession::say(std::string_view text) {
+  if (m_live_fd < 0) return;
+  if (::write(m_live_fd, text.data(), text.size()) < 0) close_live();
+}
+
+void RunSession::close_live() {
+  if (m_live_fd >= 0) ::close(m_live_fd);
+  m_live_fd = -1;
+}
+
+void RunSession::append_log(std::string_view text) {
+  if (m_local_log >= 0) write_fully(m_local_log, text);
+  say(text);
+}
+
+void RunSession::save(bool final_save) {
+  if (!m_store) m_store.emplace(plan.history_dir);
+  try {
+    m_store->save(record, final_save);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mlw supervisor: %s\n", e.what());
+  }
+}
+
+void RunSession::claim() {
+  record.pid = ::getpid();
+  record.pid_start = process_start_time(::getpid()).value_or(0);
+  record.boot_id = boot_id();
+}
+
+void RunSession::mark_running() {
+  record.status = status::k_running;
+  record.start_ms = ctx.clock->now_ms();
+  claim();
+  save(false);
+}
+
+int RunSession::fail(int code, const std::string& problem) {
+  record.status = canceled() ? status::k_canceled : status::k_failed;
+  record.exit_code = code;
+  record.problems.push_back(problem);
+  record.end_ms = ctx.clock->now_ms();
+  record.pid = 0;
+  save(true);
+  say("mlw: " + problem + "\n");
+  return 0;
+}
+
+ShellResult RunSession::run_reconnecting(const std::string& script, const ShellStreams& streams) {
+  return run_reconnecting([&] { return script; }, streams);
+}
+
+ShellResult RunSession::run_reconnecting(const std::function<std::string()>& make_script,
+                                         const ShellStreams& streams,
+                                         std::optional<std::string_view> input) {
+  using namespace std::chrono;
+  const auto deadline = steady_clock::now() + seconds(setting("MLW_RECONNECT_TIMEOUT"));
+  int delay_ms = 250;
+  while (true) {
+    try {
+      Shell& target = shell();
+      return input ? target.run_with_input(make_script(), *input)
+                   : target.run(make_script(), streams);
+    } catch (const Error& e) {
+      if (!m_reconnect || steady_clock::now() > deadline) throw;
+      std::fprintf(stderr, "mlw supervisor: %s; reconnecting\n", e.what());
+      m_shell.reset();
+      std::this_thread::sleep_for(milliseconds(delay_ms));
+      delay_ms = std::min(delay_ms * 2, 5000);
+    }
+  }
+}
+
+int RunSession::run(RunDriver& driver, const EnvironmentSpec* env) {
+  record = plan.record;
+  if (m_copy_log) {
+    m_local_log = ::open((plan.run_dir / "driver_log.txt").c_str(),
+                         O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  }
+  if (canceled()) {
+    record.cancel_requested = true;
+    record.status = status::k_canceled;
+    record.end_ms = ctx.clock->now_ms();
+    record.pid = 0;
+    save(true);
+    return 0;
+  }
+  std::string image;
+  if (env) {
+    image = env->tag;
+    record.image_tag = image;
+    if (build_environment(*env) != 0) return 0;
+  }
+  if (!driver.start(*this, image)) return 0;
+  driver.follow(*this);
+  return finish(driver);
+}
+
+int RunSession::resume(RunDriver& driver) {
+  record = plan.record;
+  record.clear_lost();
+  record.status = status::k_running;
+  claim();
+  save(false);
+  const fs::path log = plan.run_dir / "driver_log.txt";
+  std::error_code ec;
+  const auto size = fs::file_size(log, ec);
+  offset = ec ? 0 : size;
+  if (m_copy_log)
+    m_local_log = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (!driver.resume(*this)) return 0;
+  driver.follow(*this);
+  return finish(driver);
+}
+
+/// Builds the environment image unless it is there; non-zero when the run failed (recorded).
+int RunSession::build_environment(const EnvironmentSpec& env) {
+  if (!plan.run_config.prepare_environment && facts.image_present != env.tag &&
+      !image_exists(shell(), plan.compute, facts, env.tag)) {
+    fail(exit_code::k_cannot_start,
+         fmt::format("the environment {} is not built and PrepareEnvironment is false; build it "
+                     "with: mlw experiment prepare -c {}",
+                     env.tag, plan.record.run_config));
+    return 1;
+  }
+  const int build_log =
+      ::open((plan.run_dir / "build.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::string tail;
+  bool announced = false;
+  const ShellResult result =
+      ensure_image(shell(), plan, facts, env, paths, [&](std::string_view chunk) {
+        if (build_log >= 0) write_fully(build_log, chunk);
+        if (!announced) {
+          announced = true;
+          say(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…\n", env.tag,
+                          record.run_id));
+        }
+        tail.append(chunk);
+        if (tail.size() > 4000) tail.erase(0, tail.size() - 4000);
+      });
+  if (build_log >= 0) ::close(build_log);
+  if (result.exit_code == 0) return 0;
+  build_failed(env, result.exit_code, tail);
+  return 1;
+}
+
+/// The environment build failed: its log goes into the driver log (what `history logs` shows),
+/// and the run fails with the reason the install script gave, or with the build's exit code.
+int RunSession::build_failed(const EnvironmentSpec& env, int build_exit, const std::string& tail) {
+  const std::string log = read_file_if_exists(plan.run_dir / "build.log").value_or(tail);
+  const int fd = m_local_log >= 0 ? m_local_log
+                                  : ::open((plan.run_dir / "driver_log.txt").c_str(),
+                                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) write_fully(fd, log);
+  if (fd >= 0 && fd != m_local_log) ::close(fd);
+  const BuildFailure reason = build_failure_reason(tail);
+  const std::string where = fmt::format("the build log is .mlw/runs/{}/build.log", record.run_id);
+  if (reason.exit_code != 0) {
+    return fail(reason.exit_code, fmt::format("{} ({})", reason.message, where));
+  }
+  std::vector<std::string> lines = split(trim(tail), '\n');
+  if (lines.size() > 15) lines.erase(lines.begin(), lines.end() - 15);
+  say(join(lines, "\n") + "\n");
+  return fail(
+      exit_code::k_cannot_start,
+      fmt::format("building the environment {} failed (exit {}); {}", env.tag, build_exit, where));
+}
+
+void RunSession::apply(const RunEnding& ending) {
+  for (const auto& problem : ending.problems) record.problems.push_back(problem);
+  record.node_exit_codes.insert(record.node_exit_codes.end(), ending.node_exit_codes.begin(),
+                                ending.node_exit_codes.end());
+  if (ending.status == status::k_lost) {
+    record.mark_lost(ending.lost_reason, ending.lost_problem);
+    return;
+  }
+  record.status = ending.status;
+  if (ending.exit_code) record.exit_code = ending.exit_code;
+}
+
+/// Records the end of the run from the driver's RunEnding, with what was brought back.
+int RunSession::finish(RunDriver& driver) {
+  const bool remote = kind_of(plan.compute.type).uses_ssh;
+  if (remote) fetch_results();
+  if (m_local_log >= 0) ::close(m_local_log);
+  m_local_log = -1;
+  record.cancel_requested = canceled();
+  apply(driver.ending(*this));
+  if (!remote) {
+    record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs",
+                                     plan.run_dir / "outputs", record.problems);
+  }
+  record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl", &record.problems);
+  if (record.status != status::k_lost) record.process_group = 0;
+  record.end_ms = ctx.clock->now_ms();
+  record.pid = 0;
+  save(true);
+  driver.after_finish(*this);
+  return 0;
+}
+
+/// Copies the run's metrics.jsonl from the target, streamed to disk, at most
+/// k_max_metrics_bytes of it.
+void RunSession::fetch_metrics(const std::string& run) {
+  const fs::path part = plan.run_dir / "metrics.jsonl.part";
+  std::ofstream out(part, std::ios::binary | std::ios::trunc);
+  std::uint64_t size = 0;
+  ShellStreams streams;
+  streams.on_output = [&](std::string_view chunk) {
+    size += chunk.size();
+    if (size <= k_max_metrics_bytes)
+      out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  };
+  streams.should_stop = [&] { return size > k_max_metrics_bytes; };
+  std::error_code ec;
+  try {
+    run_reconnecting("cat " + run + "/metrics.jsonl 2>/dev/null; exit 0", streams);
+  } catch (const Error& e) {
+    record.problems.push_back(fmt::format("the metrics could not be brought back from {}: {}",
+                                          m_shell ? m_shell->host() : plan.target_name, e.what()));
+    fs::remove(part, ec);
+    return;
+  }
+  out.close();
+  if (size > k_max_metrics_bytes) {
+    record.problems.push_back(
+        fmt::format("metrics.jsonl on {} is over {} MiB; the metrics were not brought back", host(),
+                    k_max_metrics_bytes >> 20));
+    fs::remove(part, ec);
+  } else if (size > 0 && out) {
+    fs::rename(part, plan.run_dir / "metrics.jsonl", ec);
+  } else {
+    fs::remove(part, ec);
+  }
+}
+
+/// Brings metrics.jsonl and outputs/ back into the run's history folder, never outside it;
+/// what the target sends is bounded and checked, a malformed answer stops the transfer.
+void RunSession::fetch_results() {
+  const std::string run = shell_quote(paths.run_dir);
+  fetch_metrics(run);
+  const fs::path incoming = plan.run_dir / ".outputs-in";
+  std::error_code ec;
+  fs::remove_all(incoming, ec);
+  SafeTarReader reader(incoming);
+  ShellStreams streams;
+  streams.on_output = [&](std::string_view chunk) { reader.feed(chunk); };
+  streams.should_stop = [&] { return reader.failed(); };
+  try {
+    run_reconnecting("cd " + run + "/snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
+                     streams);
+    reader.finish();
+  } catch (const Error& e) {
+    record.problems.push_back(
+        fmt::format("outputs could not all be brought back from {}: {}", host(), e.what()));
+  }
+  for (const auto& refused : reader.refused()) {
+    record.problems.push_back("output refused: " + refused);
+  }
+  if (fs::is_directory(incoming / "outputs")) {
+    fs::rename(incoming / "outputs", plan.run_dir / "outputs", ec);
+  }
+  fs::remove_all(incoming, ec);
+  std::vector<std::string> ignored;
+  record.outputs = collect_outputs(plan.run_dir / "outputs", plan.run_dir / "outputs", ignored);
+}
+
+}  // namespace mlw
