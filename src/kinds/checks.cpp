@@ -79,6 +79,12 @@ void docker_rows(const CheckInput& in, std::vector<CheckRow>& rows) {
   }
 }
 
+void container_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
+  docker_rows(in, rows);
+  gpu_rows(in, rows, true);
+  disk_row(in, rows);
+}
+
 void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses) {
   const ComputeConfig& compute = in.compute;
   CheckRow row{

@@ -7,16 +7,6 @@
 
 namespace mlw {
 
-namespace {
-
-void docker_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
-  docker_rows(in, rows);
-  gpu_rows(in, rows, true);
-  disk_row(in, rows);
-}
-
-}  // namespace
-
 /// The docker kind's row.
 const TargetKind& docker_kind() {
   static const TargetKind kind{
@@ -29,7 +19,7 @@ const TargetKind& docker_kind() {
       .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",
                           "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "
                           "--nvidia-docker"},
-      .checks = docker_checks,
+      .checks = container_checks,
       .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("docker")); },
       .make_driver = monitor_driver,
   };

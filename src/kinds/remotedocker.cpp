@@ -7,16 +7,6 @@
 
 namespace mlw {
 
-namespace {
-
-void remotedocker_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
-  docker_rows(in, rows);
-  gpu_rows(in, rows, true);
-  disk_row(in, rows);
-}
-
-}  // namespace
-
 /// The remotedocker kind's row.
 const TargetKind& remotedocker_kind() {
   static const TargetKind kind{
@@ -32,7 +22,7 @@ const TargetKind& remotedocker_kind() {
                           "-u me --password-stdin -k < pw.txt",
                           "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
                           "--private-key-file ~/.ssh/id_ed25519"},
-      .checks = remotedocker_checks,
+      .checks = container_checks,
       .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("remotedocker")); },
       .make_driver = monitor_driver,
   };

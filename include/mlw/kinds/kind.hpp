@@ -94,6 +94,9 @@ void refuse_first(const std::vector<CheckRow>& rows);
 
 /// The docker row (and the NVIDIA runtime row) of the docker and remotedocker kinds.
 void docker_rows(const CheckInput& in, std::vector<CheckRow>& rows);
+/// The checks of the kinds that run in a container (docker, remotedocker): docker, NVIDIA
+/// runtime, GPUs, free disk.
+void container_checks(const CheckInput& in, std::vector<CheckRow>& rows);
 /// The python row of the local and remote kinds; `refuses`: submit stops on it.
 void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses);
 /// One row per GPU the probe found; with `say_none`, a row when there are none (a failure when
