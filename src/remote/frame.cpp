@@ -1,8 +1,11 @@
 #include "mlw/remote/frame.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <random>
+
+#include "mlw/util/strings.hpp"
 
 namespace mlw {
 
@@ -47,6 +50,21 @@ std::string new_frame_marker() {
 std::string framed_script(const std::string& marker, const std::string& script) {
   // The marker has no character a shell treats specially.
   return fmt::format("printf '%s\\n' {0}; printf '%s\\n' {0} >&2\n{1}", marker, script);
+}
+
+void report_noise(const std::string& where, const FramedStream (&frames)[2], ShellResult& result) {
+  for (const FramedStream& frame : frames) {
+    if (!frame.noise().empty() && frame.started()) {
+      spdlog::debug("ssh {}: the login shell printed {}{} bytes before the command; ignored", where,
+                    frame.noise().size() >= 4096 ? "over " : "", frame.noise().size());
+    }
+  }
+  if (frames[0].started()) return;
+  const std::string printed = trim(frames[1].noise() + frames[0].noise());
+  result.output.clear();
+  result.errors = fmt::format("the login shell on {} ended (exit {}) before running the command{}",
+                              where, result.exit_code, printed.empty() ? "" : ": " + printed);
+  if (result.exit_code == 0) result.exit_code = 255;
 }
 
 }  // namespace mlw

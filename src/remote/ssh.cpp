@@ -447,23 +447,6 @@ void SshShell::abandon() {
 
 namespace {
 
-/// What the login shell printed around a command is ignored (named at -v); a shell that ended
-/// before the command began is a failure whose reason is what it printed.
-void report_noise(const std::string& where, const FramedStream (&frames)[2], ShellResult& result) {
-  for (const FramedStream& frame : frames) {
-    if (!frame.noise().empty() && frame.started()) {
-      spdlog::debug("ssh {}: the login shell printed {}{} bytes before the command; ignored", where,
-                    frame.noise().size() >= 4096 ? "over " : "", frame.noise().size());
-    }
-  }
-  if (frames[0].started()) return;
-  const std::string printed = trim(frames[1].noise() + frames[0].noise());
-  result.output.clear();
-  result.errors = fmt::format("the login shell on {} ended (exit {}) before running the command{}",
-                              where, result.exit_code, printed.empty() ? "" : ": " + printed);
-  if (result.exit_code == 0) result.exit_code = 255;
-}
-
 /// Frees a libssh2 channel (the session outlives it: it is freed with the SshShell).
 struct ChannelFree {
   void operator()(LIBSSH2_CHANNEL* channel) const { libssh2_channel_free(channel); }

@@ -3,6 +3,8 @@
 #include <string>
 #include <string_view>
 
+#include "mlw/remote/shell.hpp"
+
 namespace mlw {
 
 /// Separates a command's own output from what the user's login shell printed before it (a
@@ -32,5 +34,10 @@ std::string new_frame_marker();
 
 /// The script that prints `marker` on stdout and stderr, then runs `script`.
 std::string framed_script(const std::string& marker, const std::string& script);
+
+/// What the login shell on `where` printed around a command (stdout, stderr frames) is ignored
+/// (named at -v); a shell that ended before the command began makes `result` a failure whose
+/// reason is what it printed.
+void report_noise(const std::string& where, const FramedStream (&frames)[2], ShellResult& result);
 
 }  // namespace mlw
