@@ -106,11 +106,12 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   auto shell = connect_target(ctx, request.name, compute, connect);
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
-  if (kind_of(compute.type).attach.slurm) {
+  const TargetKind& kind = kind_of(compute.type);
+  if (kind.attach.slurm) {
     // The kind's checks, as submit runs them (a refused attach exits 1, not 125).
     const TargetFacts facts = probe_target(*shell, compute);
     std::vector<CheckRow> rows;
-    kind_of(compute.type).checks({compute, facts, shell->host(), request.name}, rows);
+    kind.checks({compute, facts, shell->host(), request.name}, rows);
     try {
       refuse_first(rows);
     } catch (const Error& e) {
@@ -190,7 +191,7 @@ void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
 void check_attach_options(const AttachRequest& request, const std::string& type) {
   const TargetKind* kind = find_kind(type);
   if (!kind) {
-    const std::vector<std::string> allowed = split(kind_names(","), ',');
+    const std::vector<std::string> allowed = kind_name_list();
     throw UsageError(fmt::format("unknown target type \"{}\"; one of: {}{}", request.type,
                                  join(allowed, ", "), did_you_mean(request.type, allowed)));
   }

@@ -126,13 +126,11 @@ void MonitorDriver::follow(RunSession& session) {
 
 RunEnding MonitorDriver::ending(RunSession& session) {
   if (m_seen == Seen::StopUnconfirmed) {
-    RunEnding ending;
+    // Recorded as SIGTERM's 143: the stop was sent, its end was not seen.
+    RunEnding ending = exit_code_ending("143", session.record.cancel_requested, session.host(), "");
     ending.problems.push_back(fmt::format(
         "{} still reported the run as going on {} s after it was stopped; it may go on there",
         session.host(), k_stop_bound_s));
-    ending.exit_code = 143;
-    ending.signal = 15;
-    ending.status = session.record.cancel_requested ? status::k_canceled : status::k_failed;
     return ending;
   }
   return exit_code_ending(m_end, session.record.cancel_requested, session.host(),

@@ -1,7 +1,5 @@
 #include "mlw/exec/target.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -9,23 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
-#include <fstream>
-#include <iostream>
-#include <set>
-#include <thread>
-
 #include "mlw/exec/run_session.hpp"
 #include "mlw/exec/ship.hpp"
-#include "mlw/exec/slurm.hpp"
-#include "mlw/history/collect.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
-#include "mlw/remote/tar.hpp"
 #include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/fs.hpp"
-#include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -176,13 +164,9 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
   }
   const bool in_engine = runs_in_engine(plan.compute, m_facts) && m_engine;
   RunHandle handle = start_supervisor(plan, [&](int live_fd) {
-    ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
     try {
-      RunSession session(ctx, plan, std::move(m_shell), m_facts, paths, live_fd,
-                         !is_local_docker(m_type) || in_engine, reconnect_to(ctx, plan));
-      const auto driver =
-          in_engine ? engine_driver(std::move(m_engine)) : kind_of(m_type).make_driver();
-      return session.run(*driver, uses_image(m_type) ? &env : nullptr);
+      return supervise(ctx, plan, paths, live_fd, in_engine, uses_image(m_type) ? &env : nullptr,
+                       false);
     } catch (const std::exception& e) {
       try {
         HistoryStore store(plan.history_dir);
@@ -220,15 +204,21 @@ void TargetExecutor::reattach(Context& ctx, RunPlan& plan) {
         fmt::format("run {} has no monitor to follow on {}", plan.record.run_id, m_shell->host()));
   }
   RunHandle handle = start_supervisor(plan, [&](int live_fd) {
-    ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
-    RunSession session(ctx, plan, std::move(m_shell), m_facts, paths, live_fd,
-                       !is_local_docker(m_type) || in_engine, reconnect_to(ctx, plan));
-    const auto driver =
-        in_engine ? engine_driver(std::move(m_engine)) : kind_of(m_type).make_driver();
-    return session.resume(*driver);
+    return supervise(ctx, plan, paths, live_fd, in_engine, nullptr, true);
   });
   if (m_shell) m_shell->abandon();
   ::close(handle.output_fd);
+}
+
+int TargetExecutor::supervise(Context& ctx, RunPlan& plan, const TargetRunPaths& paths, int live_fd,
+                              bool in_engine, const EnvironmentSpec* env, bool resume) {
+  ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
+  // The supervisor writes driver_log.txt unless a monitor on this machine does.
+  RunSession session(ctx, plan, std::move(m_shell), m_facts, paths, live_fd,
+                     !is_local_docker(m_type) || in_engine, reconnect_to(ctx, plan));
+  const auto driver =
+      in_engine ? engine_driver(std::move(m_engine)) : kind_of(m_type).make_driver();
+  return resume ? session.resume(*driver) : session.run(*driver, env);
 }
 
 void TargetExecutor::stop(Context&, const RunRecord&, bool) {}

@@ -50,7 +50,7 @@ std::string nvidia_refusal(const ComputeConfig& compute, const TargetFacts& fact
 void docker_rows(const CheckInput& in, std::vector<CheckRow>& rows) {
   const ComputeConfig& compute = in.compute;
   const TargetFacts& facts = in.facts;
-  const bool local = !find_kind(compute.type) || !find_kind(compute.type)->uses_ssh;
+  const bool local = !kind_of(compute.type).uses_ssh;
   CheckRow docker{"docker", result_of(facts.docker_ok),
                   facts.docker_ok ? "server " + facts.docker_detail : facts.docker_detail,
                   local ? "start the Docker engine, or set DOCKER_HOST"

@@ -41,10 +41,14 @@ const TargetKind& kind_of(std::string_view type) {
   throw Error(fmt::format("unknown target type \"{}\"", type));
 }
 
-std::string kind_names(std::string_view separator) {
+std::vector<std::string> kind_name_list() {
   std::vector<std::string> names;
   for (const TargetKind* kind : target_kinds()) names.emplace_back(kind->name);
-  return join(names, std::string(separator));
+  return names;
+}
+
+std::string kind_names(std::string_view separator) {
+  return join(kind_name_list(), std::string(separator));
 }
 
 }  // namespace mlw

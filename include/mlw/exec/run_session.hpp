@@ -24,7 +24,6 @@ namespace mlw {
 struct RunEnding {
   std::string status;                 ///< Completed, Failed, Canceled or Lost
   std::optional<int> exit_code;       ///< the script's (128+N for signal N); none: unknown
-  int signal = 0;                     ///< the signal that ended it, when one did
   bool oom = false;                   ///< it was killed for memory
   std::string lost_reason;            ///< lost_reason::… when Lost
   std::string lost_problem;           ///< what to tell the user about that

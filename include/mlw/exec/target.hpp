@@ -32,6 +32,11 @@ class TargetExecutor : public Executor {
  private:
   void connect(Context& ctx, const std::string& target_name, const ComputeConfig& compute,
                const std::string& image_tag = "");
+  /// The supervisor's work (in the forked process): a RunSession over this connection and the
+  /// run's driver (the Engine API's, else the kind's); a new run with `env` (image kinds), or
+  /// with `resume` one whose supervisor is gone.
+  int supervise(Context& ctx, RunPlan& plan, const TargetRunPaths& paths, int live_fd,
+                bool in_engine, const EnvironmentSpec* env, bool resume);
   std::string m_type;
   std::unique_ptr<Shell> m_shell;
   std::unique_ptr<DockerEngine> m_engine;  ///< the local docker target's Engine API, when usable

@@ -25,13 +25,13 @@ enum class CheckResult { Ok, Fail, NotNeeded };
 /// One check of a target, written once: `doctor` prints every row; submit and attach stop at the
 /// first row with a refusal.
 struct CheckRow {
-  std::string name;    ///< doctor's CHECK column
-  CheckResult result;  ///< doctor's RESULT column
-  std::string detail;  ///< what was found
-  std::string fix;     ///< what to do when it failed
+  std::string name{};                    ///< doctor's CHECK column
+  CheckResult result = CheckResult::Ok;  ///< doctor's RESULT column
+  std::string detail{};                  ///< what was found
+  std::string fix{};                     ///< what to do when it failed
   /// What submit says when this row stops a run (empty: it does not). Set where the row fails,
   /// except for rows that only inform (GPU list, disk) or where Slurm would queue the run.
-  std::string refusal;
+  std::string refusal{};
   int exit_code = exit_code::k_cannot_start;  ///< submit's exit code for that refusal
 };
 
@@ -53,17 +53,17 @@ struct AttachOptionSet {
 
 /// One kind of compute target: everything that differs by kind, in one row.
 struct TargetKind {
-  std::string_view name;                  ///< the `type` in .compute files
-  std::vector<std::string_view> aliases;  ///< other names `type` accepts (2017's localdocker)
-  bool uses_ssh = false;                  ///< reached over SSH (address, login keys)
+  std::string_view name{};                  ///< the `type` in .compute files
+  std::vector<std::string_view> aliases{};  ///< other names `type` accepts (2017's localdocker)
+  bool uses_ssh = false;                    ///< reached over SSH (address, login keys)
   bool uses_image = false;  ///< runs in an environment image built from baseDockerImage
   /// Its runs go on without their supervisor (on the target, in an engine, in Slurm): a Lost one
   /// can be followed again (history logs -f starts a new supervisor).
   bool runs_detached = false;
   /// The .compute keys of this kind besides those every kind has (type, nativeSharedDirectory).
-  std::vector<std::string_view> keys;
-  AttachOptionSet attach;                    ///< attach's option groups
-  std::vector<std::string> attach_examples;  ///< the footer of `attach <kind> --help`
+  std::vector<std::string_view> keys{};
+  AttachOptionSet attach{};                    ///< attach's option groups
+  std::vector<std::string> attach_examples{};  ///< the footer of `attach <kind> --help`
   std::string (*probe_section)(const ComputeConfig&) = nullptr;  ///< its lines of the probe
   /// Its checks, in doctor's order, from the probe's facts.
   void (*checks)(const CheckInput&, std::vector<CheckRow>&) = nullptr;
@@ -83,6 +83,9 @@ const TargetKind* find_kind(std::string_view type);
 
 /// The kind named `type`; throws mlw::Error naming the known kinds otherwise.
 const TargetKind& kind_of(std::string_view type);
+
+/// The canonical kind names, in the table's order.
+std::vector<std::string> kind_name_list();
 
 /// The canonical kind names, joined with `separator` ("local, docker, …").
 std::string kind_names(std::string_view separator = ", ");
