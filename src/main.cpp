@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/app.hpp"
+#include "mlw/remote/connect.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   ctx.stderr_is_terminal = ::isatty(2);
   ctx.clock = std::make_shared<mlw::SystemClock>();
   ctx.processes = std::make_shared<mlw::SystemProcessRunner>();
+  ctx.connector = std::make_shared<mlw::SystemConnector>();
   std::error_code ec;
   ctx.working_dir = std::filesystem::current_path(ec);
 

@@ -13,6 +13,8 @@
 
 namespace mlw {
 
+class Connector;
+
 /// Everything a command needs from its surroundings; built once in main and passed down.
 struct Context {
   std::optional<std::filesystem::path> project_dir;  ///< --project
@@ -27,7 +29,8 @@ struct Context {
   std::ostream* err = nullptr;  ///< stderr: messages for people
   std::shared_ptr<Clock> clock;
   std::shared_ptr<ProcessRunner> processes;
-  std::filesystem::path config_dir;  ///< the user's mlw config folder (secret store, keys)
+  std::shared_ptr<Connector> connector;  ///< opens shells on targets and Docker engines
+  std::filesystem::path config_dir;      ///< the user's mlw config folder (secret store, keys)
   /// Exit code for an mlw::Error without its own code: 1, or 125 inside a waiting submit.
   int failure_code = exit_code::k_failure;
   /// The exit code a successful command chose (submit: the script's).

@@ -56,7 +56,7 @@ int doctor(Context& ctx, const std::string& name) {
     }
     if (resolved && error.empty()) {
       try {
-        auto ssh = connect_target(ctx, name, compute);
+        auto ssh = ctx.connector->connect(ctx, name, compute);
         line("host key", true, ssh->fingerprint() + " is in ~/.ssh/known_hosts");
         line("login", true, compute.username + " with " + ssh->auth_method());
         shell = std::move(ssh);
@@ -69,7 +69,7 @@ int doctor(Context& ctx, const std::string& name) {
       }
     }
   } else {
-    shell = std::make_unique<LocalShell>();
+    shell = ctx.connector->local_shell();
   }
   if (shell) {
     const TargetFacts facts = probe_target(*shell, compute);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mlw/config/names.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -34,13 +35,22 @@ ComputeConfig load_compute(const Project& project, const std::string& name) {
   const fs::path path = project.compute_path(name);
   if (name.empty() || name.find('/') != std::string::npos || !fs::exists(path)) {
     unknown("compute target", name, project.compute_names(),
-            "; attach one with: mlw computetarget attach local|docker|remotedocker|remote|slurm -n "
-            "NAME");
+            "; attach one with: mlw computetarget attach " + kind_names("|") + " -n NAME");
   }
   ConfigDocument doc = load_document(project, path);
   ComputeConfig config = parse_compute(doc);
   log_warnings(doc);
   return config;
+}
+
+std::optional<ComputeConfig> current_compute(const Project& project, const std::string& name) {
+  if (!fs::exists(project.compute_path(name))) return std::nullopt;
+  try {
+    return load_compute(project, name);
+  } catch (const Error& e) {
+    spdlog::warn("{}", e.what());
+    return std::nullopt;
+  }
 }
 
 RunConfig load_run_config(const Project& project, const std::string& name,

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/run_recorder.hpp"
 #include "mlw/history/collect.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/util/fs.hpp"
@@ -30,27 +31,6 @@ namespace {
 std::string interpreter_name(const RunPlan& plan) {
   return plan.run_config.framework == "PySpark" ? plan.compute.spark_submit_location
                                                 : plan.compute.python_location;
-}
-
-/// The script's process: its own session, output into the pipe, then exec.
-[[noreturn]] void exec_script(const ProcessSpec& spec, ExecArrays& arrays, int output_fd) {
-  ::setsid();
-  for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGTERM, SIGQUIT}) ::signal(sig, SIG_DFL);
-  const int null_fd = ::open("/dev/null", O_RDONLY);
-  ::dup2(null_fd, 0);
-  ::dup2(output_fd, 1);
-  ::dup2(output_fd, 2);
-  if (::chdir(spec.cwd.c_str()) != 0) {
-    const std::string message =
-        "mlw: cannot enter " + spec.cwd.string() + ": " + errno_text(errno) + "\n";
-    write_fully(2, message);
-    ::_exit(exit_code::k_cannot_start);
-  }
-  ::execve(arrays.argv()[0], arrays.argv(), arrays.envp());
-  const int err = errno;
-  const std::string message = "mlw: cannot run " + spec.argv[0] + ": " + errno_text(err) + "\n";
-  write_fully(2, message);
-  ::_exit(err == ENOENT ? exit_code::k_not_found : exit_code::k_not_executable);
 }
 
 /// Drains the script's output into driver_log.txt and the submitting terminal until the script
@@ -129,8 +109,7 @@ void record_git_state(Context& ctx, const fs::path& root, RunRecord& record) {
 
 /// The supervisor: runs in its own session, outlives the submitting mlw, and records the end.
 int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int live_fd) {
-  std::optional<HistoryStore> store;  // opened once the script is on its way
-  RunRecord record = plan.record;
+  RunRecorder run(ctx, plan);
   const fs::path reserve = plan.run_dir / ".reserve";
   {
     // Room for the final record even when the disk fills up during the run.
@@ -140,51 +119,33 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
       ::close(fd);
     }
   }
-  auto finish = [&](RunRecord& final_record) {
+  if (run.canceled()) {
     ::unlink(reserve.c_str());
-    final_record.end_ms = ctx.clock->now_ms();
-    final_record.pid = 0;
-    if (!store) store.emplace(plan.history_dir);
-    try {
-      store->save(final_record);
-    } catch (const Error& e) {
-      std::fprintf(stderr, "mlw supervisor: %s\n", e.what());  // the index has the rest
-    }
-  };
-  const fs::path cancel_marker = plan.run_dir / "cancel_requested";
-  if (fs::exists(cancel_marker)) {
-    record.cancel_requested = true;
-    record.status = status::k_canceled;
-    finish(record);
+    run.cancel_before_start();
     return 0;
   }
-  auto not_started = [&](const std::string& what) {
-    record.status = status::k_failed;
-    record.exit_code = exit_code::k_cannot_start;
-    record.problems.push_back(what + ": " + errno_text(errno));
-    finish(record);
+  auto not_started = [&](const std::string& problem) {
+    ::unlink(reserve.c_str());
+    run.fail(exit_code::k_cannot_start, problem);
     return 0;
   };
   int script_pipe[2];
-  if (::pipe2(script_pipe, O_CLOEXEC) != 0) return not_started("cannot create a pipe");
+  if (::pipe2(script_pipe, O_CLOEXEC) != 0) {
+    return not_started("cannot create a pipe: " + errno_text(errno));
+  }
   const int log_fd = ::open((plan.run_dir / "driver_log.txt").c_str(),
                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  ExecArrays arrays(spec);
-  const pid_t script = ::fork();
-  if (script == 0) exec_script(spec, arrays, script_pipe[1]);
-  ::close(script_pipe[1]);
-  if (script < 0) return not_started("cannot start the script");
-  store.emplace(plan.history_dir);
-  record.status = status::k_running;
-  record.start_ms = ctx.clock->now_ms();
-  record.pid = ::getpid();
-  record.pid_start = process_start_time(::getpid()).value_or(0);
-  record.process_group = script;
+  pid_t script = -1;
   try {
-    store->save(record, false);
+    script = spawn(spec,
+                   {.stdout_fd = script_pipe[1], .stderr_fd = script_pipe[1], .new_session = true});
   } catch (const Error& e) {
-    std::fprintf(stderr, "mlw supervisor: %s\n", e.what());  // the run goes on regardless
+    ::close(script_pipe[1]);
+    return not_started(e.what());
   }
+  ::close(script_pipe[1]);
+  run.record.process_group = script;
+  run.mark_running();  // the run goes on even when this cannot be saved
 
   // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
   RunRecord git_state;
@@ -195,23 +156,18 @@ int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int li
     prepare_tree(plan.manifest, plan.record.snapshot_hash, plan.project.state_dir() / "trees",
                  plan.project.state_dir() / "objects", plan.project.root);
   });
-  const int code = pump_output(script, script_pipe[0], log_fd, live_fd, record);
+  const int code = pump_output(script, script_pipe[0], log_fd, live_fd, run.record);
   git_done.get_future().wait();
-  record.git_commit = git_state.git_commit;
-  record.git_dirty = git_state.git_dirty;
+  run.record.git_commit = git_state.git_commit;
+  run.record.git_dirty = git_state.git_dirty;
   ::close(script_pipe[0]);
   if (log_fd >= 0) ::close(log_fd);
 
-  record.cancel_requested = fs::exists(cancel_marker);
-  record.exit_code = code;
-  record.status = code == 0                 ? status::k_completed
-                  : record.cancel_requested ? status::k_canceled
-                                            : status::k_failed;
-  record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs", plan.run_dir / "outputs",
-                                   record.problems);
-  record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl", &record.problems);
-  record.process_group = 0;
-  finish(record);
+  run.record.cancel_requested = run.canceled();
+  run.apply(local_ending(code, run.record.cancel_requested));
+  run.collect_results(true);
+  ::unlink(reserve.c_str());
+  run.end();
   if (live_fd >= 0) ::close(live_fd);  // the submitting mlw is done; the tree may still be building
   helper.join();
   return 0;

@@ -96,7 +96,7 @@ bool image_exists(Shell& shell, const ComputeConfig& compute, const TargetFacts&
 RunSession::RunSession(Context& context, RunPlan& run_plan, std::unique_ptr<Shell> shell,
                        TargetFacts target_facts, TargetRunPaths run_paths, int live_fd,
                        bool copy_log, Reconnect reconnect)
-    : ctx(context),
+    : RunRecorder(context, run_plan),
       plan(run_plan),
       facts(std::move(target_facts)),
       paths(std::move(run_paths)),
@@ -118,10 +118,6 @@ std::string RunSession::host() const {
   return m_shell ? m_shell->host() : plan.compute.address;
 }
 
-bool RunSession::canceled() const {
-  return fs::exists(plan.run_dir / "cancel_requested");
-}
-
 void RunSession::say(std::string_view text) {
   if (m_live_fd < 0) return;
   if (::write(m_live_fd, text.data(), text.size()) < 0) close_live();
@@ -137,35 +133,8 @@ void RunSession::append_log(std::string_view text) {
   say(text);
 }
 
-void RunSession::save(bool final_save) {
-  if (!m_store) m_store.emplace(plan.history_dir);
-  try {
-    m_store->save(record, final_save);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "mlw supervisor: %s\n", e.what());
-  }
-}
-
-void RunSession::claim() {
-  record.pid = ::getpid();
-  record.pid_start = process_start_time(::getpid()).value_or(0);
-  record.boot_id = boot_id();
-}
-
-void RunSession::mark_running() {
-  record.status = status::k_running;
-  record.start_ms = ctx.clock->now_ms();
-  claim();
-  save(false);
-}
-
 int RunSession::fail(int code, const std::string& problem) {
-  record.status = canceled() ? status::k_canceled : status::k_failed;
-  record.exit_code = code;
-  record.problems.push_back(problem);
-  record.end_ms = ctx.clock->now_ms();
-  record.pid = 0;
-  save(true);
+  RunRecorder::fail(code, problem);
   say("mlw: " + problem + "\n");
   return 0;
 }
@@ -202,11 +171,7 @@ int RunSession::run(RunDriver& driver, const EnvironmentSpec* env) {
                          O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   }
   if (canceled()) {
-    record.cancel_requested = true;
-    record.status = status::k_canceled;
-    record.end_ms = ctx.clock->now_ms();
-    record.pid = 0;
-    save(true);
+    cancel_before_start();
     return 0;
   }
   std::string image;
@@ -290,19 +255,6 @@ int RunSession::build_failed(const EnvironmentSpec& env, int build_exit, const s
       fmt::format("building the environment {} failed (exit {}); {}", env.tag, build_exit, where));
 }
 
-void RunSession::apply(const RunEnding& ending) {
-  for (const auto& problem : ending.problems) record.problems.push_back(problem);
-  record.node_exit_codes.insert(record.node_exit_codes.end(), ending.node_exit_codes.begin(),
-                                ending.node_exit_codes.end());
-  if (ending.status == status::k_lost) {
-    record.mark_lost(ending.lost_reason, ending.lost_problem);
-    return;
-  }
-  record.status = ending.status;
-  if (ending.exit_code) record.exit_code = ending.exit_code;
-}
-
-/// Records the end of the run from the driver's RunEnding, with what was brought back.
 int RunSession::finish(RunDriver& driver) {
   const bool remote = kind_of(plan.compute.type).uses_ssh;
   if (remote) fetch_results();
@@ -310,15 +262,8 @@ int RunSession::finish(RunDriver& driver) {
   m_local_log = -1;
   record.cancel_requested = canceled();
   apply(driver.ending(*this));
-  if (!remote) {
-    record.outputs = collect_outputs(plan.run_dir / "snapshot" / "outputs",
-                                     plan.run_dir / "outputs", record.problems);
-  }
-  record.metrics = last_metric_values(plan.run_dir / "metrics.jsonl", &record.problems);
-  if (record.status != status::k_lost) record.process_group = 0;
-  record.end_ms = ctx.clock->now_ms();
-  record.pid = 0;
-  save(true);
+  collect_results(!remote);
+  end();
   driver.after_finish(*this);
   return 0;
 }

@@ -135,111 +135,170 @@ std::vector<std::pair<std::string, std::string>> run_folder_files(const Environm
   return files;
 }
 
-void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
-                   const EnvironmentSpec& env, const std::string& run_dir, bool make_run_folder) {
-  const fs::path local_objects = plan.project.state_dir() / "objects";
-  std::map<std::string, const ManifestEntry*> wanted;
-  for (const auto& entry : plan.manifest.entries) {
-    if (entry.link_target.empty()) wanted.emplace(object_name(entry), &entry);
-  }
-  std::string question;
-  for (const auto& [name, entry] : wanted) question += name + "\n";
-  question = std::to_string(question.size()) + "\n" + question;
+namespace {
 
-  std::string answer;
-  bool answered = false;
-  std::size_t answer_end = 0;    // where the list of missing names ends
-  std::size_t answer_after = 0;  // where what follows `:end` starts
-  TarWriter upload;
-  TarWriter tree;
-  std::string second;  // "U T\n", sent once the answer is in
-  std::uint64_t upload_total = 0;
-  std::uint64_t upload_sent = 0;
-  std::function<void(std::uint64_t)> progress;
-  enum class Phase { question, waiting, second, upload, tree } phase = Phase::question;
-  std::size_t offset = 0;
-  auto copy_from = [&](const std::string& text, char* buffer, std::size_t size) {
-    const std::size_t n = std::min(size, text.size() - offset);
-    std::copy_n(text.data() + offset, n, buffer);
-    offset += n;
+/// One ship as a conversation over one command: the object names the run needs, the store's
+/// answer (those it lacks, then `:end`), then "U T" and two tar streams: the objects it lacks
+/// and the run's folder.
+class ShipConversation {
+ public:
+  ShipConversation(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
+                   const EnvironmentSpec& env, bool make_run_folder)
+      : m_ctx(ctx),
+        m_shell(shell),
+        m_plan(plan),
+        m_store(store),
+        m_env(env),
+        m_make_run_folder(make_run_folder) {
+    for (const auto& entry : plan.manifest.entries) {
+      if (entry.link_target.empty()) m_wanted.emplace(object_name(entry), &entry);
+    }
+    for (const auto& [name, entry] : m_wanted) m_question += name + "\n";
+    m_question = std::to_string(m_question.size()) + "\n" + m_question;
+  }
+
+  /// The streams that hold the conversation.
+  ShellStreams streams() {
+    ShellStreams streams;
+    streams.on_output = [this](std::string_view chunk) { on_output(chunk); };
+    streams.input_ready = [this] { return m_phase != Phase::waiting || m_answered; };
+    streams.read_input = [this](char* buffer, std::size_t size) { return read(buffer, size); };
+    return streams;
+  }
+
+  /// What the store printed after its answer (its reason, when the command failed).
+  std::string said() const { return m_answered ? trim(m_answer.substr(m_answer_after)) : ""; }
+
+  /// Clears the progress line, when one was drawn.
+  void end_progress() const {
+    if (m_progress) *m_ctx.err << "\r\x1b[K" << std::flush;
+  }
+
+ private:
+  enum class Phase { question, waiting, second, upload, tree };
+
+  void on_output(std::string_view chunk) {
+    // The answer names only objects asked about (then a line or two): more is a target that
+    // lies, and would otherwise grow without end.
+    const std::size_t bound = 2 * m_question.size() + 65536;
+    if (m_answer.size() + chunk.size() > bound) {
+      throw Error(fmt::format("{}: the target answered the ship with more than {} bytes, which no "
+                              "list of the {} files asked about can be; is a tool on its PATH "
+                              "(awk, ls, head) replaced?",
+                              m_shell.host(), bound, m_wanted.size()),
+                  exit_code::k_cannot_start);
+    }
+    m_answer.append(chunk);
+    if (m_answered) return;
+    const auto end = m_answer.starts_with(":end\n") ? 0 : m_answer.find("\n:end\n");
+    if (end == std::string::npos) return;
+    m_answered = true;
+    m_answer_end = end;
+    m_answer_after = end == 0 ? 5 : end + 6;
+  }
+
+  std::size_t copy_from(const std::string& text, char* buffer, std::size_t size) {
+    const std::size_t n = std::min(size, text.size() - m_offset);
+    std::copy_n(text.data() + m_offset, n, buffer);
+    m_offset += n;
     return n;
-  };
-  auto prepare_second = [&] {
+  }
+
+  /// Once the answer is in: the objects the store lacks, the run's folder, and "U T".
+  void prepare_second() {
+    const fs::path local_objects = m_plan.project.state_dir() / "objects";
     std::vector<std::string> missing;
-    for (const auto& name : split(answer.substr(0, answer_end), '\n')) {
-      if (wanted.count(name)) missing.push_back(name);
+    for (const auto& name : split(m_answer.substr(0, m_answer_end), '\n')) {
+      if (m_wanted.count(name)) missing.push_back(name);
     }
     for (const auto& name : missing) {
-      const ManifestEntry& entry = *wanted[name];
+      const ManifestEntry& entry = *m_wanted[name];
       fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
-      if (!fs::exists(source)) source = plan.project.root / entry.path;
-      upload.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
-      upload_total += entry.size;
+      if (!fs::exists(source)) source = m_plan.project.root / entry.path;
+      m_upload.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
+      m_upload_total += entry.size;
     }
     if (!missing.empty()) {
-      spdlog::debug("shipping {} objects ({} bytes) to {}", missing.size(), upload_total,
-                    shell.host());
-      progress = ship_progress(ctx, upload_total, missing.size());
+      spdlog::debug("shipping {} objects ({} bytes) to {}", missing.size(), m_upload_total,
+                    m_shell.host());
+      m_progress = ship_progress(m_ctx, m_upload_total, missing.size());
     }
-    if (make_run_folder) add_run_tree(tree, plan, env, store + "/objects");
-    second = fmt::format("{} {}\n", missing.empty() ? 0 : upload.size(),
-                         make_run_folder ? tree.size() : 0);
-  };
+    if (m_make_run_folder) add_run_tree(m_tree, m_plan, m_env, m_store + "/objects");
+    m_second = fmt::format("{} {}\n", missing.empty() ? 0 : m_upload.size(),
+                           m_make_run_folder ? m_tree.size() : 0);
+  }
 
-  ShellStreams streams;
-  streams.on_output = [&](std::string_view chunk) {
-    answer.append(chunk);
-    if (answered) return;
-    const auto end = answer.starts_with(":end\n") ? 0 : answer.find("\n:end\n");
-    if (end == std::string::npos) return;
-    answered = true;
-    answer_end = end;
-    answer_after = end == 0 ? 5 : end + 6;
-  };
-  streams.input_ready = [&] { return phase != Phase::waiting || answered; };
-  streams.read_input = [&](char* buffer, std::size_t size) -> std::size_t {
+  /// The command's stdin, phase by phase.
+  std::size_t read(char* buffer, std::size_t size) {
     while (true) {
-      switch (phase) {
+      switch (m_phase) {
         case Phase::question: {
-          const std::size_t n = copy_from(question, buffer, size);
-          if (offset == question.size()) {
-            phase = Phase::waiting;  // input_ready holds the next call until the answer is in
-            offset = 0;
+          const std::size_t n = copy_from(m_question, buffer, size);
+          if (m_offset == m_question.size()) {
+            m_phase = Phase::waiting;  // input_ready holds the next call until the answer is in
+            m_offset = 0;
           }
           return n;
         }
         case Phase::waiting:
           prepare_second();
-          phase = Phase::second;
+          m_phase = Phase::second;
           break;
         case Phase::second: {
-          const std::size_t n = copy_from(second, buffer, size);
-          if (offset == second.size()) {
-            phase = second.starts_with("0 ") ? Phase::tree : Phase::upload;
-            offset = 0;
+          const std::size_t n = copy_from(m_second, buffer, size);
+          if (m_offset == m_second.size()) {
+            m_phase = m_second.starts_with("0 ") ? Phase::tree : Phase::upload;
+            m_offset = 0;
           }
           return n;
         }
         case Phase::upload:
-          if (const std::size_t n = upload.read(buffer, size); n > 0) {
-            upload_sent += n;
-            if (progress) progress(std::min(upload_sent, upload_total));
+          if (const std::size_t n = m_upload.read(buffer, size); n > 0) {
+            m_upload_sent += n;
+            if (m_progress) m_progress(std::min(m_upload_sent, m_upload_total));
             return n;
           }
-          phase = Phase::tree;
+          m_phase = Phase::tree;
           break;
         case Phase::tree:
-          return make_run_folder ? tree.read(buffer, size) : 0;
+          return m_make_run_folder ? m_tree.read(buffer, size) : 0;
       }
     }
-  };
+  }
+
+  Context& m_ctx;
+  Shell& m_shell;
+  const RunPlan& m_plan;
+  const std::string& m_store;
+  const EnvironmentSpec& m_env;
+  const bool m_make_run_folder;
+  std::map<std::string, const ManifestEntry*> m_wanted;
+  std::string m_question;
+  std::string m_answer;
+  bool m_answered = false;
+  std::size_t m_answer_end = 0;    // where the list of missing names ends
+  std::size_t m_answer_after = 0;  // where what follows `:end` starts
+  TarWriter m_upload;
+  TarWriter m_tree;
+  std::string m_second;  // "U T\n", sent once the answer is in
+  std::uint64_t m_upload_total = 0;
+  std::uint64_t m_upload_sent = 0;
+  std::function<void(std::uint64_t)> m_progress;
+  Phase m_phase = Phase::question;
+  std::size_t m_offset = 0;
+};
+
+}  // namespace
+
+void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
+                   const EnvironmentSpec& env, const std::string& run_dir, bool make_run_folder) {
+  ShipConversation conversation(ctx, shell, plan, store, env, make_run_folder);
   const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
-  const ShellResult shipped = shell.run(ship_script(store, nonce, run_dir), streams);
-  if (progress) *ctx.err << "\r\x1b[K" << std::flush;
+  const ShellResult shipped = shell.run(ship_script(store, nonce, run_dir), conversation.streams());
+  conversation.end_progress();
   if (shipped.exit_code != 0) {
-    const std::string said = answered ? trim(answer.substr(answer_after)) : "";
     throw Error(fmt::format("{}: shipping the snapshot to {} failed: {}", shell.host(), run_dir,
-                            trim(trim(shipped.errors) + "\n" + said)),
+                            trim(trim(shipped.errors) + "\n" + conversation.said())),
                 exit_code::k_cannot_start);
   }
 }

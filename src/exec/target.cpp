@@ -72,12 +72,11 @@ void prepare_local_run_dir(const RunPlan& plan, const EnvironmentSpec& env) {
 /// The local docker target's facts from the Engine API (no process started): the image, and the
 /// daemon's version and runtimes when they matter. Nothing where the API cannot be used or does
 /// not answer (the shell probe then gives the facts, and its clear error).
-std::unique_ptr<DockerEngine> probe_engine(const ComputeConfig& compute, const std::string& tag,
-                                           TargetFacts& facts) {
+std::unique_ptr<DockerEngine> probe_engine(Context& ctx, const ComputeConfig& compute,
+                                           const std::string& tag, TargetFacts& facts) {
   if (compute.use_sudo) return nullptr;
-  const auto socket = local_engine_socket();
-  if (!socket) return nullptr;
-  auto engine = unix_socket_engine(*socket);
+  auto engine = ctx.connector->local_engine();
+  if (!engine) return nullptr;
   TargetFacts found;
   try {
     const char* home = std::getenv("HOME");
@@ -109,7 +108,7 @@ std::unique_ptr<DockerEngine> probe_engine(const ComputeConfig& compute, const s
 /// How a supervisor connects again after the connection dropped (nothing on this machine).
 Reconnect reconnect_to(Context& ctx, const RunPlan& plan) {
   if (!kind_of(plan.compute.type).uses_ssh) return nullptr;
-  return [&ctx, &plan] { return connect_target(ctx, plan.target_name, plan.compute); };
+  return [&ctx, &plan] { return ctx.connector->connect(ctx, plan.target_name, plan.compute); };
 }
 
 /// Whether a local docker run goes through the Engine API: the default container (shared
@@ -126,10 +125,10 @@ TargetExecutor::TargetExecutor(std::string type) : m_type(std::move(type)) {}
 void TargetExecutor::connect(Context& ctx, const std::string& target_name,
                              const ComputeConfig& compute, const std::string& image_tag) {
   if (is_local_docker(m_type)) {
-    m_shell = std::make_unique<LocalShell>();
-    m_engine = probe_engine(compute, image_tag, m_facts);
+    m_shell = ctx.connector->local_shell();
+    m_engine = probe_engine(ctx, compute, image_tag, m_facts);
   } else if (!m_shell) {
-    m_shell = connect_target(ctx, target_name, compute);
+    m_shell = ctx.connector->connect(ctx, target_name, compute);
   }
   if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag);
   // The kind's checks, as doctor shows them: the first that refuses stops the submit.
@@ -140,7 +139,8 @@ void TargetExecutor::connect(Context& ctx, const std::string& target_name,
 
 void TargetExecutor::open(Context& ctx, const std::string& target_name,
                           const ComputeConfig& compute) {
-  if (!is_local_docker(m_type) && !m_shell) m_shell = connect_target(ctx, target_name, compute);
+  if (!is_local_docker(m_type) && !m_shell)
+    m_shell = ctx.connector->connect(ctx, target_name, compute);
 }
 
 void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {

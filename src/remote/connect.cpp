@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "mlw/config/secret_store.hpp"
+#include "mlw/remote/ssh.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/strings.hpp"
@@ -51,9 +52,9 @@ void apply_config(const SshEndpoint& endpoint, const ConnectRequest& request, Ss
 
 }  // namespace
 
-std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target_name,
-                                         const ComputeConfig& compute,
-                                         const ConnectRequest& request) {
+std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string& target_name,
+                                                const ComputeConfig& compute,
+                                                const ConnectRequest& request) {
   SshEndpoint endpoint = target_endpoint(compute);
   const auto home = home_directory();
   SshOptions options;
@@ -92,6 +93,15 @@ std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target
     };
   }
   return SshShell::connect(endpoint, options);
+}
+
+std::unique_ptr<Shell> SystemConnector::local_shell() {
+  return std::make_unique<LocalShell>();
+}
+
+std::unique_ptr<DockerEngine> SystemConnector::local_engine() {
+  const auto socket = local_engine_socket();
+  return socket ? unix_socket_engine(*socket) : nullptr;
 }
 
 }  // namespace mlw

@@ -27,16 +27,39 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/net.hpp"
+#include "mlw/util/process.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "ssh_channel.hpp"
 
 namespace mlw {
+
+namespace {
+
+/// Frees a libssh2 session after a bounded goodbye: disconnect before free, always.
+struct SessionFree {
+  void operator()(LIBSSH2_SESSION* session) const {
+    libssh2_session_set_blocking(session, 1);
+    libssh2_session_set_timeout(session, 2000);
+    libssh2_session_disconnect(session, "mlw done");
+    libssh2_session_free(session);
+  }
+};
+using SessionPtr = std::unique_ptr<LIBSSH2_SESSION, SessionFree>;
+
+/// Frees a session without a goodbye: one whose handshake never finished, or one whose
+/// connection a forked child carries on.
+void free_quietly(SessionPtr& session) {
+  if (session) libssh2_session_free(session.release());
+}
+
+}  // namespace
 
 struct SshShell::Impl {
   SshEndpoint endpoint;
   SshOptions options;
   int socket = -1;
-  LIBSSH2_SESSION* session = nullptr;
+  SessionPtr session;
   std::string auth_method;
   std::string fingerprint;
   std::string marker;               // frames each command's output (FramedStream)
@@ -44,12 +67,7 @@ struct SshShell::Impl {
   std::optional<KnownHosts> known;  // see known_hosts()
 
   ~Impl() {
-    if (session) {
-      libssh2_session_set_blocking(session, 1);
-      libssh2_session_set_timeout(session, 2000);
-      libssh2_session_disconnect(session, "mlw done");
-      libssh2_session_free(session);
-    }
+    session.reset();  // its goodbye goes over the socket, closed next
     if (socket >= 0) ::close(socket);
     if (proxy_pid > 0) {
       ::kill(proxy_pid, SIGTERM);
@@ -72,23 +90,17 @@ struct SshShell::Impl {
     throw Error(message);
   }
 
-  std::string last_error() const {
-    char* text = nullptr;
-    int length = 0;
-    libssh2_session_last_error(session, &text, &length, 0);
-    return text && length > 0 ? std::string(text, static_cast<std::size_t>(length))
-                              : "libssh2 gave no reason";
+  /// The session as its channels see it (ssh_channel.hpp): one retry, wait and error text.
+  SshLink link() const {
+    SshLink view;
+    view.session = session.get();
+    view.socket = socket;
+    view.timeout_ms = options.connect_timeout_ms;
+    view.fail = [this](const std::string& step, const std::string& what) { fail(step, what, ""); };
+    return view;
   }
 
-  /// Waits for the socket in the direction libssh2 wants; false on timeout.
-  bool wait_socket(int timeout_ms) const {
-    const int directions = libssh2_session_block_directions(session);
-    pollfd item{socket, 0, 0};
-    if (directions & LIBSSH2_SESSION_BLOCK_INBOUND) item.events |= POLLIN;
-    if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) item.events |= POLLOUT;
-    if (!item.events) item.events = POLLIN;
-    return ::poll(&item, 1, timeout_ms) > 0;
-  }
+  std::string last_error() const { return link().last_error(); }
 
   /// ProxyCommand: the command runs with one end of a socket pair as its stdin and stdout;
   /// the session talks over the other end (as OpenSSH does).
@@ -97,13 +109,14 @@ struct SshShell::Impl {
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
       fail("connect", "cannot make a socket pair: " + errno_text(errno), "");
     }
-    const pid_t pid = ::fork();
-    if (pid < 0) fail("connect", "cannot start the ProxyCommand: " + errno_text(errno), "");
-    if (pid == 0) {
-      ::dup2(pair[1], 0);
-      ::dup2(pair[1], 1);
-      ::execl("/bin/sh", "sh", "-c", options.proxy_command.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
+    pid_t pid = -1;
+    try {
+      pid = spawn({{"/bin/sh", "-c", options.proxy_command}, {}, {}},
+                  {.stdin_fd = pair[1], .stdout_fd = pair[1], .stderr_fd = 2});
+    } catch (const Error& e) {
+      ::close(pair[0]);
+      ::close(pair[1]);
+      fail("connect", "cannot start the ProxyCommand: " + std::string(e.what()), "");
     }
     ::close(pair[1]);
     ::fcntl(pair[0], F_SETFL, ::fcntl(pair[0], F_GETFL) | O_NONBLOCK);
@@ -135,18 +148,9 @@ struct SshShell::Impl {
     fail("connect", last, fmt::format("check that sshd listens on port {} there", endpoint.port));
   }
 
-  template <class Call>
-  int retry(Call call, int timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (true) {
-      const int rc = call();
-      if (rc != LIBSSH2_ERROR_EAGAIN) return rc;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || !wait_socket(static_cast<int>(left.count()))) {
-        return LIBSSH2_ERROR_TIMEOUT;
-      }
-    }
+  /// Calls `call` until it no longer says EAGAIN, bounded by `timeout_ms`.
+  int retry(const std::function<int()>& call, int timeout_ms) const {
+    return link().retry(call, timeout_ms);
   }
 
   /// Connects and shakes hands. A server that closes the connection before its banner is
@@ -158,11 +162,11 @@ struct SshShell::Impl {
         static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
     for (int attempt = 0;; ++attempt) {
       open_socket();
-      session = libssh2_session_init();
+      session.reset(libssh2_session_init());
       if (!session) fail("connect", "cannot create an SSH session", "");
-      libssh2_session_set_blocking(session, 0);
+      libssh2_session_set_blocking(session.get(), 0);
       prefer_known_key_types();
-      const int rc = retry([&] { return libssh2_session_handshake(session, socket); },
+      const int rc = retry([&] { return libssh2_session_handshake(session.get(), socket); },
                            options.connect_timeout_ms);
       if (rc == 0) break;
       const bool throttled =
@@ -178,14 +182,13 @@ struct SshShell::Impl {
                        : "is it an SSH server on that port?");
       }
       spdlog::debug("ssh {}: closed before the banner; trying again", where());
-      libssh2_session_free(session);
-      session = nullptr;
+      free_quietly(session);
       ::close(socket);
       socket = -1;
       const int pause_ms = (100 << std::min(attempt, 4)) + static_cast<int>(jitter() % 200);
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     }
-    libssh2_keepalive_config(session, 1, static_cast<unsigned>(options.keepalive_interval_s));
+    libssh2_keepalive_config(session.get(), 1, static_cast<unsigned>(options.keepalive_interval_s));
   }
 
   /// known_hosts, the user's then the global ones, read once per connection (the handshake's
@@ -220,12 +223,13 @@ struct SshShell::Impl {
     // Only names this libssh2 supports: stripping others, libssh2 1.10 copies overlapping
     // memory (ASan: memcpy-param-overlap).
     const char** supported = nullptr;
-    const int count = libssh2_session_supported_algs(session, LIBSSH2_METHOD_HOSTKEY, &supported);
+    const int count =
+        libssh2_session_supported_algs(session.get(), LIBSSH2_METHOD_HOSTKEY, &supported);
     std::set<std::string> known_to_libssh2;
     for (int i = 0; i < count; ++i) known_to_libssh2.insert(supported[i]);
-    if (supported) libssh2_free(session, supported);
+    if (supported) libssh2_free(session.get(), supported);
     std::erase_if(order, [&](const std::string& type) { return !known_to_libssh2.count(type); });
-    if (order.empty() || libssh2_session_method_pref(session, LIBSSH2_METHOD_HOSTKEY,
+    if (order.empty() || libssh2_session_method_pref(session.get(), LIBSSH2_METHOD_HOSTKEY,
                                                      join(order, ",").c_str()) != 0) {
       spdlog::debug("ssh {}: cannot prefer the known host key types {}", where(), join(types, ","));
     }
@@ -234,7 +238,7 @@ struct SshShell::Impl {
   void check_host_key() {
     std::size_t length = 0;
     int type = 0;
-    const char* raw = libssh2_session_hostkey(session, &length, &type);
+    const char* raw = libssh2_session_hostkey(session.get(), &length, &type);
     if (!raw) fail("host key", "the server sent no host key", "");
     const std::string key(raw, length);
     fingerprint = ssh_fingerprint(key);
@@ -286,8 +290,8 @@ struct SshShell::Impl {
     const int rc = retry(
         [&] {
           return libssh2_userauth_publickey_fromfile_ex(
-              session, endpoint.user.c_str(), static_cast<unsigned>(endpoint.user.size()), nullptr,
-              file.c_str(), passphrase ? passphrase->c_str() : nullptr);
+              session.get(), endpoint.user.c_str(), static_cast<unsigned>(endpoint.user.size()),
+              nullptr, file.c_str(), passphrase ? passphrase->c_str() : nullptr);
         },
         options.connect_timeout_ms);
     if (rc == 0) {
@@ -308,11 +312,11 @@ struct SshShell::Impl {
   }
 
   bool try_agent() {
-    LIBSSH2_AGENT* agent = libssh2_agent_init(session);
+    LIBSSH2_AGENT* agent = libssh2_agent_init(session.get());
     if (!agent) return false;
     bool ok = false;
-    libssh2_session_set_blocking(session, 1);
-    libssh2_session_set_timeout(session, options.connect_timeout_ms);
+    libssh2_session_set_blocking(session.get(), 1);
+    libssh2_session_set_timeout(session.get(), options.connect_timeout_ms);
     if (::getenv("SSH_AUTH_SOCK") && libssh2_agent_connect(agent) == 0 &&
         libssh2_agent_list_identities(agent) == 0) {
       libssh2_agent_publickey* identity = nullptr;
@@ -328,8 +332,8 @@ struct SshShell::Impl {
       libssh2_agent_disconnect(agent);
     }
     libssh2_agent_free(agent);
-    libssh2_session_set_timeout(session, 0);
-    libssh2_session_set_blocking(session, 0);
+    libssh2_session_set_timeout(session.get(), 0);
+    libssh2_session_set_blocking(session.get(), 0);
     return ok;
   }
 
@@ -340,14 +344,14 @@ struct SshShell::Impl {
     const char* methods = nullptr;
     retry(
         [&] {
-          methods = libssh2_userauth_list(session, endpoint.user.c_str(),
+          methods = libssh2_userauth_list(session.get(), endpoint.user.c_str(),
                                           static_cast<unsigned>(endpoint.user.size()));
-          return methods || libssh2_userauth_authenticated(session)
+          return methods || libssh2_userauth_authenticated(session.get())
                      ? 0
-                     : libssh2_session_last_errno(session);
+                     : libssh2_session_last_errno(session.get());
         },
         options.connect_timeout_ms);
-    if (libssh2_userauth_authenticated(session)) {
+    if (libssh2_userauth_authenticated(session.get())) {
       auth_method = "none";
       return;
     }
@@ -381,7 +385,7 @@ struct SshShell::Impl {
       const int rc = retry(
           [&] {
             return libssh2_userauth_password_ex(
-                session, endpoint.user.c_str(), static_cast<unsigned>(endpoint.user.size()),
+                session.get(), endpoint.user.c_str(), static_cast<unsigned>(endpoint.user.size()),
                 password->c_str(), static_cast<unsigned>(password->size()), nullptr);
           },
           options.connect_timeout_ms);
@@ -427,11 +431,11 @@ std::string SshShell::host() const {
   return m_impl->endpoint.alias.empty() ? m_impl->endpoint.host : m_impl->endpoint.alias;
 }
 
-const std::string& SshShell::auth_method() const {
+std::string SshShell::auth_method() const {
   return m_impl->auth_method;
 }
 
-const std::string& SshShell::fingerprint() const {
+std::string SshShell::fingerprint() const {
   return m_impl->fingerprint;
 }
 
@@ -441,139 +445,19 @@ void SshShell::abandon() {
   if (m_impl->socket >= 0) ::close(m_impl->socket);
   m_impl->socket = -1;
   m_impl->proxy_pid = -1;  // the ProxyCommand carries the child's connection now
-  if (m_impl->session) libssh2_session_free(m_impl->session);
-  m_impl->session = nullptr;
+  free_quietly(m_impl->session);
 }
-
-namespace {
-
-/// Frees a libssh2 channel (the session outlives it: it is freed with the SshShell).
-struct ChannelFree {
-  void operator()(LIBSSH2_CHANNEL* channel) const { libssh2_channel_free(channel); }
-};
-using ChannelPtr = std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree>;
-
-}  // namespace
 
 ShellResult SshShell::run(const std::string& script, const ShellStreams& streams) {
   Impl& s = *m_impl;
   if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
   const auto started = std::chrono::steady_clock::now();
-  ChannelPtr owner;
-  s.retry(
-      [&] {
-        owner.reset(libssh2_channel_open_session(s.session));
-        return owner ? 0 : libssh2_session_last_errno(s.session);
-      },
-      s.options.connect_timeout_ms);
-  if (!owner) s.fail("exec", "cannot open a channel: " + s.last_error(), "");
-  // Freed on every way out, a callback that throws included.
-  LIBSSH2_CHANNEL* const channel = owner.get();
   if (s.marker.empty()) s.marker = new_frame_marker();
   const std::string command = "exec /bin/sh -c " + shell_quote(framed_script(s.marker, script));
   FramedStream frames[2] = {FramedStream(s.marker), FramedStream(s.marker)};
-  if (s.retry([&] { return libssh2_channel_exec(channel, command.c_str()); },
-              s.options.connect_timeout_ms) != 0) {
-    s.fail("exec", s.last_error(), "");
-  }
-  ShellResult result;
-  std::string pending;
-  std::size_t pending_offset = 0;
-  bool input_done = !streams.read_input;
-  bool eof_sent = false;
-  char buffer[65536];
-  auto lost = [&](int rc) {
-    s.fail("exec",
-           fmt::format("the connection was lost ({})",
-                       rc == LIBSSH2_ERROR_SOCKET_RECV || rc == LIBSSH2_ERROR_SOCKET_SEND
-                           ? "socket closed"
-                           : s.last_error()),
-           "");
-  };
-  while (true) {
-    bool progress = false;
-    if (!input_done && pending_offset == pending.size() &&
-        (!streams.input_ready || streams.input_ready())) {
-      pending.resize(sizeof buffer);
-      pending.resize(streams.read_input(pending.data(), pending.size()));
-      pending_offset = 0;
-      if (pending.empty()) input_done = true;
-    }
-    if (!input_done && pending_offset < pending.size()) {
-      const ssize_t n = libssh2_channel_write(channel, pending.data() + pending_offset,
-                                              pending.size() - pending_offset);
-      if (n > 0) {
-        pending_offset += static_cast<std::size_t>(n);
-        progress = true;
-      } else if (n != LIBSSH2_ERROR_EAGAIN) {
-        if (n == LIBSSH2_ERROR_CHANNEL_EOF_SENT || n == LIBSSH2_ERROR_CHANNEL_CLOSED) {
-          input_done = true;
-        } else {
-          lost(static_cast<int>(n));
-        }
-      }
-    }
-    if (input_done && !eof_sent) {
-      const int rc = libssh2_channel_send_eof(channel);
-      if (rc == 0 || rc == LIBSSH2_ERROR_CHANNEL_CLOSED)
-        eof_sent = true;
-      else if (rc != LIBSSH2_ERROR_EAGAIN)
-        lost(rc);
-    }
-    for (int stream = 0; stream < 2; ++stream) {
-      while (true) {
-        const ssize_t n = libssh2_channel_read_ex(channel, stream, buffer, sizeof buffer);
-        if (n == LIBSSH2_ERROR_EAGAIN || n == 0) break;
-        if (n < 0) lost(static_cast<int>(n));
-        progress = true;
-        const std::string_view chunk =
-            frames[stream].feed(std::string_view(buffer, static_cast<std::size_t>(n)));
-        if (chunk.empty()) continue;
-        if (stream == 0) {
-          streams.on_output ? streams.on_output(chunk) : (void)result.output.append(chunk);
-        } else {
-          streams.on_errors ? streams.on_errors(chunk) : (void)result.errors.append(chunk);
-        }
-      }
-    }
-    if (libssh2_channel_eof(channel)) break;
-    if (streams.should_stop && streams.should_stop()) {
-      result.exit_code = 143;
-      return result;
-    }
-    if (!progress) {
-      int next = 0;
-      const int rc = libssh2_keepalive_send(s.session, &next);
-      if (rc != 0 && rc != LIBSSH2_ERROR_EAGAIN) lost(rc);
-      s.wait_socket(200);
-    }
-  }
-  // A connection that died mid-command ends the channel without an exit status (which libssh2
-  // would read as 0): only a clean close counts as the command's end.
-  if (const int rc =
-          s.retry([&] { return libssh2_channel_close(channel); }, s.options.connect_timeout_ms);
-      rc != 0) {
-    lost(rc);
-  }
-  if (const int rc = s.retry([&] { return libssh2_channel_wait_closed(channel); },
-                             s.options.connect_timeout_ms);
-      rc != 0) {
-    lost(rc);
-  }
-  char* signal = nullptr;
-  libssh2_channel_get_exit_signal(channel, &signal, nullptr, nullptr, nullptr, nullptr, nullptr);
-  if (signal) {
-    static const std::vector<std::pair<std::string, int>> numbers = {
-        {"HUP", 1}, {"INT", 2}, {"KILL", 9}, {"PIPE", 13}, {"TERM", 15}};
-    result.exit_code = 128;
-    for (const auto& [name, number] : numbers) {
-      if (name == signal) result.exit_code = 128 + number;
-    }
-    libssh2_free(s.session, signal);
-  } else {
-    result.exit_code = libssh2_channel_get_exit_status(channel);
-  }
-  owner.reset();
+  bool stopped = false;
+  ShellResult result = run_channel(s.link(), command, streams, frames, stopped);
+  if (stopped) return result;
   report_noise(s.where(), frames, result);
   spdlog::trace("ssh {}: exit {} after {} ms: {}", s.where(), result.exit_code,
                 std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -1,12 +1,14 @@
 #include "mlw/util/process.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -40,29 +42,58 @@ ExecArrays::ExecArrays(const ProcessSpec& spec) {
   m_envp.push_back(nullptr);
 }
 
+namespace {
+
+/// In the child: "PREFIX: reason\n" on stderr, then exit (only async-signal-safe calls).
+[[noreturn]] void child_fails(const std::string& prefix, int err, int code) {
+  const char* reason = ::strerror(err);
+  write_fully(2, prefix);
+  write_fully(2, reason);
+  write_fully(2, "\n");
+  ::_exit(code);
+}
+
+}  // namespace
+
+pid_t spawn(const ProcessSpec& spec, const SpawnOptions& options) {
+  if (spec.argv.empty()) throw Error("nothing to start");
+  ExecArrays arrays(spec);
+  // Everything the child says is made before fork: a child of a threaded process only execs.
+  const std::string cannot_enter = "mlw: cannot enter " + spec.cwd.string() + ": ";
+  const std::string cannot_run = "mlw: cannot run " + spec.argv[0] + ": ";
+  char* const* envp = spec.env.empty() ? environ : arrays.envp();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("cannot start " + spec.argv[0] + ": " + errno_text(errno));
+  if (pid != 0) return pid;
+  if (options.new_session) ::setsid();
+  for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGTERM, SIGQUIT}) ::signal(sig, SIG_DFL);
+  const int null_fd = ::open("/dev/null", O_RDWR);
+  // Each stream by its number: dup2 onto 0..2 in order, so a source fd of 0..2 is read first.
+  const int sources[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
+  int copies[3];
+  for (int i = 0; i < 3; ++i)
+    copies[i] = ::fcntl(sources[i] >= 0 ? sources[i] : null_fd, F_DUPFD_CLOEXEC, 3);
+  for (int i = 0; i < 3; ++i) ::dup2(copies[i], i);
+  if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+    child_fails(cannot_enter, errno, exit_code::k_cannot_start);
+  }
+  ::execvpe(arrays.argv()[0], arrays.argv(), envp);
+  const int err = errno;
+  child_fails(cannot_run, err,
+              err == ENOENT ? exit_code::k_not_found : exit_code::k_not_executable);
+}
+
 std::optional<ProcessResult> SystemProcessRunner::run(const ProcessSpec& spec) {
   if (spec.argv.empty()) return std::nullopt;
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
-  ExecArrays arrays(spec);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
+  pid_t pid = -1;
+  try {
+    pid = spawn(spec, {.stdout_fd = pipe_fds[1]});
+  } catch (const Error&) {
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
     return std::nullopt;
-  }
-  if (pid == 0) {
-    ::dup2(pipe_fds[1], 1);
-    const int null_fd = ::open("/dev/null", O_RDWR);
-    ::dup2(null_fd, 0);
-    ::dup2(null_fd, 2);
-    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ::_exit(127);
-    if (spec.env.empty()) {
-      ::execvp(arrays.argv()[0], arrays.argv());
-    } else {
-      ::execvpe(arrays.argv()[0], arrays.argv(), arrays.envp());
-    }
-    ::_exit(127);
   }
   ::close(pipe_fds[1]);
   ProcessResult result;

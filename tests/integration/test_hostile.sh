@@ -134,6 +134,29 @@ ID=$(ls -t .mlw/runs | head -1)
 expect_eq "the run is Failed" "$(json_get "$(cat ".mlw/runs/$ID/run.json")" 'd["status"]')" Failed
 rm -f "$USER_HOME/evil/cat"
 
+# --- an endless answer to the ship, in the submitting mlw ------------------------------------
+# A fake awk answers the ship's question (which objects the store lacks) with names for ever.
+# mlw must stop reading at a bound, say so in one line and exit 125, its SSH channel and session
+# freed on the way out of the throwing output callback: the sanitizer pass of scripts/test runs
+# this with LeakSanitizer, where a leak would make the exit code 23.
+REAL_AWK=$(command -v awk)
+fake awk <<SH
+#!/bin/sh
+case "\$1" in *'ls -f'*) exec yes "$(printf '%064d' 0)" ;; esac
+exec $REAL_AWK "\$@"
+SH
+echo "# changed" >>hello.py
+START=$(date +%s)
+run_bounded 120 experiment submit -c rem hello.py
+expect_eq "an endless ship answer: submit cannot start the run (125)" "$CODE" 125
+check "it stops at once (under 60 s), no memory growing for ever" test $(($(date +%s) - START)) -lt 60
+expect_contains "one line names the target and the fault" "$ERR" \
+  "the target answered the ship with more than"
+expect_not_contains "no sanitizer report" "$ERR" "Sanitizer"
+rm -f "$USER_HOME/evil/awk"
+run_bounded 300 experiment submit -c rem hello.py
+expect_eq "the real awk back: the same run ships and completes" "$CODE" 0
+
 # --- metrics that would crash a recursive parser ---------------------------------------------
 cat >deep.py <<'PY'
 import json, os

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@ namespace mlw {
 /// Loads `aml_config/<name>.compute`, logging its warnings; an unknown name fails with the
 /// known names and the nearest one.
 ComputeConfig load_compute(const Project& project, const std::string& name);
+
+/// The target's current settings (to find the secrets it references): nothing when it has no
+/// file, or when its file no longer parses (reported as a warning).
+std::optional<ComputeConfig> current_compute(const Project& project, const std::string& name);
 
 /// Loads `aml_config/<name>.runconfig`, logging its warnings; `ignored` receives the names of
 /// accepted-but-ignored keys present. An unknown name fails with the known names.

@@ -8,6 +8,7 @@
 
 #include "mlw/exec/container.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/exec/run_recorder.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/remote/docker_engine.hpp"
 #include "mlw/remote/probe.hpp"
@@ -19,17 +20,6 @@
 // and reads the end of the run (docs/architecture.md).
 
 namespace mlw {
-
-/// How a run ended, as its driver read it from the target: typed, so nothing is parsed later.
-struct RunEnding {
-  std::string status;                 ///< Completed, Failed, Canceled or Lost
-  std::optional<int> exit_code;       ///< the script's (128+N for signal N); none: unknown
-  bool oom = false;                   ///< it was killed for memory
-  std::string lost_reason;            ///< lost_reason::… when Lost
-  std::string lost_problem;           ///< what to tell the user about that
-  std::vector<std::string> problems;  ///< other things to tell the user, in order
-  std::vector<std::optional<int>> node_exit_codes;  ///< by rank (Slurm)
-};
 
 /// The end of a run from an exit code line and an `oom` line, as a monitor or the Docker engine
 /// reports them (only 0-255 is an exit code; `bad-… TEXT` is a refused answer). `source` names
@@ -72,8 +62,9 @@ class RunDriver {
 /// Opens a new connection to the target (after one dropped).
 using Reconnect = std::function<std::unique_ptr<Shell>()>;
 
-/// What a supervisor holds for one run: the plan, the connection, the record and the log.
-class RunSession {
+/// What a supervisor holds for one run: the plan, the connection, the record (its transitions
+/// are RunRecorder's) and the log.
+class RunSession : public RunRecorder {
  public:
   /// `copy_log`: the supervisor writes driver_log.txt (the run's log is elsewhere: on the target
   /// or in the engine). `reconnect`: nothing for a target on this machine.
@@ -90,32 +81,23 @@ class RunSession {
   /// up where the local copy ends, then followed and ended as usual.
   int resume(RunDriver& driver);
 
-  Context& ctx;
   RunPlan& plan;
   TargetFacts facts;
   TargetRunPaths paths;
-  RunRecord record{};
   std::uint64_t offset = 0;  ///< bytes of the run's log received so far
 
   /// The connection (made again when it dropped).
   Shell& shell();
   /// The target's machine for messages.
   std::string host() const;
-  /// True once `experiment cancel` asked for the run to stop.
-  bool canceled() const;
   /// Writes to the live output (the submitting process), while it listens.
   void say(std::string_view text);
   /// Stops writing to the live output (the submitting process sees its end).
   void close_live();
   /// Appends to driver_log.txt (when this process writes it) and the live output.
   void append_log(std::string_view text);
-  /// Saves the record (final: the run has ended).
-  void save(bool final_save);
-  /// Names this process as the run's owner (what reconcile_lost checks).
-  void claim();
-  /// The run is under way: recorded as Running by this supervisor.
-  void mark_running();
-  /// The run could not start or failed around its script: recorded with `code` and `problem`.
+  /// The run could not start or failed around its script: recorded with `code` and `problem`,
+  /// and told to the live output. Returns the supervisor's exit code (0).
   int fail(int code, const std::string& problem);
   /// Runs `script` on the target, reconnecting (bounded, MLW_RECONNECT_TIMEOUT) when the
   /// connection drops; `make_script` is asked again after each reconnect; with `input`, that is
@@ -130,7 +112,6 @@ class RunSession {
   int build_environment(const EnvironmentSpec& env);
   int build_failed(const EnvironmentSpec& env, int build_exit, const std::string& tail);
   int finish(RunDriver& driver);
-  void apply(const RunEnding& ending);
   void fetch_metrics(const std::string& run);
   void fetch_results();
 
@@ -139,7 +120,6 @@ class RunSession {
   int m_live_fd;
   bool m_copy_log;
   int m_local_log = -1;
-  std::optional<HistoryStore> m_store;
 };
 
 /// The driver of a run started through the local Docker engine's API.

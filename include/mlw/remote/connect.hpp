@@ -7,7 +7,9 @@
 
 #include "mlw/config/compute_file.hpp"
 #include "mlw/context.hpp"
-#include "mlw/remote/ssh.hpp"
+#include "mlw/remote/docker_engine.hpp"
+#include "mlw/remote/shell.hpp"
+#include "mlw/remote/ssh_endpoint.hpp"
 
 namespace mlw {
 
@@ -22,11 +24,32 @@ struct ConnectRequest {
 /// The endpoint of a target's compute file, with ~/.ssh/config applied.
 SshEndpoint target_endpoint(const ComputeConfig& compute);
 
-/// Connects and logs in to a target's machine (spec §7): host key checked against
-/// ~/.ssh/known_hosts (asked on a terminal), then the compute file's key, ssh-agent, the default
-/// keys, the stored password. The connect timeout is MLW_SSH_CONNECT_TIMEOUT seconds (10).
-std::unique_ptr<SshShell> connect_target(Context& ctx, const std::string& target_name,
+/// The one door to other machines, held by Context (unit tests give a fake): SSH logins to
+/// targets, a shell on this machine, and this machine's Docker engine.
+class Connector {
+ public:
+  virtual ~Connector() = default;
+  /// Connects and logs in to a target's machine (spec §7): host key checked against
+  /// ~/.ssh/known_hosts (asked on a terminal), then the compute file's key, ssh-agent, the
+  /// default keys, the stored password. The connect timeout is MLW_SSH_CONNECT_TIMEOUT seconds.
+  virtual std::unique_ptr<Shell> connect(Context& ctx, const std::string& target_name,
                                          const ComputeConfig& compute,
-                                         const ConnectRequest& request = {});
+                                         const ConnectRequest& request = {}) = 0;
+  /// A shell on this machine (/bin/sh).
+  virtual std::unique_ptr<Shell> local_shell() = 0;
+  /// This machine's Docker engine over its Unix socket; nullptr when there is no socket.
+  virtual std::unique_ptr<DockerEngine> local_engine() = 0;
+};
+
+/// The real Connector: libssh2 with ~/.ssh/config and the secret store, /bin/sh, the socket of
+/// DOCKER_HOST or /var/run/docker.sock.
+class SystemConnector : public Connector {
+ public:
+  std::unique_ptr<Shell> connect(Context& ctx, const std::string& target_name,
+                                 const ComputeConfig& compute,
+                                 const ConnectRequest& request = {}) override;
+  std::unique_ptr<Shell> local_shell() override;
+  std::unique_ptr<DockerEngine> local_engine() override;
+};
 
 }  // namespace mlw

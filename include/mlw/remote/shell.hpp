@@ -44,6 +44,10 @@ class Shell {
   /// Forgets the connection without a goodbye: the copy in a parent process whose forked child
   /// goes on using it. Nothing for shells without a connection.
   virtual void abandon() {}
+  /// How the login succeeded ("key ~/.ssh/id_ed25519", "ssh-agent", "password"); empty here.
+  virtual std::string auth_method() const { return {}; }
+  /// The SHA256 fingerprint of the host key that was checked; empty without a connection.
+  virtual std::string fingerprint() const { return {}; }
 };
 
 /// Runs scripts on this machine (the docker target); fork + exec of /bin/sh.

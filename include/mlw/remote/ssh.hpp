@@ -56,9 +56,9 @@ class SshShell : public Shell {
   std::string host() const override;
   ShellResult run(const std::string& script, const ShellStreams& streams = {}) override;
   /// How the login succeeded ("key ~/.ssh/id_ed25519", "ssh-agent", "password").
-  const std::string& auth_method() const;
+  std::string auth_method() const override;
   /// The host key's fingerprint.
-  const std::string& fingerprint() const;
+  std::string fingerprint() const override;
   void abandon() override;
 
  private:

@@ -34,6 +34,21 @@ class ExecArrays {
   std::vector<char*> m_envp;
 };
 
+/// How spawn() sets up a child: its standard streams (-1: /dev/null) and its session.
+struct SpawnOptions {
+  int stdin_fd = -1;         ///< the child's stdin
+  int stdout_fd = -1;        ///< the child's stdout
+  int stderr_fd = -1;        ///< the child's stderr
+  bool new_session = false;  ///< setsid(): the child leads a process group of its own (a script)
+};
+
+/// Starts spec.argv (argv[0] searched on PATH when it has no slash) with spec.env (empty: this
+/// process's environment) in spec.cwd (empty: here): the one fork + exec of mlw. SIGINT, SIGHUP,
+/// SIGPIPE, SIGTERM and SIGQUIT are the defaults in the child. A child that cannot enter cwd or
+/// exec writes "mlw: cannot …" to its stderr and exits 125 (cwd), 127 (not found) or 126.
+/// Returns the child's pid; throws mlw::Error when no process can be made.
+pid_t spawn(const ProcessSpec& spec, const SpawnOptions& options = {});
+
 /// The result of a process run to completion with its output captured.
 struct ProcessResult {
   int exit_code = -1;  ///< exit status, or 128+N when killed by signal N
@@ -49,7 +64,7 @@ class ProcessRunner {
   virtual std::optional<ProcessResult> run(const ProcessSpec& spec) = 0;
 };
 
-/// The real ProcessRunner (fork + execvp).
+/// The real ProcessRunner (spawn).
 class SystemProcessRunner : public ProcessRunner {
  public:
   std::optional<ProcessResult> run(const ProcessSpec& spec) override;

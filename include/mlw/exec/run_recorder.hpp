@@ -1,0 +1,64 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlw/context.hpp"
+#include "mlw/exec/executor.hpp"
+#include "mlw/history/store.hpp"
+
+// The record transitions of a run, in its supervisor: the same for a script on this machine
+// (exec/local) and for a run on a target (exec/run_session), each saved to the history at once.
+
+namespace mlw {
+
+/// How a run ended, as its driver read it from the target: typed, so nothing is parsed later.
+struct RunEnding {
+  std::string status;                 ///< Completed, Failed, Canceled or Lost
+  std::optional<int> exit_code;       ///< the script's (128+N for signal N); none: unknown
+  bool oom = false;                   ///< it was killed for memory
+  std::string lost_reason;            ///< lost_reason::… when Lost
+  std::string lost_problem;           ///< what to tell the user about that
+  std::vector<std::string> problems;  ///< other things to tell the user, in order
+  std::vector<std::optional<int>> node_exit_codes;  ///< by rank (Slurm)
+};
+
+/// The end of a run whose script exited with `code` on this machine.
+RunEnding local_ending(int code, bool cancel_requested);
+
+/// A run's record in its supervisor, and the transitions it goes through: canceled before its
+/// start, claimed by this process, Running, failed around its script, ended.
+class RunRecorder {
+ public:
+  /// Starts from the record the submit wrote (Queued).
+  RunRecorder(Context& ctx, const RunPlan& plan);
+
+  Context& ctx;
+  const RunPlan& run_plan;
+  RunRecord record;
+
+  /// True once `experiment cancel` asked for the run to stop.
+  bool canceled() const;
+  /// Saves the record (final: the run has ended); a failure is told in supervisor.log only.
+  void save(bool final_save);
+  /// Names this process as the run's owner (what reconcile_lost checks).
+  void claim();
+  /// The run is under way: recorded as Running by this supervisor.
+  void mark_running();
+  /// Canceled before it started: recorded as Canceled, ended.
+  void cancel_before_start();
+  /// The run could not start or failed around its script: recorded with `code` and `problem`.
+  void fail(int code, const std::string& problem);
+  /// Records how the run ended (a Lost run keeps its typed reason).
+  void apply(const RunEnding& ending);
+  /// The outputs (when `outputs`: from the run folder's snapshot) and the last metric values.
+  void collect_results(bool outputs);
+  /// The end: the time, no owner any more, saved as final.
+  void end();
+
+ private:
+  std::optional<HistoryStore> m_store;
+};
+
+}  // namespace mlw

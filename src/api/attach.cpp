@@ -1,0 +1,363 @@
+#include "mlw/api/computetarget.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "mlw/config/names.hpp"
+#include "mlw/config/secret_store.hpp"
+#include "mlw/config/targets.hpp"
+#include "mlw/exec/slurm.hpp"
+#include "mlw/kinds/kind.hpp"
+#include "mlw/remote/connect.hpp"
+#include "mlw/remote/probe.hpp"
+#include "mlw/remote/ssh_keys.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+#include "mlw/util/terminal.hpp"
+
+namespace mlw::api {
+
+namespace {
+
+std::string read_password_from_stdin() {
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.empty()) throw UsageError("--password-stdin: nothing was read from standard input");
+  return text;
+}
+
+std::string current_user() {
+  const char* user = std::getenv("USER");
+  if (user && *user) return user;
+  const char* logname = std::getenv("LOGNAME");
+  return logname && *logname ? logname : "root";
+}
+
+/// Writes both files or neither: a failure on the second restores the first.
+void write_pair(const fs::path& first, const std::string& first_text, const fs::path& second,
+                const std::string& second_text) {
+  const auto old_first = read_file_if_exists(first);
+  atomic_write_file(first, first_text);
+  try {
+    atomic_write_file(second, second_text);
+  } catch (...) {
+    std::error_code ec;
+    if (old_first) {
+      atomic_write_file(first, *old_first);
+    } else {
+      fs::remove(first, ec);
+    }
+    throw;
+  }
+}
+
+/// True when ~/.ssh has a default key or ssh-agent runs: attach then tries them before asking
+/// for a password.
+bool has_default_login(const ComputeConfig& compute) {
+  if (!compute.private_key_file.empty() || std::getenv("SSH_AUTH_SOCK")) return true;
+  const fs::path ssh = home_directory() / ".ssh";
+  return fs::exists(ssh / "id_ed25519") || fs::exists(ssh / "id_ecdsa");
+}
+
+/// The file name of the key pair -k makes for a login (shared by the projects that attach it).
+fs::path target_key_path(const Context& ctx, const ComputeConfig& compute) {
+  const SshEndpoint endpoint = target_endpoint(compute);
+  std::string name = fmt::format("{}@{}_{}_ed25519", endpoint.user, endpoint.host, endpoint.port);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '@' && c != '.' && c != '_' &&
+        c != '-') {
+      c = '_';
+    }
+  }
+  return ctx.config_dir / "keys" / name;
+}
+
+/// The home-relative form of `path` ("~/…") when it is under the home folder.
+std::string tilde_path(const fs::path& path) {
+  const std::string home = home_directory().string();
+  if (!home.empty() && home != "/" && starts_with(path.string(), home + "/")) {
+    return "~" + path.string().substr(home.size());
+  }
+  return path.string();
+}
+
+/// Connects once: host key, login, and with -k a key pair installed and checked. Returns how
+/// the login works from now on.
+std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfig& compute,
+                        const std::optional<std::string>& password) {
+  ConnectRequest connect;
+  connect.accept_new_host_key = request.accept_host_key;
+  connect.password = password;
+  connect.attaching = true;
+  auto shell = ctx.connector->connect(ctx, request.name, compute, connect);
+  spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
+               shell->auth_method());
+  const TargetKind& kind = kind_of(compute.type);
+  if (kind.attach.slurm) {
+    // The kind's checks, as submit runs them (a refused attach exits 1, not 125).
+    const TargetFacts facts = probe_target(*shell, compute);
+    std::vector<CheckRow> rows;
+    kind.checks({compute, facts, shell->host(), request.name}, rows);
+    try {
+      refuse_first(rows);
+    } catch (const Error& e) {
+      throw Error(e.what());  // a refused attach, not a run that could not start
+    }
+    if (compute.gpus_per_node > 0 && !partition_has_gpus(facts)) {
+      spdlog::warn(
+          "no node of partition {} on {} reports GPUs (Gres=gpu:N in slurm.conf), so Slurm will "
+          "refuse a run that asks for {} per node; see: mlw computetarget doctor -n {}",
+          facts.slurm_partition, shell->host(), compute.gpus_per_node, request.name);
+    }
+  }
+  if (!request.use_ssh_key) return shell->auth_method();
+  const fs::path key_file = target_key_path(ctx, compute);
+  auto [private_key, public_key] =
+      generate_ed25519_key(fmt::format("mlw-{}@{}", request.name, host_name()));
+  const ShellResult installed = shell->run_with_input(
+      "umask 077 && mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && "
+      "cat >> ~/.ssh/authorized_keys",
+      public_key);
+  if (installed.exit_code != 0) {
+    throw Error(fmt::format("ssh {}: installing the key in ~/.ssh/authorized_keys failed: {}",
+                            compute.address, trim(installed.errors)));
+  }
+  make_directories(key_file.parent_path(), 0700);
+  atomic_write_file(key_file, private_key, 0600);
+  atomic_write_file(key_file.string() + ".pub", public_key, 0644);
+  ComputeConfig with_key = compute;
+  with_key.private_key_file = key_file.string();
+  with_key.private_key_passphrase.clear();
+  ConnectRequest key_only;
+  key_only.only_key_file = true;
+  key_only.attaching = true;
+  try {
+    ctx.connector->connect(ctx, request.name, with_key, key_only);
+  } catch (const Error& e) {
+    throw Error(
+        fmt::format("the key was installed on {} but logging in with it failed ({}); is "
+                    "public key login allowed there (PubkeyAuthentication)?",
+                    compute.address, e.what()));
+  }
+  compute.private_key_file = tilde_path(key_file);
+  compute.private_key_passphrase.clear();
+  return "key " + compute.private_key_file;
+}
+
+/// The slurm options of attach, checked as the compute file would check them.
+void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
+  if (request.nodes && *request.nodes < 1) throw UsageError("--nodes must be at least 1");
+  if (request.gpus_per_node && *request.gpus_per_node < 0) {
+    throw UsageError("--gpus-per-node must not be negative");
+  }
+  if (request.time_limit && !is_slurm_time(*request.time_limit)) {
+    throw UsageError("--time must be HH:MM:SS (or minutes, MM:SS, D-HH, D-HH:MM:SS), not \"" +
+                     *request.time_limit + "\"");
+  }
+  const std::vector<std::string> runtimes = {"docker", "pyxis", "apptainer"};
+  if (request.container_runtime &&
+      std::find(runtimes.begin(), runtimes.end(), *request.container_runtime) == runtimes.end()) {
+    throw UsageError(fmt::format("--container-runtime must be one of {}, not \"{}\"",
+                                 join(runtimes, ", "), *request.container_runtime));
+  }
+  if (request.container_runtime && !request.container && compute.container.empty()) {
+    throw UsageError("--container-runtime goes with --container IMAGE");
+  }
+  // Only what the command names: the rest is the target's (on --force) or the default.
+  if (request.partition) compute.partition = *request.partition;
+  if (request.nodes) compute.nodes = *request.nodes;
+  if (request.gpus_per_node) compute.gpus_per_node = *request.gpus_per_node;
+  if (request.time_limit) compute.time_limit = *request.time_limit;
+  if (request.account) compute.account = *request.account;
+  if (request.container) compute.container = *request.container;
+  if (request.container_runtime) compute.container_runtime = *request.container_runtime;
+}
+
+/// Refuses options that do not fit the target type, before anything is read or written.
+void check_attach_options(const AttachRequest& request, const std::string& type) {
+  const TargetKind* kind = find_kind(type);
+  if (!kind) {
+    const std::vector<std::string> allowed = kind_name_list();
+    throw UsageError(fmt::format("unknown target type \"{}\"; one of: {}{}", request.type,
+                                 join(allowed, ", "), did_you_mean(request.type, allowed)));
+  }
+  const bool remote = kind->attach.remote;
+  if (!remote &&
+      (request.address || request.username || request.password || request.password_stdin ||
+       request.private_key_file || request.use_ssh_key || request.accept_host_key)) {
+    throw UsageError(fmt::format(
+        "-a, -u, -w, --password-stdin, -k, --accept-host-key and --private-key-file are for "
+        "remote targets, not {}",
+        type));
+  }
+  if (request.use_ssh_key && request.no_connect) {
+    throw UsageError("-k installs a key over SSH, so it cannot be used with --no-connect");
+  }
+  if (request.password && request.password_stdin) {
+    throw UsageError(fmt::format("give the password with {} or --password-stdin, not both",
+                                 request.password_option));
+  }
+  if (request.base_image && !kind->attach.docker) {
+    throw UsageError("--base-image is for docker and remotedocker targets");
+  }
+  if (request.nvidia_docker && !kind->attach.docker) {
+    throw UsageError("--nvidia-docker is for docker and remotedocker targets");
+  }
+  const bool slurm_option = request.partition || request.nodes || request.gpus_per_node ||
+                            request.time_limit || request.account || request.container ||
+                            request.container_runtime;
+  if (slurm_option && !kind->attach.slurm) {
+    throw UsageError(
+        "--partition, --nodes, --gpus-per-node, --time, --account, --container and "
+        "--container-runtime are for slurm targets");
+  }
+}
+
+/// The settings attach writes: a new target's defaults, or on --force the target's current
+/// settings (every key the user set), with only what the command names changed.
+ComputeConfig attach_settings(const AttachRequest& request, const std::string& type,
+                              const std::optional<ComputeConfig>& previous) {
+  ComputeConfig compute = previous.value_or(ComputeConfig{});
+  compute.type = type;
+  const TargetKind& kind = kind_of(type);
+  if (kind.uses_ssh) {
+    if (request.address) {
+      parse_address(*request.address);  // refuses a malformed address before anything is written
+      compute.address = *request.address;
+    }
+    if (compute.address.empty()) {
+      throw UsageError(fmt::format("a {} target needs an address: -a HOST[:PORT]", type));
+    }
+    if (request.username) compute.username = *request.username;
+    if (compute.username.empty()) compute.username = current_user();
+    // A 2017 secret reference cannot be read; a new password (or -k) replaces it.
+    if (starts_with(compute.password, "AzureMlSecret=")) compute.password.clear();
+  }
+  if (request.private_key_file) compute.private_key_file = *request.private_key_file;
+  if (request.base_image) compute.base_docker_image = *request.base_image;
+  if (kind.uses_image && compute.base_docker_image.empty()) {
+    compute.base_docker_image = "python:3.11-slim";
+  }
+  if (request.python_location) compute.python_location = *request.python_location;
+  if (request.nvidia_docker) compute.nvidia_docker = true;
+  if (kind.attach.slurm) apply_slurm_options(request, compute);
+  return compute;
+}
+
+/// What attach prints: the files written and the settings that matter for the target's kind.
+nlohmann::ordered_json attach_result(Context& ctx, const std::string& name,
+                                     const ComputeConfig& compute, const std::string& login_with) {
+  const Project& project = ctx.project();
+  nlohmann::ordered_json result = {
+      {"name", name},
+      {"type", compute.type},
+      {"compute_file", project.display(project.compute_path(name))},
+      {"run_config_file", project.display(project.run_config_path(name))}};
+  if (kind_of(compute.type).uses_ssh) {
+    result["address"] = compute.address;
+    result["username"] = compute.username;
+    result["password"] = compute.password.empty()
+                             ? "(none stored)"
+                             : "stored in " + SecretStore(ctx.config_dir).file().string();
+    if (!compute.private_key_file.empty()) result["privateKeyFile"] = compute.private_key_file;
+    if (!login_with.empty()) result["login"] = login_with;
+  }
+  if (!compute.base_docker_image.empty()) result["baseDockerImage"] = compute.base_docker_image;
+  if (kind_of(compute.type).attach.slurm) {
+    result["partition"] = compute.partition.empty() ? "(the default)" : compute.partition;
+    result["nodes"] = compute.nodes;
+    if (compute.gpus_per_node > 0) result["gpusPerNode"] = compute.gpus_per_node;
+    if (!compute.time_limit.empty()) result["timeLimit"] = compute.time_limit;
+    if (!compute.account.empty()) result["account"] = compute.account;
+    if (!compute.container.empty()) {
+      result["container"] = compute.container + " (" + compute.container_runtime + ")";
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+void attach(Context& ctx, const AttachRequest& request) {
+  validate_name(request.name, "target name");
+  const Project& project = ctx.project();
+  const TargetKind* found = find_kind(request.type);  // an alias becomes its kind's name
+  const std::string type = found ? std::string(found->name) : request.type;
+  check_attach_options(request, type);
+  const bool remote = kind_of(type).uses_ssh;
+  const fs::path compute_path = project.compute_path(request.name);
+  const fs::path run_config_path = project.run_config_path(request.name);
+  if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {
+    // Name the file that is there (a run configuration may be left without its compute file).
+    throw Error(
+        fmt::format("target \"{}\" already exists ({}); add --force to replace it", request.name,
+                    project.display(fs::exists(compute_path) ? compute_path : run_config_path)));
+  }
+  const std::optional<ComputeConfig> previous = current_compute(project, request.name);
+  ComputeConfig compute = attach_settings(request, type, previous);
+
+  std::optional<std::string> password;
+  if (request.password) {
+    spdlog::warn("a password given with {} shows in the process list; prefer --password-stdin",
+                 request.password_option);
+    password = request.password;
+  } else if (request.password_stdin) {
+    password = read_password_from_stdin();
+  } else if (remote && !request.private_key_file && ctx.stdin_is_terminal && !request.no_connect &&
+             !has_default_login(compute)) {
+    password = read_terminal_line(
+        *ctx.err, fmt::format("Password for {}@{}: ", compute.username, compute.address), false);
+    if (password->empty()) password.reset();
+  }
+  SecretStore secrets(ctx.config_dir);
+  std::vector<std::string> new_secrets;
+  auto cleanup = [&] {
+    for (const auto& reference : new_secrets) secrets.remove(reference);
+  };
+  std::string login_with;
+  try {
+    if (request.private_key_passphrase) {
+      compute.private_key_passphrase =
+          secrets.put(request.name, compute.username + "-key", *request.private_key_passphrase);
+      new_secrets.push_back(compute.private_key_passphrase);
+    }
+    if (remote && !request.no_connect) {
+      login_with = check_login(ctx, request, compute, password);
+      if (request.use_ssh_key) {  // the key logs in now; no password is kept
+        password.reset();
+        compute.password.clear();
+      }
+    }
+    if (password) {
+      compute.password = secrets.put(request.name, compute.username, *password);
+      new_secrets.push_back(compute.password);
+    }
+    // On --force, the files keep what the user wrote: the .compute changes only in the keys
+    // this command names, the .runconfig not at all.
+    const auto old_compute = previous ? read_file_if_exists(compute_path) : std::nullopt;
+    const auto old_run_config = read_file_if_exists(run_config_path);
+    write_pair(
+        compute_path,
+        old_compute ? update_compute_text(*old_compute, project.display(compute_path), *previous,
+                                          compute, request.name)
+                    : render_compute(compute, request.name),
+        run_config_path,
+        old_run_config.value_or(render_run_config(default_run_config(request.name), request.name)));
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  if (previous && !previous->password.empty() && previous->password != compute.password) {
+    secrets.remove(previous->password);
+  }
+  if (previous && !previous->private_key_passphrase.empty() &&
+      previous->private_key_passphrase != compute.private_key_passphrase) {
+    secrets.remove(previous->private_key_passphrase);
+  }
+  ctx.output().print_object(attach_result(ctx, request.name, compute, login_with));
+}
+
+}  // namespace mlw::api

@@ -1,0 +1,92 @@
+#include "mlw/exec/run_recorder.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "mlw/history/collect.hpp"
+#include "mlw/util/process.hpp"
+
+namespace mlw {
+
+namespace fs = std::filesystem;
+
+RunEnding local_ending(int code, bool cancel_requested) {
+  RunEnding ending;
+  ending.exit_code = code;
+  ending.status = code == 0          ? status::k_completed
+                  : cancel_requested ? status::k_canceled
+                                     : status::k_failed;
+  return ending;
+}
+
+RunRecorder::RunRecorder(Context& context, const RunPlan& plan)
+    : ctx(context), run_plan(plan), record(plan.record) {}
+
+bool RunRecorder::canceled() const {
+  return fs::exists(run_plan.run_dir / "cancel_requested");
+}
+
+void RunRecorder::save(bool final_save) {
+  if (!m_store) m_store.emplace(run_plan.history_dir);
+  try {
+    m_store->save(record, final_save);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mlw supervisor: %s\n", e.what());  // the index has the rest
+  }
+}
+
+void RunRecorder::claim() {
+  record.pid = ::getpid();
+  record.pid_start = process_start_time(::getpid()).value_or(0);
+  record.boot_id = boot_id();
+}
+
+void RunRecorder::mark_running() {
+  record.status = status::k_running;
+  record.start_ms = ctx.clock->now_ms();
+  claim();
+  save(false);
+}
+
+void RunRecorder::cancel_before_start() {
+  record.cancel_requested = true;
+  record.status = status::k_canceled;
+  end();
+}
+
+void RunRecorder::fail(int code, const std::string& problem) {
+  record.status = canceled() ? status::k_canceled : status::k_failed;
+  record.exit_code = code;
+  record.problems.push_back(problem);
+  end();
+}
+
+void RunRecorder::apply(const RunEnding& ending) {
+  for (const auto& problem : ending.problems) record.problems.push_back(problem);
+  record.node_exit_codes.insert(record.node_exit_codes.end(), ending.node_exit_codes.begin(),
+                                ending.node_exit_codes.end());
+  if (ending.status == status::k_lost) {
+    record.mark_lost(ending.lost_reason, ending.lost_problem);
+    return;
+  }
+  record.status = ending.status;
+  if (ending.exit_code) record.exit_code = ending.exit_code;
+}
+
+void RunRecorder::collect_results(bool outputs) {
+  if (outputs) {
+    record.outputs = collect_outputs(run_plan.run_dir / "snapshot" / "outputs",
+                                     run_plan.run_dir / "outputs", record.problems);
+  }
+  record.metrics = last_metric_values(run_plan.run_dir / "metrics.jsonl", &record.problems);
+}
+
+void RunRecorder::end() {
+  if (record.status != status::k_lost) record.process_group = 0;
+  record.end_ms = ctx.clock->now_ms();
+  record.pid = 0;
+  save(true);
+}
+
+}  // namespace mlw
