@@ -222,6 +222,14 @@ RunRecord slurm_end_of(const std::string& state, const std::string& exit_field,
 
 }  // namespace
 
+TEST(RunEnding, AScriptOnThisMachineEndsByItsExitCode) {
+  EXPECT_EQ(local_ending(0, false).status, status::k_completed);
+  EXPECT_EQ(local_ending(0, true).status, status::k_completed);  // it ended before the cancel
+  EXPECT_EQ(local_ending(2, false).status, status::k_failed);
+  EXPECT_EQ(local_ending(143, true).status, status::k_canceled);
+  EXPECT_EQ(local_ending(143, true).exit_code, 143);
+}
+
 TEST(RunEnding, EachSlurmEndBecomesTheRightRecord) {
   const RunRecord timeout = slurm_end_of("TIMEOUT", "0:0", "");
   EXPECT_EQ(timeout.status, status::k_failed);

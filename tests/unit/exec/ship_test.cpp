@@ -137,3 +137,43 @@ TEST(Ship, ADroppedUploadIsAdoptedGoodObjectsKeptDamagedOnesSentAgain) {
 }
 
 }  // namespace mlw
+
+namespace mlw {
+namespace {
+
+/// A target that answers the ship's question with object names for ever (here: 64 MiB of them,
+/// in 64 KiB chunks, unless mlw stops reading first).
+class EndlessAnswer : public Shell {
+ public:
+  std::size_t sent = 0;
+  std::string host() const override { return "liar"; }
+  ShellResult run(const std::string&, const ShellStreams& streams) override {
+    std::string chunk;
+    while (chunk.size() < 65536) chunk += std::string(64, '0') + "\n";
+    for (int i = 0; i < 1024; ++i) {
+      streams.on_output(chunk);
+      sent += chunk.size();
+    }
+    return {0, "", ""};
+  }
+};
+
+}  // namespace
+
+TEST(Ship, AnAnswerLongerThanAnyListOfTheFilesAskedAboutStopsTheShip) {
+  ShipFixture f;
+  EndlessAnswer liar;
+  try {
+    ship_snapshot(f.ctx, liar, f.plan, f.store.string(), EnvironmentSpec{},
+                  (f.store / "runs" / "r1").string());
+    FAIL() << "the ship went on";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), exit_code::k_cannot_start);
+    EXPECT_NE(std::string(e.what()).find("liar: the target answered the ship with more than"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LE(liar.sent, 2u * 65536);  // read no further than the bound
+}
+
+}  // namespace mlw
