@@ -138,7 +138,8 @@ rm -f "$USER_HOME/evil/cat"
 # A fake awk answers the ship's question (which objects the store lacks) with names for ever.
 # mlw must stop reading at a bound, say so in one line and exit 125, its SSH channel and session
 # freed on the way out of the throwing output callback: the sanitizer pass of scripts/test runs
-# this with LeakSanitizer, where a leak would make the exit code 23.
+# this under LeakSanitizer, where a leak changes the exit code and prints its report (shown by
+# breaking the session owner's free: this case and every other SSH command then fail).
 REAL_AWK=$(command -v awk)
 fake awk <<SH
 #!/bin/sh
