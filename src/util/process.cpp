@@ -67,8 +67,9 @@ pid_t spawn(const ProcessSpec& spec, const SpawnOptions& options) {
   if (pid != 0) return pid;
   if (options.new_session) ::setsid();
   for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGTERM, SIGQUIT}) ::signal(sig, SIG_DFL);
-  const int null_fd = ::open("/dev/null", O_RDWR);
-  // Each stream by its number: dup2 onto 0..2 in order, so a source fd of 0..2 is read first.
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  // Copies above 2 first, so that a source that is itself 0, 1 or 2 (the ProxyCommand's stderr)
+  // is not overwritten before it is used.
   const int sources[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
   int copies[3];
   for (int i = 0; i < 3; ++i)
