@@ -122,11 +122,6 @@ bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
 
 TargetExecutor::TargetExecutor(std::string type) : m_type(std::move(type)) {}
 
-const EnvironmentSpec& TargetExecutor::environment(const RunPlan& plan) {
-  if (!m_env) m_env = uses_image(m_type) ? environment_spec(plan) : EnvironmentSpec{};
-  return *m_env;
-}
-
 void TargetExecutor::connect(Context& ctx, const std::string& target_name,
                              const ComputeConfig& compute, const std::string& image_tag) {
   if (is_local_docker(m_type)) {
@@ -153,13 +148,14 @@ void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
     throw Error(fmt::format("aml_config/{}.compute sets no baseDockerImage", plan.target_name),
                 exit_code::k_cannot_start);
   }
-  // A malformed dependency file fails here, before connecting.
-  const std::string tag = environment(plan).tag;
+  // A malformed dependency file fails here, before connecting. The spec is made again in start:
+  // its files from the project (pip wheels) come from the snapshot, which is not taken yet.
+  const std::string tag = uses_image(m_type) ? environment_spec(plan).tag : "";
   connect(ctx, plan.target_name, plan.compute, tag);
 }
 
 RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
-  const EnvironmentSpec& env = environment(plan);
+  const EnvironmentSpec env = uses_image(m_type) ? environment_spec(plan) : EnvironmentSpec{};
   const TargetRunPaths paths = run_paths(plan, m_facts);
   if (is_local_docker(m_type)) {
     prepare_local_run_dir(plan, env);
@@ -229,7 +225,7 @@ int TargetExecutor::supervise(Context& ctx, RunPlan& plan, const TargetRunPaths&
 void TargetExecutor::stop(Context&, const RunRecord&, bool) {}
 
 PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) {
-  const EnvironmentSpec& env = environment(plan);
+  const EnvironmentSpec env = environment_spec(plan);
   const TargetRunPaths paths = run_paths(plan, m_facts);
   // With the image there, nothing is built: only the content is shipped (for the next submit).
   const bool build = m_facts.image_present != env.tag;

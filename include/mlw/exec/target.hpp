@@ -1,7 +1,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "mlw/exec/container.hpp"
@@ -38,10 +37,7 @@ class TargetExecutor : public Executor {
   /// with `resume` one whose supervisor is gone.
   int supervise(Context& ctx, RunPlan& plan, const TargetRunPaths& paths, int live_fd,
                 bool in_engine, const EnvironmentSpec* env, bool resume);
-  /// The run's environment spec (image kinds; empty for the others), computed once per command.
-  const EnvironmentSpec& environment(const RunPlan& plan);
   std::string m_type;
-  std::optional<EnvironmentSpec> m_env;
   std::unique_ptr<Shell> m_shell;
   std::unique_ptr<DockerEngine> m_engine;  ///< the local docker target's Engine API, when usable
   TargetFacts m_facts;
