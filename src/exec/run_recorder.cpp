@@ -21,14 +21,14 @@ RunEnding local_ending(int code, bool cancel_requested) {
 }
 
 RunRecorder::RunRecorder(Context& context, const RunPlan& plan)
-    : ctx(context), run_plan(plan), record(plan.record) {}
+    : ctx(context), record(plan.record), m_run_dir(plan.run_dir), m_history_dir(plan.history_dir) {}
 
 bool RunRecorder::canceled() const {
-  return fs::exists(run_plan.run_dir / "cancel_requested");
+  return fs::exists(m_run_dir / "cancel_requested");
 }
 
 void RunRecorder::save(bool final_save) {
-  if (!m_store) m_store.emplace(run_plan.history_dir);
+  if (!m_store) m_store.emplace(m_history_dir);
   try {
     m_store->save(record, final_save);
   } catch (const Error& e) {
@@ -76,10 +76,10 @@ void RunRecorder::apply(const RunEnding& ending) {
 
 void RunRecorder::collect_results(bool outputs) {
   if (outputs) {
-    record.outputs = collect_outputs(run_plan.run_dir / "snapshot" / "outputs",
-                                     run_plan.run_dir / "outputs", record.problems);
+    record.outputs =
+        collect_outputs(m_run_dir / "snapshot" / "outputs", m_run_dir / "outputs", record.problems);
   }
-  record.metrics = last_metric_values(run_plan.run_dir / "metrics.jsonl", &record.problems);
+  record.metrics = last_metric_values(m_run_dir / "metrics.jsonl", &record.problems);
 }
 
 void RunRecorder::end() {

@@ -32,17 +32,32 @@ int exit_code_from_wait_status(int status) {
   return 1;
 }
 
-ExecArrays::ExecArrays(const ProcessSpec& spec) {
-  m_strings = spec.argv;
-  for (const auto& [k, v] : spec.env) m_strings.push_back(k + "=" + v);
-  for (std::size_t i = 0; i < m_strings.size(); ++i) {
-    (i < spec.argv.size() ? m_argv : m_envp).push_back(m_strings[i].data());
-  }
-  m_argv.push_back(nullptr);
-  m_envp.push_back(nullptr);
-}
-
 namespace {
+
+/// The NUL-terminated argv and envp arrays that execve wants, owning their strings. Built
+/// before fork, so the child only calls exec.
+class ExecArrays {
+ public:
+  /// Arrays for `spec` (argv, and "KEY=VALUE" for each variable of spec.env).
+  explicit ExecArrays(const ProcessSpec& spec) {
+    m_strings = spec.argv;
+    for (const auto& [k, v] : spec.env) m_strings.push_back(k + "=" + v);
+    for (std::size_t i = 0; i < m_strings.size(); ++i) {
+      (i < spec.argv.size() ? m_argv : m_envp).push_back(m_strings[i].data());
+    }
+    m_argv.push_back(nullptr);
+    m_envp.push_back(nullptr);
+  }
+  /// argv for execve.
+  char* const* argv() { return m_argv.data(); }
+  /// envp for execve.
+  char* const* envp() { return m_envp.data(); }
+
+ private:
+  std::vector<std::string> m_strings;
+  std::vector<char*> m_argv;
+  std::vector<char*> m_envp;
+};
 
 /// In the child: "PREFIX: reason\n" on stderr, then exit (only async-signal-safe calls).
 [[noreturn]] void child_fails(const std::string& prefix, int err, int code) {

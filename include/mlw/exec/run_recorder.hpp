@@ -1,5 +1,6 @@
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +36,6 @@ class RunRecorder {
   RunRecorder(Context& ctx, const RunPlan& plan);
 
   Context& ctx;
-  const RunPlan& run_plan;
   RunRecord record;
 
   /// True once `experiment cancel` asked for the run to stop.
@@ -58,6 +58,8 @@ class RunRecorder {
   void end();
 
  private:
+  std::filesystem::path m_run_dir;      // the run's folder here
+  std::filesystem::path m_history_dir;  // the project's .mlw
   std::optional<HistoryStore> m_store;
 };
 

@@ -17,23 +17,6 @@ struct ProcessSpec {
   std::filesystem::path cwd;
 };
 
-/// The NUL-terminated argv and envp arrays that execve wants, owning their strings. Built
-/// before fork, so the child only calls exec.
-class ExecArrays {
- public:
-  /// Arrays for `spec` (argv, and "KEY=VALUE" for each variable of spec.env).
-  explicit ExecArrays(const ProcessSpec& spec);
-  /// argv for execve.
-  char* const* argv() { return m_argv.data(); }
-  /// envp for execve.
-  char* const* envp() { return m_envp.data(); }
-
- private:
-  std::vector<std::string> m_strings;
-  std::vector<char*> m_argv;
-  std::vector<char*> m_envp;
-};
-
 /// How spawn() sets up a child: its standard streams (-1: /dev/null) and its session.
 struct SpawnOptions {
   int stdin_fd = -1;         ///< the child's stdin
