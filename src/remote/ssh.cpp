@@ -64,6 +64,11 @@ struct SshShell::Impl {
   std::string marker;               // frames each command's output (FramedStream)
   pid_t proxy_pid = -1;             // the ProxyCommand, when there is one
   std::optional<KnownHosts> known;  // see known_hosts()
+  // What the connection cost, for -vv: waits for the server (round trips, on a slow link),
+  // commands (one channel each) and the time they took.
+  mutable int waits = 0;
+  int commands = 0;
+  std::int64_t command_ms = 0;
 
   ~Impl() {
     session.reset();  // its goodbye goes over the socket, closed next
@@ -95,6 +100,7 @@ struct SshShell::Impl {
     view.session = session.get();
     view.socket = socket;
     view.timeout_ms = options.connect_timeout_ms;
+    view.waits = &waits;
     view.fail = [this](const std::string& step, const std::string& what) { fail(step, what, ""); };
     return view;
   }
@@ -410,7 +416,25 @@ struct SshShell::Impl {
 };
 
 SshShell::SshShell(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
-SshShell::~SshShell() = default;
+namespace {
+
+std::int64_t ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+}  // namespace
+
+SshShell::~SshShell() {
+  if (m_impl && m_impl->session) account("closed");
+}
+
+void SshShell::account(const char* how) const {
+  const Impl& s = *m_impl;
+  spdlog::trace("ssh {}: {} after {} commands (one channel each) in {} ms, {} waits for the server",
+                s.where(), how, s.commands, s.command_ms, s.waits);
+}
 
 std::unique_ptr<SshShell> SshShell::connect(const SshEndpoint& endpoint,
                                             const SshOptions& options) {
@@ -419,10 +443,16 @@ std::unique_ptr<SshShell> SshShell::connect(const SshEndpoint& endpoint,
   auto impl = std::make_unique<Impl>();
   impl->endpoint = endpoint;
   impl->options = options;
+  const auto started = std::chrono::steady_clock::now();
   impl->connect_and_handshake();
   impl->check_host_key();
+  const std::int64_t connect_ms = ms_since(started);
+  const int connect_waits = impl->waits;
   impl->login();
   spdlog::debug("ssh {}: logged in as {} with {}", impl->where(), endpoint.user, impl->auth_method);
+  spdlog::trace("ssh {}: connected in {} ms ({} waits for the server), logged in in {} ms ({})",
+                impl->where(), connect_ms, connect_waits, ms_since(started) - connect_ms,
+                impl->waits - connect_waits);
   return std::unique_ptr<SshShell>(new SshShell(std::move(impl)));
 }
 
@@ -439,6 +469,7 @@ std::string SshShell::fingerprint() const {
 }
 
 void SshShell::abandon() {
+  if (m_impl->session) account("handed over");
   // The child owns the protocol state now: close this copy of the socket first, so freeing the
   // session here cannot send anything on the connection.
   if (m_impl->socket >= 0) ::close(m_impl->socket);
@@ -455,13 +486,15 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
   const std::string command = "exec /bin/sh -c " + shell_quote(framed_script(s.marker, script));
   FramedStream frames[2] = {FramedStream(s.marker), FramedStream(s.marker)};
   bool stopped = false;
+  const int waits_before = s.waits;
+  ++s.commands;
   ShellResult result = run_channel(s.link(), command, streams, frames, stopped);
+  const std::int64_t took = ms_since(started);
+  s.command_ms += took;
   if (stopped) return result;
   report_noise(s.where(), frames, result);
-  spdlog::trace("ssh {}: exit {} after {} ms: {}", s.where(), result.exit_code,
-                std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::steady_clock::now() - started)
-                    .count(),
+  spdlog::trace("ssh {}: exit {} after {} ms, {} waits for the server: {}", s.where(),
+                result.exit_code, took, s.waits - waits_before,
                 script.substr(0, std::min<std::size_t>(script.find('\n'), 60)));
   return result;
 }

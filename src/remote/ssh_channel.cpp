@@ -20,6 +20,7 @@ bool SshLink::wait_socket(int timeout) const {
   if (directions & LIBSSH2_SESSION_BLOCK_INBOUND) item.events |= POLLIN;
   if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) item.events |= POLLOUT;
   if (!item.events) item.events = POLLIN;
+  if (waits) ++*waits;
   return ::poll(&item, 1, timeout) > 0;
 }
 

@@ -16,6 +16,7 @@ struct SshLink {
   LIBSSH2_SESSION* session = nullptr;
   int socket = -1;
   int timeout_ms = 10000;  ///< MLW_SSH_CONNECT_TIMEOUT, for each step
+  int* waits = nullptr;    ///< counts each wait for the peer (a round trip, on a slow link)
   /// Throws mlw::Error for a failed step ("ssh HOST: STEP: WHAT (hint)").
   std::function<void(const std::string& step, const std::string& what)> fail;
 

@@ -64,6 +64,8 @@ class SshShell : public Shell {
  private:
   struct Impl;
   explicit SshShell(std::unique_ptr<Impl> impl);
+  /// Logs (-vv) what the connection cost: commands, their time, waits for the server.
+  void account(const char* how) const;
   std::unique_ptr<Impl> m_impl;
 };
 
