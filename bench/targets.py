@@ -6,7 +6,12 @@ logging in with the same key to the same sshd."""
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
+
+# The emulated link of issue 15: 25 ms round trip, 100 Mbit/s each way.
+WAN = {"delay_ms": 12.5, "rate_mbit": 100.0}
 
 
 def need(var):
@@ -19,14 +24,19 @@ def need(var):
 class Targets:
     """A scratch HOME and project; `env` is what every command of the benchmark runs with."""
 
-    def __init__(self, mlw, name):
+    def __init__(self, mlw, name, link=None):
+        """`link` ({"delay_ms", "rate_mbit"}): mlw and the floors reach the sshd through
+        bench/linkproxy.py, both over the same emulated link."""
         self.mlw_path = mlw
         self.port = need("MLW_TEST_SSH_PORT")
+        self.proxy = None
         self.user = need("MLW_TEST_SSH_USER")
         self.password = need("MLW_TEST_SSH_PASSWORD")
         self.image = need("MLW_TEST_IMAGE")
         need("DOCKER_HOST")
         self.home = tempfile.mkdtemp(prefix=f"mlw-{name}-")
+        if link:
+            self.port = self.start_link(link)
         self.env = dict(os.environ, HOME=self.home, XDG_CONFIG_HOME=f"{self.home}/.config",
                         PYTHONDONTWRITEBYTECODE="1")
         self.env.pop("MLW_OUTPUT", None)
@@ -88,7 +98,24 @@ class Targets:
         subprocess.run(self.ssh("rm -rf .mlw/objects .mlw/runs .mlw/incoming " + " ".join(also)),
                        env=self.env, check=True, capture_output=True)
 
+    def start_link(self, link):
+        """Starts the link emulator in front of the sshd; returns the port to use instead."""
+        ready = os.path.join(self.home, "link.port")
+        proxy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linkproxy.py")
+        self.proxy = subprocess.Popen(
+            [sys.executable, proxy, "--listen", "0", "--to", f"127.0.0.1:{self.port}",
+             "--delay-ms", str(link["delay_ms"]), "--rate-mbit", str(link["rate_mbit"]),
+             "--ready", ready], stdout=subprocess.DEVNULL)
+        for _ in range(100):
+            if os.path.exists(ready):
+                return open(ready, encoding="utf-8").read().strip()
+            time.sleep(0.05)
+        raise SystemExit("the link emulator did not start")
+
     def remove(self):
+        if self.proxy:
+            self.proxy.terminate()
+            self.proxy.wait()
         shutil.rmtree(self.home, ignore_errors=True)
 
 
