@@ -61,16 +61,19 @@ struct SshShell::Impl {
   SessionPtr session;
   std::string auth_method;
   std::string fingerprint;
-  std::string marker;               // frames each command's output (FramedStream)
+  std::unique_ptr<Conversation> conversation;  // the shell that runs every command
   pid_t proxy_pid = -1;             // the ProxyCommand, when there is one
   std::optional<KnownHosts> known;  // see known_hosts()
   // What the connection cost, for -vv: waits for the server (round trips, on a slow link),
-  // commands (one channel each) and the time they took.
+  // commands (steps of a conversation), channels and the time they took.
   mutable int waits = 0;
   int commands = 0;
+  int channels = 0;
   std::int64_t command_ms = 0;
 
   ~Impl() {
+    if (conversation) conversation->forget();  // freed with the session
+    conversation.reset();
     session.reset();  // its goodbye goes over the socket, closed next
     if (socket >= 0) ::close(socket);
     if (proxy_pid > 0) {
@@ -432,8 +435,8 @@ SshShell::~SshShell() {
 
 void SshShell::account(const char* how) const {
   const Impl& s = *m_impl;
-  spdlog::trace("ssh {}: {} after {} commands (one channel each) in {} ms, {} waits for the server",
-                s.where(), how, s.commands, s.command_ms, s.waits);
+  spdlog::trace("ssh {}: {} after {} commands on {} channel(s) in {} ms, {} waits for the server",
+                s.where(), how, s.commands, s.channels, s.command_ms, s.waits);
 }
 
 std::unique_ptr<SshShell> SshShell::connect(const SshEndpoint& endpoint,
@@ -475,6 +478,8 @@ void SshShell::abandon() {
   if (m_impl->socket >= 0) ::close(m_impl->socket);
   m_impl->socket = -1;
   m_impl->proxy_pid = -1;  // the ProxyCommand carries the child's connection now
+  if (m_impl->conversation) m_impl->conversation->forget();
+  m_impl->conversation.reset();
   free_quietly(m_impl->session);
 }
 
@@ -482,17 +487,20 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
   Impl& s = *m_impl;
   if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
   const auto started = std::chrono::steady_clock::now();
-  if (s.marker.empty()) s.marker = new_frame_marker();
-  const std::string command = "exec /bin/sh -c " + shell_quote(framed_script(s.marker, script));
-  FramedStream frames[2] = {FramedStream(s.marker), FramedStream(s.marker)};
-  bool stopped = false;
   const int waits_before = s.waits;
+  if (!s.conversation || !s.conversation->usable()) {
+    s.conversation.reset();
+    const std::string marker = new_frame_marker();
+    s.conversation = std::make_unique<Conversation>(
+        open_shell_pipe(s.link(), conversation_command(marker)), s.where(), marker);
+    ++s.channels;
+  }
+  bool stopped = false;
   ++s.commands;
-  ShellResult result = run_channel(s.link(), command, streams, frames, stopped);
+  ShellResult result = s.conversation->step(script, streams, stopped);
   const std::int64_t took = ms_since(started);
   s.command_ms += took;
-  if (stopped) return result;
-  report_noise(s.where(), frames, result);
+  if (stopped) s.conversation.reset();  // its channel closes; the next command opens one
   spdlog::trace("ssh {}: exit {} after {} ms, {} waits for the server: {}", s.where(),
                 result.exit_code, took, s.waits - waits_before,
                 script.substr(0, std::min<std::size_t>(script.find('\n'), 60)));

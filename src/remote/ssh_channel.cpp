@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "mlw/remote/frame.hpp"
 #include "mlw/util/error.hpp"
 
 namespace mlw {
@@ -57,13 +56,10 @@ struct ChannelFree {
 };
 using ChannelPtr = std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree>;
 
-/// One command on one channel: input fed as the command takes it, both outputs passed on.
-class ChannelCommand {
+/// A shell on its own channel, as a ShellPipe: every call returns at once.
+class ChannelPipe : public ShellPipe {
  public:
-  ChannelCommand(const SshLink& link, const ShellStreams& streams, FramedStream (&frames)[2])
-      : m_link(link), m_streams(streams), m_frames(frames), m_owner(nullptr, ChannelFree{&link}) {
-    m_input_done = !streams.read_input;
-  }
+  explicit ChannelPipe(const SshLink& link) : m_link(link), m_owner(nullptr, ChannelFree{&m_link}) {}
 
   /// Opens the channel and starts `command` on it.
   void start(const std::string& command) {
@@ -80,38 +76,41 @@ class ChannelCommand {
     }
   }
 
-  /// One round of input and output; false when nothing moved.
-  bool exchange(ShellResult& result) {
-    bool progress = feed_input();
-    for (int stream = 0; stream < 2; ++stream) progress = read_output(stream, result) || progress;
-    return progress;
+  std::size_t write(std::string_view data) override {
+    const ssize_t n = libssh2_channel_write(m_owner.get(), data.data(), data.size());
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (n != LIBSSH2_ERROR_EAGAIN) lost(static_cast<int>(n));
+    return 0;
   }
 
-  /// Whether the command's output has ended.
-  bool at_end() const { return libssh2_channel_eof(m_owner.get()) != 0; }
+  std::size_t read(int stream, char* buffer, std::size_t size) override {
+    const ssize_t n = libssh2_channel_read_ex(m_owner.get(), stream, buffer, size);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n != 0 && n != LIBSSH2_ERROR_EAGAIN) lost(static_cast<int>(n));
+    return 0;
+  }
+
+  bool ended() override { return libssh2_channel_eof(m_owner.get()) != 0; }
 
   /// Keeps the connection alive while nothing moves, then waits a little for the socket.
-  void idle() {
+  void wait(int ms) override {
     int next = 0;
     const int rc = libssh2_keepalive_send(m_link.session, &next);
     if (rc != 0 && rc != LIBSSH2_ERROR_EAGAIN) lost(rc);
-    m_link.wait_socket(200);
+    m_link.wait_socket(ms);
   }
 
-  /// Closes the channel and reads how the command ended: its exit status, or 128+N for a
-  /// signal. A connection that died mid-command ends the channel without an exit status
-  /// (which libssh2 would read as 0): only a clean close counts as the command's end.
-  int exit_code() {
+  int waits() const override { return m_link.waits ? *m_link.waits : 0; }
+
+  /// Closes the channel and reads how the shell ended: its exit status, or 128+N for a signal.
+  /// A connection that died ends the channel without one (which libssh2 would read as 0): only
+  /// a clean close counts.
+  int exit_status() override {
     LIBSSH2_CHANNEL* const channel = m_owner.get();
-    if (const int rc =
-            m_link.retry([&] { return libssh2_channel_close(channel); }, m_link.timeout_ms);
-        rc != 0) {
-      lost(rc);
-    }
-    if (const int rc =
-            m_link.retry([&] { return libssh2_channel_wait_closed(channel); }, m_link.timeout_ms);
-        rc != 0) {
-      lost(rc);
+    if (m_link.retry([&] { return libssh2_channel_close(channel); }, m_link.timeout_ms) != 0 ||
+        m_link.retry([&] { return libssh2_channel_wait_closed(channel); }, m_link.timeout_ms) !=
+            0) {
+      return -1;
     }
     char* signal = nullptr;
     libssh2_channel_get_exit_signal(channel, &signal, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -126,6 +125,8 @@ class ChannelCommand {
     return code;
   }
 
+  void forget() override { (void)m_owner.release(); }
+
  private:
   [[noreturn]] void fail(const std::string& what) const {
     m_link.fail("exec", what);
@@ -139,88 +140,16 @@ class ChannelCommand {
                          : m_link.last_error()));
   }
 
-  /// Writes what the streams give as input; sends EOF once they are done.
-  bool feed_input() {
-    bool progress = false;
-    if (!m_input_done && m_offset == m_pending.size() &&
-        (!m_streams.input_ready || m_streams.input_ready())) {
-      m_pending.resize(sizeof m_buffer);
-      m_pending.resize(m_streams.read_input(m_pending.data(), m_pending.size()));
-      m_offset = 0;
-      if (m_pending.empty()) m_input_done = true;
-    }
-    if (!m_input_done && m_offset < m_pending.size()) {
-      const ssize_t n = libssh2_channel_write(m_owner.get(), m_pending.data() + m_offset,
-                                              m_pending.size() - m_offset);
-      if (n > 0) {
-        m_offset += static_cast<std::size_t>(n);
-        progress = true;
-      } else if (n == LIBSSH2_ERROR_CHANNEL_EOF_SENT || n == LIBSSH2_ERROR_CHANNEL_CLOSED) {
-        m_input_done = true;
-      } else if (n != LIBSSH2_ERROR_EAGAIN) {
-        lost(static_cast<int>(n));
-      }
-    }
-    if (m_input_done && !m_eof_sent) {
-      const int rc = libssh2_channel_send_eof(m_owner.get());
-      if (rc == 0 || rc == LIBSSH2_ERROR_CHANNEL_CLOSED) {
-        m_eof_sent = true;
-      } else if (rc != LIBSSH2_ERROR_EAGAIN) {
-        lost(rc);
-      }
-    }
-    return progress;
-  }
-
-  /// Reads what `stream` (0: stdout, 1: stderr) has, unframed, into the streams or `result`.
-  bool read_output(int stream, ShellResult& result) {
-    bool progress = false;
-    while (true) {
-      const ssize_t n = libssh2_channel_read_ex(m_owner.get(), stream, m_buffer, sizeof m_buffer);
-      if (n == LIBSSH2_ERROR_EAGAIN || n == 0) return progress;
-      if (n < 0) lost(static_cast<int>(n));
-      progress = true;
-      const std::string_view chunk =
-          m_frames[stream].feed(std::string_view(m_buffer, static_cast<std::size_t>(n)));
-      if (chunk.empty()) continue;
-      if (stream == 0) {
-        m_streams.on_output ? m_streams.on_output(chunk) : (void)result.output.append(chunk);
-      } else {
-        m_streams.on_errors ? m_streams.on_errors(chunk) : (void)result.errors.append(chunk);
-      }
-    }
-  }
-
-  const SshLink& m_link;
-  const ShellStreams& m_streams;
-  FramedStream (&m_frames)[2];
+  SshLink m_link;
   ChannelPtr m_owner;
-  std::string m_pending;  // input read from the streams, not yet written
-  std::size_t m_offset = 0;
-  bool m_input_done = false;
-  bool m_eof_sent = false;
-  char m_buffer[65536];
 };
 
 }  // namespace
 
-ShellResult run_channel(const SshLink& link, const std::string& command,
-                        const ShellStreams& streams, FramedStream (&frames)[2], bool& stopped) {
-  ChannelCommand channel(link, streams, frames);
-  channel.start(command);
-  ShellResult result;
-  while (true) {
-    const bool progress = channel.exchange(result);
-    if (channel.at_end()) break;
-    if (streams.should_stop && streams.should_stop()) {
-      result.exit_code = 143;
-      stopped = true;
-      return result;
-    }
-    if (!progress) channel.idle();
-  }
-  result.exit_code = channel.exit_code();
-  return result;
+std::unique_ptr<ShellPipe> open_shell_pipe(const SshLink& link, const std::string& command) {
+  auto pipe = std::make_unique<ChannelPipe>(link);
+  pipe->start(command);
+  return pipe;
 }
 
 }  // namespace mlw

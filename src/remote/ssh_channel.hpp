@@ -3,10 +3,10 @@
 #include <libssh2.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
-#include "mlw/remote/frame.hpp"
-#include "mlw/remote/shell.hpp"
+#include "conversation.hpp"
 
 namespace mlw {
 
@@ -28,11 +28,7 @@ struct SshLink {
   std::string last_error() const;
 };
 
-/// Runs one framed command (`command`, already quoted) on a new channel of the session: input
-/// from streams.read_input, output through `frames` to the streams; the exit code (128+N for
-/// signal N; 143 and `stopped` set when streams.should_stop ended it). The channel is freed on
-/// every way out, a callback that throws included.
-ShellResult run_channel(const SshLink& link, const std::string& command,
-                        const ShellStreams& streams, FramedStream (&frames)[2], bool& stopped);
+/// Opens a channel on the session and starts `command` (conversation_command()) on it.
+std::unique_ptr<ShellPipe> open_shell_pipe(const SshLink& link, const std::string& command);
 
 }  // namespace mlw

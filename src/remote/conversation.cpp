@@ -1,0 +1,183 @@
+#include "conversation.hpp"
+
+#include <fmt/format.h>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// The most of a command's input sent in one counted chunk (one `head -c` on the target).
+constexpr std::size_t k_chunk = 1 << 20;
+
+/// The shell's loop: it reads a line "LENGTH i|n", then the script's LENGTH bytes, runs the
+/// script in its own /bin/sh (with the counted input that follows, or none), and ends both
+/// outputs with the marker line. Input comes in chunks ("N\n" and N bytes, "0\n" at the end).
+/// `read` and `head -c` take no byte beyond their own (POSIX; GNU and busybox head read at most
+/// N from a pipe), so the loop reads the next step exactly where the last ended; what the
+/// script leaves of its input is read away. The shell itself reads ahead (dash does), so
+/// nothing is read as commands from its stdin.
+constexpr const char* k_loop =
+    "mlw_in() {{ while IFS= read -r mlw_n && [ \"$mlw_n\" -gt 0 ]; do command -p head -c "
+    "\"$mlw_n\" || return 1; done; }}\n"
+    "while IFS=' ' read -r mlw_l mlw_m; do mlw_s=$(command -p head -c \"$mlw_l\"); "
+    "if [ \"$mlw_m\" = i ]; then mlw_in | {{ /bin/sh -c \"$mlw_s\"; mlw_c=$?; command -p cat "
+    ">/dev/null; exit \"$mlw_c\"; }}; else /bin/sh -c \"$mlw_s\" </dev/null; fi; "
+    "printf '%s %s\\n' {0} \"$?\"; printf '%s\\n' {0} >&2; done\n";
+
+}  // namespace
+
+std::string conversation_command(const std::string& marker) {
+  // The marker has no character a shell treats specially.
+  return "exec /bin/sh -c " +
+         shell_quote(fmt::format("printf '%s\\n' {0}; printf '%s\\n' {0} >&2\n", marker) +
+                     fmt::format(k_loop, marker));
+}
+
+StepEnd::StepEnd(std::string pattern, bool with_code)
+    : m_pattern(std::move(pattern)), m_with_code(with_code) {}
+
+void StepEnd::reset() {
+  m_held.clear();
+  m_done = false;
+  m_code = -1;
+}
+
+std::string StepEnd::take(std::string_view chunk) {
+  if (m_done) return {};
+  m_held.append(chunk);
+  const auto at = m_held.find(m_pattern);
+  if (at == std::string::npos) {
+    // Keep only a tail that begins the pattern ("ml", "mlw-fr"): a line's end is never held.
+    std::size_t keep = std::min(m_held.size(), m_pattern.size() - 1);
+    while (keep > 0 && m_held.compare(m_held.size() - keep, keep, m_pattern, 0, keep) != 0) --keep;
+    std::string out = m_held.substr(0, m_held.size() - keep);
+    m_held.erase(0, m_held.size() - keep);
+    return out;
+  }
+  std::string out = m_held.substr(0, at);
+  if (m_with_code) {
+    const auto newline = m_held.find('\n', at + m_pattern.size());
+    if (newline == std::string::npos) {
+      m_held.erase(0, at);  // the code is still coming
+      return out;
+    }
+    const auto code =
+        parse_integer(m_held.substr(at + m_pattern.size(), newline - at - m_pattern.size()), 0,
+                      255);
+    m_code = code ? static_cast<int>(*code) : 255;
+  }
+  m_held.clear();
+  m_done = true;
+  return out;
+}
+
+Conversation::Conversation(std::unique_ptr<ShellPipe> pipe, std::string where,
+                           const std::string& marker)
+    : m_pipe(std::move(pipe)),
+      m_where(std::move(where)),
+      m_marker(marker),
+      m_frames{FramedStream(m_marker), FramedStream(m_marker)},
+      m_ends{StepEnd(m_marker + " ", true), StepEnd(m_marker + "\n", false)} {}
+
+ShellResult Conversation::step(const std::string& script, const ShellStreams& streams,
+                               bool& stopped) {
+  if (!m_usable) throw Error("ssh " + m_where + ": the connection's shell has ended");
+  m_input_done = !streams.read_input;
+  m_outgoing += std::to_string(script.size()) + (m_input_done ? " n\n" : " i\n") + script;
+  for (StepEnd& stream_end : m_ends) stream_end.reset();
+  ShellResult result;
+  while (true) {
+    bool progress = feed_input(streams);
+    progress = read_outputs(streams, result) || progress;
+    if (m_ends[0].done() && m_ends[1].done()) break;
+    if (m_pipe->ended()) {
+      read_outputs(streams, result);
+      if (m_ends[0].done() && m_ends[1].done()) break;
+      return ended_early(std::move(result));
+    }
+    if (streams.should_stop && streams.should_stop()) {
+      m_usable = false;
+      stopped = true;
+      result.exit_code = 143;
+      return result;
+    }
+    if (!progress) m_pipe->wait(200);
+  }
+  result.exit_code = m_ends[0].code();
+  if (!m_noise_told) report_noise(m_where, m_frames, result);  // names it at -v, once
+  m_noise_told = true;
+  return result;
+}
+
+bool Conversation::feed_input(const ShellStreams& streams) {
+  bool progress = false;
+  while (true) {
+    if (m_sent < m_outgoing.size()) {
+      const std::size_t n =
+          m_pipe->write(std::string_view(m_outgoing).substr(m_sent));
+      m_sent += n;
+      progress = progress || n > 0;
+      if (m_sent < m_outgoing.size()) return progress;
+    }
+    m_outgoing.clear();
+    m_sent = 0;
+    if (m_input_done || (streams.input_ready && !streams.input_ready())) return progress;
+    std::string chunk(k_chunk, '\0');
+    std::size_t size = 0;
+    bool at_end = false;
+    while (size < chunk.size()) {
+      const std::size_t n = streams.read_input(chunk.data() + size, chunk.size() - size);
+      if (n == 0) {
+        at_end = true;
+        break;
+      }
+      size += n;
+      if (streams.input_ready && !streams.input_ready()) break;
+    }
+    if (size > 0) m_outgoing = std::to_string(size) + "\n" + chunk.substr(0, size);
+    if (at_end) {
+      m_outgoing += "0\n";
+      m_input_done = true;
+    }
+  }
+}
+
+bool Conversation::read_outputs(const ShellStreams& streams, ShellResult& result) {
+  bool progress = false;
+  char buffer[65536];
+  for (int stream = 0; stream < 2; ++stream) {
+    while (const std::size_t n = m_pipe->read(stream, buffer, sizeof buffer)) {
+      progress = true;
+      const std::string_view framed = m_frames[stream].feed(std::string_view(buffer, n));
+      if (framed.empty()) continue;
+      const std::string chunk = m_ends[stream].take(framed);
+      if (chunk.empty()) continue;
+      if (stream == 0) {
+        streams.on_output ? streams.on_output(chunk) : (void)result.output.append(chunk);
+      } else {
+        streams.on_errors ? streams.on_errors(chunk) : (void)result.errors.append(chunk);
+      }
+    }
+  }
+  return progress;
+}
+
+/// The shell ended before the step did: the login shell never ran it (what it printed is the
+/// reason), or the shell or connection died under it.
+ShellResult Conversation::ended_early(ShellResult result) {
+  m_usable = false;
+  result.exit_code = m_pipe->exit_status();
+  if (!m_frames[0].started()) {
+    report_noise(m_where, m_frames, result);
+    return result;
+  }
+  throw Error(fmt::format("ssh {}: the connection was lost (the shell there ended{})", m_where,
+                          result.exit_code >= 0 ? fmt::format(", exit {}", result.exit_code)
+                                                : ""));
+}
+
+}  // namespace mlw
