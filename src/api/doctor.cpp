@@ -56,7 +56,9 @@ int doctor(Context& ctx, const std::string& name) {
     }
     if (resolved && error.empty()) {
       try {
-        auto ssh = ctx.connector->connect(ctx, name, compute);
+        ConnectRequest own_login;
+        own_login.reuse = false;  // doctor checks the login itself
+        auto ssh = ctx.connector->connect(ctx, name, compute, own_login);
         line("host key", true, ssh->fingerprint() + " is in ~/.ssh/known_hosts");
         line("login", true, compute.username + " with " + ssh->auth_method());
         shell = std::move(ssh);

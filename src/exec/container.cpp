@@ -317,11 +317,12 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
   std::vector<std::string> words = docker_words(plan.compute, facts);
   const std::string name = container_name(plan.record.run_id);
   words.insert(words.end(),
-               {plan.compute.shared_volumes ? "run" : "create", "--name", name, "--label",
+               {"create", "--name", name, "--label",
                 "mlw.run=" + plan.record.run_id, "--label", "mlw.project=" + plan.project.name,
                 "--init", "-w", "/mlw/run/snapshot"});
   if (plan.compute.shared_volumes) {
-    words.insert(words.end(), {"-d", "-v", paths.run_dir + ":/mlw/run"});
+    // The id goes into the run folder's `container` at create, for cancel.
+    words.insert(words.end(), {"--cidfile", "container", "-v", paths.run_dir + ":/mlw/run"});
     if (!user.empty()) words.insert(words.end(), {"--user", user, "-e", "HOME=/tmp"});
   }
   words.insert(words.end(), {"-v", paths.share_dir + ":/mlw/share"});
@@ -440,29 +441,27 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
   if (const auto at = run_line.find(placeholder); at != std::string::npos) {
     run_line.replace(at, placeholder.size(), "\"$(id -u):$(id -g)\"");
   }
-  script += "if ! cid=$(" + run_line +
-            " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
-            "fi\n"
-            "echo \"$cid\" > container\n";
-  if (!plan.compute.shared_volumes) {
-    script += "if ! tar -cf - --transform 's,^\\./,mlw/run/,' ./snapshot ./helper | " + docker +
-              " cp - \"$cid:/\" 2>>driver_log.txt; then finish 125; exit 0; fi\n"
-              "if ! " +
-              docker +
-              " start \"$cid\" >/dev/null 2>>driver_log.txt; then finish 125; "
-              "exit 0; fi\n";
-  }
-  script += docker +
-            " logs -f \"$cid\" >>driver_log.txt 2>&1 &\nlogs=$!\n"
-            "code=$(" +
-            docker +
-            " wait \"$cid\")\nwait $logs\n"
-            "[ \"$code\" = 137 ] && [ \"$(" +
-            docker +
-            " inspect -f '{{.State.OOMKilled}}' \"$cid\" 2>/dev/null)\" = true ]"
-            " && echo oom > oom\n";
-  if (!plan.compute.shared_volumes) {
-    script += docker +
+  const std::string oom = "[ \"$code\" = 137 ] && [ \"$(" + docker +
+                          " inspect -f '{{.State.OOMKilled}}' \"$cid\" 2>/dev/null)\" = true ]"
+                          " && echo oom > oom\n";
+  if (plan.compute.shared_volumes) {
+    // One docker process attaches, starts, streams and waits (as `docker run` does, without
+    // -d, logs -f and wait beside it); create's own warnings stay out of the log.
+    script += "if ! cid=$(" + run_line +
+              " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
+              "fi\n" +
+              docker + " start -a \"$cid\" >>driver_log.txt 2>&1\ncode=$?\n" + oom;
+  } else {
+    script += "if ! cid=$(" + run_line +
+              " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
+              "fi\n"
+              "echo \"$cid\" > container\n"
+              "if ! tar -cf - --transform 's,^\\./,mlw/run/,' ./snapshot ./helper | " +
+              docker + " cp - \"$cid:/\" 2>>driver_log.txt; then finish 125; exit 0; fi\n" +
+              "if ! " + docker +
+              " start \"$cid\" >/dev/null 2>>driver_log.txt; then finish 125; exit 0; fi\n" +
+              docker + " logs -f \"$cid\" >>driver_log.txt 2>&1 &\nlogs=$!\ncode=$(" + docker +
+              " wait \"$cid\")\nwait $logs\n" + oom + docker +
               " cp \"$cid:/mlw/run/snapshot/outputs\" - 2>/dev/null | "
               "tar -C snapshot -xf - 2>/dev/null\n" +
               docker +

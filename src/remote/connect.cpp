@@ -6,9 +6,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <iostream>
 
 #include "mlw/config/secret_store.hpp"
+#include "conversation.hpp"
+#include "linger.hpp"
+#include "mlw/remote/frame.hpp"
 #include "mlw/remote/ssh.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/settings.hpp"
@@ -48,6 +52,76 @@ void apply_config(const SshEndpoint& endpoint, const ConnectRequest& request, Ss
     options.ssh_dir = "/nonexistent";
   }
   options.proxy_command = endpoint.proxy_command;
+}
+
+/// A shell over a kept connection (linger.hpp); when that connection is gone before a
+/// command, the command logs in itself (`direct`), so no command fails for it.
+class KeptShell : public Shell {
+ public:
+  KeptShell(std::filesystem::path socket, std::string host, int timeout_ms,
+            std::function<std::unique_ptr<Shell>()> direct)
+      : m_socket(std::move(socket)),
+        m_host(std::move(host)),
+        m_timeout_ms(timeout_ms),
+        m_direct(std::move(direct)) {}
+
+  /// Opens the first conversation; false when the kept connection does not answer.
+  bool open() {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string marker = new_frame_marker();
+    auto pipe = linger_open(m_socket, conversation_command(marker), m_timeout_ms);
+    if (!pipe) return false;
+    m_conversation = std::make_unique<Conversation>(std::move(pipe), m_host, marker);
+    spdlog::trace("ssh {}: through the kept connection {}, channel open in {} ms", m_host,
+                  m_socket.string(),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count());
+    return true;
+  }
+
+  std::string host() const override { return m_fallback ? m_fallback->host() : m_host; }
+  std::string auth_method() const override { return "the kept connection"; }
+
+  ShellResult run(const std::string& script, const ShellStreams& streams = {}) override {
+    if (!m_fallback && (!m_conversation || !m_conversation->usable()) && !open()) {
+      m_fallback = m_direct();
+    }
+    if (m_fallback) return m_fallback->run(script, streams);
+    const auto started = std::chrono::steady_clock::now();
+    const int waits = m_conversation->waits();
+    bool stopped = false;
+    ShellResult result = m_conversation->step(script, streams, stopped);
+    if (stopped) m_conversation.reset();
+    spdlog::trace("ssh {}: exit {} after {} ms, {} waits for the server: {}", m_host,
+                  result.exit_code,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - started)
+                      .count(),
+                  (m_conversation ? m_conversation->waits() : waits) - waits,
+                  script.substr(0, std::min<std::size_t>(script.find('\n'), 60)));
+    return result;
+  }
+
+  void abandon() override {
+    if (m_fallback) m_fallback->abandon();
+  }
+
+ private:
+  std::filesystem::path m_socket;
+  std::string m_host;
+  int m_timeout_ms;
+  std::function<std::unique_ptr<Shell>()> m_direct;
+  std::unique_ptr<Conversation> m_conversation;
+  std::unique_ptr<Shell> m_fallback;
+};
+
+/// What makes two logins the same connection.
+std::string connection_key(const SshEndpoint& endpoint, const SshOptions& options) {
+  std::string key = fmt::format("mlw-1|{}|{}|{}|{}|{}", endpoint.user, endpoint.host,
+                                endpoint.port, options.proxy_command, options.known_hosts.string());
+  for (const auto& file : endpoint.identity_files) key += "|" + file.string();
+  return key;
 }
 
 }  // namespace
@@ -92,7 +166,21 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
       return SecretStore(ctx.config_dir).get(compute.password);
     };
   }
-  return SshShell::connect(endpoint, options);
+  const bool reuse = request.reuse && !request.attaching && !request.only_key_file &&
+                     !request.password && !request.accept_new_host_key &&
+                     setting("MLW_SSH_LINGER") > 0;
+  std::optional<std::filesystem::path> socket;
+  if (reuse) socket = linger_socket(ctx.config_dir / "connections", connection_key(endpoint, options));
+  if (!socket) return SshShell::connect(endpoint, options);
+  options.linger_socket = *socket;
+  options.linger_s = static_cast<int>(setting("MLW_SSH_LINGER"));
+  auto direct = [endpoint, options]() -> std::unique_ptr<Shell> {
+    return SshShell::connect(endpoint, options);
+  };
+  const std::string host = endpoint.alias.empty() ? endpoint.host : endpoint.alias;
+  auto kept = std::make_unique<KeptShell>(*socket, host, options.connect_timeout_ms, direct);
+  if (kept->open()) return kept;
+  return direct();
 }
 
 std::unique_ptr<Shell> SystemConnector::local_shell() {

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include "mlw/util/process.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "linger.hpp"
 #include "ssh_channel.hpp"
 
 namespace mlw {
@@ -430,7 +432,70 @@ std::int64_t ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 SshShell::~SshShell() {
-  if (m_impl && m_impl->session) account("closed");
+  if (m_impl && m_impl->session && !linger()) account("closed");
+}
+
+namespace {
+
+/// Whether this process runs one thread (a fork copies only the caller's).
+bool single_threaded() {
+  std::error_code ec;
+  int threads = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++threads;
+  }
+  return threads == 1;
+}
+
+/// In the lingering process: nothing of the command's files or terminal is kept open.
+void detach_from_command(int keep_a, int keep_b) {
+  ::setsid();
+  ::prctl(PR_SET_NAME, "mlw-ssh-kept");  // what ps shows
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  const int null_fd = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd < 3; ++fd) ::dup2(null_fd, fd);
+  for (int fd = 3; fd < 1024; ++fd) {
+    if (fd != keep_a && fd != keep_b) ::close(fd);
+  }
+}
+
+}  // namespace
+
+bool SshShell::linger() {
+  Impl& s = *m_impl;
+  if (s.options.linger_socket.empty() || s.options.linger_s <= 0 || s.proxy_pid > 0 ||
+      !single_threaded()) {
+    return false;
+  }
+  const int listen_fd = linger_listen(s.options.linger_socket);
+  if (listen_fd < 0) return false;
+  account("left to linger");
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::fork() != 0) ::_exit(0);  // the grandchild is nobody's child to reap
+    detach_from_command(s.socket, listen_fd);
+    try {
+      s.conversation.reset();  // its channel is closed: the shell there ends
+      linger_serve(s.link(), listen_fd, s.options.linger_socket, s.options.linger_s);
+    } catch (...) {
+    }
+    s.session.reset();  // the goodbye
+    ::_exit(0);
+  }
+  ::close(listen_fd);
+  if (child > 0) ::waitpid(child, nullptr, 0);
+  if (s.conversation) s.conversation->forget();
+  s.conversation.reset();
+  // The lingering process owns the protocol state now (as in abandon).
+  if (s.socket >= 0) ::close(s.socket);
+  s.socket = -1;
+  free_quietly(s.session);
+  if (child < 0) ::unlink(s.options.linger_socket.c_str());
+  return child > 0;
 }
 
 void SshShell::account(const char* how) const {

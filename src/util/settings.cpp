@@ -13,6 +13,8 @@ namespace mlw {
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = {
       {"MLW_SSH_CONNECT_TIMEOUT", 10, 1, "s", "how long an SSH server may take to answer"},
+      {"MLW_SSH_LINGER", 300, 0, "s",
+       "how long an SSH connection is kept for the next command (0: closed after each)"},
       {"MLW_HISTORY_LOCK_TIMEOUT_MS", 10000, 0, "ms",
        "how long a command waits for the history's write lock"},
       {"MLW_RECONNECT_TIMEOUT", 300, 0, "s",

@@ -19,6 +19,9 @@ struct ConnectRequest {
   std::optional<std::string> password;  ///< given to this command (attach); else the stored one
   bool only_key_file = false;           ///< log in with the compute file's key alone (-k check)
   bool attaching = false;  ///< attach: the target's files are not written yet (no doctor hint)
+  /// Whether a kept connection may serve this command, and this one be kept (MLW_SSH_LINGER);
+  /// attach and doctor log in themselves, to check the login.
+  bool reuse = true;
 };
 
 /// The endpoint of a target's compute file, with ~/.ssh/config applied.

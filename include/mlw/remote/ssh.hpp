@@ -40,6 +40,10 @@ struct SshOptions {
       fix_hint;  ///< appended to connection errors, e.g. "run: mlw computetarget doctor -n X"
   /// How login errors name the password (given to attach, or kept in the secret store).
   std::string password_label = "the stored password";
+  /// Where the connection waits for the next command once this one is done (linger.hpp);
+  /// empty: it is closed.
+  std::filesystem::path linger_socket;
+  int linger_s = 0;  ///< MLW_SSH_LINGER: how long it waits with no command
 };
 
 /// A logged-in SSH connection (libssh2) that runs shell scripts; one serves a whole command.
@@ -66,6 +70,9 @@ class SshShell : public Shell {
   explicit SshShell(std::unique_ptr<Impl> impl);
   /// Logs (-vv) what the connection cost: commands, their time, waits for the server.
   void account(const char* how) const;
+  /// Leaves the connection behind in a process of its own that serves the next commands of
+  /// this user (options.linger_socket); false when it cannot (then it is closed).
+  bool linger();
   std::unique_ptr<Impl> m_impl;
 };
 

@@ -41,8 +41,9 @@ TEST(Container, RunWordsMountTheRunAndPassEnvironmentByNameOnly) {
   const auto words = docker_run_words(plan, {"/home/u/.mlw/runs/r", "/home/u/.mlw/share"}, {},
                                       "mlw_env:abc", "1000:1000");
   EXPECT_EQ(words[0], "docker");
-  EXPECT_EQ(words[1], "run");
-  EXPECT_TRUE(has(words, "-d"));
+  EXPECT_EQ(words[1], "create");
+  EXPECT_TRUE(has(words, "--cidfile"));
+  EXPECT_FALSE(has(words, "-d"));
   EXPECT_TRUE(has(words, "/home/u/.mlw/runs/r:/mlw/run"));
   EXPECT_TRUE(has(words, "/home/u/.mlw/share:/mlw/share"));
   EXPECT_TRUE(has(words, "mlw.run=demo_1700000000000"));
