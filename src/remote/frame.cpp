@@ -42,6 +42,11 @@ std::string_view FramedStream::feed(std::string_view chunk) {
   return chunk.substr(chunk.size() - from_chunk);
 }
 
+std::string FramedStream::noise() const {
+  if (m_started || m_noise.size() >= k_noise_kept) return m_noise;
+  return m_noise + m_window.substr(0, k_noise_kept - m_noise.size());
+}
+
 std::string new_frame_marker() {
   std::random_device random;
   return fmt::format("mlw-frame-{:08x}{:08x}", random(), random());

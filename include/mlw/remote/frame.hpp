@@ -19,8 +19,9 @@ class FramedStream {
   std::string_view feed(std::string_view chunk);
   /// True once the marker line was seen.
   bool started() const { return m_started; }
-  /// What the shell printed before the marker (at most 4 KiB of it).
-  const std::string& noise() const { return m_noise; }
+  /// What the shell printed before the marker (at most 4 KiB of it, and the tail not yet
+  /// known to be noise).
+  std::string noise() const;
 
  private:
   std::string m_marker;

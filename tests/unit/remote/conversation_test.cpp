@@ -1,0 +1,165 @@
+// The conversation protocol against a real /bin/sh on this machine: the same shell loop a
+// target runs, over pipes instead of an SSH channel.
+
+#include "../../../src/remote/conversation.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "mlw/util/error.hpp"
+#include "mlw/util/process.hpp"
+
+namespace mlw {
+namespace {
+
+/// A local /bin/sh running conversation_command(marker), as a ShellPipe.
+class LocalPipe : public ShellPipe {
+ public:
+  LocalPipe(const std::string& marker, const std::string& login_noise = "") {
+    int in[2], out[2], err[2];
+    EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(err, O_CLOEXEC), 0);
+    // The "login shell" prints first, then runs the command as sshd would.
+    m_pid = spawn({{"/bin/sh", "-c", login_noise + conversation_command(marker)}, {}, {}},
+                  {.stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1]});
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    m_in = in[1];
+    m_out[0] = out[0];
+    m_out[1] = err[0];
+    for (int fd : {m_in, m_out[0], m_out[1]}) ::fcntl(fd, F_SETFL, O_NONBLOCK);
+  }
+  ~LocalPipe() override {
+    for (int fd : {m_in, m_out[0], m_out[1]}) ::close(fd);
+    if (m_pid > 0) {  // never kill(-1)
+      ::kill(m_pid, SIGKILL);
+      ::waitpid(m_pid, nullptr, 0);
+    }
+  }
+  std::size_t write(std::string_view data) override {
+    if (m_in < 0) return 0;
+    const ssize_t n = ::write(m_in, data.data(), data.size());
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  std::size_t read(int stream, char* buffer, std::size_t size) override {
+    if (m_closed[stream]) return 0;
+    const ssize_t n = ::read(m_out[stream], buffer, size);
+    if (n == 0) m_closed[stream] = true;
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  bool ended() override { return m_closed[0] && m_closed[1]; }
+  void wait(int ms) override {
+    pollfd items[2] = {{m_out[0], POLLIN, 0}, {m_out[1], POLLIN, 0}};
+    ::poll(items, 2, ms);
+  }
+  int waits() const override { return 0; }
+  int exit_status() override {
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    m_pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  void end_input() { ::close(m_in), m_in = -1; }
+
+ private:
+  pid_t m_pid = -1;
+  int m_in = -1;
+  int m_out[2] = {-1, -1};
+  bool m_closed[2] = {false, false};
+};
+
+Conversation local_conversation(const std::string& noise = "") {
+  const std::string marker = "mlw-frame-0123456789abcdef";
+  return Conversation(std::make_unique<LocalPipe>(marker, noise), "here", marker);
+}
+
+ShellResult step(Conversation& talk, const std::string& script, std::string input = "",
+                 bool with_input = false) {
+  ShellStreams streams;
+  std::size_t offset = 0;
+  if (with_input) {
+    streams.read_input = [&](char* buffer, std::size_t size) {
+      const std::size_t n = std::min(size, input.size() - offset);
+      std::copy_n(input.data() + offset, n, buffer);
+      offset += n;
+      return n;
+    };
+  }
+  bool stopped = false;
+  return talk.step(script, streams, stopped);
+}
+
+TEST(StepEnd, PassesOutputOnAndHoldsOnlyWhatBeginsThePattern) {
+  StepEnd end("mlw-frame-ab ", true);
+  EXPECT_EQ(end.take("a line\n"), "a line\n");  // a line's end is not held back
+  EXPECT_EQ(end.take("prog"), "prog");
+  EXPECT_EQ(end.take("ram ml"), "ram ");  // "ml" may begin the marker
+  EXPECT_EQ(end.take("x\nmlw-frame-a"), "mlx\n");
+  EXPECT_FALSE(end.done());
+  EXPECT_EQ(end.take("b 4"), "");
+  EXPECT_FALSE(end.done());  // the code is not whole before its newline
+  EXPECT_EQ(end.take("2\n"), "");
+  EXPECT_TRUE(end.done());
+  EXPECT_EQ(end.code(), 42);
+}
+
+TEST(Conversation, RunsStepsInTurnWithTheirOwnOutputsAndExitCodes) {
+  Conversation talk = local_conversation("echo 'Welcome!'; echo motd >&2; ");
+  const ShellResult first = step(talk, "echo out; echo err >&2; exit 3");
+  EXPECT_EQ(first.exit_code, 3);
+  EXPECT_EQ(first.output, "out\n");  // the login shell's lines are not the command's
+  EXPECT_EQ(first.errors, "err\n");
+  const ShellResult second = step(talk, "printf 'no newline'");
+  EXPECT_EQ(second.exit_code, 0);
+  EXPECT_EQ(second.output, "no newline");
+  EXPECT_TRUE(talk.usable());
+}
+
+TEST(Conversation, InputIsCountedSoAStepThatLeavesItDoesNotEatTheNext) {
+  Conversation talk = local_conversation();
+  std::string big(3 << 20, 'x');  // over one chunk
+  big += "end";
+  const ShellResult counted = step(talk, "wc -c", big, true);
+  EXPECT_EQ(counted.output, std::to_string(big.size()) + "\n");
+  const ShellResult ignored = step(talk, "echo ignored the input", "echo EVIL\nexit 7\n", true);
+  EXPECT_EQ(ignored.output, "ignored the input\n");
+  const ShellResult next = step(talk, "echo next");
+  EXPECT_EQ(next.output, "next\n");
+  EXPECT_EQ(next.exit_code, 0);
+  const ShellResult empty = step(talk, "cat; echo done", "", true);
+  EXPECT_EQ(empty.output, "done\n");
+}
+
+TEST(Conversation, OutputThatHoldsPartsOfTheMarkerIsPassedWhole) {
+  Conversation talk = local_conversation();
+  const ShellResult result = step(talk, "printf 'mlw-frame-0123 mlw-frame-\\001\\000end'");
+  EXPECT_EQ(result.output, std::string("mlw-frame-0123 mlw-frame-\001\000end", 30));
+}
+
+TEST(Conversation, AShellThatEndsIsAnErrorAndTheConversationIsOver) {
+  const std::string marker = "mlw-frame-0123456789abcdef";
+  auto pipe = std::make_unique<LocalPipe>(marker);
+  LocalPipe& ends = *pipe;
+  Conversation talk(std::move(pipe), "here", marker);
+  EXPECT_EQ(step(talk, "echo fine").exit_code, 0);
+  ends.end_input();  // the shell reads the end of its input and exits
+  EXPECT_THROW(step(talk, "echo never"), Error);
+  EXPECT_FALSE(talk.usable());
+}
+
+TEST(Conversation, ALoginShellThatEndsFirstIsTheStepsFailureWithWhatItSaid) {
+  Conversation talk = local_conversation("echo 'account expired' >&2; exit 1; ");
+  const ShellResult result = step(talk, "echo never");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.errors.find("account expired"), std::string::npos);
+  EXPECT_EQ(result.output, "");
+}
+
+}  // namespace
+}  // namespace mlw
