@@ -13,6 +13,7 @@
 #include "conversation.hpp"
 #include "linger.hpp"
 #include "mlw/remote/frame.hpp"
+#include "mlw/remote/known_hosts.hpp"
 #include "mlw/remote/ssh.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/settings.hpp"
@@ -58,10 +59,11 @@ void apply_config(const SshEndpoint& endpoint, const ConnectRequest& request, Ss
 /// command, the command logs in itself (`direct`), so no command fails for it.
 class KeptShell : public Shell {
  public:
-  KeptShell(std::filesystem::path socket, std::string host, int timeout_ms,
+  KeptShell(std::filesystem::path socket, std::string host, std::string where, int timeout_ms,
             std::function<std::unique_ptr<Shell>()> direct)
       : m_socket(std::move(socket)),
         m_host(std::move(host)),
+        m_where(std::move(where)),
         m_timeout_ms(timeout_ms),
         m_direct(std::move(direct)) {}
 
@@ -71,8 +73,8 @@ class KeptShell : public Shell {
     const std::string marker = new_frame_marker();
     auto pipe = linger_open(m_socket, conversation_command(marker), m_timeout_ms);
     if (!pipe) return false;
-    m_conversation = std::make_unique<Conversation>(std::move(pipe), m_host, marker);
-    spdlog::trace("ssh {}: through the kept connection {}, channel open in {} ms", m_host,
+    m_conversation = std::make_unique<Conversation>(std::move(pipe), m_where, marker);
+    spdlog::trace("ssh {}: through the kept connection {}, channel open in {} ms", m_where,
                   m_socket.string(),
                   std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - started)
@@ -91,9 +93,15 @@ class KeptShell : public Shell {
     const auto started = std::chrono::steady_clock::now();
     const int waits = m_conversation->waits();
     bool stopped = false;
-    ShellResult result = m_conversation->step(script, streams, stopped);
+    ShellResult result;
+    try {
+      result = m_conversation->step(script, streams, stopped);
+    } catch (const Error& e) {
+      m_conversation.reset();
+      throw Error(starts_with(e.what(), "ssh ") ? e.what() : "ssh " + m_where + ": " + e.what());
+    }
     if (stopped) m_conversation.reset();
-    spdlog::trace("ssh {}: exit {} after {} ms, {} waits for the server: {}", m_host,
+    spdlog::trace("ssh {}: exit {} after {} ms, {} waits for the server: {}", m_where,
                   result.exit_code,
                   std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - started)
@@ -110,6 +118,7 @@ class KeptShell : public Shell {
  private:
   std::filesystem::path m_socket;
   std::string m_host;
+  std::string m_where;  // host:port, as SshShell's messages name it
   int m_timeout_ms;
   std::function<std::unique_ptr<Shell>()> m_direct;
   std::unique_ptr<Conversation> m_conversation;
@@ -178,7 +187,9 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
     return SshShell::connect(endpoint, options);
   };
   const std::string host = endpoint.alias.empty() ? endpoint.host : endpoint.alias;
-  auto kept = std::make_unique<KeptShell>(*socket, host, options.connect_timeout_ms, direct);
+  auto kept = std::make_unique<KeptShell>(*socket, host,
+                                          known_host_name(endpoint.host, endpoint.port),
+                                          options.connect_timeout_ms, direct);
   if (kept->open()) return kept;
   return direct();
 }

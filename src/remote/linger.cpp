@@ -75,7 +75,7 @@ class LingerPipe : public ShellPipe {
     const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
-    throw Error("the lingering SSH connection was lost: " + errno_text(errno));
+    throw Error("the connection was lost (the kept connection: " + errno_text(errno) + ")");
   }
 
   std::size_t read(int stream, char* buffer, std::size_t size) override {

@@ -42,7 +42,11 @@ struct Client {
   bool done = false;  // nothing more to do but flush to_client
   bool eof = false;   // the command's output ended; the channel is being closed
   Clock::time_point deadline;
+  Clock::time_point queued_until;  // how long it may wait for the one being served
 };
+
+/// How long a client waits while another is served before it is told to log in itself.
+constexpr auto k_queue_wait = std::chrono::milliseconds(300);
 
 /// One loop's worth of a session's channels, serialised as libssh2 needs: one channel is opened
 /// at a time, and a call that left a packet half sent is the only one made until it is done.
@@ -186,6 +190,8 @@ class Master {
 
   void lost() { m_dead = true; }
 
+ public:
+  /// Sends what is held for `c`.
   void flush(Client& c) {
     if (c.to_client.empty()) return;
     const ssize_t n =
@@ -222,7 +228,7 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
       items.push_back({c.fd, wanted, 0});
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(idle_until - Clock::now());
-    const int timeout = clients.empty() ? static_cast<int>(std::max<long>(0, left.count())) : 50;
+    const int timeout = clients.empty() ? static_cast<int>(std::max<long>(0, left.count())) : 20;
     ::poll(items.data(), items.size(), timeout);
     if (clients.empty() && (items[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) break;  // peer gone
     if (items[0].revents & POLLIN) {
@@ -233,12 +239,23 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
           who.uid == ::geteuid()) {
         clients.push_back({});
         clients.back().fd = fd;
+        clients.back().queued_until = Clock::now() + k_queue_wait;
       } else if (fd >= 0) {
         ::close(fd);  // never another user's
       }
     }
+    // One client at a time (libssh2's non-blocking calls on one session do not interleave
+    // safely); one that waited too long is told to log in itself.
     for (auto it = clients.begin(); it != clients.end();) {
-      if (!master.pump(*it)) break;
+      if (it != clients.begin()) {
+        if (!it->done && Clock::now() > it->queued_until) {
+          it->to_client = frame('f', "busy with another command");
+          it->done = true;
+        }
+        if (it->done) master.flush(*it);
+      } else if (!master.pump(*it)) {
+        break;
+      }
       if (it->done && it->to_client.empty()) {
         master.release(*it);
         it = clients.erase(it);

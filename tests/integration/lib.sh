@@ -178,3 +178,16 @@ finish() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]
 }
+
+# start_link PORT [DELAY_MS] [RATE_MBIT]: bench/linkproxy.py in front of 127.0.0.1:PORT (an
+# emulated slow link; 12.5 ms each way and 100 Mbit/s unless given); sets LINK_PORT and LINK_PID
+# (killed when the suite ends). With LINK_LISTEN set, it listens on that port.
+start_link() {
+  local ready="$WORK/link.$RANDOM"
+  python3 "$MLW_SOURCE_DIR/bench/linkproxy.py" --listen "${LINK_LISTEN:-0}" --to "127.0.0.1:$1" \
+    --delay-ms "${2:-12.5}" --rate-mbit "${3:-100}" --ready "$ready" >/dev/null 2>&1 &
+  LINK_PID=$!
+  STARTED_PIDS+=("$LINK_PID")
+  wait_for 10 test -s "$ready" || { echo "the link emulator did not start"; exit 1; }
+  LINK_PORT=$(cat "$ready")
+}
