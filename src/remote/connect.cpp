@@ -70,8 +70,8 @@ class KeptShell : public Shell {
   /// Opens the first conversation; false when the kept connection does not answer.
   bool open() {
     const auto started = std::chrono::steady_clock::now();
-    const std::string marker = new_frame_marker();
-    auto pipe = linger_open(m_socket, conversation_command(marker), m_timeout_ms);
+    std::string marker;
+    auto pipe = linger_open(m_socket, m_timeout_ms, marker);
     if (!pipe) return false;
     m_conversation = std::make_unique<Conversation>(std::move(pipe), m_where, marker);
     spdlog::trace("ssh {}: through the kept connection {}, channel open in {} ms", m_where,
@@ -188,7 +188,7 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
   };
   const std::string host = endpoint.alias.empty() ? endpoint.host : endpoint.alias;
   auto kept = std::make_unique<KeptShell>(*socket, host,
-                                          known_host_name(endpoint.host, endpoint.port),
+                                          endpoint_name(endpoint),
                                           options.connect_timeout_ms, direct);
   if (kept->open()) return kept;
   return direct();

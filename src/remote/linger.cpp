@@ -1,9 +1,10 @@
 // Lingering SSH connections (issue 15), as OpenSSH's ControlPersist: the process that logged in
 // stays behind for a while and opens channels on its session for the next commands of the same
-// user, over a Unix socket in a folder only that user may enter. Its clients speak: "open N\n"
-// and the N bytes of the channel's command, then the channel's stdin as it comes; it answers in
-// frames of one type byte, a 4-byte big-endian length and the bytes: 'r' the channel is open,
-// 'f' it could not be (why), 'o' stdout, 'e' stderr, 'x' the channel ended (its exit status).
+// user, over a Unix socket in a folder only that user may enter. A client says "conv\n" (give me
+// a conversation, conversation.hpp), then sends the channel's stdin as it comes; it is answered
+// in frames of one type byte, a 4-byte big-endian length and the bytes: 'r' the conversation is
+// open (its marker), 'f' it could not be (why), 'o' stdout, 'e' stderr, 'x' the channel ended
+// (its exit status).
 
 #include "linger.hpp"
 
@@ -106,6 +107,8 @@ class LingerPipe : public ShellPipe {
   int exit_status() override { return m_status; }
   /// What the master said when it could not open the channel.
   const std::string& refusal() const { return m_refusal; }
+  /// The marker of the conversation it opened.
+  const std::string& marker() const { return m_marker; }
 
  private:
   /// Reads what the socket has and unpacks whole frames.
@@ -132,7 +135,7 @@ class LingerPipe : public ShellPipe {
       if (m_in.size() - at - 5 < length) break;
       const std::string_view data(m_in.data() + at + 5, length);
       switch (m_in[at]) {
-        case 'r': m_ready = true; break;
+        case 'r': m_ready = true, m_marker = std::string(data); break;
         case 'f': m_refusal = std::string(data), m_ended = true; break;
         case 'o': m_out[0].append(data); break;
         case 'e': m_out[1].append(data); break;
@@ -156,6 +159,7 @@ class LingerPipe : public ShellPipe {
   int m_status = -1;
   int m_waits = 0;
   std::string m_refusal;
+  std::string m_marker;
 };
 
 }  // namespace
@@ -189,8 +193,8 @@ std::optional<fs::path> linger_socket(const fs::path& folder, const std::string&
   return socket;
 }
 
-std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, const std::string& command,
-                                       int timeout_ms) {
+std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms,
+                                       std::string& marker) {
   struct stat info {};
   if (::lstat(socket.c_str(), &info) != 0) return nullptr;
   if (!S_ISSOCK(info.st_mode) || info.st_uid != ::geteuid()) {
@@ -211,7 +215,7 @@ std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, const std::string
     spdlog::warn("not using {}: another user's process listens there", socket.string());
     return nullptr;
   }
-  const std::string request = fmt::format("open {}\n{}", command.size(), command);
+  const std::string request = "conv\n";
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     return nullptr;
@@ -222,6 +226,7 @@ std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, const std::string
                   pipe->refusal().empty() ? "" : " (" + pipe->refusal() + ")");
     return nullptr;
   }
+  marker = pipe->marker();
   return pipe;
 }
 

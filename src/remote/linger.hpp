@@ -17,11 +17,12 @@ namespace mlw {
 std::optional<std::filesystem::path> linger_socket(const std::filesystem::path& folder,
                                                    const std::string& key);
 
-/// Asks the lingering connection at `socket` for a new channel running `command`: the pipe,
-/// or nullptr when there is none, it belongs to another user, or it cannot open one within
-/// `timeout_ms` (its peer vanished); the caller then logs in itself.
-std::unique_ptr<ShellPipe> linger_open(const std::filesystem::path& socket,
-                                       const std::string& command, int timeout_ms);
+/// Asks the lingering connection at `socket` for a conversation (a channel running
+/// conversation_command(marker), `marker` set): the pipe, or nullptr when there is none, it
+/// belongs to another user, is busy, or cannot open one within `timeout_ms` (its peer
+/// vanished); the caller then logs in itself.
+std::unique_ptr<ShellPipe> linger_open(const std::filesystem::path& socket, int timeout_ms,
+                                       std::string& marker);
 
 /// A listening socket bound at `socket` for a connection about to linger; -1 when another
 /// process's connection already answers there (or binding fails).

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "linger.hpp"
+#include "mlw/remote/frame.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -33,124 +34,130 @@ std::string frame(char type, std::string_view data) {
 
 struct Client {
   int fd = -1;
-  std::string request;   // "open N\n" and the command, until complete
-  std::string command;   // empty until the request is complete
+  std::string request;  // "conv\n", until complete
+  bool asked = false;   // the request is complete
   LIBSSH2_CHANNEL* channel = nullptr;
-  bool exec_done = false;
   std::string to_channel;
   std::string to_client;
   bool done = false;  // nothing more to do but flush to_client
   bool eof = false;   // the command's output ended; the channel is being closed
-  Clock::time_point deadline;
   Clock::time_point queued_until;  // how long it may wait for the one being served
 };
 
 /// How long a client waits while another is served before it is told to log in itself.
 constexpr auto k_queue_wait = std::chrono::milliseconds(300);
 
-/// One loop's worth of a session's channels, serialised as libssh2 needs: one channel is opened
-/// at a time, and a call that left a packet half sent is the only one made until it is done.
+/// A session's channels, one client at a time (libssh2's non-blocking calls on one session do
+/// not interleave safely). The next client's conversation is opened while nobody is served (a
+/// spare), so it costs that client no round trip.
 class Master {
  public:
-  Master(const SshLink& link, int timeout_ms) : m_link(link), m_timeout_ms(timeout_ms) {}
+  explicit Master(const SshLink& link) : m_link(link) {}
 
-  /// Moves what can move for `c`; false when the session is gone.
+  /// Moves what can move for the client being served; false when the session is gone.
   bool pump(Client& c) {
-    if (m_busy && m_busy != &c) return true;
-    if (c.command.empty() && !c.done && !read_request(c)) return true;
-    if (!c.done && !c.exec_done && !open(c)) return !m_dead;
-    if (c.exec_done && !c.done) relay(c);
+    if (!c.asked && !c.done && !read_request(c)) return !m_dead;
+    if (!c.done && !c.channel && !take_spare(c)) return !m_dead;
+    if (c.channel && !c.done) relay(c);
     flush(c);
     return !m_dead;
   }
 
-  /// The session's socket, for poll, and whether a call waits to send.
-  short ssh_events() const {
-    const int directions = libssh2_session_block_directions(m_link.session);
-    return static_cast<short>(POLLIN | ((directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? POLLOUT : 0));
+  /// Opens the spare conversation (a step each call); true once it is open.
+  bool prepare_spare() {
+    if (m_spare.ready) return true;
+    if (!m_spare.channel) {
+      if (m_spare.marker.empty()) {
+        m_spare.marker = new_frame_marker();
+        m_spare.deadline = Clock::now() + std::chrono::milliseconds(m_link.timeout_ms);
+      }
+      m_spare.channel = libssh2_channel_open_session(m_link.session);
+      if (!m_spare.channel) return waiting(libssh2_session_last_errno(m_link.session));
+    }
+    const int rc =
+        libssh2_channel_exec(m_spare.channel, conversation_command(m_spare.marker).c_str());
+    if (rc != 0) return waiting(rc);
+    m_spare.ready = true;
+    return true;
   }
 
-  /// Frees a finished client's channel (or leaves it to the session's end).
+  /// The session's socket events for poll.
+  short ssh_events() const {
+    const int directions = libssh2_session_block_directions(m_link.session);
+    return static_cast<short>(POLLIN |
+                              ((directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? POLLOUT : 0));
+  }
+
+  /// Frees a finished client's channel (bounded) and closes its socket.
   void release(Client& c) {
-    if (c.channel) libssh2_channel_free(c.channel);  // EAGAIN: the session frees it at the end
-    if (m_busy == &c) m_busy = nullptr;
-    if (m_opening == &c) m_opening = nullptr;
+    if (c.channel) {
+      m_link.retry([&] { return libssh2_channel_free(c.channel); }, 2000);
+    }
     ::close(c.fd);
   }
 
   bool dead() const { return m_dead; }
+  bool spare_ready() const { return m_spare.ready; }
+
+  /// Sends what is held for `c`.
+  void flush(Client& c) {
+    if (c.to_client.empty()) return;
+    const ssize_t n =
+        ::send(c.fd, c.to_client.data(), c.to_client.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) c.to_client.erase(0, static_cast<std::size_t>(n));
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      c.to_client.clear();
+      c.done = true;
+    }
+  }
 
  private:
-  /// Notes a libssh2 result: EAGAIN with a packet half sent makes `c` the only caller.
-  bool again(Client& c, long rc) {
-    if (rc != LIBSSH2_ERROR_EAGAIN) {
-      if (m_busy == &c) m_busy = nullptr;
-      return false;
-    }
-    m_busy = (libssh2_session_block_directions(m_link.session) & LIBSSH2_SESSION_BLOCK_OUTBOUND)
-                 ? &c
-                 : nullptr;
-    return true;
+  struct Spare {
+    LIBSSH2_CHANNEL* channel = nullptr;
+    std::string marker;
+    bool ready = false;
+    Clock::time_point deadline;
+  };
+
+  /// EAGAIN within the deadline: not yet. Anything else, or no answer in time (the peer
+  /// vanished): the session is over.
+  bool waiting(int rc) {
+    if (rc == LIBSSH2_ERROR_EAGAIN && Clock::now() < m_spare.deadline) return false;
+    m_dead = true;
+    return false;
   }
 
   bool read_request(Client& c) {
-    char buffer[4096];
+    char buffer[64];
     const ssize_t n = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       c.done = true;
       return false;
     }
     if (n > 0) c.request.append(buffer, static_cast<std::size_t>(n));
-    const auto newline = c.request.find('\n');
-    if (newline == std::string::npos || !starts_with(c.request, "open ")) {
-      if (c.request.size() > 64) c.done = true;  // not a client of ours
+    if (c.request.size() < 5) return false;
+    if (!starts_with(c.request, "conv\n")) {
+      c.done = true;  // not a client of ours
       return false;
     }
-    const auto size = parse_integer(c.request.substr(5, newline - 5), 1, 1 << 20);
-    if (!size) {
-      c.done = true;
-      return false;
-    }
-    if (c.request.size() - newline - 1 < static_cast<std::size_t>(*size)) return false;
-    c.command = c.request.substr(newline + 1, static_cast<std::size_t>(*size));
-    c.to_channel = c.request.substr(newline + 1 + static_cast<std::size_t>(*size));
-    c.request.clear();
-    c.deadline = Clock::now() + std::chrono::milliseconds(m_timeout_ms);
+    c.to_channel = c.request.substr(5);
+    c.asked = true;
     return true;
   }
 
-  /// Opens the client's channel and starts its command; false until that is done.
-  bool open(Client& c) {
-    if (!c.channel) {
-      if (m_opening && m_opening != &c) return false;
-      m_opening = &c;
-      c.channel = libssh2_channel_open_session(m_link.session);
-      if (!c.channel) {
-        const int rc = libssh2_session_last_errno(m_link.session);
-        if (again(c, rc) && Clock::now() < c.deadline) return false;
-        refuse(c, "cannot open a channel: " + m_link.last_error());
-        return false;
+  /// Gives the client the spare conversation, once it is open.
+  bool take_spare(Client& c) {
+    if (!prepare_spare()) {
+      if (m_dead) {
+        c.to_client += frame('f', "cannot open a channel: " + m_link.last_error());
+        c.done = true;
       }
-      m_opening = nullptr;
-    }
-    const int rc = libssh2_channel_exec(c.channel, c.command.c_str());
-    if (again(c, rc) && Clock::now() < c.deadline) return false;
-    if (rc != 0) {
-      refuse(c, "cannot start the command: " + m_link.last_error());
       return false;
     }
-    c.exec_done = true;
-    c.to_client += frame('r', "");
+    c.channel = m_spare.channel;
+    c.to_client += frame('r', m_spare.marker);
+    m_spare = {};
     return true;
-  }
-
-  /// A channel that cannot be had: the client logs in itself; a session that cannot open one
-  /// (its peer vanished: no answer in time, or the socket failed) is over.
-  void refuse(Client& c, const std::string& why) {
-    if (m_opening == &c) m_opening = nullptr;
-    c.to_client += frame('f', why);
-    c.done = true;
-    m_dead = true;
   }
 
   void relay(Client& c) {
@@ -166,14 +173,12 @@ class Master {
     if (!c.to_channel.empty()) {
       const ssize_t n = libssh2_channel_write(c.channel, c.to_channel.data(), c.to_channel.size());
       if (n > 0) c.to_channel.erase(0, static_cast<std::size_t>(n));
-      if (n < 0 && !again(c, n)) return lost();
-      if (m_busy == &c) return;
+      if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) return lost(c);
     }
     for (int stream = 0; stream < 2 && c.to_client.size() < k_hold; ++stream) {
       const ssize_t n = libssh2_channel_read_ex(c.channel, stream, buffer, sizeof buffer);
       if (n > 0) c.to_client += frame(stream == 0 ? 'o' : 'e', std::string_view(buffer, n));
-      if (n < 0 && !again(c, n)) return lost();
-      if (m_busy == &c) return;
+      if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) return lost(c);
     }
     if (!c.eof && libssh2_channel_eof(c.channel) && c.to_client.size() < k_hold) c.eof = true;
     if (c.eof) finish(c);
@@ -183,30 +188,20 @@ class Master {
   void finish(Client& c) {
     int rc = libssh2_channel_close(c.channel);
     if (rc == 0) rc = libssh2_channel_wait_closed(c.channel);
-    if (again(c, rc)) return;
-    c.to_client += frame('x', std::to_string(rc == 0 ? libssh2_channel_get_exit_status(c.channel) : -1));
+    if (rc == LIBSSH2_ERROR_EAGAIN) return;
+    c.to_client +=
+        frame('x', std::to_string(rc == 0 ? libssh2_channel_get_exit_status(c.channel) : -1));
     c.done = true;
   }
 
-  void lost() { m_dead = true; }
-
- public:
-  /// Sends what is held for `c`.
-  void flush(Client& c) {
-    if (c.to_client.empty()) return;
-    const ssize_t n =
-        ::send(c.fd, c.to_client.data(), c.to_client.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) c.to_client.erase(0, static_cast<std::size_t>(n));
-    if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      c.to_client.clear();
-      c.done = true;
-    }
+  /// The session failed under a client: it sees its channel end without a status.
+  void lost(Client& c) {
+    c.done = true;
+    m_dead = true;
   }
 
   const SshLink& m_link;
-  int m_timeout_ms;
-  Client* m_busy = nullptr;
-  Client* m_opening = nullptr;
+  Spare m_spare;
   bool m_dead = false;
 };
 
@@ -216,21 +211,24 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
                   int idle_s) {
   struct stat bound {};
   ::lstat(socket.c_str(), &bound);
-  Master master(link, link.timeout_ms);
+  Master master(link);
   std::list<Client> clients;
   auto idle_until = Clock::now() + std::chrono::seconds(idle_s);
   while (!master.dead()) {
+    // Serving nobody, the session is watched only for its end; else for what libssh2 needs.
+    if (clients.empty()) master.prepare_spare();
+    const bool quiet = clients.empty() && master.spare_ready();
     std::vector<pollfd> items = {{listen_fd, POLLIN, 0},
-                                 {link.socket, clients.empty() ? short(POLLRDHUP) : master.ssh_events(), 0}};
+                                 {link.socket, quiet ? short(POLLRDHUP) : master.ssh_events(), 0}};
     for (const Client& c : clients) {
       const short wanted = static_cast<short>(
           (c.done || c.to_channel.size() >= k_hold ? 0 : POLLIN) | (c.to_client.empty() ? 0 : POLLOUT));
       items.push_back({c.fd, wanted, 0});
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(idle_until - Clock::now());
-    const int timeout = clients.empty() ? static_cast<int>(std::max<long>(0, left.count())) : 20;
+    const int timeout = quiet ? static_cast<int>(std::max<long>(0, left.count())) : 20;
     ::poll(items.data(), items.size(), timeout);
-    if (clients.empty() && (items[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) break;  // peer gone
+    if (quiet && (items[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) break;  // peer gone
     if (items[0].revents & POLLIN) {
       const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       ucred who{};

@@ -84,12 +84,7 @@ struct SshShell::Impl {
     }
   }
 
-  std::string where() const {
-    const std::string target = known_host_name(endpoint.host, endpoint.port);
-    if (endpoint.alias.empty() || endpoint.alias == endpoint.host) return target;
-    if (parse_address(endpoint.alias).host == endpoint.host) return endpoint.alias;
-    return fmt::format("{} ({})", endpoint.alias, target);
-  }
+  std::string where() const { return endpoint_name(endpoint); }
 
   [[noreturn]] void fail(const std::string& step, const std::string& what,
                          const std::string& fix) const {
@@ -419,6 +414,13 @@ struct SshShell::Impl {
          "attach again with the right -u/-w, or with -k to install a key");
   }
 };
+
+std::string endpoint_name(const SshEndpoint& endpoint) {
+  const std::string target = known_host_name(endpoint.host, endpoint.port);
+  if (endpoint.alias.empty() || endpoint.alias == endpoint.host) return target;
+  if (parse_address(endpoint.alias).host == endpoint.host) return endpoint.alias;
+  return fmt::format("{} ({})", endpoint.alias, target);
+}
 
 SshShell::SshShell(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 namespace {

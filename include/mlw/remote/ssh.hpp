@@ -46,6 +46,10 @@ struct SshOptions {
   int linger_s = 0;  ///< MLW_SSH_LINGER: how long it waits with no command
 };
 
+/// How messages name an endpoint: the address as the user gave it ("gpu-vm:2222"), with the
+/// host it stands for when that differs.
+std::string endpoint_name(const SshEndpoint& endpoint);
+
 /// A logged-in SSH connection (libssh2) that runs shell scripts; one serves a whole command.
 class SshShell : public Shell {
  public:
