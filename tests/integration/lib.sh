@@ -191,3 +191,12 @@ start_link() {
   wait_for 10 test -s "$ready" || { echo "the link emulator did not start"; exit 1; }
   LINK_PORT=$(cat "$ready")
 }
+
+# via_link: with MLW_TEST_VIA_LINK set (the *_link.sh suites), every SSH connection of the suite
+# goes through the link emulator (start_link), as over a user's 25 ms link.
+via_link() {
+  [ -n "${MLW_TEST_VIA_LINK:-}" ] || return 0
+  start_link "$MLW_TEST_SSH_PORT"
+  export MLW_TEST_SSH_PORT=$LINK_PORT
+  echo "every SSH connection of this suite goes through the link emulator (port $LINK_PORT)"
+}

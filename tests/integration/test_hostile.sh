@@ -9,6 +9,7 @@ source "$(dirname "$0")/lib.sh"
 
 require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_HOSTILE_USER \
   MLW_TEST_IMAGE DOCKER_HOST SLURM_CONF
+via_link
 export HOME="$WORK/home"
 mkdir -p "$HOME"
 ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"

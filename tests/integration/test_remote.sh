@@ -7,6 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
+via_link
 export HOME="$WORK/home"
 mkdir -p "$HOME"
 PORT=$MLW_TEST_SSH_PORT
