@@ -17,6 +17,9 @@ namespace {
 /// 10 s from SIGTERM to SIGKILL, and the time to see the end).
 constexpr int k_stop_bound_s = 20;
 
+/// The most of the target's answer about a run's end that is read (a number, "oom").
+constexpr std::size_t k_state_bound = 4096;
+
 }  // namespace
 
 bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
@@ -81,16 +84,27 @@ void MonitorDriver::follow(RunSession& session) {
   steady_clock::time_point stopped_at;
   const std::string log = shell_quote(session.paths.run_dir + "/driver_log.txt");
   while (true) {
+    // The log until the monitor ends, then (on stderr, in the same round trip) whether it
+    // ended and how: "mlw-state=running", or "mlw-state=ended" and the end script's lines.
+    std::string state;
     ShellStreams streams;
     streams.on_output = [&](std::string_view chunk) {
       session.offset += chunk.size();
       session.append_log(chunk);
     };
+    streams.on_errors = [&](std::string_view chunk) {
+      if (state.size() < k_state_bound) state.append(chunk.substr(0, k_state_bound - state.size()));
+    };
     streams.should_stop = [&] { return !stop_sent && session.canceled(); };
     session.run_reconnecting(
         [&] {
-          return fmt::format("exec tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null",
-                             session.offset + 1, m_monitor_pid, log);
+          state.clear();
+          return fmt::format(
+              "tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null\nexec >&2\n"
+              "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
+              "cd {} && {}; exit 0",
+              session.offset + 1, m_monitor_pid, log, m_monitor_pid,
+              shell_quote(session.paths.run_dir), end_script());
         },
         streams);
     if (!stop_sent && session.canceled()) {
@@ -99,20 +113,16 @@ void MonitorDriver::follow(RunSession& session) {
       stopped_at = steady_clock::now();
       continue;
     }
-    const ShellResult alive = session.run_reconnecting(fmt::format(
-        "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
-        "cd {} && {}; exit 0",
-        m_monitor_pid, shell_quote(session.paths.run_dir), end_script()));
-    const auto newline = alive.output.find('\n');
-    const std::string state = alive.output.substr(0, newline);
-    if (state == "mlw-state=ended") {
+    const auto newline = state.find('\n');
+    const std::string first = state.substr(0, newline);
+    if (first == "mlw-state=ended") {
       m_seen = Seen::Ended;
-      m_end = newline == std::string::npos ? "" : alive.output.substr(newline + 1);
+      m_end = newline == std::string::npos ? "" : state.substr(newline + 1);
       return;
     }
-    if (state != "mlw-state=running") {
+    if (first != "mlw-state=running") {
       m_seen = Seen::BadAnswer;
-      m_end = "bad-answer " + printable(alive.output) + "\n";
+      m_end = "bad-answer " + printable(state) + "\n";
       return;
     }
     // A stopped run that the target still reports as going on is not waited for forever.

@@ -74,6 +74,7 @@ class LingerPipe : public ShellPipe {
 
   std::size_t write(std::string_view data) override {
     const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    m_want_write = n < static_cast<ssize_t>(data.size());  // wait() then waits for room too
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
     throw Error("the connection was lost (the kept connection: " + errno_text(errno) + ")");
@@ -98,7 +99,7 @@ class LingerPipe : public ShellPipe {
   }
 
   void wait(int ms) override {
-    pollfd item{m_fd, POLLIN, 0};
+    pollfd item{m_fd, static_cast<short>(POLLIN | (m_want_write ? POLLOUT : 0)), 0};
     ++m_waits;
     ::poll(&item, 1, ms);
   }
@@ -156,6 +157,7 @@ class LingerPipe : public ShellPipe {
   std::size_t m_taken[2] = {0, 0};
   bool m_ready = false;
   bool m_ended = false;
+  bool m_want_write = false;
   int m_status = -1;
   int m_waits = 0;
   std::string m_refusal;

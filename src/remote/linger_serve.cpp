@@ -160,25 +160,35 @@ class Master {
     return true;
   }
 
+  /// Moves what each side has for the other until neither can take more now.
   void relay(Client& c) {
     char buffer[65536];
-    if (c.to_channel.size() < k_hold) {
-      const ssize_t n = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        c.done = true;  // the client left: its channel goes
-        return;
+    bool moved = true;
+    while (moved && !c.done) {
+      moved = false;
+      if (c.to_channel.size() < k_hold) {
+        const ssize_t n = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+          c.done = true;  // the client left: its channel goes
+          return;
+        }
+        if (n > 0) c.to_channel.append(buffer, static_cast<std::size_t>(n)), moved = true;
       }
-      if (n > 0) c.to_channel.append(buffer, static_cast<std::size_t>(n));
-    }
-    if (!c.to_channel.empty()) {
-      const ssize_t n = libssh2_channel_write(c.channel, c.to_channel.data(), c.to_channel.size());
-      if (n > 0) c.to_channel.erase(0, static_cast<std::size_t>(n));
-      if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) return lost(c);
-    }
-    for (int stream = 0; stream < 2 && c.to_client.size() < k_hold; ++stream) {
-      const ssize_t n = libssh2_channel_read_ex(c.channel, stream, buffer, sizeof buffer);
-      if (n > 0) c.to_client += frame(stream == 0 ? 'o' : 'e', std::string_view(buffer, n));
-      if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) return lost(c);
+      if (!c.to_channel.empty()) {
+        const ssize_t n =
+            libssh2_channel_write(c.channel, c.to_channel.data(), c.to_channel.size());
+        if (n > 0) c.to_channel.erase(0, static_cast<std::size_t>(n)), moved = true;
+        if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) return lost(c);
+      }
+      for (int stream = 0; stream < 2 && c.to_client.size() < k_hold; ++stream) {
+        const ssize_t n = libssh2_channel_read_ex(c.channel, stream, buffer, sizeof buffer);
+        if (n > 0) {
+          c.to_client += frame(stream == 0 ? 'o' : 'e', std::string_view(buffer, n));
+          moved = true;
+        }
+        if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) return lost(c);
+      }
+      flush(c);
     }
     if (!c.eof && libssh2_channel_eof(c.channel) && c.to_client.size() < k_hold) c.eof = true;
     if (c.eof) finish(c);

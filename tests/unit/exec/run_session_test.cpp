@@ -19,9 +19,12 @@ namespace {
 
 /// What the fake target answers to one script.
 struct Answer {
+  Answer(std::string out, int code = 0, bool dropped = false, std::string err = {})
+      : output(std::move(out)), exit_code(code), drop(dropped), errors(std::move(err)) {}
   std::string output;
   int exit_code = 0;
   bool drop = false;  ///< the connection drops after the output
+  std::string errors;  ///< stderr (where the follow step says how the run ended)
 };
 
 /// Every script any fake shell was sent, in order, and the answers they get: the first rule
@@ -46,6 +49,11 @@ struct FakeTarget {
         streams.on_output(a.output);
       } else {
         result.output = a.output;
+      }
+      if (streams.on_errors && !a.errors.empty()) {
+        streams.on_errors(a.errors);
+      } else {
+        result.errors = a.errors;
       }
       if (a.drop) throw Error("ssh: the connection dropped");
       return result;
@@ -118,8 +126,7 @@ TEST(RunSession, AReconnectResumesTheLogAtTheByteReceived) {
   f.target.on("cat > monitor.sh", {{"4242\n"}});
   // The first follow gets 6 bytes, then the connection drops; the next must ask from byte 7.
   f.target.on("tail -c +1 ", {{"hello ", 0, true}});
-  f.target.on("tail -c +7 ", {{"world\n"}});
-  f.target.on("kill -0 4242", {{"mlw-state=ended\n0\n"}});
+  f.target.on("tail -c +7 ", {{"world\n", 0, false, "mlw-state=ended\n0\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   EXPECT_EQ(session.run(*driver, nullptr), 0);
@@ -148,7 +155,7 @@ TEST(RunSession, ACancelBeforeTheStartSendsNothingToTheTarget) {
 TEST(RunSession, AMonitorThatVanishesWithoutAnExitCodeFailsTheRunSayingWhere) {
   Fixture f("remote");
   f.target.on("cat > monitor.sh", {{"4242\n"}});
-  f.target.on("kill -0 4242", {{"mlw-state=ended\n"}});
+  f.target.on("kill -0 4242", {{"", 0, false, "mlw-state=ended\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   session.run(*driver, nullptr);
@@ -212,8 +219,9 @@ RunRecord slurm_end_of(const std::string& state, const std::string& exit_field,
     f.plan.record.mark_lost(lost_reason::k_slurm, "the Slurm controller did not answer");
   }
   f.target.on("then echo alive", {{"alive\n"}});
-  f.target.on("kill -0 4242", {{"mlw-state=ended\njob_code=" + job_code + "\nslurm_state=" + state +
-                                "\nslurm_exit=" + exit_field + "\n"}});
+  f.target.on("kill -0 4242", {{"", 0, false,
+                                "mlw-state=ended\njob_code=" + job_code + "\nslurm_state=" +
+                                    state + "\nslurm_exit=" + exit_field + "\n"}});
   const auto driver = slurm_driver();
   auto session = f.session();
   session.resume(*driver);
