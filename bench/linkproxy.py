@@ -65,7 +65,7 @@ class Direction:
                     break
                 self.writer.write(chunk)
                 await self.writer.drain()
-        except (ConnectionError, OSError):
+        except (ConnectionError, OSError, asyncio.CancelledError):
             pass
 
 
@@ -80,7 +80,10 @@ async def relay(client_reader, client_writer, target, delay_s, rate_bps):
                   Direction(server_reader, client_writer, delay_s, rate_bps)]
     tasks = [asyncio.create_task(d.receive()) for d in directions]
     tasks += [asyncio.create_task(d.deliver()) for d in directions]
-    await asyncio.gather(*tasks, return_exceptions=True)
+    try:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    except asyncio.CancelledError:
+        pass
     for writer in (client_writer, server_writer):
         writer.close()
 

@@ -48,8 +48,9 @@ struct Client {
 constexpr auto k_queue_wait = std::chrono::milliseconds(300);
 
 /// A session's channels, one client at a time (libssh2's non-blocking calls on one session do
-/// not interleave safely). The next client's conversation is opened while nobody is served (a
-/// spare), so it costs that client no round trip.
+/// not interleave safely). Each client's conversation is opened when it asks, never ahead: a
+/// shell started earlier would miss what changed on the target since (a ~/.bashrc that now
+/// puts a new folder on PATH), where a command of its own sees it.
 class Master {
  public:
   explicit Master(const SshLink& link) : m_link(link) {}
@@ -57,27 +58,27 @@ class Master {
   /// Moves what can move for the client being served; false when the session is gone.
   bool pump(Client& c) {
     if (!c.asked && !c.done && !read_request(c)) return !m_dead;
-    if (!c.done && !c.channel && !take_spare(c)) return !m_dead;
+    if (!c.done && !c.channel && !give_conversation(c)) return !m_dead;
     if (c.channel && !c.done) relay(c);
     flush(c);
     return !m_dead;
   }
 
-  /// Opens the spare conversation (a step each call); true once it is open.
-  bool prepare_spare() {
-    if (m_spare.ready) return true;
-    if (!m_spare.channel) {
-      if (m_spare.marker.empty()) {
-        m_spare.marker = new_frame_marker();
-        m_spare.deadline = Clock::now() + std::chrono::milliseconds(m_link.timeout_ms);
+  /// Opens the conversation asked for (a step each call); true once it is open.
+  bool open_conversation() {
+    if (m_opening.ready) return true;
+    if (!m_opening.channel) {
+      if (m_opening.marker.empty()) {
+        m_opening.marker = new_frame_marker();
+        m_opening.deadline = Clock::now() + std::chrono::milliseconds(m_link.timeout_ms);
       }
-      m_spare.channel = libssh2_channel_open_session(m_link.session);
-      if (!m_spare.channel) return waiting(libssh2_session_last_errno(m_link.session));
+      m_opening.channel = libssh2_channel_open_session(m_link.session);
+      if (!m_opening.channel) return waiting(libssh2_session_last_errno(m_link.session));
     }
     const int rc =
-        libssh2_channel_exec(m_spare.channel, conversation_command(m_spare.marker).c_str());
+        libssh2_channel_exec(m_opening.channel, conversation_command(m_opening.marker).c_str());
     if (rc != 0) return waiting(rc);
-    m_spare.ready = true;
+    m_opening.ready = true;
     return true;
   }
 
@@ -97,7 +98,6 @@ class Master {
   }
 
   bool dead() const { return m_dead; }
-  bool spare_ready() const { return m_spare.ready; }
 
   /// Sends what is held for `c`.
   void flush(Client& c) {
@@ -112,7 +112,7 @@ class Master {
   }
 
  private:
-  struct Spare {
+  struct Opening {
     LIBSSH2_CHANNEL* channel = nullptr;
     std::string marker;
     bool ready = false;
@@ -122,7 +122,7 @@ class Master {
   /// EAGAIN within the deadline: not yet. Anything else, or no answer in time (the peer
   /// vanished): the session is over.
   bool waiting(int rc) {
-    if (rc == LIBSSH2_ERROR_EAGAIN && Clock::now() < m_spare.deadline) return false;
+    if (rc == LIBSSH2_ERROR_EAGAIN && Clock::now() < m_opening.deadline) return false;
     m_dead = true;
     return false;
   }
@@ -145,18 +145,18 @@ class Master {
     return true;
   }
 
-  /// Gives the client the spare conversation, once it is open.
-  bool take_spare(Client& c) {
-    if (!prepare_spare()) {
+  /// Gives the client its conversation, once it is open.
+  bool give_conversation(Client& c) {
+    if (!open_conversation()) {
       if (m_dead) {
         c.to_client += frame('f', "cannot open a channel: " + m_link.last_error());
         c.done = true;
       }
       return false;
     }
-    c.channel = m_spare.channel;
-    c.to_client += frame('r', m_spare.marker);
-    m_spare = {};
+    c.channel = m_opening.channel;
+    c.to_client += frame('r', m_opening.marker);
+    m_opening = {};
     return true;
   }
 
@@ -211,7 +211,7 @@ class Master {
   }
 
   const SshLink& m_link;
-  Spare m_spare;
+  Opening m_opening;
   bool m_dead = false;
 };
 
@@ -226,8 +226,7 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
   auto idle_until = Clock::now() + std::chrono::seconds(idle_s);
   while (!master.dead()) {
     // Serving nobody, the session is watched only for its end; else for what libssh2 needs.
-    if (clients.empty()) master.prepare_spare();
-    const bool quiet = clients.empty() && master.spare_ready();
+    const bool quiet = clients.empty();
     std::vector<pollfd> items = {{listen_fd, POLLIN, 0},
                                  {link.socket, quiet ? short(POLLRDHUP) : master.ssh_events(), 0}};
     for (const Client& c : clients) {
