@@ -1,0 +1,99 @@
+// Kept connections: where their socket may live, and the client's side of the protocol against
+// a stand-in for the kept process.
+
+#include "../../../src/remote/linger.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "temp_dir.hpp"
+
+namespace mlw {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string frame(char type, const std::string& data) {
+  std::string out(5, '\0');
+  out[0] = type;
+  for (int i = 0; i < 4; ++i) out[1 + i] = static_cast<char>((data.size() >> (24 - 8 * i)) & 0xff);
+  return out + data;
+}
+
+/// Accepts one client on `listen_fd`, reads its request, answers `reply`, then echoes stdout.
+void stand_in(int listen_fd, std::string reply, std::string* asked) {
+  int fd = -1;
+  for (int i = 0; i < 200 && fd < 0; ++i) {
+    fd = ::accept(listen_fd, nullptr, nullptr);
+    if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (fd < 0) return;
+  char buffer[64];
+  const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+  if (n > 0) asked->assign(buffer, static_cast<std::size_t>(n));
+  ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+  while (::recv(fd, buffer, sizeof buffer, 0) > 0) {
+  }  // as the kept process does, until the client goes
+  ::close(fd);
+}
+
+TEST(Linger, TheFolderIsMadeForTheUserAloneAndAnOpenOneIsRefused) {
+  test::TempDir dir("mlw-linger");
+  const fs::path folder = dir.path() / "config" / "connections";
+  const auto socket = linger_socket(folder, "user@host:22");
+  ASSERT_TRUE(socket);
+  EXPECT_EQ(socket->parent_path(), folder);
+  EXPECT_EQ(socket->extension(), ".sock");
+  struct stat info {};
+  ASSERT_EQ(::stat(folder.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0700u);
+  EXPECT_EQ(linger_socket(folder, "user@host:22"), socket);  // the same login, the same socket
+  EXPECT_NE(linger_socket(folder, "other@host:22"), socket);
+  ::chmod(folder.c_str(), 0755);
+  EXPECT_FALSE(linger_socket(folder, "user@host:22"));  // others may enter it
+  ::chmod(folder.c_str(), 0700);
+  const fs::path link = dir.path() / "link";
+  fs::create_directory_symlink(folder, link);
+  EXPECT_FALSE(linger_socket(link, "user@host:22"));  // not a real folder
+  EXPECT_FALSE(linger_socket(dir.path() / std::string(120, 'x'), "k"));  // too long a path
+}
+
+TEST(Linger, AClientGetsTheConversationsMarkerOrLogsInItself) {
+  test::TempDir dir("mlw-linger");
+  const auto socket = linger_socket(dir.path() / "c", "k");
+  ASSERT_TRUE(socket);
+  std::string marker = "unset";
+  EXPECT_EQ(linger_open(*socket, 1000, marker), nullptr);  // nobody kept a connection
+  EXPECT_EQ(marker, "unset");
+
+  int listen_fd = linger_listen(*socket);
+  ASSERT_GE(listen_fd, 0);
+  std::string asked;
+  std::thread ready(stand_in, listen_fd, frame('r', "mlw-frame-00") + frame('o', "hi"), &asked);
+  auto pipe = linger_open(*socket, 2000, marker);
+  if (!pipe) ready.join();
+  ASSERT_NE(pipe, nullptr);
+  EXPECT_EQ(marker, "mlw-frame-00");
+  char buffer[8] = {};
+  for (int i = 0; i < 100 && !pipe->read(0, buffer, sizeof buffer); ++i) pipe->wait(10);
+  EXPECT_STREQ(buffer, "hi");
+  pipe.reset();
+  ready.join();
+  EXPECT_EQ(asked, "conv\n");
+
+  std::thread busy(stand_in, listen_fd, frame('f', "busy with another command"), &asked);
+  EXPECT_EQ(linger_open(*socket, 2000, marker), nullptr);  // refused: the caller logs in
+  busy.join();
+  EXPECT_EQ(linger_listen(*socket), -1);  // one answers there already
+  ::close(listen_fd);
+  EXPECT_EQ(linger_open(*socket, 2000, marker), nullptr);  // nobody listens: left over
+  EXPECT_FALSE(fs::exists(*socket));                      // and removed
+}
+
+}  // namespace
+}  // namespace mlw
