@@ -317,9 +317,8 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
   std::vector<std::string> words = docker_words(plan.compute, facts);
   const std::string name = container_name(plan.record.run_id);
   words.insert(words.end(),
-               {"create", "--name", name, "--label",
-                "mlw.run=" + plan.record.run_id, "--label", "mlw.project=" + plan.project.name,
-                "--init", "-w", "/mlw/run/snapshot"});
+               {"create", "--name", name, "--label", "mlw.run=" + plan.record.run_id, "--label",
+                "mlw.project=" + plan.project.name, "--init", "-w", "/mlw/run/snapshot"});
   if (plan.compute.shared_volumes) {
     // The id goes into the run folder's `container` at create, for cancel.
     words.insert(words.end(), {"--cidfile", "container", "-v", paths.run_dir + ":/mlw/run"});
@@ -452,20 +451,19 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
               "fi\n" +
               docker + " start -a \"$cid\" >>driver_log.txt 2>&1\ncode=$?\n" + oom;
   } else {
-    script += "if ! cid=$(" + run_line +
-              " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
-              "fi\n"
-              "echo \"$cid\" > container\n"
-              "if ! tar -cf - --transform 's,^\\./,mlw/run/,' ./snapshot ./helper | " +
-              docker + " cp - \"$cid:/\" 2>>driver_log.txt; then finish 125; exit 0; fi\n" +
-              "if ! " + docker +
-              " start \"$cid\" >/dev/null 2>>driver_log.txt; then finish 125; exit 0; fi\n" +
-              docker + " logs -f \"$cid\" >>driver_log.txt 2>&1 &\nlogs=$!\ncode=$(" + docker +
-              " wait \"$cid\")\nwait $logs\n" + oom + docker +
-              " cp \"$cid:/mlw/run/snapshot/outputs\" - 2>/dev/null | "
-              "tar -C snapshot -xf - 2>/dev/null\n" +
-              docker +
-              " cp \"$cid:/mlw/run/metrics.jsonl\" - 2>/dev/null | tar -xf - 2>/dev/null\n";
+    script +=
+        "if ! cid=$(" + run_line +
+        " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
+        "fi\n"
+        "echo \"$cid\" > container\n"
+        "if ! tar -cf - --transform 's,^\\./,mlw/run/,' ./snapshot ./helper | " +
+        docker + " cp - \"$cid:/\" 2>>driver_log.txt; then finish 125; exit 0; fi\n" + "if ! " +
+        docker + " start \"$cid\" >/dev/null 2>>driver_log.txt; then finish 125; exit 0; fi\n" +
+        docker + " logs -f \"$cid\" >>driver_log.txt 2>&1 &\nlogs=$!\ncode=$(" + docker +
+        " wait \"$cid\")\nwait $logs\n" + oom + docker +
+        " cp \"$cid:/mlw/run/snapshot/outputs\" - 2>/dev/null | "
+        "tar -C snapshot -xf - 2>/dev/null\n" +
+        docker + " cp \"$cid:/mlw/run/metrics.jsonl\" - 2>/dev/null | tar -xf - 2>/dev/null\n";
   }
   script += "finish \"${code:-125}\"\n(" + docker + " rm \"$cid\" >/dev/null 2>&1 &)\n";
   return script;

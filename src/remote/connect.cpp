@@ -9,9 +9,9 @@
 #include <chrono>
 #include <iostream>
 
-#include "mlw/config/secret_store.hpp"
 #include "conversation.hpp"
 #include "linger.hpp"
+#include "mlw/config/secret_store.hpp"
 #include "mlw/remote/frame.hpp"
 #include "mlw/remote/known_hosts.hpp"
 #include "mlw/remote/ssh.hpp"
@@ -127,8 +127,8 @@ class KeptShell : public Shell {
 
 /// What makes two logins the same connection.
 std::string connection_key(const SshEndpoint& endpoint, const SshOptions& options) {
-  std::string key = fmt::format("mlw-1|{}|{}|{}|{}|{}", endpoint.user, endpoint.host,
-                                endpoint.port, options.proxy_command, options.known_hosts.string());
+  std::string key = fmt::format("mlw-1|{}|{}|{}|{}|{}", endpoint.user, endpoint.host, endpoint.port,
+                                options.proxy_command, options.known_hosts.string());
   for (const auto& file : endpoint.identity_files) key += "|" + file.string();
   return key;
 }
@@ -179,7 +179,8 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
                      !request.password && !request.accept_new_host_key &&
                      setting("MLW_SSH_LINGER") > 0;
   std::optional<std::filesystem::path> socket;
-  if (reuse) socket = linger_socket(ctx.config_dir / "connections", connection_key(endpoint, options));
+  if (reuse)
+    socket = linger_socket(ctx.config_dir / "connections", connection_key(endpoint, options));
   if (!socket) return SshShell::connect(endpoint, options);
   options.linger_socket = *socket;
   options.linger_s = static_cast<int>(setting("MLW_SSH_LINGER"));
@@ -187,8 +188,7 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
     return SshShell::connect(endpoint, options);
   };
   const std::string host = endpoint.alias.empty() ? endpoint.host : endpoint.alias;
-  auto kept = std::make_unique<KeptShell>(*socket, host,
-                                          endpoint_name(endpoint),
+  auto kept = std::make_unique<KeptShell>(*socket, host, endpoint_name(endpoint),
                                           options.connect_timeout_ms, direct);
   if (kept->open()) return kept;
   return direct();

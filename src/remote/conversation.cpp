@@ -65,9 +65,8 @@ std::string StepEnd::take(std::string_view chunk) {
       m_held.erase(0, at);  // the code is still coming
       return out;
     }
-    const auto code =
-        parse_integer(m_held.substr(at + m_pattern.size(), newline - at - m_pattern.size()), 0,
-                      255);
+    const auto code = parse_integer(
+        m_held.substr(at + m_pattern.size(), newline - at - m_pattern.size()), 0, 255);
     m_code = code ? static_cast<int>(*code) : 255;
   }
   m_held.clear();
@@ -117,8 +116,7 @@ bool Conversation::feed_input(const ShellStreams& streams) {
   bool progress = false;
   while (true) {
     if (m_sent < m_outgoing.size()) {
-      const std::size_t n =
-          m_pipe->write(std::string_view(m_outgoing).substr(m_sent));
+      const std::size_t n = m_pipe->write(std::string_view(m_outgoing).substr(m_sent));
       m_sent += n;
       progress = progress || n > 0;
       if (m_sent < m_outgoing.size()) return progress;
@@ -176,8 +174,7 @@ ShellResult Conversation::ended_early(ShellResult result) {
     return result;
   }
   throw Error(fmt::format("ssh {}: the connection was lost (the shell there ended{})", m_where,
-                          result.exit_code >= 0 ? fmt::format(", exit {}", result.exit_code)
-                                                : ""));
+                          result.exit_code >= 0 ? fmt::format(", exit {}", result.exit_code) : ""));
 }
 
 }  // namespace mlw

@@ -35,7 +35,6 @@ namespace {
 /// The most either side holds for the other before it stops reading.
 constexpr std::size_t k_buffer_cap = 1 << 20;
 
-
 bool fill_address(const fs::path& socket, sockaddr_un& address) {
   address = {};
   address.sun_family = AF_UNIX;
@@ -136,15 +135,25 @@ class LingerPipe : public ShellPipe {
       if (m_in.size() - at - 5 < length) break;
       const std::string_view data(m_in.data() + at + 5, length);
       switch (m_in[at]) {
-        case 'r': m_ready = true, m_marker = std::string(data); break;
-        case 'f': m_refusal = std::string(data), m_ended = true; break;
-        case 'o': m_out[0].append(data); break;
-        case 'e': m_out[1].append(data); break;
+        case 'r':
+          m_ready = true, m_marker = std::string(data);
+          break;
+        case 'f':
+          m_refusal = std::string(data), m_ended = true;
+          break;
+        case 'o':
+          m_out[0].append(data);
+          break;
+        case 'e':
+          m_out[1].append(data);
+          break;
         case 'x':
           m_status = parse_integer(std::string(data), -1, 255).value_or(-1);
           m_ended = true;
           break;
-        default: m_ended = true; break;
+        default:
+          m_ended = true;
+          break;
       }
       at += 5 + length;
     }
@@ -240,9 +249,8 @@ int linger_listen(const fs::path& socket) {
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     // One that answers is another connection's; one that does not is left over.
     const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const bool live =
-        probe >= 0 &&
-        ::connect(probe, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+    const bool live = probe >= 0 && ::connect(probe, reinterpret_cast<const sockaddr*>(&address),
+                                              sizeof address) == 0;
     if (probe >= 0) ::close(probe);
     if (live || ::unlink(socket.c_str()) != 0 ||
         ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {

@@ -39,8 +39,8 @@ struct Client {
   LIBSSH2_CHANNEL* channel = nullptr;
   std::string to_channel;
   std::string to_client;
-  bool done = false;  // nothing more to do but flush to_client
-  bool eof = false;   // the command's output ended; the channel is being closed
+  bool done = false;               // nothing more to do but flush to_client
+  bool eof = false;                // the command's output ended; the channel is being closed
   Clock::time_point queued_until;  // how long it may wait for the one being served
 };
 
@@ -230,11 +230,13 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
     std::vector<pollfd> items = {{listen_fd, POLLIN, 0},
                                  {link.socket, quiet ? short(POLLRDHUP) : master.ssh_events(), 0}};
     for (const Client& c : clients) {
-      const short wanted = static_cast<short>(
-          (c.done || c.to_channel.size() >= k_hold ? 0 : POLLIN) | (c.to_client.empty() ? 0 : POLLOUT));
+      const short wanted =
+          static_cast<short>((c.done || c.to_channel.size() >= k_hold ? 0 : POLLIN) |
+                             (c.to_client.empty() ? 0 : POLLOUT));
       items.push_back({c.fd, wanted, 0});
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(idle_until - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(idle_until - Clock::now());
     const int timeout = quiet ? static_cast<int>(std::max<long>(0, left.count())) : 20;
     ::poll(items.data(), items.size(), timeout);
     if (quiet && (items[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) break;  // peer gone

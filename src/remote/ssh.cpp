@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "linger.hpp"
 #include "mlw/config/names.hpp"
 #include "mlw/remote/frame.hpp"
 #include "mlw/remote/known_hosts.hpp"
@@ -30,7 +31,6 @@
 #include "mlw/util/process.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
-#include "linger.hpp"
 #include "ssh_channel.hpp"
 
 namespace mlw {
@@ -64,8 +64,8 @@ struct SshShell::Impl {
   std::string auth_method;
   std::string fingerprint;
   std::unique_ptr<Conversation> conversation;  // the shell that runs every command
-  pid_t proxy_pid = -1;             // the ProxyCommand, when there is one
-  std::optional<KnownHosts> known;  // see known_hosts()
+  pid_t proxy_pid = -1;                        // the ProxyCommand, when there is one
+  std::optional<KnownHosts> known;             // see known_hosts()
   // What the connection cost, for -vv: waits for the server (round trips, on a slow link),
   // commands (steps of a conversation), channels and the time they took.
   mutable int waits = 0;

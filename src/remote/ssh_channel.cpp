@@ -59,7 +59,8 @@ using ChannelPtr = std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree>;
 /// A shell on its own channel, as a ShellPipe: every call returns at once.
 class ChannelPipe : public ShellPipe {
  public:
-  explicit ChannelPipe(const SshLink& link) : m_link(link), m_owner(nullptr, ChannelFree{&m_link}) {}
+  explicit ChannelPipe(const SshLink& link)
+      : m_link(link), m_owner(nullptr, ChannelFree{&m_link}) {}
 
   /// Opens the channel and starts `command` on it.
   void start(const std::string& command) {

@@ -23,7 +23,7 @@ struct Answer {
       : output(std::move(out)), exit_code(code), drop(dropped), errors(std::move(err)) {}
   std::string output;
   int exit_code = 0;
-  bool drop = false;  ///< the connection drops after the output
+  bool drop = false;   ///< the connection drops after the output
   std::string errors;  ///< stderr (where the follow step says how the run ended)
 };
 
@@ -220,8 +220,8 @@ RunRecord slurm_end_of(const std::string& state, const std::string& exit_field,
   }
   f.target.on("then echo alive", {{"alive\n"}});
   f.target.on("kill -0 4242", {{"", 0, false,
-                                "mlw-state=ended\njob_code=" + job_code + "\nslurm_state=" +
-                                    state + "\nslurm_exit=" + exit_field + "\n"}});
+                                "mlw-state=ended\njob_code=" + job_code + "\nslurm_state=" + state +
+                                    "\nslurm_exit=" + exit_field + "\n"}});
   const auto driver = slurm_driver();
   auto session = f.session();
   session.resume(*driver);

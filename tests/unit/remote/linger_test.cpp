@@ -59,7 +59,7 @@ TEST(Linger, TheFolderIsMadeForTheUserAloneAndAnOpenOneIsRefused) {
   ::chmod(folder.c_str(), 0700);
   const fs::path link = dir.path() / "link";
   fs::create_directory_symlink(folder, link);
-  EXPECT_FALSE(linger_socket(link, "user@host:22"));  // not a real folder
+  EXPECT_FALSE(linger_socket(link, "user@host:22"));                     // not a real folder
   EXPECT_FALSE(linger_socket(dir.path() / std::string(120, 'x'), "k"));  // too long a path
 }
 
@@ -92,7 +92,7 @@ TEST(Linger, AClientGetsTheConversationsMarkerOrLogsInItself) {
   EXPECT_EQ(linger_listen(*socket), -1);  // one answers there already
   ::close(listen_fd);
   EXPECT_EQ(linger_open(*socket, 2000, marker), nullptr);  // nobody listens: left over
-  EXPECT_FALSE(fs::exists(*socket));                      // and removed
+  EXPECT_FALSE(fs::exists(*socket));                       // and removed
 }
 
 }  // namespace
