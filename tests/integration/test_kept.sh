@@ -73,7 +73,7 @@ try:
 except OSError as e:
     print("refused:", e.strerror); sys.exit(0)
 try:
-    s.sendall(b"open 4\necho")
+    s.sendall(b"conv\n")  # what a client of its own asks
     s.settimeout(10)
     print("answered:", repr(s.recv(100)))
 except OSError:
