@@ -169,8 +169,9 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
     options.key_passphrase = SecretStore(ctx.config_dir).get(compute.private_key_passphrase);
   }
   if (!request.only_key_file) {
-    options.password = [&ctx, &compute, &request]() -> std::optional<std::string> {
-      if (request.password) return request.password;
+    // A copy of the given password: a kept connection's fallback logs in after this call.
+    options.password = [&ctx, &compute, given = request.password]() -> std::optional<std::string> {
+      if (given) return given;
       if (compute.password.empty()) return std::nullopt;
       return SecretStore(ctx.config_dir).get(compute.password);
     };
