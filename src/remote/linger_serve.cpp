@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <list>
 #include <string>
@@ -224,6 +225,7 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
   Master master(link);
   std::list<Client> clients;
   auto idle_until = Clock::now() + std::chrono::seconds(idle_s);
+  int keepalive_s = 1;  // until the next keep-alive, as libssh2 says
   while (!master.dead()) {
     // Serving nobody, the session is watched only for its end; else for what libssh2 needs.
     const bool quiet = clients.empty();
@@ -237,7 +239,10 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
     }
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(idle_until - Clock::now());
-    const int timeout = quiet ? static_cast<int>(std::max<long>(0, left.count())) : 20;
+    // Idle, it wakes for keep-alives too: a link that drops idle connections (NAT) is kept, and
+    // a peer that vanished shows as a failed send.
+    const int timeout =
+        quiet ? static_cast<int>(std::clamp<long>(left.count(), 0, keepalive_s * 1000L)) : 20;
     ::poll(items.data(), items.size(), timeout);
     if (quiet && (items[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) break;  // peer gone
     if (items[0].revents & POLLIN) {
@@ -273,11 +278,11 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
         ++it;
       }
     }
-    int next = 0;
-    if (const int rc = libssh2_keepalive_send(link.session, &next);
+    if (const int rc = libssh2_keepalive_send(link.session, &keepalive_s);
         rc != 0 && rc != LIBSSH2_ERROR_EAGAIN) {
       break;
     }
+    keepalive_s = std::max(keepalive_s, 1);
     if (clients.empty() && Clock::now() >= idle_until) break;
   }
   struct stat now {};
