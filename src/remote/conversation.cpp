@@ -31,10 +31,7 @@ constexpr const char* k_loop =
 }  // namespace
 
 std::string conversation_command(const std::string& marker) {
-  // The marker has no character a shell treats specially.
-  return "exec /bin/sh -c " +
-         shell_quote(fmt::format("printf '%s\\n' {0}; printf '%s\\n' {0} >&2\n", marker) +
-                     fmt::format(k_loop, marker));
+  return "exec /bin/sh -c " + shell_quote(framed_script(marker, fmt::format(k_loop, marker)));
 }
 
 StepEnd::StepEnd(std::string pattern, bool with_code)

@@ -19,7 +19,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <list>
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/sha256.hpp"
