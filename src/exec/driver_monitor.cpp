@@ -20,6 +20,15 @@ constexpr int k_stop_bound_s = 20;
 /// The most of the target's answer about a run's end that is read (a number, "oom").
 constexpr std::size_t k_state_bound = 4096;
 
+/// start_monitor's launch for the first follow step: the pid goes to stderr (after whatever
+/// the launch printed there) as "mlw-pid=N" and into $p; the step ends when there is none.
+std::string launch_script(const std::string& run_dir) {
+  return "p=$(cd " + shell_quote(run_dir) +
+         " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
+         "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1)\n"
+         "echo \"mlw-pid=$p\" >&2\ncase \"$p\" in ''|*[!0-9]*) exit 0;; esac\n";
+}
+
 }  // namespace
 
 bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
@@ -47,10 +56,30 @@ bool MonitorDriver::start_monitor(RunSession& session, const std::string& monito
   return true;
 }
 
+/// The monitor is started by follow's first step, which then follows it (one round trip less).
 bool MonitorDriver::start(RunSession& session, const std::string& image) {
-  if (!start_monitor(session, monitor_script(session.plan, session.paths, session.facts, image))) {
-    return false;
+  m_launch = monitor_script(session.plan, session.paths, session.facts, image);
+  return true;
+}
+
+bool MonitorDriver::take_launch(RunSession& session, std::string& state) {
+  const auto at = state.find("mlw-pid=");
+  const auto newline = at == std::string::npos ? at : state.find('\n', at);
+  if (newline == std::string::npos) return false;
+  const std::string printed = trim(state.substr(0, at));
+  m_monitor_pid = state.substr(at + 8, newline - at - 8);
+  state.erase(0, newline + 1);
+  m_launch.clear();
+  const auto pid = parse_integer(m_monitor_pid, 2, 1LL << 31);
+  if (!pid) {
+    m_launch_fail = !printed.empty() ? printed
+                                     : fmt::format(
+                                           "it answered \"{}\" where the monitor's pid "
+                                           "was expected",
+                                           printable(m_monitor_pid));
+    return true;
   }
+  session.record.process_group = static_cast<int>(*pid);
   session.mark_running();
   return true;
 }
@@ -85,8 +114,11 @@ void MonitorDriver::follow(RunSession& session) {
   const std::string log = shell_quote(session.paths.run_dir + "/driver_log.txt");
   while (true) {
     // The log until the monitor ends, then (on stderr, in the same round trip) whether it
-    // ended and how: "mlw-state=running", or "mlw-state=ended" and the end script's lines.
+    // ended and how: "mlw-state=running", or "mlw-state=ended" and the end script's lines. The
+    // first step starts the monitor (its pid first on stderr).
     std::string state;
+    std::size_t sent = 0;  // of m_launch, the step's stdin
+    bool launching = false;
     ShellStreams streams;
     streams.on_output = [&](std::string_view chunk) {
       session.offset += chunk.size();
@@ -94,19 +126,37 @@ void MonitorDriver::follow(RunSession& session) {
     };
     streams.on_errors = [&](std::string_view chunk) {
       if (state.size() < k_state_bound) state.append(chunk.substr(0, k_state_bound - state.size()));
+      if (launching && take_launch(session, state)) launching = false;
+    };
+    streams.read_input = [&](char* buffer, std::size_t size) {
+      const std::size_t n = launching ? std::min(size, m_launch.size() - sent) : 0;
+      std::copy_n(m_launch.data() + sent, n, buffer);
+      sent += n;
+      return n;
     };
     streams.should_stop = [&] { return !stop_sent && session.canceled(); };
     session.run_reconnecting(
         [&] {
           state.clear();
+          sent = 0;
+          launching = !m_launch.empty();
+          const std::string pid = launching ? "$p" : m_monitor_pid;
           return fmt::format(
-              "tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null\nexec >&2\n"
+              "{}tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null\nexec >&2\n"
               "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
               "cd {} && {}; exit 0",
-              session.offset + 1, m_monitor_pid, log, m_monitor_pid,
-              shell_quote(session.paths.run_dir), end_script());
+              launching ? launch_script(session.paths.run_dir) : "", session.offset + 1, pid, log,
+              pid, shell_quote(session.paths.run_dir), end_script());
         },
         streams);
+    if (!m_launch_fail.empty() || launching) {
+      if (session.canceled()) stop(session);  // it may have started before its pid came back
+      session.fail(
+          exit_code::k_cannot_start,
+          fmt::format("cannot start the run on {}: {}", session.shell().host(),
+                      m_launch_fail.empty() ? "it did not say the monitor's pid" : m_launch_fail));
+      return;
+    }
     if (!stop_sent && session.canceled()) {
       stop(session);
       stop_sent = true;

@@ -8,7 +8,8 @@ namespace mlw {
 
 /// Runs and follows a run through a detached monitor on the target (monitor.sh in the run
 /// folder): it runs the container or the script and writes driver_log.txt, then exit_code (and
-/// `oom`). The supervisor follows the log with `tail --pid` and reads the end in one round trip.
+/// `oom`). The supervisor starts it and follows the log with `tail --pid` in one step (one round
+/// trip), and reads the end in the same step.
 class MonitorDriver : public RunDriver {
  public:
   bool start(RunSession& session, const std::string& image) override;
@@ -26,7 +27,13 @@ class MonitorDriver : public RunDriver {
   /// The script that prints the end once the monitor is gone (after `cd` into the run folder).
   virtual std::string end_script() const;
 
+  /// Reads the launch's line ("mlw-pid=N" on stderr, after anything it printed) from the front of
+  /// `state`; false while it has not all arrived. A good pid marks the run running.
+  bool take_launch(RunSession& session, std::string& state);
+
   std::string m_monitor_pid;
+  std::string m_launch;       ///< monitor.sh, until the step that starts it has started it
+  std::string m_launch_fail;  ///< why the monitor could not start, once that is known
   Seen m_seen = Seen::Ended;
   std::string m_end;  ///< what end_script printed, or the answer that was not understood
 };

@@ -182,6 +182,8 @@ int RunSession::run(RunDriver& driver, const EnvironmentSpec* env) {
   }
   if (!driver.start(*this, image)) return 0;
   driver.follow(*this);
+  // A driver that starts the run within its first follow step may find it could not start.
+  if (status::is_final(record.status)) return 0;
   return finish(driver);
 }
 
@@ -268,61 +270,69 @@ int RunSession::finish(RunDriver& driver) {
   return 0;
 }
 
-/// Copies the run's metrics.jsonl from the target, streamed to disk, at most
-/// k_max_metrics_bytes of it.
-void RunSession::fetch_metrics(const std::string& run) {
-  const fs::path part = plan.run_dir / "metrics.jsonl.part";
-  std::ofstream out(part, std::ios::binary | std::ios::trunc);
-  std::uint64_t size = 0;
-  ShellStreams streams;
-  streams.on_output = [&](std::string_view chunk) {
-    size += chunk.size();
-    if (size <= k_max_metrics_bytes)
-      out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-  };
-  streams.should_stop = [&] { return size > k_max_metrics_bytes; };
-  std::error_code ec;
-  try {
-    run_reconnecting("cat " + run + "/metrics.jsonl 2>/dev/null; exit 0", streams);
-  } catch (const Error& e) {
-    record.problems.push_back(fmt::format("the metrics could not be brought back from {}: {}",
-                                          m_shell ? m_shell->host() : plan.target_name, e.what()));
-    fs::remove(part, ec);
-    return;
-  }
-  out.close();
-  if (size > k_max_metrics_bytes) {
-    record.problems.push_back(
-        fmt::format("metrics.jsonl on {} is over {} MiB; the metrics were not brought back", host(),
-                    k_max_metrics_bytes >> 20));
-    fs::remove(part, ec);
-  } else if (size > 0 && out) {
-    fs::rename(part, plan.run_dir / "metrics.jsonl", ec);
-  } else {
-    fs::remove(part, ec);
-  }
-}
-
-/// Brings metrics.jsonl and outputs/ back into the run's history folder, never outside it;
-/// what the target sends is bounded and checked, a malformed answer stops the transfer.
+/// Brings metrics.jsonl and outputs/ back into the run's history folder in one round trip,
+/// never outside it: the target prints the metrics' size, the metrics (unless over
+/// k_max_metrics_bytes), then a tar of outputs/. What it sends is bounded and checked; a
+/// malformed answer stops the transfer.
 void RunSession::fetch_results() {
   const std::string run = shell_quote(paths.run_dir);
-  fetch_metrics(run);
+  const fs::path part = plan.run_dir / "metrics.jsonl.part";
   const fs::path incoming = plan.run_dir / ".outputs-in";
   std::error_code ec;
   fs::remove_all(incoming, ec);
+  std::ofstream metrics(part, std::ios::binary | std::ios::trunc);
   SafeTarReader reader(incoming);
+  std::string size_line;
+  std::optional<std::uint64_t> metrics_left;  // set once the size line is in
+  bool too_big = false;
+  bool bad_size = false;
   ShellStreams streams;
-  streams.on_output = [&](std::string_view chunk) { reader.feed(chunk); };
-  streams.should_stop = [&] { return reader.failed(); };
+  streams.on_output = [&](std::string_view chunk) {
+    if (bad_size) return;
+    if (!metrics_left) {
+      const auto newline = chunk.find('\n');
+      size_line.append(chunk.substr(0, newline));
+      if (newline == std::string_view::npos && size_line.size() <= 24) return;
+      const auto size = parse_integer(trim(size_line), 0, 1LL << 62);
+      if (!size || newline == std::string_view::npos) {
+        bad_size = true;
+        return;
+      }
+      chunk.remove_prefix(newline + 1);
+      too_big = static_cast<std::uint64_t>(*size) > k_max_metrics_bytes;
+      metrics_left = too_big ? 0 : static_cast<std::uint64_t>(*size);
+    }
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*metrics_left, chunk.size()));
+    metrics.write(chunk.data(), static_cast<std::streamsize>(n));
+    *metrics_left -= n;
+    if (n < chunk.size()) reader.feed(chunk.substr(n));
+  };
+  streams.should_stop = [&] { return reader.failed() || bad_size; };
   try {
-    run_reconnecting("cd " + run + "/snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
+    run_reconnecting(fmt::format("cd {} || exit 0\nm=$(wc -c < metrics.jsonl 2>/dev/null) || m=0\n"
+                                 "echo $m\n[ \"$m\" -le {} ] && head -c \"$m\" metrics.jsonl\n"
+                                 "cd snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
+                                 run, k_max_metrics_bytes),
                      streams);
+    if (bad_size) {
+      throw Error(fmt::format("it sent \"{}\" where the size of metrics.jsonl was expected",
+                              printable(size_line)));
+    }
     reader.finish();
   } catch (const Error& e) {
     record.problems.push_back(
         fmt::format("outputs could not all be brought back from {}: {}", host(), e.what()));
   }
+  metrics.close();
+  if (too_big) {
+    record.problems.push_back(
+        fmt::format("metrics.jsonl on {} is over {} MiB; the metrics were not brought back", host(),
+                    k_max_metrics_bytes >> 20));
+  }
+  if (metrics_left == std::uint64_t{0} && !too_big && metrics && fs::file_size(part, ec) > 0) {
+    fs::rename(part, plan.run_dir / "metrics.jsonl", ec);
+  }
+  fs::remove(part, ec);
   for (const auto& refused : reader.refused()) {
     record.problems.push_back("output refused: " + refused);
   }

@@ -89,7 +89,7 @@ void add_run_tree(TarWriter& tree, const RunPlan& plan, const EnvironmentSpec& e
 }  // namespace
 
 std::string ship_script(const std::string& store, const std::string& nonce,
-                        const std::string& run_dir) {
+                        const std::string& run_dir, bool end_when_complete) {
   const std::string s = shell_quote(store);
   return "set -e\nS=" + s + "/objects\nI=" + s + "/incoming\nD=\"$I\"/" + shell_quote(nonce) +
          "\nR=" + shell_quote(run_dir) +
@@ -102,9 +102,12 @@ std::string ship_script(const std::string& store, const std::string& nonce,
          "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
          "    cd \"$I\" && rm -rf \"$d\" \"$d.lock\" ) 9>\"$d.lock\"\n"
          "done\n"
-         "read n\ncd \"$S\"\n"
+         "read n\ncd \"$S\"\n" +
+         std::string(end_when_complete ? "if " : "") +
          "head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
-         "!($0 in have)'\n"
+         "!($0 in have) { print; m = 1 } END { exit m }'" +
+         // Without a run folder to make, a store that has it all ends here: one round trip.
+         (end_when_complete ? "; then echo :end; exit 0; fi\n" : " || :\n") +
          "echo :end\nread u t\n"
          "if [ \"$u\" -gt 0 ]; then\n"
          "  exec 9>\"$D.lock\"\n  flock 9\n  mkdir -p \"$D\"\n"
@@ -242,6 +245,8 @@ class ShipConversation {
         }
         case Phase::waiting:
           prepare_second();
+          // The store had it all and no run folder is made: the script ended after its answer.
+          if (m_second == "0 0\n") return 0;
           m_phase = Phase::second;
           break;
         case Phase::second: {
@@ -294,7 +299,8 @@ void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::s
                    const EnvironmentSpec& env, const std::string& run_dir, bool make_run_folder) {
   ShipConversation conversation(ctx, shell, plan, store, env, make_run_folder);
   const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
-  const ShellResult shipped = shell.run(ship_script(store, nonce, run_dir), conversation.streams());
+  const ShellResult shipped =
+      shell.run(ship_script(store, nonce, run_dir, !make_run_folder), conversation.streams());
   conversation.end_progress();
   if (shipped.exit_code != 0) {
     throw Error(fmt::format("{}: shipping the snapshot to {} failed: {}", shell.host(), run_dir,

@@ -49,9 +49,10 @@ struct Client {
 constexpr auto k_queue_wait = std::chrono::milliseconds(300);
 
 /// A session's channels, one client at a time (libssh2's non-blocking calls on one session do
-/// not interleave safely). Each client's conversation is opened when it asks, never ahead: a
-/// shell started earlier would miss what changed on the target since (a ~/.bashrc that now
-/// puts a new folder on PATH), where a command of its own sees it.
+/// not interleave safely). The next client's channel is opened ahead while idle, but its shell
+/// is started only when the client asks: a shell started earlier would miss what changed on the
+/// target since (a ~/.bashrc that now puts a new folder on PATH), where a command of its own
+/// sees it.
 class Master {
  public:
   explicit Master(const SshLink& link) : m_link(link) {}
@@ -65,21 +66,34 @@ class Master {
     return !m_dead;
   }
 
-  /// Opens the conversation asked for (a step each call); true once it is open.
+  /// Opens the next client's session channel ahead (a step each call), without starting its
+  /// shell: a channel open is one round trip that nothing on the target can make stale (its
+  /// shell, which reads ~/.bashrc, starts only when a client asks). True once it is open.
+  bool open_channel() {
+    if (m_opening.channel) return true;
+    if (!m_opening.opening) {
+      m_opening.opening = true;
+      m_opening.deadline = Clock::now() + std::chrono::milliseconds(m_link.timeout_ms);
+    }
+    m_opening.channel = libssh2_channel_open_session(m_link.session);
+    if (!m_opening.channel) return waiting(libssh2_session_last_errno(m_link.session));
+    return true;
+  }
+
+  /// Whether a channel is open and waiting for the next client.
+  bool channel_ready() const { return m_opening.channel != nullptr; }
+
+  /// Starts the conversation asked for on the channel opened ahead (a step each call); true once
+  /// it is running.
   bool open_conversation() {
-    if (m_opening.ready) return true;
-    if (!m_opening.channel) {
-      if (m_opening.marker.empty()) {
-        m_opening.marker = new_frame_marker();
-        m_opening.deadline = Clock::now() + std::chrono::milliseconds(m_link.timeout_ms);
-      }
-      m_opening.channel = libssh2_channel_open_session(m_link.session);
-      if (!m_opening.channel) return waiting(libssh2_session_last_errno(m_link.session));
+    if (!open_channel()) return false;
+    if (m_opening.marker.empty()) {
+      m_opening.marker = new_frame_marker();
+      m_opening.deadline = Clock::now() + std::chrono::milliseconds(m_link.timeout_ms);
     }
     const int rc =
         libssh2_channel_exec(m_opening.channel, conversation_command(m_opening.marker).c_str());
     if (rc != 0) return waiting(rc);
-    m_opening.ready = true;
     return true;
   }
 
@@ -96,6 +110,14 @@ class Master {
       m_link.retry([&] { return libssh2_channel_free(c.channel); }, 2000);
     }
     ::close(c.fd);
+  }
+
+  /// Frees the channel opened ahead, if any (bounded).
+  void release_spare() {
+    if (m_opening.channel) {
+      m_link.retry([&] { return libssh2_channel_free(m_opening.channel); }, 2000);
+    }
+    m_opening = {};
   }
 
   bool dead() const { return m_dead; }
@@ -115,8 +137,8 @@ class Master {
  private:
   struct Opening {
     LIBSSH2_CHANNEL* channel = nullptr;
-    std::string marker;
-    bool ready = false;
+    bool opening = false;  // the channel open was asked for
+    std::string marker;    // set when its shell was asked for
     Clock::time_point deadline;
   };
 
@@ -227,8 +249,12 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
   auto idle_until = Clock::now() + std::chrono::seconds(idle_s);
   int keepalive_s = 1;  // until the next keep-alive, as libssh2 says
   while (!master.dead()) {
-    // Serving nobody, the session is watched only for its end; else for what libssh2 needs.
-    const bool quiet = clients.empty();
+    // Serving nobody, with the next channel open, the session is watched only for its end;
+    // else for what libssh2 needs.
+    if (clients.empty() && !master.channel_ready() && !master.open_channel() && master.dead()) {
+      break;
+    }
+    const bool quiet = clients.empty() && master.channel_ready();
     std::vector<pollfd> items = {{listen_fd, POLLIN, 0},
                                  {link.socket, quiet ? short(POLLRDHUP) : master.ssh_events(), 0}};
     for (const Client& c : clients) {
@@ -288,6 +314,7 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
   struct stat now {};
   if (::lstat(socket.c_str(), &now) == 0 && now.st_ino == bound.st_ino) ::unlink(socket.c_str());
   for (Client& c : clients) master.release(c);
+  if (!master.dead()) master.release_spare();
   ::close(listen_fd);
 }
 

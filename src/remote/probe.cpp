@@ -19,6 +19,22 @@ std::vector<std::string> docker_words(const ComputeConfig& compute, const Target
                           : std::vector<std::string>{"docker"};
 }
 
+std::string engine_socket_lookup() {
+  // As local_engine_socket (docker_engine.cpp): DOCKER_HOST=unix://PATH, else the default
+  // socket unless a docker context is chosen; the socket must be one the user can write to.
+  return "mlw_engine() {\n"
+         "  case \"${DOCKER_HOST:-}\" in\n"
+         "    unix://*) s=${DOCKER_HOST#unix://};;\n"
+         "    '') case \"${DOCKER_CONTEXT:-default}\" in default) ;; *) return 1;; esac\n"
+         "      c=$(sed -n 's/.*\"currentContext\" *: *\"\\([^\"]*\\)\".*/\\1/p' "
+         "\"${DOCKER_CONFIG:-$HOME/.docker}/config.json\" 2>/dev/null)\n"
+         "      case \"$c\" in ''|default) s=/var/run/docker.sock;; *) return 1;; esac;;\n"
+         "    *) return 1;;\n"
+         "  esac\n"
+         "  [ -S \"$s\" ] && [ -w \"$s\" ] && command -v curl >/dev/null 2>&1\n"
+         "}\n";
+}
+
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag) {
   const TargetKind& kind = kind_of(compute.type);
   const bool uses_docker = kind.uses_image;
@@ -39,8 +55,20 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
         "if ! command -v docker >/dev/null 2>&1; then echo 'docker=fail docker is not "
         "installed'\nelse\n";
     if (!image_tag.empty()) {
-      script += d + " image inspect " + shell_quote(image_tag) +
-                " >/dev/null 2>&1 && echo image=" + shell_quote(image_tag) + " && image=yes\n";
+      // The engine's own answer where its socket is at hand (curl starts in a few ms, the docker
+      // CLI in ~60); the CLI wherever that is not sure (another host or context, sudo).
+      const std::string tag = shell_quote(image_tag);
+      script += "image=\n";
+      script += (compute.use_sudo
+                     ? std::string("a=\n")
+                     : engine_socket_lookup() +
+                           "a=$(mlw_engine && curl -s -o /dev/null -w '%{http_code}' --max-time 10 "
+                           "--unix-socket \"$s\" http://docker/images/" +
+                           tag + "/json 2>/dev/null)\n") +
+                "case \"$a\" in 200) image=yes;; 404) ;; *) " + d + " image inspect " + tag +
+                " >/dev/null 2>&1 && image=yes;; esac\n"
+                "[ \"$image\" = yes ] && echo image=" +
+                tag + "\n";
     }
     // An existing image stands for a working daemon unless the runtimes matter (GPUs).
     script += compute.nvidia_docker

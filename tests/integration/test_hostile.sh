@@ -182,6 +182,33 @@ for target in local rem; do
   expect_eq "$target: history info as a table too" "$CODE" 0
 done
 
+# --- a lying curl, a lying wc ------------------------------------------------------------------
+# The probe asks the Docker engine for the image with curl where it can: a curl that answers
+# nonsense sends it to the docker CLI. The metrics' size comes from wc: a wrong answer is a problem
+# of the run, which still ends, its outputs and metrics not trusted.
+fake curl <<'SH'
+#!/bin/sh
+echo '<html>not an engine</html>'
+SH
+run_bounded 300 experiment submit -c rd hello.py c1
+expect_eq "rd: a curl that answers nonsense: the probe asks the docker CLI, the run completes" \
+  "$CODE" 0
+expect_contains "rd: its output" "$OUT" "HELLO ['c1']"
+rm -f "$USER_HOME/evil/curl"
+fake wc <<'SH'
+#!/bin/sh
+[ "$1" = -c ] && { echo 'many bytes'; exit 0; }
+exec /usr/bin/wc "$@"
+SH
+run_bounded 120 experiment submit -c rem deep.py
+expect_eq "rem: a wc that lies about metrics.jsonl: the run still ends as it did" "$CODE" 0
+ID=$(ls -t .mlw/runs | head -1)
+expect_contains "rem: the problem says what was wrong" \
+  "$(json_get "$(cat ".mlw/runs/$ID/run.json")" 'd["problems"]')" \
+  "where the size of metrics.jsonl was expected"
+check "rem: no metrics.jsonl from a wrong size" test ! -e ".mlw/runs/$ID/metrics.jsonl"
+rm -f "$USER_HOME/evil/wc"
+
 # --- bytes that are not UTF-8 ----------------------------------------------------------------
 cat >bytes.py <<'PY'
 import os, sys

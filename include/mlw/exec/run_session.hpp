@@ -112,7 +112,6 @@ class RunSession : public RunRecorder {
   int build_environment(const EnvironmentSpec& env);
   int build_failed(const EnvironmentSpec& env, int build_exit, const std::string& tail);
   int finish(RunDriver& driver);
-  void fetch_metrics(const std::string& run);
   void fetch_results();
 
   std::unique_ptr<Shell> m_shell;

@@ -16,8 +16,9 @@ namespace mlw {
 /// then `:end`; reads `U T\n`, then a U-byte tar of those objects (each checked by its sha256,
 /// moved into the store; damaged ones are printed and fail the script) and a T-byte tar that
 /// makes the run folder from the store (hard links), atomically by rename (none when T is 0).
+/// With `end_when_complete` (no run folder to make) a store that lacks nothing ends after `:end`.
 std::string ship_script(const std::string& store, const std::string& nonce,
-                        const std::string& run_dir);
+                        const std::string& run_dir, bool end_when_complete = false);
 
 /// The files mlw puts beside a run's snapshot: the Python helper and the environment's build
 /// files, as (path in the run folder, contents).

@@ -46,6 +46,11 @@ struct TargetFacts {
 /// `nvidia-docker` where the facts found it and no NVIDIA runtime (empty facts: plain docker).
 std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts = {});
 
+/// A shell function, mlw_engine, that sets `s` to the Docker engine's unix socket and succeeds
+/// when the engine can be asked directly with curl: DOCKER_HOST=unix://PATH, or the default
+/// socket where no docker context is chosen; the socket writable, curl installed.
+std::string engine_socket_lookup();
+
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an
 /// `image_tag` it says whether that image exists; when it does (and no GPUs are asked for), the
 /// daemon is taken as working without asking it for its version and runtimes.

@@ -95,6 +95,27 @@ TEST(Ship, WithoutARunFolderOnlyTheContentArrives) {
   EXPECT_FALSE(fs::exists(f.store / "runs" / "p"));
 }
 
+TEST(Ship, WithoutARunFolderAStoreThatHasItAllAnswersInOneRoundTrip) {
+  ShipFixture f;
+  LocalShell shell;
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{},
+                (f.store / "runs" / "p").string(), false);
+  // The question alone, no "U T" line after it: the script must end by itself, having nothing
+  // to wait for (the client sends nothing more once the answer is empty).
+  std::string names;
+  for (const auto& e : f.plan.manifest.entries) names += e.sha256 + "\n";
+  const std::string question = std::to_string(names.size()) + "\n" + names;
+  const std::string script =
+      ship_script(f.store.string(), "n1", (f.store / "runs" / "q").string(), true);
+  const ShellResult complete = shell.run_with_input(script, question);
+  EXPECT_EQ(complete.exit_code, 0) << complete.errors;
+  EXPECT_EQ(complete.output, ":end\n");
+  fs::remove(f.store / "objects" / f.entry("a.txt").sha256);
+  const ShellResult lacking = shell.run_with_input(script, question);
+  EXPECT_EQ(lacking.output, f.entry("a.txt").sha256 + "\n:end\n");
+  EXPECT_NE(lacking.exit_code, 0) << "it waits for the upload the client would send";
+}
+
 TEST(Ship, ADamagedObjectFailsTheShipAndStaysOutOfTheStore) {
   ShipFixture f;
   const ManifestEntry& b = f.entry("sub/b.py");

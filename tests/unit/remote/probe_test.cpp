@@ -30,9 +30,29 @@ class FakeDocker {
                                  std::filesystem::perms::owner_all);
   }
 
-  TargetFacts probe(const ComputeConfig& compute, const std::string& tag) {
+  /// A stand-in `curl` that records its arguments and prints `status` as the engine's answer,
+  /// and a real unix socket for DOCKER_HOST to name.
+  void engine_answers(const std::string& status) {
+    std::ofstream(m_dir.path() / "bin" / "curl")
+        << "#!/bin/sh\necho \"curl $*\" >> " << shell_quote((m_dir.path() / "calls").string())
+        << "\nprintf %s " << shell_quote(status) << "\n";
+    std::filesystem::permissions(m_dir.path() / "bin" / "curl", std::filesystem::perms::owner_all);
+    m_socket = (m_dir.path() / "engine.sock").string();
+    LocalShell().run(
+        "python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' " +
+        shell_quote(m_socket));
+  }
+
+  /// Runs the probe with the stand-ins first on PATH; DOCKER_HOST names the stand-in engine's
+  /// socket, or one that does not exist (the CLI is then asked).
+  TargetFacts probe(const ComputeConfig& compute, const std::string& tag,
+                    const std::string& docker_host = "") {
     LocalShell shell;
-    const std::string path = "PATH=" + shell_quote((m_dir.path() / "bin").string()) + ":$PATH\n";
+    const std::string host = !docker_host.empty() ? docker_host
+                             : m_socket.empty() ? "unix://" + (m_dir.path() / "none.sock").string()
+                                                : "unix://" + m_socket;
+    const std::string path = "PATH=" + shell_quote((m_dir.path() / "bin").string()) +
+                             ":$PATH\nDOCKER_HOST=" + shell_quote(host) + "\nexport DOCKER_HOST\n";
     return parse_probe(shell.run(path + probe_script(compute, tag)).output);
   }
 
@@ -40,6 +60,7 @@ class FakeDocker {
 
  private:
   test::TempDir m_dir;
+  std::string m_socket;
 };
 
 ComputeConfig docker_target(bool gpus) {
@@ -64,6 +85,42 @@ TEST(Probe, AnExistingImageStandsForAWorkingDaemonWithoutAskingItMore) {
   EXPECT_TRUE(facts.docker_ok);
   EXPECT_FALSE(facts.home.empty());
   EXPECT_EQ(docker.calls(), "image inspect mlw_env:abc\n");
+}
+
+TEST(Probe, TheEngineOnItsSocketIsAskedForTheImageWithoutTheDockerCli) {
+  FakeDocker docker("up", false);
+  docker.engine_answers("200");
+  const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
+  EXPECT_EQ(facts.image_present, "mlw_env:abc");
+  EXPECT_TRUE(facts.docker_ok);
+  EXPECT_NE(docker.calls().find("/images/mlw_env:abc/json"), std::string::npos) << docker.calls();
+  EXPECT_EQ(docker.calls().find("image inspect"), std::string::npos) << docker.calls();
+}
+
+TEST(Probe, TheEnginesNoIsBelievedAndItsVersionAsked) {
+  FakeDocker docker("up", true);
+  docker.engine_answers("404");
+  const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
+  EXPECT_EQ(facts.image_present, "");
+  EXPECT_EQ(facts.docker_detail, "24.0.7");
+  EXPECT_EQ(docker.calls().find("image inspect"), std::string::npos) << docker.calls();
+}
+
+TEST(Probe, AnyOtherAnswerOrAnotherEngineFallsBackToTheCli) {
+  FakeDocker odd("up", true);
+  odd.engine_answers("500");
+  EXPECT_EQ(odd.probe(docker_target(false), "mlw_env:abc").image_present, "mlw_env:abc");
+  EXPECT_NE(odd.calls().find("image inspect mlw_env:abc"), std::string::npos) << odd.calls();
+  FakeDocker tcp("up", true);
+  tcp.engine_answers("404");
+  EXPECT_EQ(tcp.probe(docker_target(false), "mlw_env:abc", "tcp://127.0.0.1:1").image_present,
+            "mlw_env:abc");
+  EXPECT_EQ(tcp.calls().find("curl"), std::string::npos) << tcp.calls();
+  FakeDocker sudo("up", true);
+  sudo.engine_answers("404");
+  ComputeConfig with_sudo = docker_target(false);
+  with_sudo.use_sudo = true;
+  EXPECT_EQ(probe_script(with_sudo, "mlw_env:abc").find("curl"), std::string::npos);
 }
 
 TEST(Probe, AMissingImageAsksTheDaemonForItsVersion) {
