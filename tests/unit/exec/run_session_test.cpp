@@ -123,14 +123,16 @@ struct Fixture {
 
 TEST(RunSession, AReconnectResumesTheLogAtTheByteReceived) {
   Fixture f("remote");
-  f.target.on("cat > monitor.sh", {{"4242\n"}});
-  // The first follow gets 6 bytes, then the connection drops; the next must ask from byte 7.
-  f.target.on("tail -c +1 ", {{"hello ", 0, true}});
+  // The first step starts the monitor (its pid on stderr) and follows it: it gets 6 bytes, then
+  // the connection drops; the next must not start it again, and ask from byte 7.
+  f.target.on("cat > monitor.sh", {{"hello ", 0, true, "mlw-pid=4242\n"}});
   f.target.on("tail -c +7 ", {{"world\n", 0, false, "mlw-state=ended\n0\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   EXPECT_EQ(session.run(*driver, nullptr), 0);
   EXPECT_EQ(f.target.sent("tail -c +7 ").size(), 1U);
+  EXPECT_EQ(f.target.sent("cat > monitor.sh").size(), 1U);
+  EXPECT_NE(f.target.sent("tail -c +7 ")[0].find("--pid=4242 "), std::string::npos);
   EXPECT_EQ(f.target.connections, 2);
   EXPECT_EQ(read_file_if_exists(f.plan.run_dir / "driver_log.txt").value_or(""), "hello world\n");
   const RunRecord record = f.record();
@@ -154,8 +156,7 @@ TEST(RunSession, ACancelBeforeTheStartSendsNothingToTheTarget) {
 
 TEST(RunSession, AMonitorThatVanishesWithoutAnExitCodeFailsTheRunSayingWhere) {
   Fixture f("remote");
-  f.target.on("cat > monitor.sh", {{"4242\n"}});
-  f.target.on("kill -0 4242", {{"", 0, false, "mlw-state=ended\n"}});
+  f.target.on("cat > monitor.sh", {{"", 0, false, "mlw-pid=4242\nmlw-state=ended\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   session.run(*driver, nullptr);
@@ -169,14 +170,15 @@ TEST(RunSession, AMonitorThatVanishesWithoutAnExitCodeFailsTheRunSayingWhere) {
 
 TEST(RunSession, AMonitorThatCannotStartIsAFailedStartWithTheTargetsWords) {
   Fixture f("remote");
-  f.target.on("cat > monitor.sh", {{"Welcome to the cluster!\n"}});
+  // What the launch printed where the pid was expected comes back as the pid line.
+  f.target.on("cat > monitor.sh", {{"", 0, false, "mlw-pid=Welcome to the cluster!\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   session.run(*driver, nullptr);
   const RunRecord record = f.record();
   EXPECT_EQ(record.status, status::k_failed);
   EXPECT_EQ(record.exit_code, exit_code::k_cannot_start);
-  EXPECT_TRUE(f.target.sent("tail ").empty());
+  EXPECT_EQ(f.target.scripts.size(), 1U) << "nothing more is asked of a run that did not start";
   ASSERT_FALSE(record.problems.empty());
   EXPECT_NE(record.problems.back().find("Welcome to the cluster!"), std::string::npos);
 }
