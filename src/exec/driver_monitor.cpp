@@ -20,25 +20,26 @@ constexpr int k_stop_bound_s = 20;
 /// The most of the target's answer about a run's end that is read (a number, "oom").
 constexpr std::size_t k_state_bound = 4096;
 
-/// start_monitor's launch for the first follow step: the pid goes to stderr (after whatever
-/// the launch printed there) as "mlw-pid=N" and into $p; the step ends when there is none.
-std::string launch_script(const std::string& run_dir) {
-  return "p=$(cd " + shell_quote(run_dir) +
+/// Writes stdin to monitor.sh in the run folder and starts it detached; prints its pid. A
+/// waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init reaps
+/// orphans late; it prints the monitor's pid, then lets go of the pipe.
+std::string launch_command(const std::string& run_dir) {
+  return "cd " + shell_quote(run_dir) +
          " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
-         "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1)\n"
-         "echo \"mlw-pid=$p\" >&2\ncase \"$p\" in ''|*[!0-9]*) exit 0;; esac\n";
+         "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1";
+}
+
+/// The launch for the first follow step: the pid goes to stderr (after whatever the launch
+/// printed there) as "mlw-pid=N" and into $p; the step ends when there is none.
+std::string launch_script(const std::string& run_dir) {
+  return "p=$(" + launch_command(run_dir) +
+         ")\necho \"mlw-pid=$p\" >&2\ncase \"$p\" in ''|*[!0-9]*) exit 0;; esac\n";
 }
 
 }  // namespace
 
 bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
-  const std::string run = shell_quote(session.paths.run_dir);
-  // A waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init
-  // reaps orphans late; it prints the monitor's pid, then lets go of the pipe.
-  const std::string launch =
-      "cd " + run +
-      " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
-      "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1";
+  const std::string launch = launch_command(session.paths.run_dir);
   const ShellResult launched = session.run_reconnecting([&] { return launch; }, {}, monitor);
   m_monitor_pid = trim(launched.output);
   const auto pid = parse_integer(m_monitor_pid, 2, 1LL << 31);
