@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "mlw/remote/probe.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/json_text.hpp"
@@ -411,6 +412,40 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
   return body.dump();
 }
 
+namespace {
+
+/// Shell text that creates the container through the engine's unix socket with curl, where it
+/// is sure to be the engine the docker command would ask (as the probe's engine_socket_lookup),
+/// setting $cid and writing it to `container`; $cid stays empty where it did not (the docker
+/// command then creates it, and says why it cannot). One docker CLI start (~60 ms) less.
+std::string engine_create(const RunPlan& plan, const TargetRunPaths& paths,
+                          const TargetFacts& facts, const std::string& image) {
+  const ComputeConfig& compute = plan.compute;
+  const bool plain = compute.docker_run_args.empty() && !compute.use_sudo &&
+                     docker_words(compute, facts) == std::vector<std::string>{"docker"} &&
+                     (!compute.nvidia_docker || facts.nvidia_runtime);
+  if (!plain) return "cid=\n";
+  const std::string body = engine_create_body(plan, paths, facts, image, "@USER@");
+  const std::string placeholder = "\"@USER@\"";
+  const auto at = body.find(placeholder);
+  const std::string json = at == std::string::npos
+                               ? "printf '%s' " + shell_quote(body)
+                               : "printf '%s' " + shell_quote(body.substr(0, at)) +
+                                     " \"\\\"$(id -u):$(id -g)\\\"\" " +
+                                     shell_quote(body.substr(at + placeholder.size()));
+  return "cid=\n" + engine_socket_lookup() + "if mlw_engine; then\n  " + json +
+         " > create.json\n"
+         "  a=$(curl -s --max-time 60 --unix-socket \"$s\" -H 'Content-Type: application/json' "
+         "--data-binary @create.json -o create.out -w '%{http_code}' " +
+         shell_quote("http://docker/containers/create?name=" + container_name(plan.record.run_id)) +
+         " 2>/dev/null) || a=\n"
+         "  [ \"$a\" = 201 ] && cid=$(sed -n 's/.*\"Id\" *: *\"\\([0-9a-f]\\{12,\\}\\)\".*/\\1/p' "
+         "create.out)\n"
+         "  [ -n \"$cid\" ] && echo \"$cid\" > container\nfi\n";
+}
+
+}  // namespace
+
 std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
                            const TargetFacts& facts, const std::string& image) {
   const bool container = plan.compute.type != "remote";
@@ -446,7 +481,8 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
   if (plan.compute.shared_volumes) {
     // One docker process attaches, starts, streams and waits (as `docker run` does, without
     // -d, logs -f and wait beside it); create's own warnings stay out of the log.
-    script += "if ! cid=$(" + run_line +
+    script += engine_create(plan, paths, facts, image) + "if [ -z \"$cid\" ] && ! cid=$(" +
+              run_line +
               " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
               "fi\n" +
               docker + " start -a \"$cid\" >>driver_log.txt 2>&1\ncode=$?\n" + oom;

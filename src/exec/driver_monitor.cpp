@@ -108,48 +108,71 @@ std::string MonitorDriver::end_script() const {
   return "cat exit_code 2>/dev/null; [ -e oom ] && echo oom";
 }
 
+void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::string_view chunk) {
+  if (step.in_results) return session.results_feed(chunk);
+  step.state.append(chunk);  // a chunk is at most 64 KiB; cut to the bound below
+  if (step.launching && take_launch(session, step.state)) step.launching = false;
+  const auto at = step.state.find("\nmlw-results\n");
+  if (at != std::string::npos) {
+    step.in_results = true;
+    const std::string results = step.state.substr(at + 13);
+    step.state.erase(at + 1);
+    session.results_feed(results);
+  } else if (step.state.size() > k_state_bound) {
+    step.state.resize(k_state_bound);
+  }
+}
+
+std::string MonitorDriver::follow_script(RunSession& session, bool launching) const {
+  const std::string pid = launching ? "$p" : m_monitor_pid;
+  return fmt::format(
+      "{}tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null\nexec >&2\n"
+      "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
+      "cd {} || exit 0\n{}\nprintf '\\nmlw-results\\n'\nexec 2>/dev/null\n{}",
+      launching ? launch_script(session.paths.run_dir) : "", session.offset + 1, pid,
+      shell_quote(session.paths.run_dir + "/driver_log.txt"), pid,
+      shell_quote(session.paths.run_dir), end_script(), RunSession::results_script());
+}
+
 void MonitorDriver::follow(RunSession& session) {
   using namespace std::chrono;
   bool stop_sent = false;
   steady_clock::time_point stopped_at;
-  const std::string log = shell_quote(session.paths.run_dir + "/driver_log.txt");
   while (true) {
     // The log until the monitor ends, then (on stderr, in the same round trip) whether it
-    // ended and how: "mlw-state=running", or "mlw-state=ended" and the end script's lines. The
-    // first step starts the monitor (its pid first on stderr).
-    std::string state;
+    // ended and how: "mlw-state=running", or "mlw-state=ended", the end script's lines and,
+    // after "mlw-results", the run's results. The first step starts the monitor (its pid first
+    // on stderr).
+    StepErrors step;
+    std::string& state = step.state;
+    bool& launching = step.launching;
     std::size_t sent = 0;  // of m_launch, the step's stdin
-    bool launching = false;
     ShellStreams streams;
     streams.on_output = [&](std::string_view chunk) {
       session.offset += chunk.size();
       session.append_log(chunk);
     };
-    streams.on_errors = [&](std::string_view chunk) {
-      if (state.size() < k_state_bound) state.append(chunk.substr(0, k_state_bound - state.size()));
-      if (launching && take_launch(session, state)) launching = false;
-    };
+    streams.on_errors = [&](std::string_view chunk) { take_errors(session, step, chunk); };
     streams.read_input = [&](char* buffer, std::size_t size) {
       const std::size_t n = launching ? std::min(size, m_launch.size() - sent) : 0;
       std::copy_n(m_launch.data() + sent, n, buffer);
       sent += n;
       return n;
     };
-    streams.should_stop = [&] { return !stop_sent && session.canceled(); };
+    streams.should_stop = [&] {
+      return (!stop_sent && session.canceled()) || (step.in_results && session.results_failed());
+    };
     session.run_reconnecting(
         [&] {
           state.clear();
           sent = 0;
+          step.in_results = false;
+          session.results_begin();
           launching = !m_launch.empty();
-          const std::string pid = launching ? "$p" : m_monitor_pid;
-          return fmt::format(
-              "{}tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null\nexec >&2\n"
-              "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
-              "cd {} && {}; exit 0",
-              launching ? launch_script(session.paths.run_dir) : "", session.offset + 1, pid, log,
-              pid, shell_quote(session.paths.run_dir), end_script());
+          return follow_script(session, launching);
         },
         streams);
+    if (step.in_results) session.results_taken();  // they came with the end (one round trip less)
     if (!m_launch_fail.empty() || launching) {
       if (session.canceled()) stop(session);  // it may have started before its pid came back
       session.fail(

@@ -31,6 +31,17 @@ class MonitorDriver : public RunDriver {
   /// `state`; false while it has not all arrived. A good pid marks the run running.
   bool take_launch(RunSession& session, std::string& state);
 
+  /// One follow step's stderr as it arrives: the launch's pid, the state lines, the results.
+  struct StepErrors {
+    std::string state;        ///< the state lines (bounded)
+    bool launching = false;   ///< the launch's pid has not come yet
+    bool in_results = false;  ///< past "mlw-results": the rest is the run's results
+  };
+  /// Takes the next piece of a follow step's stderr.
+  void take_errors(RunSession& session, StepErrors& step, std::string_view chunk);
+  /// The follow step: the launch (the first time), the log, the end and the results.
+  std::string follow_script(RunSession& session, bool launching) const;
+
   std::string m_monitor_pid;
   std::string m_launch;       ///< monitor.sh, until the step that starts it has started it
   std::string m_launch_fail;  ///< why the monitor could not start, once that is known

@@ -20,15 +20,9 @@
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "results_fetch.hpp"
 
 namespace mlw {
-
-namespace {
-
-/// The most of a run's metrics.jsonl brought back from a target.
-constexpr std::uint64_t k_max_metrics_bytes = 256ULL << 20;
-
-}  // namespace
 
 RunEnding exit_code_ending(const std::string& text, bool cancel_requested,
                            const std::string& source, const std::string& no_code) {
@@ -270,76 +264,50 @@ int RunSession::finish(RunDriver& driver) {
   return 0;
 }
 
-/// Brings metrics.jsonl and outputs/ back into the run's history folder in one round trip,
-/// never outside it: the target prints the metrics' size, the metrics (unless over
-/// k_max_metrics_bytes), then a tar of outputs/. What it sends is bounded and checked; a
-/// malformed answer stops the transfer.
+std::string RunSession::results_script() {
+  return ResultsFetch::script();
+}
+
+void RunSession::results_begin() {
+  if (!m_results) m_results = std::make_unique<ResultsFetch>(plan.run_dir, host());
+  m_results->begin();
+  m_results_taken = false;
+}
+
+void RunSession::results_feed(std::string_view chunk) {
+  if (m_results) m_results->feed(chunk);
+}
+
+bool RunSession::results_failed() const {
+  return m_results && m_results->failed();
+}
+
+void RunSession::results_taken() {
+  m_results_taken = m_results != nullptr;
+}
+
+/// Brings metrics.jsonl and outputs/ back into the run's history folder (ResultsFetch): from the
+/// follow step's end where the driver took them there, else in one step of their own.
 void RunSession::fetch_results() {
-  const std::string run = shell_quote(paths.run_dir);
-  const fs::path part = plan.run_dir / "metrics.jsonl.part";
-  const fs::path incoming = plan.run_dir / ".outputs-in";
-  std::error_code ec;
-  fs::remove_all(incoming, ec);
-  std::ofstream metrics(part, std::ios::binary | std::ios::trunc);
-  SafeTarReader reader(incoming);
-  std::string size_line;
-  std::optional<std::uint64_t> metrics_left;  // set once the size line is in
-  bool too_big = false;
-  bool bad_size = false;
-  ShellStreams streams;
-  streams.on_output = [&](std::string_view chunk) {
-    if (bad_size) return;
-    if (!metrics_left) {
-      const auto newline = chunk.find('\n');
-      size_line.append(chunk.substr(0, newline));
-      if (newline == std::string_view::npos && size_line.size() <= 24) return;
-      const auto size = parse_integer(trim(size_line), 0, 1LL << 62);
-      if (!size || newline == std::string_view::npos) {
-        bad_size = true;
-        return;
-      }
-      chunk.remove_prefix(newline + 1);
-      too_big = static_cast<std::uint64_t>(*size) > k_max_metrics_bytes;
-      metrics_left = too_big ? 0 : static_cast<std::uint64_t>(*size);
+  if (!m_results_taken) {
+    results_begin();
+    ShellStreams streams;
+    streams.on_output = [this](std::string_view chunk) { m_results->feed(chunk); };
+    streams.should_stop = [this] { return m_results->failed(); };
+    try {
+      run_reconnecting(
+          [this] {
+            m_results->begin();
+            return "cd " + shell_quote(paths.run_dir) + " || exit 0\n" + results_script();
+          },
+          streams);
+    } catch (const Error& e) {
+      record.problems.push_back(
+          fmt::format("outputs could not all be brought back from {}: {}", host(), e.what()));
     }
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*metrics_left, chunk.size()));
-    metrics.write(chunk.data(), static_cast<std::streamsize>(n));
-    *metrics_left -= n;
-    if (n < chunk.size()) reader.feed(chunk.substr(n));
-  };
-  streams.should_stop = [&] { return reader.failed() || bad_size; };
-  try {
-    run_reconnecting(fmt::format("cd {} || exit 0\nm=$(wc -c < metrics.jsonl 2>/dev/null) || m=0\n"
-                                 "echo $m\n[ \"$m\" -le {} ] && head -c \"$m\" metrics.jsonl\n"
-                                 "cd snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
-                                 run, k_max_metrics_bytes),
-                     streams);
-    if (bad_size) {
-      throw Error(fmt::format("it sent \"{}\" where the size of metrics.jsonl was expected",
-                              printable(size_line)));
-    }
-    reader.finish();
-  } catch (const Error& e) {
-    record.problems.push_back(
-        fmt::format("outputs could not all be brought back from {}: {}", host(), e.what()));
   }
-  metrics.close();
-  if (too_big) {
-    record.problems.push_back(
-        fmt::format("metrics.jsonl on {} is over {} MiB; the metrics were not brought back", host(),
-                    k_max_metrics_bytes >> 20));
-  }
-  if (metrics_left == std::uint64_t{0} && !too_big && metrics && fs::file_size(part, ec) > 0) {
-    fs::rename(part, plan.run_dir / "metrics.jsonl", ec);
-  }
-  fs::remove(part, ec);
-  for (const auto& refused : reader.refused()) {
-    record.problems.push_back("output refused: " + refused);
-  }
-  if (fs::is_directory(incoming / "outputs")) {
-    fs::rename(incoming / "outputs", plan.run_dir / "outputs", ec);
-  }
-  fs::remove_all(incoming, ec);
+  m_results->finish(record.problems);
+  m_results.reset();
   std::vector<std::string> ignored;
   record.outputs = collect_outputs(plan.run_dir / "outputs", plan.run_dir / "outputs", ignored);
 }

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "mlw/remote/tar.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/sha256.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -89,7 +91,7 @@ void add_run_tree(TarWriter& tree, const RunPlan& plan, const EnvironmentSpec& e
 }  // namespace
 
 std::string ship_script(const std::string& store, const std::string& nonce,
-                        const std::string& run_dir, bool end_when_complete) {
+                        const std::string& run_dir) {
   const std::string s = shell_quote(store);
   return "set -e\nS=" + s + "/objects\nI=" + s + "/incoming\nD=\"$I\"/" + shell_quote(nonce) +
          "\nR=" + shell_quote(run_dir) +
@@ -102,13 +104,7 @@ std::string ship_script(const std::string& store, const std::string& nonce,
          "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
          "    cd \"$I\" && rm -rf \"$d\" \"$d.lock\" ) 9>\"$d.lock\"\n"
          "done\n"
-         "read n\ncd \"$S\"\n" +
-         std::string(end_when_complete ? "if " : "") +
-         "head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
-         "!($0 in have) { print; m = 1 } END { exit m }'" +
-         // Without a run folder to make, a store that has it all ends here: one round trip.
-         (end_when_complete ? "; then echo :end; exit 0; fi\n" : " || :\n") +
-         "echo :end\nread u t\n"
+         "read u\n"
          "if [ \"$u\" -gt 0 ]; then\n"
          "  exec 9>\"$D.lock\"\n  flock 9\n  mkdir -p \"$D\"\n"
          "  head -c \"$u\" | tar -x -C \"$D\"\n  cd \"$D\"\n"
@@ -116,13 +112,25 @@ std::string ship_script(const std::string& store, const std::string& nonce,
          "\"$S\"/\n"
          "  set -- *\n  cd \"$I\"\n"
          "  if [ -e \"$D/$1\" ]; then\n"
-         "    printf 'damaged: %s\\n' \"$@\"\n    rm -rf \"$D\" \"$D.lock\"\n"
-         "    head -c \"$t\" >/dev/null\n    exit 1\n"
+         "    printf 'damaged: %s\\n' \"$@\"\n    rm -rf \"$D\" \"$D.lock\"\n    exit 1\n"
          "  fi\n  rm -rf \"$D\" \"$D.lock\"\nfi\n"
-         "[ \"$t\" -gt 0 ] || exit 0\n"
+         "read n\ncd \"$S\"\n"
+         // What the store still lacks: named, then ":missing", and nothing is made (exit 3).
+         "head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
+         "!($0 in have) { print; m = 1 } END { if (m) print \":missing\"; exit m ? 3 : 0 }' "
+         "|| exit 3\n"
+         "read t\n[ \"$t\" -gt 0 ] || exit 0\n"
          "mkdir -p \"$(dirname \"$R\")\"\nrm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
          "head -c \"$t\" | tar -x -P -C \"$R.tmp\"\n: > \"$R.tmp/driver_log.txt\"\n"
          "mv \"$R.tmp\" \"$R\"\n";
+}
+
+std::vector<std::string> object_names(const Manifest& manifest) {
+  std::set<std::string> names;
+  for (const auto& entry : manifest.entries) {
+    if (entry.link_target.empty()) names.insert(object_name(entry));
+  }
+  return {names.begin(), names.end()};
 }
 
 std::vector<std::pair<std::string, std::string>> run_folder_files(const EnvironmentSpec& env) {
@@ -140,50 +148,97 @@ std::vector<std::pair<std::string, std::string>> run_folder_files(const Environm
 
 namespace {
 
-/// One ship as a conversation over one command: the object names the run needs, the store's
-/// answer (those it lacks, then `:end`), then "U T" and two tar streams: the objects it lacks
-/// and the run's folder.
-class ShipConversation {
+/// The exit code of a ship whose store still lacks objects (named, then ":missing").
+constexpr int k_store_lacks = 3;
+
+/// Where this project keeps the names of the objects a target's store was last seen to hold (a
+/// hint only: what it names is not asked about, but the target checks and says what it lacks).
+fs::path shipped_record(const RunPlan& plan, const Shell& shell, const std::string& store) {
+  return plan.project.state_dir() / "cache" / "shipped" /
+         sha256_hex(shell.host() + "\n" + store).substr(0, 32);
+}
+
+/// One ship's step: its input (`U\n`, the objects sent ahead, `N\n`, the names the run needs,
+/// `T\n`, the run folder's tree) and the target's answer, bounded.
+class ShipStep {
  public:
-  ShipConversation(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
-                   const EnvironmentSpec& env, bool make_run_folder)
-      : m_ctx(ctx),
-        m_shell(shell),
-        m_plan(plan),
-        m_store(store),
-        m_env(env),
-        m_make_run_folder(make_run_folder) {
+  ShipStep(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
+           const EnvironmentSpec& env, bool make_run_folder)
+      : m_ctx(ctx), m_shell(shell), m_plan(plan), m_store(store), m_env(env) {
     for (const auto& entry : plan.manifest.entries) {
       if (entry.link_target.empty()) m_wanted.emplace(object_name(entry), &entry);
     }
-    for (const auto& [name, entry] : m_wanted) m_question += name + "\n";
-    m_question = std::to_string(m_question.size()) + "\n" + m_question;
+    std::string names;
+    for (const auto& [name, entry] : m_wanted) names += name + "\n";
+    m_list = std::to_string(names.size()) + "\n" + names;
+    m_make_run_folder = make_run_folder;
   }
 
-  /// The streams that hold the conversation.
-  ShellStreams streams() {
+  /// The names the run needs.
+  const std::map<std::string, const ManifestEntry*>& wanted() const { return m_wanted; }
+
+  /// Runs the step, with `ahead` sent before the names; with `tree` false, the tree is not sent
+  /// (the step only asks). Returns the target's result; its answer is in answer().
+  ShellResult run(const std::string& script, const std::vector<std::string>& ahead, bool tree) {
+    m_upload.emplace();
+    m_upload_total = m_upload_sent = 0;
+    for (const auto& name : ahead) add_upload(name);
+    if (!ahead.empty()) {
+      spdlog::debug("shipping {} objects ({} bytes) to {}", ahead.size(), m_upload_total,
+                    m_shell.host());
+      m_progress = ship_progress(m_ctx, m_upload_total, ahead.size());
+    }
+    m_head = std::to_string(ahead.empty() ? 0 : m_upload->size()) + "\n";
+    m_send_tree = tree && m_make_run_folder;
+    m_tree.emplace();  // each step reads its tree from the start
+    if (m_send_tree) add_run_tree(*m_tree, m_plan, m_env, m_store + "/objects");
+    m_middle = m_list + std::to_string(m_send_tree ? m_tree->size() : 0) + "\n";
+    m_phase = 0;
+    m_offset = 0;
+    m_answer.clear();
     ShellStreams streams;
     streams.on_output = [this](std::string_view chunk) { on_output(chunk); };
-    streams.input_ready = [this] { return m_phase != Phase::waiting || m_answered; };
     streams.read_input = [this](char* buffer, std::size_t size) { return read(buffer, size); };
-    return streams;
+    const ShellResult result = m_shell.run(script, streams);
+    if (m_progress) *m_ctx.err << "\r\x1b[K" << std::flush;
+    m_progress = {};
+    return result;
   }
 
-  /// What the store printed after its answer (its reason, when the command failed).
-  std::string said() const { return m_answered ? trim(m_answer.substr(m_answer_after)) : ""; }
+  /// What the target printed.
+  const std::string& answer() const { return m_answer; }
 
-  /// Clears the progress line, when one was drawn.
-  void end_progress() const {
-    if (m_progress) *m_ctx.err << "\r\x1b[K" << std::flush;
+  /// The objects the target said it lacks.
+  std::vector<std::string> lacking() const {
+    std::vector<std::string> names;
+    for (const auto& line : split(m_answer, '\n')) {
+      if (!line.empty() && line != ":missing") names.push_back(line);
+    }
+    return names;
   }
 
  private:
-  enum class Phase { question, waiting, second, upload, tree };
+  /// Adds an object the target lacks; it must be one the run needs.
+  void add_upload(const std::string& name) {
+    const auto wanted = m_wanted.find(name);
+    if (wanted == m_wanted.end()) {
+      throw Error(fmt::format("{}: the target said its store lacks \"{}\", which is no file of "
+                              "this snapshot; is a tool on its PATH (awk, ls) replaced?",
+                              m_shell.host(), printable(name.substr(0, 80))),
+                  exit_code::k_cannot_start);
+    }
+    const ManifestEntry& entry = *wanted->second;
+    const fs::path local_objects = m_plan.project.state_dir() / "objects";
+    fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
+    if (!fs::exists(source)) source = m_plan.project.root / entry.path;
+    m_upload->add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
+    m_upload_total += entry.size;
+  }
 
   void on_output(std::string_view chunk) {
     // The answer names only objects asked about (then a line or two): more is a target that
     // lies, and would otherwise grow without end.
-    const std::size_t bound = 2 * m_question.size() + 65536;
+    const std::size_t bound = 2 * m_list.size() + 65536;
     if (m_answer.size() + chunk.size() > bound) {
       throw Error(fmt::format("{}: the target answered the ship with more than {} bytes, which no "
                               "list of the {} files asked about can be; is a tool on its PATH "
@@ -192,81 +247,42 @@ class ShipConversation {
                   exit_code::k_cannot_start);
     }
     m_answer.append(chunk);
-    if (m_answered) return;
-    const auto end = m_answer.starts_with(":end\n") ? 0 : m_answer.find("\n:end\n");
-    if (end == std::string::npos) return;
-    m_answered = true;
-    m_answer_end = end;
-    m_answer_after = end == 0 ? 5 : end + 6;
   }
 
   std::size_t copy_from(const std::string& text, char* buffer, std::size_t size) {
     const std::size_t n = std::min(size, text.size() - m_offset);
     std::copy_n(text.data() + m_offset, n, buffer);
     m_offset += n;
+    if (m_offset == text.size()) {
+      ++m_phase;
+      m_offset = 0;
+    }
     return n;
   }
 
-  /// Once the answer is in: the objects the store lacks, the run's folder, and "U T".
-  void prepare_second() {
-    const fs::path local_objects = m_plan.project.state_dir() / "objects";
-    std::vector<std::string> missing;
-    for (const auto& name : split(m_answer.substr(0, m_answer_end), '\n')) {
-      if (m_wanted.count(name)) missing.push_back(name);
-    }
-    for (const auto& name : missing) {
-      const ManifestEntry& entry = *m_wanted[name];
-      fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
-      if (!fs::exists(source)) source = m_plan.project.root / entry.path;
-      m_upload.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
-      m_upload_total += entry.size;
-    }
-    if (!missing.empty()) {
-      spdlog::debug("shipping {} objects ({} bytes) to {}", missing.size(), m_upload_total,
-                    m_shell.host());
-      m_progress = ship_progress(m_ctx, m_upload_total, missing.size());
-    }
-    if (m_make_run_folder) add_run_tree(m_tree, m_plan, m_env, m_store + "/objects");
-    m_second = fmt::format("{} {}\n", missing.empty() ? 0 : m_upload.size(),
-                           m_make_run_folder ? m_tree.size() : 0);
-  }
-
-  /// The command's stdin, phase by phase.
+  /// The step's stdin: `U\n`, the objects, the names and `T\n`, the tree.
   std::size_t read(char* buffer, std::size_t size) {
     while (true) {
       switch (m_phase) {
-        case Phase::question: {
-          const std::size_t n = copy_from(m_question, buffer, size);
-          if (m_offset == m_question.size()) {
-            m_phase = Phase::waiting;  // input_ready holds the next call until the answer is in
-            m_offset = 0;
+        case 0:
+          return copy_from(m_head, buffer, size);
+        case 1:
+          if (m_head != "0\n") {
+            if (const std::size_t n = m_upload->read(buffer, size); n > 0) {
+              m_upload_sent += n;
+              if (m_progress) m_progress(std::min(m_upload_sent, m_upload_total));
+              return n;
+            }
           }
-          return n;
-        }
-        case Phase::waiting:
-          prepare_second();
-          // The store had it all and no run folder is made: the script ended after its answer.
-          if (m_second == "0 0\n") return 0;
-          m_phase = Phase::second;
+          ++m_phase;
           break;
-        case Phase::second: {
-          const std::size_t n = copy_from(m_second, buffer, size);
-          if (m_offset == m_second.size()) {
-            m_phase = m_second.starts_with("0 ") ? Phase::tree : Phase::upload;
-            m_offset = 0;
-          }
-          return n;
-        }
-        case Phase::upload:
-          if (const std::size_t n = m_upload.read(buffer, size); n > 0) {
-            m_upload_sent += n;
-            if (m_progress) m_progress(std::min(m_upload_sent, m_upload_total));
-            return n;
-          }
-          m_phase = Phase::tree;
-          break;
-        case Phase::tree:
-          return m_make_run_folder ? m_tree.read(buffer, size) : 0;
+        case 2:
+          return copy_from(m_middle, buffer, size);
+        case 3:
+          if (m_send_tree) return m_tree->read(buffer, size);
+          return 0;
+        default:
+          return 0;
       }
     }
   }
@@ -274,39 +290,99 @@ class ShipConversation {
   Context& m_ctx;
   Shell& m_shell;
   const RunPlan& m_plan;
+  std::map<std::string, const ManifestEntry*> m_wanted;
   const std::string& m_store;
   const EnvironmentSpec& m_env;
-  const bool m_make_run_folder;
-  std::map<std::string, const ManifestEntry*> m_wanted;
-  std::string m_question;
-  std::string m_answer;
-  bool m_answered = false;
-  std::size_t m_answer_end = 0;    // where the list of missing names ends
-  std::size_t m_answer_after = 0;  // where what follows `:end` starts
-  TarWriter m_upload;
-  TarWriter m_tree;
-  std::string m_second;  // "U T\n", sent once the answer is in
+  std::string m_list;  // "N\n" and the names
+  std::optional<TarWriter> m_tree;
+  bool m_make_run_folder = false;
+  bool m_send_tree = false;
+  std::optional<TarWriter> m_upload;
   std::uint64_t m_upload_total = 0;
   std::uint64_t m_upload_sent = 0;
   std::function<void(std::uint64_t)> m_progress;
-  Phase m_phase = Phase::question;
+  std::string m_head;
+  std::string m_middle;
+  int m_phase = 0;
   std::size_t m_offset = 0;
+  std::string m_answer;
 };
+
+/// The names of the record, or none (no record: the store is asked first).
+std::optional<std::set<std::string>> read_record(const fs::path& record) {
+  const auto text = read_file_if_exists(record);
+  if (!text) return std::nullopt;
+  std::set<std::string> names;
+  for (const auto& line : split(*text, '\n')) {
+    if (!line.empty()) names.insert(line);
+  }
+  return names;
+}
+
+void write_record(const fs::path& record,
+                  const std::map<std::string, const ManifestEntry*>& wanted) {
+  std::string text;
+  for (const auto& [name, entry] : wanted) text += name + "\n";
+  try {
+    make_directories(record.parent_path());
+    atomic_write_file(record, text);
+  } catch (const std::exception& e) {
+    spdlog::debug("cannot keep the names of the shipped objects in {}: {}", record.string(),
+                  e.what());
+  }
+}
 
 }  // namespace
 
 void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
-                   const EnvironmentSpec& env, const std::string& run_dir, bool make_run_folder) {
-  ShipConversation conversation(ctx, shell, plan, store, env, make_run_folder);
+                   const EnvironmentSpec& env, const std::string& run_dir, bool make_run_folder,
+                   const std::vector<std::string>* lacking) {
+  ShipStep step(ctx, shell, plan, store, env, make_run_folder);
   const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
-  const ShellResult shipped =
-      shell.run(ship_script(store, nonce, run_dir, !make_run_folder), conversation.streams());
-  conversation.end_progress();
+  const std::string script = ship_script(store, nonce, run_dir);
+  const fs::path record = shipped_record(plan, shell, store);
+  // What is sent ahead: what the probe found lacking; else what the record does not name; with
+  // neither, the store is asked first (a new clone of a project the target already holds).
+  std::vector<std::string> ahead;
+  bool ask_first = false;
+  if (lacking) {
+    ahead = *lacking;
+  } else if (const auto known = read_record(record)) {
+    for (const auto& [name, entry] : step.wanted()) {
+      if (!known->count(name)) ahead.push_back(name);
+    }
+  } else {
+    ask_first = true;
+  }
+  auto lacks = [&](const ShellResult& result) {
+    return result.exit_code == k_store_lacks && step.answer().ends_with(":missing\n");
+  };
+  ShellResult shipped;
+  if (ask_first) {
+    shipped = step.run(script, {}, false);  // the names alone: one round trip more
+    if (lacks(shipped)) ahead = step.lacking();
+  }
+  // A store that lacked nothing already holds it all when no run folder is made.
+  if (!ask_first || lacks(shipped) || (shipped.exit_code == 0 && make_run_folder)) {
+    shipped = step.run(script, ahead, true);
+    if (lacks(shipped)) {
+      // The record was wrong (the target's store was cleaned): what it lacks, once more.
+      ahead = step.lacking();
+      shipped = step.run(script, ahead, true);
+      if (lacks(shipped)) {
+        throw Error(fmt::format("{}: shipping the snapshot to {} failed: its store still lacks {} "
+                                "objects after they were sent",
+                                shell.host(), run_dir, step.lacking().size()),
+                    exit_code::k_cannot_start);
+      }
+    }
+  }
   if (shipped.exit_code != 0) {
     throw Error(fmt::format("{}: shipping the snapshot to {} failed: {}", shell.host(), run_dir,
-                            trim(trim(shipped.errors) + "\n" + conversation.said())),
+                            trim(trim(shipped.errors) + "\n" + trim(step.answer()))),
                 exit_code::k_cannot_start);
   }
+  write_record(record, step.wanted());
 }
 
 }  // namespace mlw

@@ -123,14 +123,15 @@ bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
 TargetExecutor::TargetExecutor(std::string type) : m_type(std::move(type)) {}
 
 void TargetExecutor::connect(Context& ctx, const std::string& target_name,
-                             const ComputeConfig& compute, const std::string& image_tag) {
+                             const ComputeConfig& compute, const std::string& image_tag,
+                             const std::vector<std::string>* names) {
   if (is_local_docker(m_type)) {
     m_shell = ctx.connector->local_shell();
     m_engine = probe_engine(ctx, compute, image_tag, m_facts);
   } else if (!m_shell) {
     m_shell = ctx.connector->connect(ctx, target_name, compute);
   }
-  if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag);
+  if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag, names);
   // The kind's checks, as doctor shows them: the first that refuses stops the submit.
   std::vector<CheckRow> rows;
   kind_of(m_type).checks({compute, m_facts, m_shell->host(), target_name}, rows);
@@ -151,7 +152,10 @@ void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
   // A malformed dependency file fails here, before connecting. The spec is made again in start:
   // its files from the project (pip wheels) come from the snapshot, which is not taken yet.
   const std::string tag = uses_image(m_type) ? environment_spec(plan).tag : "";
-  connect(ctx, plan.target_name, plan.compute, tag);
+  // With the snapshot taken (prepare), the probe also asks the target's store what it lacks.
+  const std::vector<std::string> names = object_names(plan.manifest);
+  const bool ask = !is_local_docker(m_type) && !plan.manifest.entries.empty();
+  connect(ctx, plan.target_name, plan.compute, tag, ask ? &names : nullptr);
 }
 
 RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
@@ -235,8 +239,10 @@ PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputS
                            plan.run_dir / "snapshot");
       prepare_local_run_dir(plan, env);
     }
-  } else {
-    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build);
+  } else if (build || !m_facts.store_asked || !m_facts.store_lacking.empty()) {
+    // The probe asked the store: what it lacks goes at once, and nothing when it lacks nothing.
+    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build,
+                  m_facts.store_asked ? &m_facts.store_lacking : nullptr);
   }
   std::string log;
   const ShellResult result =

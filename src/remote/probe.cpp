@@ -1,6 +1,8 @@
 #include "mlw/remote/probe.hpp"
 
 #include <algorithm>
+
+#include <fmt/format.h>
 #include <sstream>
 
 #include "mlw/kinds/kind.hpp"
@@ -35,11 +37,19 @@ std::string engine_socket_lookup() {
          "}\n";
 }
 
-std::string probe_script(const ComputeConfig& compute, const std::string& image_tag) {
+std::string probe_script(const ComputeConfig& compute, const std::string& image_tag,
+                         bool ask_store) {
   const TargetKind& kind = kind_of(compute.type);
   const bool uses_docker = kind.uses_image;
-  std::string script =
-      "echo \"home=$HOME\"\n"
+  std::string script = "echo \"home=$HOME\"\n";
+  if (ask_store) {
+    // The object names on stdin: those the content store lacks, then that the list is whole.
+    script +=
+        "if cd \"$HOME/.mlw/objects\" 2>/dev/null; then awk 'BEGIN { while ((\"ls -f\" | getline "
+        "n) > 0) have[n] = 1 } !($0 in have) { print \"lacks=\" $0 }'; else awk '{ print "
+        "\"lacks=\" $0 }'; fi && echo store=asked\ncd\n";
+  }
+  script +=
       "{ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
       "--query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | "
       "sed 's/^/gpu=/'\n"
@@ -134,6 +144,10 @@ TargetFacts parse_probe(const std::string& output) {
                                     [&](const SlurmNode& n) { return n.name == node.name; });
       if (!seen) facts.slurm_node_list.push_back(node);
       facts.slurm_nodes = static_cast<int>(facts.slurm_node_list.size());
+    } else if (key == "lacks") {
+      facts.store_lacking.push_back(value);
+    } else if (key == "store" && value == "asked") {
+      facts.store_asked = true;
     } else if (key == "disk_free_kb") {
       try {
         facts.disk_free_kb = std::stoull(value);
@@ -144,8 +158,39 @@ TargetFacts parse_probe(const std::string& output) {
   return facts;
 }
 
-TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::string& image_tag) {
-  const ShellResult result = shell.run(probe_script(compute, image_tag));
+TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::string& image_tag,
+                         const std::vector<std::string>* names) {
+  std::string question;
+  if (names) {
+    for (const auto& name : *names) question += name + "\n";
+  }
+  // The probe prints a few lines, and one per object asked about: more is a target that lies.
+  const std::size_t bound = 65536 + 2 * question.size();
+  ShellResult result;
+  std::size_t offset = 0;
+  ShellStreams streams;
+  streams.on_output = [&](std::string_view chunk) {
+    if (result.output.size() + chunk.size() > bound) {
+      throw Error(fmt::format("cannot inspect {}: it answered the probe with more than {} bytes; "
+                              "is a tool on its PATH replaced?",
+                              shell.host(), bound),
+                  exit_code::k_cannot_start);
+    }
+    result.output.append(chunk);
+  };
+  streams.on_errors = [&](std::string_view chunk) {
+    if (result.errors.size() < 65536) result.errors.append(chunk.substr(0, 65536));
+  };
+  if (names) {
+    streams.read_input = [&](char* buffer, std::size_t size) {
+      const std::size_t n = std::min(size, question.size() - offset);
+      std::copy_n(question.data() + offset, n, buffer);
+      offset += n;
+      return n;
+    };
+  }
+  result.exit_code =
+      shell.run(probe_script(compute, image_tag, names != nullptr), streams).exit_code;
   if (result.exit_code != 0) {
     throw Error("cannot inspect " + shell.host() + ": " + trim(result.errors),
                 exit_code::k_cannot_start);
@@ -155,6 +200,7 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
     throw Error("cannot inspect " + shell.host() + ": the login shell printed no HOME",
                 exit_code::k_cannot_start);
   }
+  if (!facts.store_asked) facts.store_lacking.clear();
   return facts;
 }
 

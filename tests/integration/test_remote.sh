@@ -154,9 +154,15 @@ expect_eq "run in a built environment" "$CODE" 0
 RID=$(json_get "$OUT" 'd["run_id"]')
 expect_contains "wheel importable in the run" "$(cat ".mlw/runs/$RID/driver_log.txt")" "hello from a wheel"
 check "build log kept with the run" grep -q "Successfully installed mlwdemo" ".mlw/runs/$RID/build.log"
-run_mlw experiment prepare -c rd
+run_mlw -vv experiment prepare -c rd
 expect_eq "prepare with the image present" "$CODE" 0
 expect_contains "prepare names the image" "$OUT" "mlw_env:"
+# The probe asked the store (the submit filled it): nothing to ship, no step for it.
+expect_not_contains "nothing changed: prepare ships nothing" "$ERR" "for the server: set -e"
+echo "# one line more" >>use_wheel.py
+run_mlw -vv experiment prepare -c rd
+expect_contains "one change: its object goes in one step" "$ERR" "shipping 1 objects"
+expect_eq "one ship step" "$(grep -c 'for the server: set -e' <<<"$ERR")" 1
 # A broken requirement fails the build: 125, the log shown.
 cat >aml_config/conda_dependencies.yml <<'YML'
 dependencies:

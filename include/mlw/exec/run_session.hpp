@@ -38,6 +38,7 @@ bool image_exists(Shell& shell, const ComputeConfig& compute, const TargetFacts&
                   const std::string& tag);
 
 class RunSession;
+class ResultsFetch;
 
 /// One way of running on a target: the Docker Engine API, a detached monitor on the target, or
 /// a Slurm job. The session calls start (or resume), then follow, then ending.
@@ -107,6 +108,17 @@ class RunSession : public RunRecorder {
                                std::optional<std::string_view> input = std::nullopt);
   /// The same, for a fixed script.
   ShellResult run_reconnecting(const std::string& script, const ShellStreams& streams = {});
+  /// Shell text that sends the run's results (metrics.jsonl, outputs/), run in the target's run
+  /// folder, for a driver's last step to end with; else the session asks in a step of its own.
+  static std::string results_script();
+  /// Starts taking the results from a step (again when the step is run again).
+  void results_begin();
+  /// Takes the next piece of what results_script printed.
+  void results_feed(std::string_view chunk);
+  /// True once what it printed was found malformed (stop reading).
+  bool results_failed() const;
+  /// The step that sent the results ended: the session does not ask for them again.
+  void results_taken();
 
  private:
   int build_environment(const EnvironmentSpec& env);
@@ -119,6 +131,8 @@ class RunSession : public RunRecorder {
   int m_live_fd;
   bool m_copy_log;
   int m_local_log = -1;
+  std::unique_ptr<ResultsFetch> m_results;
+  bool m_results_taken = false;
 };
 
 /// The driver of a run started through the local Docker engine's API.

@@ -30,8 +30,9 @@ class TargetExecutor : public Executor {
                                  const ComputeConfig& compute) override;
 
  private:
+  /// Connects and probes; with `names`, the probe also asks the store which objects it lacks.
   void connect(Context& ctx, const std::string& target_name, const ComputeConfig& compute,
-               const std::string& image_tag = "");
+               const std::string& image_tag = "", const std::vector<std::string>* names = nullptr);
   /// The supervisor's work (in the forked process): a RunSession over this connection and the
   /// run's driver (the Engine API's, else the kind's); a new run with `env` (image kinds), or
   /// with `resume` one whose supervisor is gone.

@@ -40,6 +40,8 @@ struct TargetFacts {
   std::string slurm_partition;  ///< the partition (the compute file's, or the default) if found
   int slurm_nodes = 0;          ///< nodes in that partition
   std::vector<SlurmNode> slurm_node_list;  ///< those nodes
+  bool store_asked = false;                ///< the content store was asked about objects
+  std::vector<std::string> store_lacking;  ///< of those, the ones it lacks (when asked)
 };
 
 /// The words that run docker on the target: `docker`, `sudo -n docker` (useSudo), or
@@ -54,13 +56,18 @@ std::string engine_socket_lookup();
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an
 /// `image_tag` it says whether that image exists; when it does (and no GPUs are asked for), the
 /// daemon is taken as working without asking it for its version and runtimes.
-std::string probe_script(const ComputeConfig& compute, const std::string& image_tag = "");
+/// With `ask_store`, it also reads object names on stdin and prints `lacks=NAME` for each the
+/// content store (~/.mlw/objects) lacks, then `store=asked`.
+std::string probe_script(const ComputeConfig& compute, const std::string& image_tag = "",
+                         bool ask_store = false);
 
 /// Reads the probe's output.
 TargetFacts parse_probe(const std::string& output);
 
-/// Runs the probe on `shell`.
+/// Runs the probe on `shell` (its answer bounded); with `names`, it asks the content store
+/// which of those objects it lacks in the same round trip.
 TargetFacts probe_target(Shell& shell, const ComputeConfig& compute,
-                         const std::string& image_tag = "");
+                         const std::string& image_tag = "",
+                         const std::vector<std::string>* names = nullptr);
 
 }  // namespace mlw

@@ -10,6 +10,7 @@
 #include "temp_dir.hpp"
 
 #include "mlw/history/store.hpp"
+#include "mlw/remote/tar.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -140,6 +141,41 @@ TEST(RunSession, AReconnectResumesTheLogAtTheByteReceived) {
   EXPECT_EQ(record.exit_code, 0);
   EXPECT_EQ(record.process_group, 0);
   EXPECT_EQ(record.pid, 0);
+}
+
+TEST(RunSession, TheResultsComeAfterTheEndInTheFollowStepItself) {
+  Fixture f("remote");
+  TarWriter outputs;
+  outputs.add_directory("outputs");
+  outputs.add_data("outputs/model.txt", "weights\n", 0644);
+  std::string tar(outputs.size(), '\0');
+  std::size_t filled = 0;
+  while (const std::size_t n = outputs.read(tar.data() + filled, tar.size() - filled)) filled += n;
+  const std::string metrics = "{\"name\": \"acc\", \"value\": 0.9}\n";
+  f.target.on("cat > monitor.sh", {{"hi\n", 0, false,
+                                    "mlw-pid=4242\nmlw-state=ended\n0\n\nmlw-results\n" +
+                                        std::to_string(metrics.size()) + "\n" + metrics + tar}});
+  const auto driver = monitor_driver();
+  auto session = f.session();
+  EXPECT_EQ(session.run(*driver, nullptr), 0);
+  EXPECT_EQ(f.target.scripts.size(), 1U) << "no step of their own for the results";
+  EXPECT_EQ(read_file_if_exists(f.plan.run_dir / "metrics.jsonl").value_or(""), metrics);
+  EXPECT_EQ(read_file_if_exists(f.plan.run_dir / "outputs" / "model.txt").value_or(""),
+            "weights\n");
+  const RunRecord record = f.record();
+  EXPECT_EQ(record.status, status::k_completed);
+  EXPECT_TRUE(record.problems.empty()) << join(record.problems, "; ");
+}
+
+TEST(RunSession, AnEndWithoutTheResultsAsksForThemInAStepOfTheirOwn) {
+  Fixture f("remote");
+  f.target.on("cat > monitor.sh", {{"hi\n", 0, false, "mlw-pid=4242\nmlw-state=ended\n0\n"}});
+  f.target.on("wc -c 2>/dev/null < metrics.jsonl", {{"3\nab\n", 0, false, ""}});
+  const auto driver = monitor_driver();
+  auto session = f.session();
+  EXPECT_EQ(session.run(*driver, nullptr), 0);
+  EXPECT_EQ(f.target.scripts.size(), 2U);
+  EXPECT_EQ(read_file_if_exists(f.plan.run_dir / "metrics.jsonl").value_or(""), "ab\n");
 }
 
 TEST(RunSession, ACancelBeforeTheStartSendsNothingToTheTarget) {

@@ -95,25 +95,116 @@ TEST(Ship, WithoutARunFolderOnlyTheContentArrives) {
   EXPECT_FALSE(fs::exists(f.store / "runs" / "p"));
 }
 
-TEST(Ship, WithoutARunFolderAStoreThatHasItAllAnswersInOneRoundTrip) {
+TEST(Ship, TheStoreNamesWhatItLacksAndMakesNothingThen) {
   ShipFixture f;
   LocalShell shell;
   ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{},
                 (f.store / "runs" / "p").string(), false);
-  // The question alone, no "U T" line after it: the script must end by itself, having nothing
-  // to wait for (the client sends nothing more once the answer is empty).
   std::string names;
   for (const auto& e : f.plan.manifest.entries) names += e.sha256 + "\n";
-  const std::string question = std::to_string(names.size()) + "\n" + names;
-  const std::string script =
-      ship_script(f.store.string(), "n1", (f.store / "runs" / "q").string(), true);
-  const ShellResult complete = shell.run_with_input(script, question);
+  // No objects ahead, the names, and a tree of one folder: made when the store has it all.
+  const std::string tree = std::string(1024, '\0');
+  const std::string input = "0\n" + std::to_string(names.size()) + "\n" + names + "1024\n" + tree;
+  const std::string script = ship_script(f.store.string(), "n1", (f.store / "runs" / "q").string());
+  const ShellResult complete = shell.run_with_input(script, input);
   EXPECT_EQ(complete.exit_code, 0) << complete.errors;
-  EXPECT_EQ(complete.output, ":end\n");
+  EXPECT_EQ(complete.output, "");
+  EXPECT_TRUE(fs::is_directory(f.store / "runs" / "q"));
   fs::remove(f.store / "objects" / f.entry("a.txt").sha256);
-  const ShellResult lacking = shell.run_with_input(script, question);
-  EXPECT_EQ(lacking.output, f.entry("a.txt").sha256 + "\n:end\n");
-  EXPECT_NE(lacking.exit_code, 0) << "it waits for the upload the client would send";
+  const ShellResult lacking = shell.run_with_input(
+      ship_script(f.store.string(), "n2", (f.store / "runs" / "r").string()), input);
+  EXPECT_EQ(lacking.output, f.entry("a.txt").sha256 + "\n:missing\n");
+  EXPECT_EQ(lacking.exit_code, 3);
+  EXPECT_FALSE(fs::exists(f.store / "runs" / "r")) << "nothing is made while objects lack";
+}
+
+namespace {
+
+/// This machine's /bin/sh as the target, counting the steps a ship takes.
+class CountingShell : public Shell {
+ public:
+  int steps = 0;
+  std::string host() const override { return "counted"; }
+  ShellResult run(const std::string& script, const ShellStreams& streams) override {
+    ++steps;
+    return m_shell.run(script, streams);
+  }
+
+ private:
+  LocalShell m_shell;
+};
+
+}  // namespace
+
+TEST(Ship, WithARecordOfTheStoreAChangedFileShipsInOneStep) {
+  ShipFixture f;
+  CountingShell shell;
+  const std::string run = (f.store / "runs").string();
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{}, run + "/r1");
+  EXPECT_EQ(shell.steps, 2) << "no record yet: the store is asked first";
+  atomic_write_file(f.plan.project.root / "a.txt", "changed\n");
+  f.plan.manifest = build_snapshot(f.plan.project.root, f.plan.project.state_dir() / "objects",
+                                   f.plan.project.root / ".mlw" / "hashes.tsv");
+  shell.steps = 0;
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{}, run + "/r2");
+  EXPECT_EQ(shell.steps, 1) << "the new object goes ahead of the names";
+  EXPECT_EQ(read_file(f.store / "runs" / "r2" / "snapshot" / "a.txt"), "changed\n");
+  shell.steps = 0;
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{}, run + "/r3");
+  EXPECT_EQ(shell.steps, 1) << "nothing changed: one step, nothing sent ahead";
+}
+
+TEST(Ship, ARecordThatNoLongerHoldsIsCorrectedByTheTarget) {
+  ShipFixture f;
+  CountingShell shell;
+  const std::string run = (f.store / "runs").string();
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{}, run + "/r1");
+  fs::remove_all(f.store / "objects");  // cleaned on the target behind this project's back
+  shell.steps = 0;
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{}, run + "/r2");
+  EXPECT_EQ(shell.steps, 2) << "the store says what it lacks; those are sent";
+  EXPECT_EQ(read_file(f.store / "runs" / "r2" / "snapshot" / "sub" / "b.py"), "print('b')\n");
+}
+
+TEST(Ship, WhatTheProbeFoundLackingGoesAheadWithoutAsking) {
+  ShipFixture f;
+  CountingShell shell;
+  std::vector<std::string> lacking;
+  for (const auto& e : f.plan.manifest.entries) lacking.push_back(e.sha256);
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{},
+                (f.store / "runs" / "r1").string(), true, &lacking);
+  EXPECT_EQ(shell.steps, 1);
+  EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "a.txt"), "alpha\n");
+}
+
+namespace {
+
+/// A target whose store "lacks" a name nobody asked about.
+class StrangeName : public Shell {
+ public:
+  std::string host() const override { return "odd"; }
+  ShellResult run(const std::string&, const ShellStreams& streams) override {
+    streams.on_output("../../etc/passwd\n:missing\n");
+    return {3, "", ""};
+  }
+};
+
+}  // namespace
+
+TEST(Ship, ANameTheSnapshotDoesNotHoldIsRefused) {
+  ShipFixture f;
+  StrangeName odd;
+  try {
+    ship_snapshot(f.ctx, odd, f.plan, f.store.string(), EnvironmentSpec{},
+                  (f.store / "runs" / "r1").string());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), exit_code::k_cannot_start);
+    EXPECT_NE(std::string(e.what()).find("odd: the target said its store lacks "
+                                         "\"../../etc/passwd\", which is no file of this snapshot"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Ship, ADamagedObjectFailsTheShipAndStaysOutOfTheStore) {

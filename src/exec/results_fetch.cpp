@@ -1,0 +1,113 @@
+// A run's results from its target: metrics.jsonl and outputs/, bounded and checked.
+
+#include "results_fetch.hpp"
+
+#include <fmt/format.h>
+
+#include "mlw/remote/tar.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The most of a run's metrics.jsonl brought back from a target.
+constexpr std::uint64_t k_max_metrics_bytes = 256ULL << 20;
+
+}  // namespace
+
+ResultsFetch::ResultsFetch(fs::path run_dir, std::string host)
+    : m_run_dir(std::move(run_dir)),
+      m_host(std::move(host)),
+      m_part(m_run_dir / "metrics.jsonl.part"),
+      m_incoming(m_run_dir / ".outputs-in") {
+  begin();
+}
+
+ResultsFetch::~ResultsFetch() {
+  std::error_code ec;
+  m_metrics.close();
+  fs::remove(m_part, ec);
+  fs::remove_all(m_incoming, ec);
+}
+
+std::string ResultsFetch::script() {
+  return fmt::format(
+      "m=$(wc -c 2>/dev/null < metrics.jsonl) || m=0\necho $m\n[ \"$m\" -le {} ] && head -c "
+      "\"$m\" metrics.jsonl\ncd snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
+      k_max_metrics_bytes);
+}
+
+void ResultsFetch::begin() {
+  std::error_code ec;
+  m_reader.reset();
+  fs::remove_all(m_incoming, ec);
+  m_metrics.close();
+  m_metrics.clear();
+  m_metrics.open(m_part, std::ios::binary | std::ios::trunc);
+  m_reader = std::make_unique<SafeTarReader>(m_incoming);
+  m_size_line.clear();
+  m_metrics_left.reset();
+  m_too_big = m_bad_size = false;
+}
+
+void ResultsFetch::feed(std::string_view chunk) {
+  if (m_bad_size) return;
+  if (!m_metrics_left) {
+    const auto newline = chunk.find('\n');
+    m_size_line.append(chunk.substr(0, newline));
+    if (newline == std::string_view::npos && m_size_line.size() <= 24) return;
+    const auto size = parse_integer(trim(m_size_line), 0, 1LL << 62);
+    if (!size || newline == std::string_view::npos) {
+      m_bad_size = true;
+      return;
+    }
+    chunk.remove_prefix(newline + 1);
+    m_too_big = static_cast<std::uint64_t>(*size) > k_max_metrics_bytes;
+    m_metrics_left = m_too_big ? 0 : static_cast<std::uint64_t>(*size);
+  }
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*m_metrics_left, chunk.size()));
+  m_metrics.write(chunk.data(), static_cast<std::streamsize>(n));
+  *m_metrics_left -= n;
+  if (n < chunk.size()) m_reader->feed(chunk.substr(n));
+}
+
+bool ResultsFetch::failed() const {
+  return m_bad_size || m_reader->failed();
+}
+
+void ResultsFetch::finish(std::vector<std::string>& problems) {
+  try {
+    if (m_bad_size) {
+      throw Error(fmt::format("it sent \"{}\" where the size of metrics.jsonl was expected",
+                              printable(m_size_line)));
+    }
+    m_reader->finish();
+  } catch (const Error& e) {
+    problems.push_back(
+        fmt::format("outputs could not all be brought back from {}: {}", m_host, e.what()));
+  }
+  m_metrics.close();
+  if (m_too_big) {
+    problems.push_back(
+        fmt::format("metrics.jsonl on {} is over {} MiB; the metrics were not "
+                    "brought back",
+                    m_host, k_max_metrics_bytes >> 20));
+  }
+  std::error_code ec;
+  if (m_metrics_left == std::uint64_t{0} && !m_too_big && m_metrics &&
+      fs::file_size(m_part, ec) > 0) {
+    fs::rename(m_part, m_run_dir / "metrics.jsonl", ec);
+  }
+  fs::remove(m_part, ec);
+  for (const auto& refused : m_reader->refused()) problems.push_back("output refused: " + refused);
+  if (fs::is_directory(m_incoming / "outputs")) {
+    fs::rename(m_incoming / "outputs", m_run_dir / "outputs", ec);
+  }
+  fs::remove_all(m_incoming, ec);
+}
+
+}  // namespace mlw

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlw {
+
+class SafeTarReader;
+
+/// Brings a target run folder's metrics.jsonl and outputs/ back into the run's history folder,
+/// never outside it, from what results_script() prints: the metrics' size, the metrics (unless
+/// over 256 MiB), then a tar of outputs/. What it reads is bounded and checked; a malformed
+/// answer stops it. Fed by its own step or by the end of the follow step.
+class ResultsFetch {
+ public:
+  /// `run_dir`: the run's history folder; `host` for problems.
+  ResultsFetch(std::filesystem::path run_dir, std::string host);
+  ~ResultsFetch();
+  ResultsFetch(const ResultsFetch&) = delete;
+  ResultsFetch& operator=(const ResultsFetch&) = delete;
+
+  /// The shell text that prints them, run in the target's run folder (it ends the script).
+  static std::string script();
+  /// Starts over (a step run again after a reconnect).
+  void begin();
+  /// Takes the next piece of what the script printed.
+  void feed(std::string_view chunk);
+  /// True once the answer was found malformed (stop reading).
+  bool failed() const;
+  /// Puts metrics.jsonl and outputs/ in place; what went wrong goes into `problems`.
+  void finish(std::vector<std::string>& problems);
+
+ private:
+  std::filesystem::path m_run_dir;
+  std::string m_host;
+  std::filesystem::path m_part;
+  std::filesystem::path m_incoming;
+  std::ofstream m_metrics;
+  std::unique_ptr<SafeTarReader> m_reader;
+  std::string m_size_line;
+  std::optional<std::uint64_t> m_metrics_left;  // set once the size line is in
+  bool m_too_big = false;
+  bool m_bad_size = false;
+};
+
+}  // namespace mlw

@@ -1,0 +1,107 @@
+// The monitor a remote docker run leaves on its target, run here by /bin/sh against stand-in
+// `docker` and `curl` commands (the real ones are driven by tests/integration/test_remote.sh).
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "temp_dir.hpp"
+
+#include "mlw/exec/container.hpp"
+#include "mlw/remote/shell.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+
+namespace mlw {
+
+namespace {
+
+const std::string k_id = std::string(64, 'c');
+
+/// A run folder, stand-ins for docker (records its calls; `start -a` prints a line) and curl
+/// (answers the engine's create with `status`), and a real unix socket for DOCKER_HOST.
+struct MonitorFixture {
+  test::TempDir dir{"mlw-monitor"};
+  RunPlan plan;
+  TargetRunPaths paths;
+  TargetFacts facts;
+
+  explicit MonitorFixture(const std::string& status) {
+    const fs::path bin = dir.path() / "bin";
+    make_directories(bin);
+    make_directories(dir.path() / "run" / "snapshot");
+    const std::string calls = shell_quote((dir.path() / "calls").string());
+    atomic_write_file(bin / "docker",
+                      "#!/bin/sh\necho \"docker $*\" >> " + calls +
+                          "\ncase \"$1\" in create) echo " + std::string(64, 'd') +
+                          ";; start) echo 'hello from the run';; esac\n",
+                      0755);
+    atomic_write_file(bin / "curl",
+                      "#!/bin/sh\necho \"curl $*\" >> " + calls +
+                          "\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n"
+                          "printf '{\"Id\":\"" +
+                          k_id + "\",\"Warnings\":[]}' > \"$out\"\nprintf %s " + status + "\n",
+                      0755);
+    LocalShell().run(
+        "python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' " +
+        shell_quote((dir.path() / "engine.sock").string()));
+    plan.compute.type = "remotedocker";
+    plan.project = {dir.path() / "proj", "proj"};
+    plan.record.run_id = "proj_1";
+    plan.script = "train.py";
+    plan.run_config.framework = "Python";
+    paths = {(dir.path() / "run").string(), (dir.path() / "share").string()};
+  }
+
+  /// Runs the monitor with the stand-ins first on PATH.
+  void run() {
+    const std::string env =
+        "PATH=" + shell_quote((dir.path() / "bin").string()) +
+        ":$PATH\nDOCKER_HOST=" + shell_quote("unix://" + (dir.path() / "engine.sock").string()) +
+        "\nexport DOCKER_HOST\n";
+    LocalShell().run(env + monitor_script(plan, paths, facts, "mlw_env:abc"));
+  }
+
+  std::string calls() const { return read_file_if_exists(dir.path() / "calls").value_or(""); }
+  std::string in_run(const std::string& name) const {
+    return read_file_if_exists(dir.path() / "run" / name).value_or("");
+  }
+};
+
+}  // namespace
+
+TEST(MonitorScript, CreatesTheContainerThroughTheEngineSocketWithoutTheDockerCli) {
+  MonitorFixture f("201");
+  f.run();
+  EXPECT_NE(f.calls().find("containers/create?name=mlw-proj_1"), std::string::npos) << f.calls();
+  EXPECT_EQ(f.calls().find("docker create"), std::string::npos) << f.calls();
+  EXPECT_NE(f.calls().find("docker start -a " + k_id), std::string::npos) << f.calls();
+  EXPECT_EQ(f.in_run("container"), k_id + "\n");
+  EXPECT_EQ(f.in_run("exit_code"), "0\n");
+  EXPECT_EQ(f.in_run("driver_log.txt"), "hello from the run\n");
+  const auto body = nlohmann::json::parse(f.in_run("create.json"));
+  EXPECT_EQ(body["Image"], "mlw_env:abc");
+  EXPECT_EQ(body["User"], LocalShell().run("printf %s \"$(id -u):$(id -g)\"").output);
+  EXPECT_EQ(body["HostConfig"]["Binds"][0], f.paths.run_dir + ":/mlw/run");
+}
+
+TEST(MonitorScript, AnyOtherAnswerOfTheEngineLeavesTheCreateToTheDockerCli) {
+  MonitorFixture f("500");
+  f.run();
+  EXPECT_NE(f.calls().find("docker create --name mlw-proj_1"), std::string::npos) << f.calls();
+  EXPECT_NE(f.calls().find("docker start -a " + std::string(64, 'd')), std::string::npos)
+      << f.calls();
+  EXPECT_EQ(f.in_run("exit_code"), "0\n");
+}
+
+TEST(MonitorScript, ExtraDockerRunArgumentsGoThroughTheDockerCli) {
+  MonitorFixture f("201");
+  f.plan.compute.docker_run_args = {"--shm-size", "1g"};
+  f.run();
+  EXPECT_EQ(f.calls().find("curl"), std::string::npos) << f.calls();
+  EXPECT_NE(f.calls().find("docker create --name mlw-proj_1"), std::string::npos) << f.calls();
+}
+
+}  // namespace mlw
