@@ -27,6 +27,15 @@ std::string object_name(const ManifestEntry& entry) {
   return entry.sha256 + (is_executable(entry.mode) ? ".x" : "");
 }
 
+/// Adds an object to a tar of objects: from this project's store, else the project's file.
+void add_object(TarWriter& tar, const RunPlan& plan, const std::string& name,
+                const ManifestEntry& entry) {
+  fs::path source =
+      object_path(plan.project.state_dir() / "objects", entry.sha256, is_executable(entry.mode));
+  if (!fs::exists(source)) source = plan.project.root / entry.path;
+  tar.add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
+}
+
 /// The helper and the environment's build files, in the run folder's tree.
 void add_helper_and_env(TarWriter& tar, const EnvironmentSpec& env, const std::string& objects) {
   tar.add_directory("helper");
@@ -90,12 +99,14 @@ void add_run_tree(TarWriter& tree, const RunPlan& plan, const EnvironmentSpec& e
 
 }  // namespace
 
-std::string ship_script(const std::string& store, const std::string& nonce,
-                        const std::string& run_dir) {
-  const std::string s = shell_quote(store);
+namespace {
+
+/// ship_script with its folders as shell words (quoted paths, or "$HOME"-relative ones).
+std::string ship_script_words(const std::string& s, const std::string& nonce, const std::string& r,
+                              const std::string& runs) {
   return "set -e\nS=" + s + "/objects\nI=" + s + "/incoming\nD=\"$I\"/" + shell_quote(nonce) +
-         "\nR=" + shell_quote(run_dir) +
-         "\nmkdir -p \"$S\" \"$I\"\ncd \"$I\"\n"
+         "\nR=" + r + "\nmkdir -p \"$S\" \"$I\" " + runs +
+         "\ncd \"$I\"\n"
          "for d in */; do\n"
          "  [ -d \"$d\" ] || continue\n"
          "  d=${d%/}\n"
@@ -120,9 +131,18 @@ std::string ship_script(const std::string& store, const std::string& nonce,
          "!($0 in have) { print; m = 1 } END { if (m) print \":missing\"; exit m ? 3 : 0 }' "
          "|| exit 3\n"
          "read t\n[ \"$t\" -gt 0 ] || exit 0\n"
-         "mkdir -p \"$(dirname \"$R\")\"\nrm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
+         // Every process costs a few ms on the target: the folders were made at the start.
+         "[ -e \"$R.tmp\" ] && rm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
          "head -c \"$t\" | tar -x -P -C \"$R.tmp\"\n: > \"$R.tmp/driver_log.txt\"\n"
          "mv \"$R.tmp\" \"$R\"\n";
+}
+
+}  // namespace
+
+std::string ship_script(const std::string& store, const std::string& nonce,
+                        const std::string& run_dir) {
+  return ship_script_words(shell_quote(store), nonce, shell_quote(run_dir),
+                           shell_quote(fs::path(run_dir).parent_path().string()));
 }
 
 std::vector<std::string> object_names(const Manifest& manifest) {
@@ -151,11 +171,12 @@ namespace {
 /// The exit code of a ship whose store still lacks objects (named, then ":missing").
 constexpr int k_store_lacks = 3;
 
-/// Where this project keeps the names of the objects a target's store was last seen to hold (a
-/// hint only: what it names is not asked about, but the target checks and says what it lacks).
-fs::path shipped_record(const RunPlan& plan, const Shell& shell, const std::string& store) {
+/// Where this project keeps the names of the objects a target's store (its login user's
+/// ~/.mlw) was last seen to hold (a hint only: what it names is not sent ahead, and the target
+/// still checks and says what it lacks).
+fs::path shipped_record(const RunPlan& plan, const Shell& shell) {
   return plan.project.state_dir() / "cache" / "shipped" /
-         sha256_hex(shell.host() + "\n" + store).substr(0, 32);
+         sha256_hex(shell.host() + "\n" + plan.compute.username).substr(0, 32);
 }
 
 /// One ship's step: its input (`U\n`, the objects sent ahead, `N\n`, the names the run needs,
@@ -228,10 +249,7 @@ class ShipStep {
                   exit_code::k_cannot_start);
     }
     const ManifestEntry& entry = *wanted->second;
-    const fs::path local_objects = m_plan.project.state_dir() / "objects";
-    fs::path source = object_path(local_objects, entry.sha256, is_executable(entry.mode));
-    if (!fs::exists(source)) source = m_plan.project.root / entry.path;
-    m_upload->add_file(name, source, entry.size, is_executable(entry.mode) ? 0555 : 0444);
+    add_object(*m_upload, m_plan, name, entry);
     m_upload_total += entry.size;
   }
 
@@ -319,10 +337,9 @@ std::optional<std::set<std::string>> read_record(const fs::path& record) {
   return names;
 }
 
-void write_record(const fs::path& record,
-                  const std::map<std::string, const ManifestEntry*>& wanted) {
+void write_record(const fs::path& record, const std::vector<std::string>& names) {
   std::string text;
-  for (const auto& [name, entry] : wanted) text += name + "\n";
+  for (const auto& name : names) text += name + "\n";
   try {
     make_directories(record.parent_path());
     atomic_write_file(record, text);
@@ -340,7 +357,7 @@ void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::s
   ShipStep step(ctx, shell, plan, store, env, make_run_folder);
   const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
   const std::string script = ship_script(store, nonce, run_dir);
-  const fs::path record = shipped_record(plan, shell, store);
+  const fs::path record = shipped_record(plan, shell);
   // What is sent ahead: what the probe found lacking; else what the record does not name; with
   // neither, the store is asked first (a new clone of a project the target already holds).
   std::vector<std::string> ahead;
@@ -354,6 +371,10 @@ void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::s
   } else {
     ask_first = true;
   }
+  // Until this ship succeeds, what the store holds is not known (a dropped upload leaves some
+  // objects there): the next ship asks first.
+  std::error_code ec;
+  fs::remove(record, ec);
   auto lacks = [&](const ShellResult& result) {
     return result.exit_code == k_store_lacks && step.answer().ends_with(":missing\n");
   };
@@ -382,7 +403,51 @@ void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::s
                             trim(trim(shipped.errors) + "\n" + trim(step.answer()))),
                 exit_code::k_cannot_start);
   }
-  write_record(record, step.wanted());
+  write_record(record, object_names(plan.manifest));
+}
+
+ProbeShip ship_in_probe(const RunPlan& plan, const Shell& shell) {
+  const std::vector<std::string> names = object_names(plan.manifest);
+  const auto known = read_record(shipped_record(plan, shell));
+  std::map<std::string, const ManifestEntry*> wanted;
+  for (const auto& entry : plan.manifest.entries) {
+    if (entry.link_target.empty()) wanted.emplace(object_name(entry), &entry);
+  }
+  // Ahead, read into memory: what the record does not name, unless that is over the bound
+  // (then only the names go, and the ship step sends what the store says it lacks).
+  constexpr std::uint64_t k_bound = 8ULL << 20;
+  TarWriter upload;
+  std::uint64_t bytes = 0;
+  std::size_t count = 0;
+  if (known) {
+    for (const auto& [name, entry] : wanted) {
+      if (known->count(name)) continue;
+      bytes += entry->size;
+      ++count;
+      add_object(upload, plan, name, *entry);
+    }
+  }
+  std::string input = "0\n";
+  if (count > 0 && bytes <= k_bound) {
+    spdlog::debug("shipping {} objects ({} bytes) to {} with the probe", count, bytes,
+                  shell.host());
+    input = std::to_string(upload.size()) + "\n";
+    std::string tar(upload.size(), '\0');
+    std::size_t filled = 0;
+    while (const std::size_t n = upload.read(tar.data() + filled, tar.size() - filled)) filled += n;
+    input += tar;
+  }
+  std::string list;
+  for (const auto& name : names) list += name + "\n";
+  input += std::to_string(list.size()) + "\n" + list + "0\n";
+  const std::string nonce = plan.record.run_id + "-" + std::to_string(::getpid());
+  return {ship_script_words("\"$HOME\"/.mlw", nonce, "\"$HOME\"/.mlw/runs/.prepare",
+                            "\"$HOME\"/.mlw/runs"),
+          std::move(input)};
+}
+
+void remember_shipped(const RunPlan& plan, const Shell& shell) {
+  write_record(shipped_record(plan, shell), object_names(plan.manifest));
 }
 
 }  // namespace mlw

@@ -124,14 +124,14 @@ TargetExecutor::TargetExecutor(std::string type) : m_type(std::move(type)) {}
 
 void TargetExecutor::connect(Context& ctx, const std::string& target_name,
                              const ComputeConfig& compute, const std::string& image_tag,
-                             const std::vector<std::string>* names) {
+                             const ProbeShip* ship) {
   if (is_local_docker(m_type)) {
     m_shell = ctx.connector->local_shell();
     m_engine = probe_engine(ctx, compute, image_tag, m_facts);
   } else if (!m_shell) {
     m_shell = ctx.connector->connect(ctx, target_name, compute);
   }
-  if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag, names);
+  if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag, ship);
   // The kind's checks, as doctor shows them: the first that refuses stops the submit.
   std::vector<CheckRow> rows;
   kind_of(m_type).checks({compute, m_facts, m_shell->host(), target_name}, rows);
@@ -152,10 +152,14 @@ void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
   // A malformed dependency file fails here, before connecting. The spec is made again in start:
   // its files from the project (pip wheels) come from the snapshot, which is not taken yet.
   const std::string tag = uses_image(m_type) ? environment_spec(plan).tag : "";
-  // With the snapshot taken (prepare), the probe also asks the target's store what it lacks.
-  const std::vector<std::string> names = object_names(plan.manifest);
-  const bool ask = !is_local_docker(m_type) && !plan.manifest.entries.empty();
-  connect(ctx, plan.target_name, plan.compute, tag, ask ? &names : nullptr);
+  // With the snapshot taken (prepare), the content ships in the probe's round trip.
+  if (is_local_docker(m_type) || plan.manifest.entries.empty()) {
+    connect(ctx, plan.target_name, plan.compute, tag);
+    return;
+  }
+  open(ctx, plan.target_name, plan.compute);
+  const ProbeShip ship = ship_in_probe(plan, *m_shell);
+  connect(ctx, plan.target_name, plan.compute, tag, &ship);
 }
 
 RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
@@ -228,6 +232,31 @@ int TargetExecutor::supervise(Context& ctx, RunPlan& plan, const TargetRunPaths&
 
 void TargetExecutor::stop(Context&, const RunRecord&, bool) {}
 
+void TargetExecutor::ship_after_probe(Context& ctx, const RunPlan& plan, const EnvironmentSpec& env,
+                                      const TargetRunPaths& paths, bool build) {
+  // The probe's ship: 0, the store holds it all; 3, it named what it lacks (sent now, ahead).
+  const std::optional<int> code = m_facts.ship_code;
+  if (code == 0 && !build) {
+    remember_shipped(plan, *m_shell);
+    return;
+  }
+  std::vector<std::string> lacking;
+  for (const auto& line : m_facts.ship_said) {
+    if (line != ":missing") lacking.push_back(line);
+  }
+  if (code == 3 && !m_facts.ship_said.empty() && m_facts.ship_said.back() == ":missing") {
+    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build, &lacking);
+  } else if (code == 0) {
+    lacking.clear();
+    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build, &lacking);
+  } else {
+    if (code) {
+      spdlog::debug("the ship in the probe ended {}: {}", *code, join(m_facts.ship_said, "; "));
+    }
+    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build);
+  }
+}
+
 PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) {
   const EnvironmentSpec env = environment_spec(plan);
   const TargetRunPaths paths = run_paths(plan, m_facts);
@@ -239,10 +268,8 @@ PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputS
                            plan.run_dir / "snapshot");
       prepare_local_run_dir(plan, env);
     }
-  } else if (build || !m_facts.store_asked || !m_facts.store_lacking.empty()) {
-    // The probe asked the store: what it lacks goes at once, and nothing when it lacks nothing.
-    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build,
-                  m_facts.store_asked ? &m_facts.store_lacking : nullptr);
+  } else {
+    ship_after_probe(ctx, plan, env, paths, build);
   }
   std::string log;
   const ShellResult result =

@@ -38,16 +38,13 @@ std::string engine_socket_lookup() {
 }
 
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag,
-                         bool ask_store) {
+                         const std::string& ship) {
   const TargetKind& kind = kind_of(compute.type);
   const bool uses_docker = kind.uses_image;
   std::string script = "echo \"home=$HOME\"\n";
-  if (ask_store) {
-    // The object names on stdin: those the content store lacks, then that the list is whole.
-    script +=
-        "if cd \"$HOME/.mlw/objects\" 2>/dev/null; then awk 'BEGIN { while ((\"ls -f\" | getline "
-        "n) > 0) have[n] = 1 } !($0 in have) { print \"lacks=\" $0 }'; else awk '{ print "
-        "\"lacks=\" $0 }'; fi && echo store=asked\ncd\n";
+  if (!ship.empty()) {
+    // The ship reads the step's stdin; its lines come back as ship=LINE, its end as ship=end N.
+    script += "{ ( " + ship + "); echo \"end $?\"; } 2>&1 | sed 's/^/ship=/'\ncd\n";
   }
   script +=
       "{ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
@@ -144,10 +141,14 @@ TargetFacts parse_probe(const std::string& output) {
                                     [&](const SlurmNode& n) { return n.name == node.name; });
       if (!seen) facts.slurm_node_list.push_back(node);
       facts.slurm_nodes = static_cast<int>(facts.slurm_node_list.size());
-    } else if (key == "lacks") {
-      facts.store_lacking.push_back(value);
-    } else if (key == "store" && value == "asked") {
-      facts.store_asked = true;
+    } else if (key == "ship") {
+      if (starts_with(value, "end ")) {
+        if (const auto code = parse_integer(value.substr(4), 0, 255)) {
+          facts.ship_code = static_cast<int>(*code);
+        }
+      } else if (facts.ship_said.size() < (1U << 20)) {
+        facts.ship_said.push_back(value);
+      }
     } else if (key == "disk_free_kb") {
       try {
         facts.disk_free_kb = std::stoull(value);
@@ -159,11 +160,8 @@ TargetFacts parse_probe(const std::string& output) {
 }
 
 TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::string& image_tag,
-                         const std::vector<std::string>* names) {
-  std::string question;
-  if (names) {
-    for (const auto& name : *names) question += name + "\n";
-  }
+                         const ProbeShip* ship) {
+  const std::string question = ship ? ship->input : "";
   // The probe prints a few lines, and one per object asked about: more is a target that lies.
   const std::size_t bound = 65536 + 2 * question.size();
   ShellResult result;
@@ -181,7 +179,7 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
   streams.on_errors = [&](std::string_view chunk) {
     if (result.errors.size() < 65536) result.errors.append(chunk.substr(0, 65536));
   };
-  if (names) {
+  if (ship) {
     streams.read_input = [&](char* buffer, std::size_t size) {
       const std::size_t n = std::min(size, question.size() - offset);
       std::copy_n(question.data() + offset, n, buffer);
@@ -190,7 +188,7 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
     };
   }
   result.exit_code =
-      shell.run(probe_script(compute, image_tag, names != nullptr), streams).exit_code;
+      shell.run(probe_script(compute, image_tag, ship ? ship->script : ""), streams).exit_code;
   if (result.exit_code != 0) {
     throw Error("cannot inspect " + shell.host() + ": " + trim(result.errors),
                 exit_code::k_cannot_start);
@@ -200,7 +198,6 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
     throw Error("cannot inspect " + shell.host() + ": the login shell printed no HOME",
                 exit_code::k_cannot_start);
   }
-  if (!facts.store_asked) facts.store_lacking.clear();
   return facts;
 }
 

@@ -7,6 +7,7 @@
 #include "mlw/context.hpp"
 #include "mlw/exec/container.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/remote/probe.hpp"
 #include "mlw/remote/shell.hpp"
 
 namespace mlw {
@@ -23,6 +24,15 @@ std::string ship_script(const std::string& store, const std::string& nonce,
 /// The names of the objects a snapshot needs in the target's store (sha256, `.x` when
 /// executable), sorted.
 std::vector<std::string> object_names(const Manifest& manifest);
+
+/// For `experiment prepare`: the ship as a section of the probe's step (its round trip): what
+/// this project's record of the target's store does not name (up to 8 MiB) goes ahead of the
+/// object names, with no run folder; the store says what it still lacks (probe_target reads
+/// its answer into TargetFacts::ship_said and ship_code).
+ProbeShip ship_in_probe(const RunPlan& plan, const Shell& shell);
+
+/// Records that the target's store holds every object of the plan's snapshot.
+void remember_shipped(const RunPlan& plan, const Shell& shell);
 
 /// The files mlw puts beside a run's snapshot: the Python helper and the environment's build
 /// files, as (path in the run folder, contents).

@@ -6,6 +6,7 @@
 #include "mlw/exec/container.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/remote/docker_engine.hpp"
+#include "mlw/remote/probe.hpp"
 #include "mlw/remote/shell.hpp"
 
 namespace mlw {
@@ -30,9 +31,13 @@ class TargetExecutor : public Executor {
                                  const ComputeConfig& compute) override;
 
  private:
-  /// Connects and probes; with `names`, the probe also asks the store which objects it lacks.
+  /// Connects and probes; with `ship`, the probe also ships (experiment prepare).
   void connect(Context& ctx, const std::string& target_name, const ComputeConfig& compute,
-               const std::string& image_tag = "", const std::vector<std::string>* names = nullptr);
+               const std::string& image_tag = "", const ProbeShip* ship = nullptr);
+  /// Prepare's ship after the probe's: nothing more when the store holds it all (and no
+  /// build needs the run folder), else what it said it lacks.
+  void ship_after_probe(Context& ctx, const RunPlan& plan, const EnvironmentSpec& env,
+                        const TargetRunPaths& paths, bool build);
   /// The supervisor's work (in the forked process): a RunSession over this connection and the
   /// run's driver (the Engine API's, else the kind's); a new run with `env` (image kinds), or
   /// with `resume` one whose supervisor is gone.

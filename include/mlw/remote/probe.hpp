@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,14 @@ struct TargetFacts {
   std::string slurm_partition;  ///< the partition (the compute file's, or the default) if found
   int slurm_nodes = 0;          ///< nodes in that partition
   std::vector<SlurmNode> slurm_node_list;  ///< those nodes
-  bool store_asked = false;                ///< the content store was asked about objects
-  std::vector<std::string> store_lacking;  ///< of those, the ones it lacks (when asked)
+  std::vector<std::string> ship_said;      ///< what a ship in the probe printed (ProbeShip)
+  std::optional<int> ship_code;            ///< how it ended, when one ran to its end
+};
+
+/// A ship in the probe's step: a script section and its stdin (ship_in_probe).
+struct ProbeShip {
+  std::string script;  ///< run in a subshell, its output lines read back as ship=LINE
+  std::string input;   ///< its stdin
 };
 
 /// The words that run docker on the target: `docker`, `sudo -n docker` (useSudo), or
@@ -56,18 +63,16 @@ std::string engine_socket_lookup();
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an
 /// `image_tag` it says whether that image exists; when it does (and no GPUs are asked for), the
 /// daemon is taken as working without asking it for its version and runtimes.
-/// With `ask_store`, it also reads object names on stdin and prints `lacks=NAME` for each the
-/// content store (~/.mlw/objects) lacks, then `store=asked`.
+/// With `ship`, a ship section (ProbeShip::script) runs first on the step's stdin.
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag = "",
-                         bool ask_store = false);
+                         const std::string& ship = "");
 
 /// Reads the probe's output.
 TargetFacts parse_probe(const std::string& output);
 
-/// Runs the probe on `shell` (its answer bounded); with `names`, it asks the content store
-/// which of those objects it lacks in the same round trip.
+/// Runs the probe on `shell` (its answer bounded); with `ship`, that ship runs in the same
+/// round trip (its lines in ship_said, its end in ship_code).
 TargetFacts probe_target(Shell& shell, const ComputeConfig& compute,
-                         const std::string& image_tag = "",
-                         const std::vector<std::string>* names = nullptr);
+                         const std::string& image_tag = "", const ProbeShip* ship = nullptr);
 
 }  // namespace mlw

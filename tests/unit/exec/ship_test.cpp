@@ -13,6 +13,8 @@
 #include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
 
 namespace mlw {
 
@@ -207,6 +209,46 @@ TEST(Ship, ANameTheSnapshotDoesNotHoldIsRefused) {
   }
 }
 
+namespace {
+
+/// This machine's /bin/sh as a target whose HOME is the fixture's.
+class HomeShell : public Shell {
+ public:
+  explicit HomeShell(std::string home) : m_home(std::move(home)) {}
+  std::string host() const override { return "here"; }
+  ShellResult run(const std::string& script, const ShellStreams& streams) override {
+    return m_shell.run("HOME=" + shell_quote(m_home) + "\nexport HOME\n" + script, streams);
+  }
+
+ private:
+  std::string m_home;
+  LocalShell m_shell;
+};
+
+}  // namespace
+
+TEST(Ship, InTheProbeWhatTheRecordDoesNotNameGoesAheadAndTheStoreSaysWhatItLacks) {
+  ShipFixture f;
+  f.plan.compute.type = "remote";
+  f.plan.compute.python_location = "python3";
+  HomeShell shell(f.store.parent_path().string());  // its ~/.mlw is the fixture's store
+  // No record: only the names go; the store lacks both.
+  ProbeShip ship = ship_in_probe(f.plan, shell);
+  TargetFacts facts = probe_target(shell, f.plan.compute, "", &ship);
+  EXPECT_EQ(facts.ship_code, 3);
+  EXPECT_EQ(facts.ship_said.size(), 3U);
+  ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{},
+                (f.store / "runs" / "p").string(), false);
+  // A change: its object goes with the probe, and the store then holds it all.
+  atomic_write_file(f.plan.project.root / "a.txt", "changed\n");
+  f.plan.manifest = build_snapshot(f.plan.project.root, f.plan.project.state_dir() / "objects",
+                                   f.plan.project.root / ".mlw" / "hashes.tsv");
+  ship = ship_in_probe(f.plan, shell);
+  facts = probe_target(shell, f.plan.compute, "", &ship);
+  EXPECT_EQ(facts.ship_code, 0) << join(facts.ship_said, "\n");
+  EXPECT_EQ(read_file(f.store / "objects" / f.entry("a.txt").sha256), "changed\n");
+}
+
 TEST(Ship, ADamagedObjectFailsTheShipAndStaysOutOfTheStore) {
   ShipFixture f;
   const ManifestEntry& b = f.entry("sub/b.py");
@@ -222,6 +264,21 @@ TEST(Ship, ADamagedObjectFailsTheShipAndStaysOutOfTheStore) {
   }
   EXPECT_FALSE(fs::exists(f.store / "objects" / b.sha256));
   EXPECT_FALSE(fs::exists(f.store / "runs" / "r1"));
+}
+
+TEST(Ship, AFailedShipForgetsWhatTheStoreHeld) {
+  ShipFixture f;
+  f.ship("r0");  // the record now names both objects
+  const fs::path records = f.plan.project.state_dir() / "cache" / "shipped";
+  ASSERT_FALSE(fs::is_empty(records));
+  fs::remove_all(f.store / "objects");
+  const ManifestEntry& b = f.entry("sub/b.py");
+  const fs::path local = object_path(f.plan.project.state_dir() / "objects", b.sha256, false);
+  fs::permissions(local, fs::perms::owner_write, fs::perm_options::add);
+  atomic_write_file(local, "print('tampered')\n");
+  EXPECT_THROW(f.ship("r1"), Error);
+  EXPECT_TRUE(fs::is_empty(records))
+      << "after a failed ship the store's content is not known: the next one asks first";
 }
 
 TEST(Ship, ADroppedUploadIsAdoptedGoodObjectsKeptDamagedOnesSentAgain) {

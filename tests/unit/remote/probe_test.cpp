@@ -161,37 +161,18 @@ TEST(Probe, ReadsGpusAndDiskLines) {
 
 namespace mlw {
 
-TEST(Probe, AskedAboutObjectsItNamesThoseTheStoreLacksInTheSameStep) {
-  test::TempDir home("probe-home");
-  make_directories(home.path() / ".mlw" / "objects");
-  atomic_write_file(home.path() / ".mlw" / "objects" / "aa", "a");
+TEST(Probe, AShipInTheProbeReadsTheStepsInputAndItsLinesComeBack) {
   ComputeConfig compute;
   compute.type = "remote";
   compute.python_location = "python3";
-  const std::vector<std::string> names = {"aa", "bb.x"};
-  // A shell whose HOME is the stand-in target's: the probe runs as the conversation would.
-  class HomeShell : public Shell {
-   public:
-    explicit HomeShell(std::string home) : m_home(std::move(home)) {}
-    std::string host() const override { return "here"; }
-    ShellResult run(const std::string& script, const ShellStreams& streams) override {
-      return m_shell.run("HOME=" + shell_quote(m_home) + "\nexport HOME\n" + script, streams);
-    }
-
-   private:
-    std::string m_home;
-    LocalShell m_shell;
-  } shell(home.path().string());
-  TargetFacts facts = probe_target(shell, compute, "", &names);
-  EXPECT_TRUE(facts.store_asked);
-  EXPECT_EQ(facts.store_lacking, std::vector<std::string>{"bb.x"});
-  EXPECT_EQ(facts.home, home.path().string());
-  EXPECT_TRUE(facts.python_ok) << facts.python_detail;
-  std::filesystem::remove_all(home.path() / ".mlw");  // no store yet: it lacks them all
-  facts = probe_target(shell, compute, "", &names);
-  EXPECT_EQ(facts.store_lacking, names);
-  facts = probe_target(shell, compute, "");
-  EXPECT_FALSE(facts.store_asked) << "not asked, it says nothing of the store";
+  LocalShell shell;
+  const ProbeShip ship{"while read -r l; do echo \"got $l\"; done; echo :missing; exit 3",
+                       "a\nb\n"};
+  const TargetFacts facts = probe_target(shell, compute, "", &ship);
+  EXPECT_EQ(facts.ship_said, (std::vector<std::string>{"got a", "got b", ":missing"}));
+  EXPECT_EQ(facts.ship_code, 3);
+  EXPECT_TRUE(facts.python_ok) << "the rest of the probe ran: " << facts.python_detail;
+  EXPECT_FALSE(probe_target(shell, compute, "").ship_code) << "no ship, no ship lines";
 }
 
 }  // namespace mlw
