@@ -67,15 +67,17 @@ class KeptShell : public Shell {
         m_timeout_ms(timeout_ms),
         m_direct(std::move(direct)) {}
 
-  /// Opens the first conversation; false when the kept connection does not answer.
-  bool open() {
+  /// Opens a conversation (`fresh`: its shell started now, not ahead); false when the kept
+  /// connection does not answer.
+  bool open(bool fresh = false) {
     const auto started = std::chrono::steady_clock::now();
     std::string marker;
-    auto pipe = linger_open(m_socket, m_timeout_ms, marker);
+    bool ahead = false;
+    auto pipe = linger_open(m_socket, m_timeout_ms, fresh, marker, ahead);
     if (!pipe) return false;
-    m_conversation = std::make_unique<Conversation>(std::move(pipe), m_where, marker);
-    spdlog::trace("ssh {}: through the kept connection {}, channel open in {} ms", m_where,
-                  m_socket.string(),
+    m_conversation = std::make_unique<Conversation>(std::move(pipe), m_where, marker, ahead);
+    spdlog::trace("ssh {}: through the kept connection {}, {} in {} ms", m_where, m_socket.string(),
+                  ahead ? "its shell started ahead" : "channel open",
                   std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - started)
                       .count());
@@ -96,6 +98,15 @@ class KeptShell : public Shell {
     ShellResult result;
     try {
       result = m_conversation->step(script, streams, stopped);
+      if (m_conversation->stale()) {
+        // Nothing ran and no input was taken: the step goes to a shell started now.
+        spdlog::trace(
+            "ssh {}: the shell started ahead ended before the step (a login file "
+            "changed since, exit {}); asking for one started now",
+            m_where, result.exit_code);
+        if (!open(true)) m_fallback = m_direct();
+        return m_fallback ? m_fallback->run(script, streams) : run(script, streams);
+      }
     } catch (const Error& e) {
       m_conversation.reset();
       throw Error(starts_with(e.what(), "ssh ") ? e.what() : "ssh " + m_where + ": " + e.what());
@@ -127,7 +138,7 @@ class KeptShell : public Shell {
 
 /// What makes two logins the same connection.
 std::string connection_key(const SshEndpoint& endpoint, const SshOptions& options) {
-  std::string key = fmt::format("mlw-1|{}|{}|{}|{}|{}", endpoint.user, endpoint.host, endpoint.port,
+  std::string key = fmt::format("mlw-2|{}|{}|{}|{}|{}", endpoint.user, endpoint.host, endpoint.port,
                                 options.proxy_command, options.known_hosts.string());
   for (const auto& file : endpoint.identity_files) key += "|" + file.string();
   return key;

@@ -23,15 +23,45 @@ constexpr std::size_t k_chunk = 1 << 20;
 constexpr const char* k_loop =
     "mlw_in() {{ while IFS= read -r mlw_n && [ \"$mlw_n\" -gt 0 ]; do command -p head -c "
     "\"$mlw_n\" || return 1; done; }}\n"
-    "while IFS=' ' read -r mlw_l mlw_m; do mlw_s=$(command -p head -c \"$mlw_l\"); "
+    "while [ -n \"$mlw_l\" ] || IFS=' ' read -r mlw_l mlw_m; do mlw_s=$(command -p head -c "
+    "\"$mlw_l\"); mlw_l=; "
     "if [ \"$mlw_m\" = i ]; then mlw_in | {{ /bin/sh -c \"$mlw_s\"; mlw_c=$?; command -p cat "
     ">/dev/null; exit \"$mlw_c\"; }}; else /bin/sh -c \"$mlw_s\" </dev/null; fi; "
     "printf '%s %s\\n' {0} \"$?\"; printf '%s\\n' {0} >&2; done\n";
 
+/// The files a login shell (or sshd, or PAM) reads before running a command: a shell started
+/// before one of them changed may hold an environment a shell started now would not. With them
+/// the folders a ~/.bashrc most often tests for ("[ -d ~/bin ] && PATH=..."): the home folder
+/// (a folder made or removed in it), ~/.local and ~/.local/bin.
+constexpr const char* k_login_files =
+    "\"$HOME\" \"$HOME\"/.local \"$HOME\"/.local/bin \"$HOME\"/bin \"$HOME\"/.bashrc "
+    "\"$HOME\"/.bash_profile \"$HOME\"/.bash_login \"$HOME\"/.profile "
+    "\"$HOME\"/.bash_aliases \"$HOME\"/.zshenv \"$HOME\"/.zshrc \"$HOME\"/.cshrc "
+    "\"$HOME\"/.tcshrc \"$HOME\"/.config/fish/config.fish \"$HOME\"/.ssh/environment "
+    "\"$HOME\"/.ssh/rc \"$HOME\"/.pam_environment /etc/environment /etc/passwd /etc/profile "
+    "/etc/profile.d /etc/bash.bashrc /etc/zsh/zshenv /etc/ssh/sshrc /etc/security/pam_env.conf";
+
+/// A shell started ahead (before a command asks) notes when it started (a file in ~/.mlw, whose
+/// clock is that of the user's files), then waits for the first step. If a login file is not
+/// older than that note, it exits 86 before printing its marker, having run nothing: the
+/// command then asks for a shell started now. Builtins only after the start ([ -nt ]).
+std::string ahead_prelude() {
+  return std::string(
+             "[ -d \"$HOME/.mlw\" ] && mlw_r=$(command -p mktemp \"$HOME/.mlw/shell.XXXXXX\" "
+             "2>/dev/null)\n"
+             "trap 'command -p rm -f \"$mlw_r\"' EXIT\ntrap 'exit 129' HUP\ntrap 'exit 143' TERM\n"
+             "IFS=' ' read -r mlw_l mlw_m || exit 0\n"
+             "[ -n \"$mlw_r\" ] || exit 86\nfor mlw_f in ") +
+         k_login_files +
+         "; do\n  if [ -e \"$mlw_f\" ] && ! [ \"$mlw_r\" -nt \"$mlw_f\" ]; then exit 86; fi\n"
+         "done\n";
+}
+
 }  // namespace
 
-std::string conversation_command(const std::string& marker) {
-  return "exec /bin/sh -c " + shell_quote(framed_script(marker, fmt::format(k_loop, marker)));
+std::string conversation_command(const std::string& marker, bool ahead) {
+  return "exec /bin/sh -c " + shell_quote((ahead ? ahead_prelude() : std::string("mlw_l=\n")) +
+                                          framed_script(marker, fmt::format(k_loop, marker)));
 }
 
 StepEnd::StepEnd(std::string pattern, bool with_code)
@@ -72,8 +102,9 @@ std::string StepEnd::take(std::string_view chunk) {
 }
 
 Conversation::Conversation(std::unique_ptr<ShellPipe> pipe, std::string where,
-                           const std::string& marker)
-    : m_pipe(std::move(pipe)),
+                           const std::string& marker, bool ahead)
+    : m_ahead(ahead),
+      m_pipe(std::move(pipe)),
       m_where(std::move(where)),
       m_marker(marker),
       m_frames{FramedStream(m_marker), FramedStream(m_marker)},
@@ -104,6 +135,7 @@ ShellResult Conversation::step(const std::string& script, const ShellStreams& st
     if (!progress) m_pipe->wait(200);
   }
   result.exit_code = m_ends[0].code();
+  m_ahead = false;                                             // it was fresh: it ran a step
   if (!m_noise_told) report_noise(m_where, m_frames, result);  // names it at -v, once
   m_noise_told = true;
   return result;
@@ -121,6 +153,9 @@ bool Conversation::feed_input(const ShellStreams& streams) {
     m_outgoing.clear();
     m_sent = 0;
     if (m_input_done || (streams.input_ready && !streams.input_ready())) return progress;
+    // A shell started ahead takes the step's input only once it said it runs the step (its
+    // marker): a stale one exits before, and the step goes to a new shell with all its input.
+    if (m_ahead && !m_frames[0].started()) return progress;
     std::string chunk(k_chunk, '\0');
     std::size_t size = 0;
     bool at_end = false;
@@ -166,6 +201,10 @@ bool Conversation::read_outputs(const ShellStreams& streams, ShellResult& result
 ShellResult Conversation::ended_early(ShellResult result) {
   m_usable = false;
   result.exit_code = m_pipe->exit_status();
+  if (m_ahead && !m_frames[0].started()) {
+    m_stale = true;  // nothing ran: the step goes to a shell started now
+    return result;
+  }
   if (!m_frames[0].started()) {
     report_noise(m_where, m_frames, result);
     return result;

@@ -61,13 +61,17 @@ class StepEnd {
 /// is a line with a random marker (and the exit code).
 class Conversation {
  public:
-  /// Talks with the shell on `pipe`, started with conversation_command(marker).
-  Conversation(std::unique_ptr<ShellPipe> pipe, std::string where, const std::string& marker);
+  /// Talks with the shell on `pipe`, started with conversation_command(marker, ahead).
+  Conversation(std::unique_ptr<ShellPipe> pipe, std::string where, const std::string& marker,
+               bool ahead = false);
   /// Runs `script` as one step; `stopped` is set when streams.should_stop ended it (the
   /// conversation is then over: the step may still run there).
   ShellResult step(const std::string& script, const ShellStreams& streams, bool& stopped);
   /// False once the shell ended or a step was stopped: the next command needs a new one.
   bool usable() const { return m_usable; }
+  /// True when a shell started ahead ended before its first step ran (a login file changed
+  /// since it started, or it died): nothing ran and no input was taken; ask for a new shell.
+  bool stale() const { return m_stale; }
   /// The pipe's count of waits for the peer.
   int waits() const { return m_pipe->waits(); }
   /// See ShellPipe::forget.
@@ -79,6 +83,8 @@ class Conversation {
   bool read_outputs(const ShellStreams& streams, ShellResult& result);
   ShellResult ended_early(ShellResult result);
 
+  bool m_ahead;  // started ahead, its first step not yet run
+  bool m_stale = false;
   std::unique_ptr<ShellPipe> m_pipe;
   std::string m_where;
   std::string m_marker;
@@ -92,7 +98,9 @@ class Conversation {
 };
 
 /// The command that starts a conversation's shell (run by the login shell); it prints `marker`
-/// on both outputs first (FramedStream), then runs the steps it is sent.
-std::string conversation_command(const std::string& marker);
+/// on both outputs first (FramedStream), then runs the steps it is sent. `ahead`: started before
+/// a command asks (a kept connection's), it first checks, when the first step comes, that no
+/// login file changed since it started; if one did, it exits 86 having run nothing (stale()).
+std::string conversation_command(const std::string& marker, bool ahead = false);
 
 }  // namespace mlw

@@ -1,10 +1,11 @@
 // Lingering SSH connections (issue 15), as OpenSSH's ControlPersist: the process that logged in
 // stays behind for a while and opens channels on its session for the next commands of the same
 // user, over a Unix socket in a folder only that user may enter. A client says "conv\n" (give me
-// a conversation, conversation.hpp), then sends the channel's stdin as it comes; it is answered
-// in frames of one type byte, a 4-byte big-endian length and the bytes: 'r' the conversation is
-// open (its marker), 'f' it could not be (why), 'o' stdout, 'e' stderr, 'x' the channel ended
-// (its exit status).
+// a conversation, conversation.hpp; "cnow\n": one started now, not ahead), then sends the
+// channel's stdin as it comes; it is answered in frames of one type byte, a 4-byte big-endian
+// length and the bytes: 'r' the conversation is open (its marker), 'a' likewise, its shell
+// started ahead (conversation_command's `ahead`), 'f' it could not be (why), 'o' stdout,
+// 'e' stderr, 'x' the channel ended (its exit status).
 
 #include "linger.hpp"
 
@@ -108,6 +109,8 @@ class LingerPipe : public ShellPipe {
   const std::string& refusal() const { return m_refusal; }
   /// The marker of the conversation it opened.
   const std::string& marker() const { return m_marker; }
+  /// Whether that conversation's shell was started ahead.
+  bool ahead() const { return m_ahead; }
 
  private:
   /// Reads what the socket has and unpacks whole frames.
@@ -135,7 +138,8 @@ class LingerPipe : public ShellPipe {
       const std::string_view data(m_in.data() + at + 5, length);
       switch (m_in[at]) {
         case 'r':
-          m_ready = true, m_marker = std::string(data);
+        case 'a':
+          m_ready = true, m_ahead = m_in[at] == 'a', m_marker = std::string(data);
           break;
         case 'f':
           m_refusal = std::string(data), m_ended = true;
@@ -164,6 +168,7 @@ class LingerPipe : public ShellPipe {
   std::string m_out[2];
   std::size_t m_taken[2] = {0, 0};
   bool m_ready = false;
+  bool m_ahead = false;
   bool m_ended = false;
   bool m_want_write = false;
   int m_status = -1;
@@ -203,8 +208,8 @@ std::optional<fs::path> linger_socket(const fs::path& folder, const std::string&
   return socket;
 }
 
-std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms,
-                                       std::string& marker) {
+std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms, bool fresh,
+                                       std::string& marker, bool& ahead) {
   struct stat info {};
   if (::lstat(socket.c_str(), &info) != 0) return nullptr;
   if (!S_ISSOCK(info.st_mode) || info.st_uid != ::geteuid()) {
@@ -225,7 +230,7 @@ std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms,
     spdlog::warn("not using {}: another user's process listens there", socket.string());
     return nullptr;
   }
-  const std::string request = "conv\n";
+  const std::string request = fresh ? "cnow\n" : "conv\n";
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     return nullptr;
@@ -237,6 +242,7 @@ std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms,
     return nullptr;
   }
   marker = pipe->marker();
+  ahead = pipe->ahead();
   return pipe;
 }
 

@@ -18,11 +18,12 @@ std::optional<std::filesystem::path> linger_socket(const std::filesystem::path& 
                                                    const std::string& key);
 
 /// Asks the lingering connection at `socket` for a conversation (a channel running
-/// conversation_command(marker), `marker` set): the pipe, or nullptr when there is none, it
-/// belongs to another user, is busy, or cannot open one within `timeout_ms` (its peer
-/// vanished); the caller then logs in itself.
+/// conversation_command(marker, ahead), `marker` and `ahead` set; `fresh`: a shell started now,
+/// not one started ahead): the pipe, or nullptr when there is none, it belongs to another user,
+/// is busy, or cannot open one within `timeout_ms` (its peer vanished); the caller then logs in
+/// itself.
 std::unique_ptr<ShellPipe> linger_open(const std::filesystem::path& socket, int timeout_ms,
-                                       std::string& marker);
+                                       bool fresh, std::string& marker, bool& ahead);
 
 /// A listening socket bound at `socket` for a connection about to linger; -1 when another
 /// process's connection already answers there (or binding fails).

@@ -35,8 +35,9 @@ std::string frame(char type, std::string_view data) {
 
 struct Client {
   int fd = -1;
-  std::string request;  // "conv\n", until complete
+  std::string request;  // "conv\n" or "cnow\n", until complete
   bool asked = false;   // the request is complete
+  bool fresh = false;   // "cnow": a shell started now, not the one started ahead
   LIBSSH2_CHANNEL* channel = nullptr;
   std::string to_channel;
   std::string to_client;
@@ -49,10 +50,10 @@ struct Client {
 constexpr auto k_queue_wait = std::chrono::milliseconds(300);
 
 /// A session's channels, one client at a time (libssh2's non-blocking calls on one session do
-/// not interleave safely). The next client's channel is opened ahead while idle, but its shell
-/// is started only when the client asks: a shell started earlier would miss what changed on the
-/// target since (a ~/.bashrc that now puts a new folder on PATH), where a command of its own
-/// sees it.
+/// not interleave safely). The next client's shell is started ahead while idle (a round trip and
+/// the target's session set-up saved); it checks, when the client's first step comes, that no
+/// login file changed since it started (a ~/.bashrc that now puts a new folder on PATH), and if
+/// one did it ends having run nothing, and the client asks for a shell started now ("cnow").
 class Master {
  public:
   explicit Master(const SshLink& link) : m_link(link) {}
@@ -80,22 +81,25 @@ class Master {
     return true;
   }
 
-  /// Whether a channel is open and waiting for the next client.
-  bool channel_ready() const { return m_opening.channel != nullptr; }
-
-  /// Starts the conversation asked for on the channel opened ahead (a step each call); true once
-  /// it is running.
-  bool open_conversation() {
+  /// Starts a conversation's shell on the channel opened ahead (a step each call): one started
+  /// `ahead` of a client, or the one a client asked for; true once it is running.
+  bool open_conversation(bool ahead) {
     if (!open_channel()) return false;
     if (m_opening.marker.empty()) {
       m_opening.marker = new_frame_marker();
+      m_opening.ahead = ahead;
       m_opening.deadline = Clock::now() + std::chrono::milliseconds(m_link.timeout_ms);
     }
-    const int rc =
-        libssh2_channel_exec(m_opening.channel, conversation_command(m_opening.marker).c_str());
+    if (m_opening.running) return true;
+    const int rc = libssh2_channel_exec(
+        m_opening.channel, conversation_command(m_opening.marker, m_opening.ahead).c_str());
     if (rc != 0) return waiting(rc);
+    m_opening.running = true;
     return true;
   }
+
+  /// Whether a shell started ahead waits for the next client.
+  bool ahead_running() const { return m_opening.running; }
 
   /// The session's socket events for poll.
   short ssh_events() const {
@@ -139,6 +143,8 @@ class Master {
     LIBSSH2_CHANNEL* channel = nullptr;
     bool opening = false;  // the channel open was asked for
     std::string marker;    // set when its shell was asked for
+    bool ahead = false;    // its shell was started before a client asked
+    bool running = false;  // its shell was started
     Clock::time_point deadline;
   };
 
@@ -159,7 +165,8 @@ class Master {
     }
     if (n > 0) c.request.append(buffer, static_cast<std::size_t>(n));
     if (c.request.size() < 5) return false;
-    if (!starts_with(c.request, "conv\n")) {
+    c.fresh = starts_with(c.request, "cnow\n");
+    if (!c.fresh && !starts_with(c.request, "conv\n")) {
       c.done = true;  // not a client of ours
       return false;
     }
@@ -170,7 +177,13 @@ class Master {
 
   /// Gives the client its conversation, once it is open.
   bool give_conversation(Client& c) {
-    if (!open_conversation()) {
+    // A client whose shell started ahead was stale asks for one started now (the one ahead is
+    // let start first: libssh2 has no way to drop a request on its way).
+    if (c.fresh && m_opening.ahead) {
+      if (!open_conversation(true)) return false;
+      release_spare();
+    }
+    if (!open_conversation(false)) {
       if (m_dead) {
         c.to_client += frame('f', "cannot open a channel: " + m_link.last_error());
         c.done = true;
@@ -178,7 +191,7 @@ class Master {
       return false;
     }
     c.channel = m_opening.channel;
-    c.to_client += frame('r', m_opening.marker);
+    c.to_client += frame(m_opening.ahead ? 'a' : 'r', m_opening.marker);
     m_opening = {};
     return true;
   }
@@ -249,12 +262,13 @@ void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::pat
   auto idle_until = Clock::now() + std::chrono::seconds(idle_s);
   int keepalive_s = 1;  // until the next keep-alive, as libssh2 says
   while (!master.dead()) {
-    // Serving nobody, with the next channel open, the session is watched only for its end;
+    // Serving nobody, with the next shell started, the session is watched only for its end;
     // else for what libssh2 needs.
-    if (clients.empty() && !master.channel_ready() && !master.open_channel() && master.dead()) {
+    if (clients.empty() && !master.ahead_running() && !master.open_conversation(true) &&
+        master.dead()) {
       break;
     }
-    const bool quiet = clients.empty() && master.channel_ready();
+    const bool quiet = clients.empty() && master.ahead_running();
     std::vector<pollfd> items = {{listen_fd, POLLIN, 0},
                                  {link.socket, quiet ? short(POLLRDHUP) : master.ssh_events(), 0}};
     for (const Client& c : clients) {

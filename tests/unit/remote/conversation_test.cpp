@@ -10,8 +10,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
 #include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
+#include "temp_dir.hpp"
 
 namespace mlw {
 namespace {
@@ -19,13 +26,13 @@ namespace {
 /// A local /bin/sh running conversation_command(marker), as a ShellPipe.
 class LocalPipe : public ShellPipe {
  public:
-  LocalPipe(const std::string& marker, const std::string& login_noise = "") {
+  LocalPipe(const std::string& marker, const std::string& login_noise = "", bool ahead = false) {
     int in[2], out[2], err[2];
     EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
     EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
     EXPECT_EQ(::pipe2(err, O_CLOEXEC), 0);
     // The "login shell" prints first, then runs the command as sshd would.
-    m_pid = spawn({{"/bin/sh", "-c", login_noise + conversation_command(marker)}, {}, {}},
+    m_pid = spawn({{"/bin/sh", "-c", login_noise + conversation_command(marker, ahead)}, {}, {}},
                   {.stdin_fd = in[0], .stdout_fd = out[1], .stderr_fd = err[1]});
     ::close(in[0]);
     ::close(out[1]);
@@ -159,6 +166,72 @@ TEST(Conversation, ALoginShellThatEndsFirstIsTheStepsFailureWithWhatItSaid) {
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.errors.find("account expired"), std::string::npos);
   EXPECT_EQ(result.output, "");
+}
+
+/// A shell started ahead in `home` (HOME for it), once it noted its start (a file in ~/.mlw).
+Conversation ahead_conversation(const fs::path& home) {
+  const std::string marker = "mlw-frame-0123456789abcdef";
+  Conversation talk(
+      std::make_unique<LocalPipe>(marker, "HOME=" + home.string() + "; export HOME; ", true),
+      "here", marker, true);
+  for (int i = 0; i < 200 && fs::exists(home / ".mlw") && fs::is_empty(home / ".mlw"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return talk;
+}
+
+TEST(Conversation, AShellStartedAheadRunsTheStepWhenNoLoginFileChanged) {
+  test::TempDir home("ahead");
+  fs::create_directory(home.path() / ".mlw");
+  atomic_write_file(home.path() / ".bashrc", "export A=1\n");
+  fs::last_write_time(home.path() / ".bashrc",
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
+  Conversation talk = ahead_conversation(home.path());
+  const ShellResult first = step(talk, "cat; echo done", "input\n", true);
+  EXPECT_FALSE(talk.stale());
+  EXPECT_EQ(first.output, "input\ndone\n");
+  EXPECT_EQ(step(talk, "echo again").output, "again\n");
+}
+
+TEST(Conversation, AShellStartedAheadOfAChangedBashrcRunsNothingAndTakesNoInput) {
+  test::TempDir home("ahead");
+  fs::create_directory(home.path() / ".mlw");
+  atomic_write_file(home.path() / ".bashrc", "\n");
+  Conversation talk = ahead_conversation(home.path());
+  ASSERT_FALSE(fs::is_empty(home.path() / ".mlw"));  // it noted its start
+  std::ofstream(home.path() / ".bashrc") << "export PATH=/opt/cuda/bin:$PATH\n";  // in place
+  ShellStreams streams;
+  bool asked_input = false;
+  streams.read_input = [&](char*, std::size_t) {
+    asked_input = true;
+    return std::size_t{0};
+  };
+  bool stopped = false;
+  const ShellResult result = talk.step("touch ran", streams, stopped);
+  EXPECT_TRUE(talk.stale());
+  EXPECT_FALSE(talk.usable());
+  EXPECT_EQ(result.exit_code, 86);
+  EXPECT_FALSE(asked_input);  // the step, input and all, can go to a new shell
+  EXPECT_FALSE(fs::exists(home.path() / "ran"));
+  EXPECT_TRUE(fs::is_empty(home.path() / ".mlw"));  // its note is removed
+}
+
+TEST(Conversation, AShellStartedAheadOfAFolderMadeInTheHomeFolderIsStale) {
+  // A ~/.bashrc that puts ~/evil first on PATH when it exists (test_hostile's).
+  test::TempDir home("ahead");
+  fs::create_directory(home.path() / ".mlw");
+  Conversation talk = ahead_conversation(home.path());
+  ASSERT_FALSE(fs::is_empty(home.path() / ".mlw"));
+  fs::create_directory(home.path() / "evil");
+  step(talk, "echo never");
+  EXPECT_TRUE(talk.stale());
+}
+
+TEST(Conversation, AShellStartedAheadWithNowhereToNoteItsStartIsStale) {
+  test::TempDir home("ahead");  // no ~/.mlw: never used for runs
+  Conversation talk = ahead_conversation(home.path());
+  step(talk, "echo never");
+  EXPECT_TRUE(talk.stale());
 }
 
 }  // namespace

@@ -68,17 +68,19 @@ TEST(Linger, AClientGetsTheConversationsMarkerOrLogsInItself) {
   const auto socket = linger_socket(dir.path() / "c", "k");
   ASSERT_TRUE(socket);
   std::string marker = "unset";
-  EXPECT_EQ(linger_open(*socket, 1000, marker), nullptr);  // nobody kept a connection
+  bool ahead = true;
+  EXPECT_EQ(linger_open(*socket, 1000, false, marker, ahead), nullptr);  // nobody kept a connection
   EXPECT_EQ(marker, "unset");
 
   int listen_fd = linger_listen(*socket);
   ASSERT_GE(listen_fd, 0);
   std::string asked;
   std::thread ready(stand_in, listen_fd, frame('r', "mlw-frame-00") + frame('o', "hi"), &asked);
-  auto pipe = linger_open(*socket, 2000, marker);
+  auto pipe = linger_open(*socket, 2000, false, marker, ahead);
   if (!pipe) ready.join();
   ASSERT_NE(pipe, nullptr);
   EXPECT_EQ(marker, "mlw-frame-00");
+  EXPECT_FALSE(ahead);
   char buffer[8] = {};
   for (int i = 0; i < 100 && !pipe->read(0, buffer, sizeof buffer); ++i) pipe->wait(10);
   EXPECT_STREQ(buffer, "hi");
@@ -86,13 +88,26 @@ TEST(Linger, AClientGetsTheConversationsMarkerOrLogsInItself) {
   ready.join();
   EXPECT_EQ(asked, "conv\n");
 
+  // A shell started ahead says so ('a'); a client that wants one started now says "cnow".
+  std::thread early(stand_in, listen_fd, frame('a', "mlw-frame-01"), &asked);
+  pipe = linger_open(*socket, 2000, true, marker, ahead);
+  if (!pipe) early.join();
+  ASSERT_NE(pipe, nullptr);
+  EXPECT_EQ(marker, "mlw-frame-01");
+  EXPECT_TRUE(ahead);
+  pipe.reset();
+  early.join();
+  EXPECT_EQ(asked, "cnow\n");
+
   std::thread busy(stand_in, listen_fd, frame('f', "busy with another command"), &asked);
-  EXPECT_EQ(linger_open(*socket, 2000, marker), nullptr);  // refused: the caller logs in
+  EXPECT_EQ(linger_open(*socket, 2000, false, marker, ahead),
+            nullptr);  // refused: the caller logs in
   busy.join();
   EXPECT_EQ(linger_listen(*socket), -1);  // one answers there already
   ::close(listen_fd);
-  EXPECT_EQ(linger_open(*socket, 2000, marker), nullptr);  // nobody listens: left over
-  EXPECT_FALSE(fs::exists(*socket));                       // and removed
+  EXPECT_EQ(linger_open(*socket, 2000, false, marker, ahead),
+            nullptr);                 // nobody listens: left over
+  EXPECT_FALSE(fs::exists(*socket));  // and removed
 }
 
 }  // namespace
