@@ -36,8 +36,9 @@ ResultsFetch::~ResultsFetch() {
 
 std::string ResultsFetch::script() {
   return fmt::format(
-      "m=$(wc -c 2>/dev/null < metrics.jsonl) || m=0\necho $m\n[ \"$m\" -le {} ] && head -c "
-      "\"$m\" metrics.jsonl\ncd snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
+      "m=0\n[ -s metrics.jsonl ] && {{ m=$(wc -c 2>/dev/null < metrics.jsonl) || m=0; }}\necho $m\n"
+      "[ \"$m\" -gt 0 ] 2>/dev/null && [ \"$m\" -le {} ] && head -c \"$m\" metrics.jsonl\n"
+      "cd snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
       k_max_metrics_bytes);
 }
 

@@ -105,7 +105,8 @@ namespace {
 std::string ship_script_words(const std::string& s, const std::string& nonce, const std::string& r,
                               const std::string& runs) {
   return "set -e\nS=" + s + "/objects\nI=" + s + "/incoming\nD=\"$I\"/" + shell_quote(nonce) +
-         "\nR=" + r + "\nmkdir -p \"$S\" \"$I\" " + runs +
+         "\nR=" + r + "\n[ -d \"$S\" ] && [ -d \"$I\" ] && [ -d " + runs +
+         " ] || mkdir -p \"$S\" \"$I\" " + runs +
          "\ncd \"$I\"\n"
          "for d in */; do\n"
          "  [ -d \"$d\" ] || continue\n"
@@ -127,9 +128,14 @@ std::string ship_script_words(const std::string& s, const std::string& nonce, co
          "  fi\n  rm -rf \"$D\" \"$D.lock\"\nfi\n"
          "read n\ncd \"$S\"\n"
          // What the store still lacks: named, then ":missing", and nothing is made (exit 3).
-         "head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
+         // A short list is checked by the shell itself (every process costs a few ms there).
+         "if [ \"$n\" -le 16384 ]; then\n  m=\n"
+         "  while [ \"$n\" -gt 0 ] && IFS= read -r x; do\n    n=$((n - ${#x} - 1))\n"
+         "    [ -e \"$x\" ] || { printf '%s\\n' \"$x\"; m=1; }\n  done\n"
+         "  if [ -n \"$m\" ]; then echo :missing; exit 3; fi\nelse\n"
+         "  head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
          "!($0 in have) { print; m = 1 } END { if (m) print \":missing\"; exit m ? 3 : 0 }' "
-         "|| exit 3\n"
+         "|| exit 3\nfi\n"
          "read t\n[ \"$t\" -gt 0 ] || exit 0\n"
          // Every process costs a few ms on the target: the folders were made at the start.
          "[ -e \"$R.tmp\" ] && rm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"

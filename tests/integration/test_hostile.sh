@@ -148,6 +148,9 @@ case "\$1" in *'ls -f'*) exec yes "$(printf '%064d' 0)" ;; esac
 exec $REAL_AWK "\$@"
 SH
 echo "# changed" >>hello.py
+# Over 16 KiB of names (a short list is checked by the target's shell itself, without awk).
+mkdir many
+for i in $(seq 300); do echo "$i" >"many/$i.txt"; done
 START=$(date +%s)
 run_bounded 120 experiment submit -c rem hello.py
 expect_eq "an endless ship answer: submit cannot start the run (125)" "$CODE" 125
@@ -158,6 +161,7 @@ expect_not_contains "no sanitizer report" "$ERR" "Sanitizer"
 rm -f "$USER_HOME/evil/awk"
 run_bounded 300 experiment submit -c rem hello.py
 expect_eq "the real awk back: the same run ships and completes" "$CODE" 0
+rm -rf many
 
 # --- metrics that would crash a recursive parser ---------------------------------------------
 cat >deep.py <<'PY'
