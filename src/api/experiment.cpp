@@ -224,6 +224,15 @@ SnapshotProgress snapshot_progress(Context& ctx) {
   };
 }
 
+/// The project's snapshot, with a progress line on a terminal while new content is read.
+Manifest take_snapshot(Context& ctx, const Project& project) {
+  Manifest manifest =
+      build_snapshot(project.root, project.state_dir() / "objects",
+                     project.state_dir() / "cache" / "hashes.tsv", snapshot_progress(ctx));
+  if (ctx.stderr_is_terminal && !ctx.quiet) *ctx.err << "\r\x1b[K" << std::flush;
+  return manifest;
+}
+
 /// Everything that can be checked before anything is written: configuration, script, executor.
 RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor) {
   RunPlan plan;
@@ -246,6 +255,17 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   // TrackedRun: false keeps the run out of the project's history: same machinery, own store.
   plan.history_dir = plan.run_config.tracked_run ? plan.project.state_dir()
                                                  : plan.project.state_dir() / "untracked";
+  if (kind_of(plan.compute.type).uses_ssh) {
+    // Taken before the probe, which then asks the target's store about it in its own round trip
+    // (a ship step less); a snapshot that fails here is taken again, and fails, once the run is
+    // recorded.
+    try {
+      plan.manifest = take_snapshot(ctx, plan.project);
+    } catch (const Error& e) {
+      spdlog::debug("snapshot before the probe: {}", e.what());
+      plan.manifest = {};
+    }
+  }
   executor->validate(ctx, plan);
   return plan;
 }
@@ -274,10 +294,7 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
   live_stream(ctx) << "RunId: " << record.run_id << "\n" << std::flush;
   try {
     const fs::path objects = project.state_dir() / "objects";
-    plan.manifest =
-        build_snapshot(project.root, objects, project.state_dir() / "cache" / "hashes.tsv",
-                       snapshot_progress(ctx));
-    if (ctx.stderr_is_terminal && !ctx.quiet) *ctx.err << "\r\x1b[K" << std::flush;
+    if (plan.manifest.entries.empty()) plan.manifest = take_snapshot(ctx, project);
     for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
     record.snapshot_hash = plan.manifest.hash();
     record.snapshot_files = plan.manifest.entries.size();

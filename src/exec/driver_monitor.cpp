@@ -29,10 +29,22 @@ std::string launch_command(const std::string& run_dir) {
          "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1";
 }
 
+/// Makes the run folder from the tree on stdin ("T\n" and T bytes of tar, its objects in the
+/// store) unless an earlier try made it; a failure ends the step with an empty pid, after what
+/// went wrong.
+std::string tree_script(const std::string& run_dir) {
+  const std::string r = shell_quote(run_dir);
+  const std::string t = shell_quote(run_dir + ".tmp");
+  return "read t\nif [ -d " + r + " ]; then head -c \"$t\" >/dev/null\nelif ! { { [ ! -e " + t +
+         " ] || rm -rf " + t + "; } && mkdir " + t + " && head -c \"$t\" | tar -x -P -C " + t +
+         " && : >" + t + "/driver_log.txt && mv " + t + " " + r +
+         "; }; then echo mlw-pid= >&2; exit 0; fi\n";
+}
+
 /// The launch for the first follow step: the pid goes to stderr (after whatever the launch
 /// printed there) as "mlw-pid=N" and into $p; the step ends when there is none.
-std::string launch_script(const std::string& run_dir) {
-  return "p=$(" + launch_command(run_dir) +
+std::string launch_script(const std::string& run_dir, bool tree) {
+  return (tree ? tree_script(run_dir) : "") + "p=$(" + launch_command(run_dir) +
          ")\necho \"mlw-pid=$p\" >&2\ncase \"$p\" in ''|*[!0-9]*) exit 0;; esac\n";
 }
 
@@ -59,7 +71,9 @@ bool MonitorDriver::start_monitor(RunSession& session, const std::string& monito
 
 /// The monitor is started by follow's first step, which then follows it (one round trip less).
 bool MonitorDriver::start(RunSession& session, const std::string& image) {
-  m_launch = monitor_script(session.plan, session.paths, session.facts, image);
+  const std::string& tree = session.paths.tree;
+  m_launch = (tree.empty() ? "" : std::to_string(tree.size()) + "\n" + tree) +
+             monitor_script(session.plan, session.paths, session.facts, image);
   return true;
 }
 
@@ -129,8 +143,8 @@ std::string MonitorDriver::follow_script(RunSession& session, bool launching) co
       "{}tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null\nexec >&2\n"
       "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
       "cd {} || exit 0\n{}\nprintf '\\nmlw-results\\n'\nexec 2>/dev/null\n{}",
-      launching ? launch_script(session.paths.run_dir) : "", session.offset + 1, pid,
-      shell_quote(session.paths.run_dir + "/driver_log.txt"), pid,
+      launching ? launch_script(session.paths.run_dir, !session.paths.tree.empty()) : "",
+      session.offset + 1, pid, shell_quote(session.paths.run_dir + "/driver_log.txt"), pid,
       shell_quote(session.paths.run_dir), end_script(), RunSession::results_script());
 }
 

@@ -43,7 +43,7 @@ class MonitorDriver : public RunDriver {
   std::string follow_script(RunSession& session, bool launching) const;
 
   std::string m_monitor_pid;
-  std::string m_launch;       ///< monitor.sh, until the step that starts it has started it
+  std::string m_launch;  ///< the launch's stdin (the tree, monitor.sh), until it has started it
   std::string m_launch_fail;  ///< why the monitor could not start, once that is known
   Seen m_seen = Seen::Ended;
   std::string m_end;  ///< what end_script printed, or the answer that was not understood

@@ -452,6 +452,17 @@ ProbeShip ship_in_probe(const RunPlan& plan, const Shell& shell) {
           std::move(input)};
 }
 
+std::string run_tree_tar(const RunPlan& plan, const EnvironmentSpec& env,
+                         const std::string& store) {
+  TarWriter tree;
+  add_run_tree(tree, plan, env, store + "/objects");
+  std::string tar(tree.size(), '\0');
+  std::size_t filled = 0;
+  while (const std::size_t n = tree.read(tar.data() + filled, tar.size() - filled)) filled += n;
+  tar.resize(filled);
+  return tar;
+}
+
 void remember_shipped(const RunPlan& plan, const Shell& shell) {
   write_record(shipped_record(plan, shell), object_names(plan.manifest));
 }

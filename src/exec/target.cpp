@@ -164,12 +164,18 @@ void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
 
 RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
   const EnvironmentSpec env = uses_image(m_type) ? environment_spec(plan) : EnvironmentSpec{};
-  const TargetRunPaths paths = run_paths(plan, m_facts);
+  TargetRunPaths paths = run_paths(plan, m_facts);
   if (is_local_docker(m_type)) {
     prepare_local_run_dir(plan, env);
     make_directories(paths.share_dir);
+  } else if (m_facts.ship_code == 0 && m_type != "slurm" &&
+             (!uses_image(m_type) || m_facts.image_present == env.tag)) {
+    // The probe found every object in the store and nothing is to be built: the monitor's
+    // launch makes the run folder (no ship step).
+    paths.tree = run_tree_tar(plan, env, m_facts.home + "/.mlw");
+    remember_shipped(plan, *m_shell);
   } else {
-    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir);
+    ship_after_probe(ctx, plan, env, paths, true);
   }
   const bool in_engine = runs_in_engine(plan.compute, m_facts) && m_engine;
   RunHandle handle = start_supervisor(plan, [&](int live_fd) {

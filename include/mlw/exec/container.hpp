@@ -50,6 +50,8 @@ std::string share_variable(const std::string& folder);
 struct TargetRunPaths {
   std::string run_dir;    ///< holds snapshot/, helper/, driver_log.txt, exit_code …
   std::string share_dir;  ///< nativeSharedDirectory, expanded
+  std::string tree;       ///< the run folder's tree (a tar) for the monitor's launch to make; empty
+                          ///< when the ship made the folder
 };
 
 /// The container's name for a run: "mlw-" and the run id in the characters docker accepts

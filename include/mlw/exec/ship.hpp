@@ -31,6 +31,11 @@ std::vector<std::string> object_names(const Manifest& manifest);
 /// its answer into TargetFacts::ship_said and ship_code).
 ProbeShip ship_in_probe(const RunPlan& plan, const Shell& shell);
 
+/// The run folder's tree as a tar (the snapshot as hard links into `store`/objects, the helper,
+/// the environment's build files), for a step that makes the folder from a store that holds
+/// every object (MonitorDriver's launch).
+std::string run_tree_tar(const RunPlan& plan, const EnvironmentSpec& env, const std::string& store);
+
 /// Records that the target's store holds every object of the plan's snapshot.
 void remember_shipped(const RunPlan& plan, const Shell& shell);
 
