@@ -20,13 +20,14 @@ constexpr int k_stop_bound_s = 20;
 /// The most of the target's answer about a run's end that is read (a number, "oom").
 constexpr std::size_t k_state_bound = 4096;
 
-/// Writes stdin to monitor.sh in the run folder and starts it detached; prints its pid. A
-/// waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init reaps
-/// orphans late; it prints the monitor's pid, then lets go of the pipe.
+/// Writes stdin to monitor.sh in the run folder and starts it detached (a subshell of the
+/// waiting parent reads it: no shell started for it); prints its pid. A waiting parent reaps
+/// the monitor at once, so `tail --pid` sees it end even where init reaps orphans late; it
+/// prints the monitor's pid, then lets go of the pipe (its stdout), which ends the reading.
 std::string launch_command(const std::string& run_dir) {
   return "cd " + shell_quote(run_dir) +
-         " && cat > monitor.sh && { setsid sh -c 'sh ./monitor.sh >monitor.log 2>&1 </dev/null "
-         "& echo $!; exec >/dev/null 2>&1; wait' </dev/null & } | head -n 1";
+         " && cat > monitor.sh && { setsid sh -c '( . ./monitor.sh ) >monitor.log 2>&1 "
+         "</dev/null & echo $!; exec >/dev/null 2>&1; wait' </dev/null & }";
 }
 
 /// Makes the run folder from the tree on stdin ("T\n" and T bytes of tar, its objects in the
@@ -51,7 +52,8 @@ std::string launch_script(const std::string& run_dir, bool tree) {
 }  // namespace
 
 bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
-  const std::string launch = launch_command(session.paths.run_dir);
+  // The pid is read whole before the step ends (the started shell prints it a moment later).
+  const std::string launch = "p=$(" + launch_command(session.paths.run_dir) + ")\necho \"$p\"";
   const ShellResult launched = session.run_reconnecting([&] { return launch; }, {}, monitor);
   m_monitor_pid = trim(launched.output);
   const auto pid = parse_integer(m_monitor_pid, 2, 1LL << 31);
@@ -119,7 +121,9 @@ void MonitorDriver::stop(RunSession& session) {
 }
 
 std::string MonitorDriver::end_script() const {
-  return "cat exit_code 2>/dev/null; [ -e oom ] && echo oom";
+  // The shell's own read, not cat: one process less at the end of every run.
+  return "c=; [ -f exit_code ] && { read -r c || :; } <exit_code; echo \"$c\"; [ -e oom ] && "
+         "echo oom";
 }
 
 void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::string_view chunk) {

@@ -38,7 +38,9 @@ std::string ResultsFetch::script() {
   return fmt::format(
       "m=0\n[ -s metrics.jsonl ] && {{ m=$(wc -c 2>/dev/null < metrics.jsonl) || m=0; }}\necho $m\n"
       "[ \"$m\" -gt 0 ] 2>/dev/null && [ \"$m\" -le {} ] && head -c \"$m\" metrics.jsonl\n"
-      "cd snapshot && [ -d outputs ] && exec tar -cf - outputs; exit 0",
+      "cd snapshot && [ -d outputs ] || exit 0\n"
+      "for f in outputs/* outputs/.[!.]* outputs/..?*; do\n"
+      "  [ -e \"$f\" ] || [ -L \"$f\" ] && exec tar -cf - outputs\ndone\nexit 0",
       k_max_metrics_bytes);
 }
 
@@ -107,6 +109,8 @@ void ResultsFetch::finish(std::vector<std::string>& problems) {
   for (const auto& refused : m_reader->refused()) problems.push_back("output refused: " + refused);
   if (fs::is_directory(m_incoming / "outputs")) {
     fs::rename(m_incoming / "outputs", m_run_dir / "outputs", ec);
+  } else if (!m_bad_size) {
+    fs::create_directory(m_run_dir / "outputs", ec);  // an empty one is not sent (no tar run)
   }
   fs::remove_all(m_incoming, ec);
 }

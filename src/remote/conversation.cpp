@@ -14,7 +14,8 @@ namespace {
 constexpr std::size_t k_chunk = 1 << 20;
 
 /// The shell's loop: it reads a line "LENGTH i|n", then the script's LENGTH bytes, runs the
-/// script in its own /bin/sh (with the counted input that follows, or none), and ends both
+/// script in a subshell (eval: no shell started per step; a subshell's traps are the default
+/// ones) with the counted input that follows, or none, and ends both
 /// outputs with the marker line. Input comes in chunks ("N\n" and N bytes, "0\n" at the end).
 /// `read` and `head -c` take no byte beyond their own (POSIX; GNU and busybox head read at most
 /// N from a pipe), so the loop reads the next step exactly where the last ended; what the
@@ -25,8 +26,8 @@ constexpr const char* k_loop =
     "\"$mlw_n\" || return 1; done; }}\n"
     "while [ -n \"$mlw_l\" ] || IFS=' ' read -r mlw_l mlw_m; do mlw_s=$(command -p head -c "
     "\"$mlw_l\"); mlw_l=; "
-    "if [ \"$mlw_m\" = i ]; then mlw_in | {{ /bin/sh -c \"$mlw_s\"; mlw_c=$?; command -p cat "
-    ">/dev/null; exit \"$mlw_c\"; }}; else /bin/sh -c \"$mlw_s\" </dev/null; fi; "
+    "if [ \"$mlw_m\" = i ]; then mlw_in | {{ ( eval \"$mlw_s\" ); mlw_c=$?; command -p cat "
+    ">/dev/null; exit \"$mlw_c\"; }}; else ( eval \"$mlw_s\" ) </dev/null; fi; "
     "printf '%s %s\\n' {0} \"$?\"; printf '%s\\n' {0} >&2; done\n";
 
 /// The files a login shell (or sshd, or PAM) reads before running a command: a shell started
@@ -156,19 +157,22 @@ bool Conversation::feed_input(const ShellStreams& streams) {
     // A shell started ahead takes the step's input only once it said it runs the step (its
     // marker): a stale one exits before, and the step goes to a new shell with all its input.
     if (m_ahead && !m_frames[0].started()) return progress;
-    std::string chunk(k_chunk, '\0');
-    std::size_t size = 0;
+    // Read in pieces into a string that grows: a zeroed 1 MiB buffer per step costs its pages'
+    // faults (milliseconds on a virtual machine) for a few bytes of input.
+    std::string chunk;
+    char piece[65536];
     bool at_end = false;
-    while (size < chunk.size()) {
-      const std::size_t n = streams.read_input(chunk.data() + size, chunk.size() - size);
+    while (chunk.size() < k_chunk) {
+      const std::size_t n =
+          streams.read_input(piece, std::min(sizeof piece, k_chunk - chunk.size()));
       if (n == 0) {
         at_end = true;
         break;
       }
-      size += n;
+      chunk.append(piece, n);
       if (streams.input_ready && !streams.input_ready()) break;
     }
-    if (size > 0) m_outgoing = std::to_string(size) + "\n" + chunk.substr(0, size);
+    if (!chunk.empty()) m_outgoing = std::to_string(chunk.size()) + "\n" + chunk;
     if (at_end) {
       m_outgoing += "0\n";
       m_input_done = true;

@@ -38,10 +38,19 @@ std::string engine_socket_lookup() {
 }
 
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag,
-                         const std::string& ship) {
+                         const std::string& ship, bool disk) {
   const TargetKind& kind = kind_of(compute.type);
   const bool uses_docker = kind.uses_image;
   std::string script = "echo \"home=$HOME\"\n";
+  // The engine's answer about the image (curl starts in a few ms, the docker CLI in ~60) is
+  // asked first and read on fd 4 once the ship is done: the two run side by side.
+  const bool engine_query = uses_docker && !image_tag.empty() && !compute.use_sudo;
+  if (engine_query) {
+    script += engine_socket_lookup() +
+              "exec 3<&0\n{ mlw_engine && curl -s -o /dev/null -w '%{http_code}' --max-time 10 "
+              "--unix-socket \"$s\" http://docker/images/" +
+              shell_quote(image_tag) + "/json </dev/null 2>/dev/null; } | {\nexec 4<&0 <&3 3<&-\n";
+  }
   if (!ship.empty()) {
     // The ship reads the step's stdin; its lines come back as ship=LINE, its end as ship=end N.
     script += "{ ( " + ship + "); echo \"end $?\"; } 2>&1 | sed 's/^/ship=/'\ncd\n";
@@ -49,8 +58,10 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
   script +=
       "{ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
       "--query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | "
-      "sed 's/^/gpu=/'\n"
-      "df -Pk \"$HOME\" 2>/dev/null | awk 'NR==2{print \"disk_free_kb=\" $4}'; } &\n";
+      "sed 's/^/gpu=/'\n" +
+      std::string(disk ? "df -Pk \"$HOME\" 2>/dev/null | awk 'NR==2{print \"disk_free_kb=\" $4}'"
+                       : ":") +
+      "; } &\n";
   if (uses_docker) {
     const std::string d = shell_join(docker_words(compute));
     const std::string info =
@@ -66,12 +77,7 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
       // CLI in ~60); the CLI wherever that is not sure (another host or context, sudo).
       const std::string tag = shell_quote(image_tag);
       script += "image=\n";
-      script += (compute.use_sudo
-                     ? std::string("a=\n")
-                     : engine_socket_lookup() +
-                           "a=$(mlw_engine && curl -s -o /dev/null -w '%{http_code}' --max-time 10 "
-                           "--unix-socket \"$s\" http://docker/images/" +
-                           tag + "/json 2>/dev/null)\n") +
+      script += std::string(engine_query ? "a=\nread -r a <&4 || :\n" : "a=\n") +
                 "case \"$a\" in 200) image=yes;; 404) ;; *) " + d + " image inspect " + tag +
                 " >/dev/null 2>&1 && image=yes;; esac\n"
                 "[ \"$image\" = yes ] && echo image=" +
@@ -89,7 +95,7 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
               " --version 2>&1); then "
               "echo \"python=ok $v\"; else echo \"python=fail $(echo \"$v\" | tail -n 1)\"; fi\n";
   }
-  script += "wait\nexit 0\n";
+  script += engine_query ? "wait\n}\nexit 0\n" : "wait\nexit 0\n";
   return script;
 }
 
@@ -160,7 +166,7 @@ TargetFacts parse_probe(const std::string& output) {
 }
 
 TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::string& image_tag,
-                         const ProbeShip* ship) {
+                         const ProbeShip* ship, bool disk) {
   const std::string question = ship ? ship->input : "";
   // The probe prints a few lines, and one per object asked about: more is a target that lies.
   const std::size_t bound = 65536 + 2 * question.size();
@@ -188,7 +194,8 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
     };
   }
   result.exit_code =
-      shell.run(probe_script(compute, image_tag, ship ? ship->script : ""), streams).exit_code;
+      shell.run(probe_script(compute, image_tag, ship ? ship->script : "", disk), streams)
+          .exit_code;
   if (result.exit_code != 0) {
     throw Error("cannot inspect " + shell.host() + ": " + trim(result.errors),
                 exit_code::k_cannot_start);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -102,16 +103,17 @@ std::string store_object(const fs::path& source, const fs::path& objects_dir, bo
                 errno_text(err));
   }
   Sha256 hash;
-  static thread_local std::vector<char> buffer(k_store_buffer);
+  // Not zeroed: a small file touches only the buffer's first pages.
+  static thread_local const std::unique_ptr<char[]> buffer(new char[k_store_buffer]);
   std::string failure;
   while (failure.empty()) {
-    const ssize_t n = ::read(in, buffer.data(), buffer.size());
+    const ssize_t n = ::read(in, buffer.get(), k_store_buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) failure = "cannot read " + source.string() + ": " + errno_text(errno);
     if (n <= 0) break;
-    hash.update(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
+    hash.update(std::string_view(buffer.get(), static_cast<std::size_t>(n)));
     for (ssize_t done = 0; done < n && failure.empty();) {
-      const ssize_t w = ::write(out, buffer.data() + done, static_cast<std::size_t>(n - done));
+      const ssize_t w = ::write(out, buffer.get() + done, static_cast<std::size_t>(n - done));
       if (w < 0 && errno != EINTR)
         failure = "cannot write to the snapshot store: " + errno_text(errno);
       if (w > 0) done += w;

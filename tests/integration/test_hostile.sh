@@ -112,10 +112,12 @@ check "what came after it is not" test ! -e ".mlw/runs/$ID/outputs/after.txt"
 rm -f "$USER_HOME/evil/tar"
 
 # --- exit codes that are not ones -------------------------------------------------------------
-fake cat <<'SH'
+# The monitor's own tools lie: a fake mv puts something else where the exit code goes (the end
+# is read by the shell itself, no cat to fake).
+fake mv <<'SH'
 #!/bin/sh
-[ "$1" = exit_code ] && { echo 4096; exit 0; }
-exec /bin/cat "$@"
+[ "$1" = exit_code.tmp ] && { echo 4096 > exit_code; rm -f exit_code.tmp; exit 0; }
+exec /bin/mv "$@"
 SH
 run_bounded 120 experiment submit -c rem hello.py
 check "exit code 4096 from the target: submit fails" test "$CODE" -ne 0
@@ -124,16 +126,16 @@ RECORD=$(cat ".mlw/runs/$ID/run.json")
 expect_eq "the run is Failed" "$(json_get "$RECORD" 'd["status"]')" Failed
 expect_contains "the reason names the answer" "$(json_get "$RECORD" 'd["problems"]')" \
   'answered "4096" where the run'
-fake cat <<'SH'
+fake mv <<'SH'
 #!/bin/sh
-[ "$1" = exit_code ] && { echo running; exit 0; }
-exec /bin/cat "$@"
+[ "$1" = exit_code.tmp ] && { echo running > exit_code; rm -f exit_code.tmp; exit 0; }
+exec /bin/mv "$@"
 SH
 run_bounded 120 experiment submit -c rem hello.py
 check "'running' where an exit code is read: submit ends, and fails" test "$CODE" -ne 0 -a "$CODE" -ne 124
 ID=$(ls -t .mlw/runs | head -1)
 expect_eq "the run is Failed" "$(json_get "$(cat ".mlw/runs/$ID/run.json")" 'd["status"]')" Failed
-rm -f "$USER_HOME/evil/cat"
+rm -f "$USER_HOME/evil/mv"
 
 # --- an endless answer to the ship, in the submitting mlw ------------------------------------
 # A fake awk answers the ship's question (which objects the store lacks) with names for ever.

@@ -95,6 +95,10 @@ expect_contains "exit code summary" "$OUT" "exit code 3"
 run_mlw -vv experiment submit -c rdk exit_with.py 0
 expect_eq "resubmit" "$CODE" 0
 expect_not_contains "an unchanged project sends no content" "$ERR" "shipping"
+# A run that wrote no outputs: the target sends no tar for the empty folder; the run's history
+# still has its (empty) outputs folder, as a run with outputs has.
+RID=$(ls -t .mlw/runs | head -1)
+check "a run without outputs has an empty outputs folder" test -d ".mlw/runs/$RID/outputs"
 
 # SIGKILL and the memory limit: 137.
 cat >kill_self.py <<'PY'

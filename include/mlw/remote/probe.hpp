@@ -63,9 +63,10 @@ std::string engine_socket_lookup();
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an
 /// `image_tag` it says whether that image exists; when it does (and no GPUs are asked for), the
 /// daemon is taken as working without asking it for its version and runtimes.
-/// With `ship`, a ship section (ProbeShip::script) runs first on the step's stdin.
+/// With `ship`, a ship section (ProbeShip::script) runs first on the step's stdin. Without
+/// `disk`, the free disk is not asked (a run's probe: only doctor and attach show it).
 std::string probe_script(const ComputeConfig& compute, const std::string& image_tag = "",
-                         const std::string& ship = "");
+                         const std::string& ship = "", bool disk = true);
 
 /// Reads the probe's output.
 TargetFacts parse_probe(const std::string& output);
@@ -73,6 +74,7 @@ TargetFacts parse_probe(const std::string& output);
 /// Runs the probe on `shell` (its answer bounded); with `ship`, that ship runs in the same
 /// round trip (its lines in ship_said, its end in ship_code).
 TargetFacts probe_target(Shell& shell, const ComputeConfig& compute,
-                         const std::string& image_tag = "", const ProbeShip* ship = nullptr);
+                         const std::string& image_tag = "", const ProbeShip* ship = nullptr,
+                         bool disk = true);
 
 }  // namespace mlw

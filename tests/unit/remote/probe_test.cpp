@@ -46,14 +46,16 @@ class FakeDocker {
   /// Runs the probe with the stand-ins first on PATH; DOCKER_HOST names the stand-in engine's
   /// socket, or one that does not exist (the CLI is then asked).
   TargetFacts probe(const ComputeConfig& compute, const std::string& tag,
-                    const std::string& docker_host = "") {
+                    const std::string& docker_host = "", const ProbeShip* ship = nullptr) {
     LocalShell shell;
     const std::string host = !docker_host.empty() ? docker_host
                              : m_socket.empty() ? "unix://" + (m_dir.path() / "none.sock").string()
                                                 : "unix://" + m_socket;
     const std::string path = "PATH=" + shell_quote((m_dir.path() / "bin").string()) +
                              ":$PATH\nDOCKER_HOST=" + shell_quote(host) + "\nexport DOCKER_HOST\n";
-    return parse_probe(shell.run(path + probe_script(compute, tag)).output);
+    const std::string script = path + probe_script(compute, tag, ship ? ship->script : "");
+    return parse_probe(
+        (ship ? shell.run_with_input(script, ship->input) : shell.run(script)).output);
   }
 
   std::string calls() const { return read_file_if_exists(m_dir.path() / "calls").value_or(""); }
@@ -173,6 +175,20 @@ TEST(Probe, AShipInTheProbeReadsTheStepsInputAndItsLinesComeBack) {
   EXPECT_EQ(facts.ship_code, 3);
   EXPECT_TRUE(facts.python_ok) << "the rest of the probe ran: " << facts.python_detail;
   EXPECT_FALSE(probe_target(shell, compute, "").ship_code) << "no ship, no ship lines";
+}
+
+TEST(Probe, TheEnginesAnswerAskedBesideTheShipIsReadAfterIt) {
+  // The engine is asked first and its answer read once the ship (which takes the step's input)
+  // is done: both come back, and the ship still reads every byte of its input.
+  FakeDocker docker("up", false);
+  docker.engine_answers("200");
+  const ProbeShip ship{"n=0; while read -r l; do n=$((n+1)); done; echo \"read $n\"", "a\nb\nc\n"};
+  const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc", "", &ship);
+  EXPECT_EQ(facts.ship_said, (std::vector<std::string>{"read 3"}));
+  EXPECT_EQ(facts.ship_code, 0);
+  EXPECT_EQ(facts.image_present, "mlw_env:abc");
+  EXPECT_TRUE(facts.docker_ok);
+  EXPECT_EQ(docker.calls().find("image inspect"), std::string::npos) << docker.calls();
 }
 
 }  // namespace mlw
