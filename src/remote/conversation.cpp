@@ -157,22 +157,24 @@ bool Conversation::feed_input(const ShellStreams& streams) {
     // A shell started ahead takes the step's input only once it said it runs the step (its
     // marker): a stale one exits before, and the step goes to a new shell with all its input.
     if (m_ahead && !m_frames[0].started()) return progress;
-    // Read in pieces into a string that grows: a zeroed 1 MiB buffer per step costs its pages'
-    // faults (milliseconds on a virtual machine) for a few bytes of input.
-    std::string chunk;
-    char piece[65536];
+    // One buffer per conversation, not zeroed, and m_outgoing keeps its capacity: a fresh
+    // zeroed 1 MiB per chunk cost its pages' faults (milliseconds on a virtual machine) for a
+    // step's few bytes, and again for every MiB of a ship.
+    if (!m_buffer) m_buffer.reset(new char[k_chunk]);
+    std::size_t size = 0;
     bool at_end = false;
-    while (chunk.size() < k_chunk) {
-      const std::size_t n =
-          streams.read_input(piece, std::min(sizeof piece, k_chunk - chunk.size()));
+    while (size < k_chunk) {
+      const std::size_t n = streams.read_input(m_buffer.get() + size, k_chunk - size);
       if (n == 0) {
         at_end = true;
         break;
       }
-      chunk.append(piece, n);
+      size += n;
       if (streams.input_ready && !streams.input_ready()) break;
     }
-    if (!chunk.empty()) m_outgoing = std::to_string(chunk.size()) + "\n" + chunk;
+    if (size > 0) {
+      m_outgoing.append(std::to_string(size)).append(1, '\n').append(m_buffer.get(), size);
+    }
     if (at_end) {
       m_outgoing += "0\n";
       m_input_done = true;

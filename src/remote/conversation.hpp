@@ -90,7 +90,8 @@ class Conversation {
   std::string m_marker;
   FramedStream m_frames[2];
   StepEnd m_ends[2];
-  std::string m_outgoing;  // written to the shell next
+  std::string m_outgoing;            // written to the shell next
+  std::unique_ptr<char[]> m_buffer;  // a chunk of input as read (made at the first input)
   std::size_t m_sent = 0;
   bool m_input_done = true;
   bool m_usable = true;
