@@ -38,7 +38,7 @@ bool has(const std::vector<std::string>& words, const std::string& word) {
 TEST(Container, RunWordsMountTheRunAndPassEnvironmentByNameOnly) {
   test::TempDir dir("mlw-remote");
   RunPlan plan = container_plan(dir.path());
-  const auto words = docker_run_words(plan, {"/home/u/.mlw/runs/r", "/home/u/.mlw/share"}, {},
+  const auto words = docker_run_words(plan, {"/home/u/.mlw/runs/r", "/home/u/.mlw/share", ""}, {},
                                       "mlw_env:abc", "1000:1000");
   EXPECT_EQ(words[0], "docker");
   EXPECT_EQ(words[1], "create");
@@ -61,7 +61,7 @@ TEST(Container, GpusUseTheRuntimeOrNvidiaDockerOrFailClearly) {
   plan.compute.gpus = "device=0,1";
   TargetFacts runtime;
   runtime.nvidia_runtime = true;
-  const auto words = docker_run_words(plan, {"/r", "/s"}, runtime, "img", "");
+  const auto words = docker_run_words(plan, {"/r", "/s", ""}, runtime, "img", "");
   const auto at = std::find(words.begin(), words.end(), "--gpus");
   ASSERT_NE(at, words.end());
   EXPECT_EQ(*(at + 1), "\"device=0,1\"");
@@ -90,7 +90,7 @@ TEST(Container, CopiedVolumesCreateTheContainerWithoutMountingTheRun) {
   test::TempDir dir("mlw-remote");
   RunPlan plan = container_plan(dir.path());
   plan.compute.shared_volumes = false;
-  const auto words = docker_run_words(plan, {"/r", "/s"}, {}, "img", "1:1");
+  const auto words = docker_run_words(plan, {"/r", "/s", ""}, {}, "img", "1:1");
   EXPECT_EQ(words[1], "create");
   EXPECT_FALSE(has(words, "/r:/mlw/run"));
   EXPECT_FALSE(has(words, "--user"));
@@ -157,7 +157,7 @@ TEST(Container, EngineBodyDescribesTheSameContainerAsTheRunWords) {
   RunPlan plan = container_plan(dir.path());
   plan.arguments = {"it's", "$(id)"};
   const auto body = nlohmann::json::parse(engine_create_body(
-      plan, {"/home/u/.mlw/runs/r", "/home/u/.mlw/share"}, {}, "mlw_env:abc", "1000:1000"));
+      plan, {"/home/u/.mlw/runs/r", "/home/u/.mlw/share", ""}, {}, "mlw_env:abc", "1000:1000"));
   EXPECT_EQ(body["Image"], "mlw_env:abc");
   EXPECT_EQ(body["Cmd"], nlohmann::json({"python3", "train.py", "it's", "$(id)"}));
   EXPECT_EQ(body["User"], "1000:1000");
@@ -181,15 +181,15 @@ TEST(Container, EngineBodyAsksForGpusAsTheGpusKeySays) {
   facts.nvidia_runtime = true;
   auto request = [&](const std::string& gpus) {
     plan.compute.gpus = gpus;
-    return nlohmann::json::parse(
-        engine_create_body(plan, {"/r", "/s"}, facts, "i", ""))["HostConfig"]["DeviceRequests"][0];
+    return nlohmann::json::parse(engine_create_body(plan, {"/r", "/s", ""}, facts, "i",
+                                                    ""))["HostConfig"]["DeviceRequests"][0];
   };
   EXPECT_EQ(request("all")["Count"], -1);
   EXPECT_EQ(request("all")["Capabilities"], nlohmann::json({{"gpu"}}));
   EXPECT_EQ(request("2")["Count"], 2);
   EXPECT_EQ(request("device=0,3")["DeviceIDs"], nlohmann::json({"0", "3"}));
   plan.compute.gpus = "many";
-  EXPECT_THROW(engine_create_body(plan, {"/r", "/s"}, facts, "i", ""), Error);
+  EXPECT_THROW(engine_create_body(plan, {"/r", "/s", ""}, facts, "i", ""), Error);
 }
 
 TEST(Container, BuildFailureReasonIsTheInstallScriptsMarkedLine) {

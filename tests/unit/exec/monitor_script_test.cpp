@@ -52,7 +52,7 @@ struct MonitorFixture {
     plan.record.run_id = "proj_1";
     plan.script = "train.py";
     plan.run_config.framework = "Python";
-    paths = {(dir.path() / "run").string(), (dir.path() / "share").string()};
+    paths = {(dir.path() / "run").string(), (dir.path() / "share").string(), ""};
   }
 
   /// Runs the monitor with the stand-ins first on PATH.

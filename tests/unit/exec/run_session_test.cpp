@@ -113,7 +113,7 @@ struct Fixture {
 
   RunSession session() {
     return RunSession(ctx, plan, std::make_unique<FakeShell>(target), TargetFacts{},
-                      {"/home/u/.mlw/runs/p_1", "/home/u/share"}, -1, true,
+                      {"/home/u/.mlw/runs/p_1", "/home/u/share", ""}, -1, true,
                       [this] { return std::make_unique<FakeShell>(target); });
   }
 

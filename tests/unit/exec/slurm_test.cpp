@@ -39,7 +39,7 @@ RunPlan slurm_plan() {
   return plan;
 }
 
-const TargetRunPaths k_paths{"/home/u/.mlw/runs/demo_1700000000000", "/home/u/.mlw/share"};
+const TargetRunPaths k_paths{"/home/u/.mlw/runs/demo_1700000000000", "/home/u/.mlw/share", ""};
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
