@@ -21,13 +21,14 @@ constexpr int k_stop_bound_s = 20;
 constexpr std::size_t k_state_bound = 4096;
 
 /// Writes stdin to monitor.sh in the run folder and starts it detached (a subshell of the
-/// waiting parent reads it: no shell started for it); prints its pid. A waiting parent reaps
-/// the monitor at once, so `tail --pid` sees it end even where init reaps orphans late; it
-/// prints the monitor's pid, then lets go of the pipe (its stdout), which ends the reading.
+/// waiting parent reads it: no shell started for it); sets $p to its pid, read whole before
+/// the step goes on (the started shell prints it a moment later). A waiting parent reaps the
+/// monitor at once, so `tail --pid` sees it end even where init reaps orphans late; it prints
+/// the monitor's pid, then lets go of the pipe (its stdout), which ends the reading.
 std::string launch_command(const std::string& run_dir) {
-  return "cd " + shell_quote(run_dir) +
+  return "p=$(cd " + shell_quote(run_dir) +
          " && cat > monitor.sh && { setsid sh -c '( . ./monitor.sh ) >monitor.log 2>&1 "
-         "</dev/null & echo $!; exec >/dev/null 2>&1; wait' </dev/null & }";
+         "</dev/null & echo $!; exec >/dev/null 2>&1; wait' </dev/null & })\n";
 }
 
 /// Makes the run folder from the tree on stdin ("T\n" and T bytes of tar, its objects in the
@@ -45,15 +46,14 @@ std::string tree_script(const std::string& run_dir) {
 /// The launch for the first follow step: the pid goes to stderr (after whatever the launch
 /// printed there) as "mlw-pid=N" and into $p; the step ends when there is none.
 std::string launch_script(const std::string& run_dir, bool tree) {
-  return (tree ? tree_script(run_dir) : "") + "p=$(" + launch_command(run_dir) +
-         ")\necho \"mlw-pid=$p\" >&2\ncase \"$p\" in ''|*[!0-9]*) exit 0;; esac\n";
+  return (tree ? tree_script(run_dir) : "") + launch_command(run_dir) +
+         "echo \"mlw-pid=$p\" >&2\ncase \"$p\" in ''|*[!0-9]*) exit 0;; esac\n";
 }
 
 }  // namespace
 
 bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
-  // The pid is read whole before the step ends (the started shell prints it a moment later).
-  const std::string launch = "p=$(" + launch_command(session.paths.run_dir) + ")\necho \"$p\"";
+  const std::string launch = launch_command(session.paths.run_dir) + "echo \"$p\"";
   const ShellResult launched = session.run_reconnecting([&] { return launch; }, {}, monitor);
   m_monitor_pid = trim(launched.output);
   const auto pid = parse_integer(m_monitor_pid, 2, 1LL << 31);
