@@ -346,7 +346,12 @@ for target in rdk docker; do
   run_mlw -o json experiment submit -c "$target" -a slow.py 40 0.1
   RID=$(json_get "$OUT" 'd["run_id"]')
   check "$target: the run printed before its supervisor is killed" wait_for 30 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
-  kill -9 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' ".mlw/runs/$RID/run.json")"
+  # A pid of 0 or 1 (a run that never started) must not become kill -9 0: that would kill this
+  # script's whole process group, and whatever ran it.
+  SUPERVISOR=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("pid", 0))' ".mlw/runs/$RID/run.json")
+  case "$SUPERVISOR" in '' | *[!0-9]* | 0 | 1) SUPERVISOR= ;; esac
+  check "$target: the run's supervisor has a pid" test -n "$SUPERVISOR"
+  [ -z "$SUPERVISOR" ] || kill -9 "$SUPERVISOR"
   expect_eq "$target: Lost once its supervisor is killed" "$(run_state "$RID")" "Lost None"
   # Three followers at once: one takes the run over, the other two follow the resumed run (none
   # may stop at Lost).
