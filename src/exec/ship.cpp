@@ -119,9 +119,17 @@ std::string ship_script_words(const std::string& s, const std::string& nonce, co
          "read u\n"
          "if [ \"$u\" -gt 0 ]; then\n"
          "  exec 9>\"$D.lock\"\n  flock 9\n  mkdir -p \"$D\"\n"
-         "  head -c \"$u\" | tar -x -C \"$D\"\n  cd \"$D\"\n"
-         "  sha256sum -- * | awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t "
-         "\"$S\"/\n"
+         // Each object is checked and stored as soon as tar has gone on to the next (tar -v
+         // names a member as it begins it; awk holds each name back until the next one), so
+         // over a slow link the hashing hides behind the wire. A failed tar leaves what it
+         // wrote for the next ship to recover, as a dropped upload does.
+         "  cd \"$D\"\n"
+         "  { head -c \"$u\" | tar -x -v || : >\"$D.failed\"; } |\n"
+         "    awk '/^[0-9a-f]+(\\.x)?$/ { if (p != \"\") { print p; fflush() } p = $0 } "
+         "END { if (p != \"\") print p }' |\n"
+         "    xargs -r -n 64 sha256sum -- | awk '$1 == substr($2, 1, 64) { print $2 }' |\n"
+         "    xargs -r -n 256 mv -f -t \"$S\"/\n"
+         "  [ ! -e \"$D.failed\" ] || { rm -f \"$D.failed\"; exit 2; }\n"
          "  set -- *\n  cd \"$I\"\n"
          "  if [ -e \"$D/$1\" ]; then\n"
          "    printf 'damaged: %s\\n' \"$@\"\n    rm -rf \"$D\" \"$D.lock\"\n    exit 1\n"

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 #include <algorithm>
+#include <cstdlib>
 
 #include <sstream>
 
@@ -316,6 +317,27 @@ TEST(Ship, ADroppedUploadIsAdoptedGoodObjectsKeptDamagedOnesSentAgain) {
   EXPECT_EQ(read_file(f.store / "objects" / b.sha256), "print('b')\n");
   EXPECT_TRUE(fs::is_empty(f.store / "incoming"));
   EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "sub" / "b.py"), "print('b')\n");
+}
+
+TEST(Ship, AFailingTarFailsTheShipAndKeepsTheObjectsItFinished) {
+  ShipFixture f;
+  // The target's tar extracts everything and then fails (as one cut short by a full disk can):
+  // the ship must fail, not take the upload for whole, while the objects that were checked as
+  // they arrived stay in the store and the next ship completes the run.
+  const fs::path bin = f.dir.path() / "bin";
+  make_directories(bin);
+  atomic_write_file(bin / "tar", "#!/bin/sh\n/bin/tar \"$@\"\nexit 2\n");
+  fs::permissions(bin / "tar", fs::perms::owner_all);
+  const std::string path = std::getenv("PATH");
+  ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
+  EXPECT_THROW(f.ship("r1"), Error);
+  ::setenv("PATH", path.c_str(), 1);
+  EXPECT_EQ(read_file(f.store / "objects" / f.entry("a.txt").sha256), "alpha\n");
+  EXPECT_EQ(read_file(f.store / "objects" / f.entry("sub/b.py").sha256), "print('b')\n");
+  EXPECT_FALSE(fs::exists(f.store / "runs" / "r1"));
+  f.ship("r1");
+  EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "a.txt"), "alpha\n");
+  EXPECT_TRUE(fs::is_empty(f.store / "incoming"));
 }
 
 }  // namespace mlw
