@@ -321,12 +321,15 @@ TEST(Ship, ADroppedUploadIsAdoptedGoodObjectsKeptDamagedOnesSentAgain) {
 
 TEST(Ship, AFailingTarFailsTheShipAndKeepsTheObjectsItFinished) {
   ShipFixture f;
-  // The target's tar extracts everything and then fails (as one cut short by a full disk can):
-  // the ship must fail, not take the upload for whole, while the objects that were checked as
-  // they arrived stay in the store and the next ship completes the run.
+  // The target's first tar (the objects') extracts everything and then fails, as one cut short
+  // by a full disk can: the ship must fail, not take the upload for whole and go on to make the
+  // run folder, while the objects that were checked as they arrived stay in the store and the
+  // next ship completes the run.
   const fs::path bin = f.dir.path() / "bin";
   make_directories(bin);
-  atomic_write_file(bin / "tar", "#!/bin/sh\n/bin/tar \"$@\"\nexit 2\n");
+  atomic_write_file(bin / "tar",
+                    "#!/bin/sh\n[ -e \"$0.once\" ] && exec /bin/tar \"$@\"\n: >\"$0.once\"\n"
+                    "/bin/tar \"$@\"\nexit 2\n");
   fs::permissions(bin / "tar", fs::perms::owner_all);
   const std::string path = std::getenv("PATH");
   ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
