@@ -119,16 +119,23 @@ std::string ship_script_words(const std::string& s, const std::string& nonce, co
          "read u\n"
          "if [ \"$u\" -gt 0 ]; then\n"
          "  exec 9>\"$D.lock\"\n  flock 9\n  mkdir -p \"$D\"\n"
-         // Each object is checked and stored as soon as tar has gone on to the next (tar -v
-         // names a member as it begins it; awk holds each name back until the next one), so
-         // over a slow link the hashing hides behind the wire. A failed tar leaves what it
-         // wrote for the next ship to recover, as a dropped upload does.
+         // Over 4 MiB, each object is checked and stored as soon as tar has gone on to the
+         // next (tar -v names a member as it begins it; awk holds each name back until the
+         // next one), so over a slow link the hashing hides behind the wire; a smaller upload
+         // is checked after it (two processes fewer). A failed tar fails the ship and leaves
+         // what it wrote for the next ship to recover, as a dropped upload does.
          "  cd \"$D\"\n"
-         "  { head -c \"$u\" | tar -x -v || : >\"$D.failed\"; } |\n"
-         "    awk '/^[0-9a-f]+(\\.x)?$/ { if (p != \"\") { print p; fflush() } p = $0 } "
+         "  if [ \"$u\" -gt 4194304 ]; then\n"
+         "    { head -c \"$u\" | tar -x -v || : >\"$D.failed\"; } |\n"
+         "      awk '/^[0-9a-f]+(\\.x)?$/ { if (p != \"\") { print p; fflush() } p = $0 } "
          "END { if (p != \"\") print p }' |\n"
-         "    xargs -r -n 64 sha256sum -- | awk '$1 == substr($2, 1, 64) { print $2 }' |\n"
-         "    xargs -r -n 256 mv -f -t \"$S\"/\n"
+         "      xargs -r -n 64 sha256sum -- | awk '$1 == substr($2, 1, 64) { print $2 }' |\n"
+         "      xargs -r -n 256 mv -f -t \"$S\"/\n"
+         "  else\n"
+         "    head -c \"$u\" | tar -x || : >\"$D.failed\"\n"
+         "    sha256sum -- * | awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t "
+         "\"$S\"/\n"
+         "  fi\n"
          "  [ ! -e \"$D.failed\" ] || { rm -f \"$D.failed\"; exit 2; }\n"
          "  set -- *\n  cd \"$I\"\n"
          "  if [ -e \"$D/$1\" ]; then\n"

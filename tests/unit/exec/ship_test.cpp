@@ -320,27 +320,37 @@ TEST(Ship, ADroppedUploadIsAdoptedGoodObjectsKeptDamagedOnesSentAgain) {
 }
 
 TEST(Ship, AFailingTarFailsTheShipAndKeepsTheObjectsItFinished) {
-  ShipFixture f;
-  // The target's first tar (the objects') extracts everything and then fails, as one cut short
-  // by a full disk can: the ship must fail, not take the upload for whole and go on to make the
-  // run folder, while the objects that were checked as they arrived stay in the store and the
-  // next ship completes the run.
-  const fs::path bin = f.dir.path() / "bin";
-  make_directories(bin);
-  atomic_write_file(bin / "tar",
-                    "#!/bin/sh\n[ -e \"$0.once\" ] && exec /bin/tar \"$@\"\n: >\"$0.once\"\n"
-                    "/bin/tar \"$@\"\nexit 2\n");
-  fs::permissions(bin / "tar", fs::perms::owner_all);
-  const std::string path = std::getenv("PATH");
-  ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
-  EXPECT_THROW(f.ship("r1"), Error);
-  ::setenv("PATH", path.c_str(), 1);
-  EXPECT_EQ(read_file(f.store / "objects" / f.entry("a.txt").sha256), "alpha\n");
-  EXPECT_EQ(read_file(f.store / "objects" / f.entry("sub/b.py").sha256), "print('b')\n");
-  EXPECT_FALSE(fs::exists(f.store / "runs" / "r1"));
-  f.ship("r1");
-  EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "a.txt"), "alpha\n");
-  EXPECT_TRUE(fs::is_empty(f.store / "incoming"));
+  // Both ways the target checks an upload: after it (small), and each object as tar goes on to
+  // the next (over 4 MiB).
+  for (const std::size_t big : {std::size_t{0}, std::size_t{5} << 20}) {
+    ShipFixture f;
+    if (big > 0) {
+      const fs::path root = f.plan.project.root;
+      atomic_write_file(root / "big.bin", std::string(big, 'x'));
+      f.plan.manifest =
+          build_snapshot(root, root / ".mlw" / "objects", root / ".mlw" / "hashes.tsv");
+    }
+    // The target's first tar (the objects') extracts everything and then fails, as one cut
+    // short by a full disk can: the ship must fail, not take the upload for whole and go on to
+    // make the run folder, while the objects that were checked stay in the store and the next
+    // ship completes the run.
+    const fs::path bin = f.dir.path() / "bin";
+    make_directories(bin);
+    atomic_write_file(bin / "tar",
+                      "#!/bin/sh\n[ -e \"$0.once\" ] && exec /bin/tar \"$@\"\n: >\"$0.once\"\n"
+                      "/bin/tar \"$@\"\nexit 2\n");
+    fs::permissions(bin / "tar", fs::perms::owner_all);
+    const std::string path = std::getenv("PATH");
+    ::setenv("PATH", (bin.string() + ":" + path).c_str(), 1);
+    EXPECT_THROW(f.ship("r1"), Error) << big;
+    ::setenv("PATH", path.c_str(), 1);
+    EXPECT_EQ(read_file(f.store / "objects" / f.entry("a.txt").sha256), "alpha\n");
+    EXPECT_EQ(read_file(f.store / "objects" / f.entry("sub/b.py").sha256), "print('b')\n");
+    EXPECT_FALSE(fs::exists(f.store / "runs" / "r1")) << big;
+    f.ship("r1");
+    EXPECT_EQ(read_file(f.store / "runs" / "r1" / "snapshot" / "a.txt"), "alpha\n");
+    EXPECT_TRUE(fs::is_empty(f.store / "incoming")) << big;
+  }
 }
 
 }  // namespace mlw
