@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <memory>
 
 #include "conversation.hpp"
 #include "linger.hpp"
@@ -53,6 +55,27 @@ void apply_config(const SshEndpoint& endpoint, const ConnectRequest& request, Ss
     options.ssh_dir = "/nonexistent";
   }
   options.proxy_command = endpoint.proxy_command;
+}
+
+/// `streams` whose input begins with `taken` (what a stale shell was sent), then goes on.
+ShellStreams replaying(const ShellStreams& streams, std::string taken) {
+  if (taken.empty()) return streams;
+  ShellStreams again = streams;
+  auto state = std::make_shared<std::pair<std::string, std::size_t>>(std::move(taken), 0);
+  again.read_input = [state, rest = streams.read_input](char* buffer, std::size_t size) {
+    auto& [text, at] = *state;
+    if (at == text.size()) return rest(buffer, size);
+    const std::size_t n = std::min(size, text.size() - at);
+    std::copy_n(text.data() + at, n, buffer);
+    at += n;
+    return n;
+  };
+  if (streams.input_ready) {
+    again.input_ready = [state, ready = streams.input_ready] {
+      return state->second < state->first.size() || ready();
+    };
+  }
+  return again;
 }
 
 /// A shell over a kept connection (linger.hpp); when that connection is gone before a
@@ -104,8 +127,9 @@ class KeptShell : public Shell {
             "ssh {}: the shell started ahead ended before the step (a login file "
             "changed since, exit {}); asking for one started now",
             m_where, result.exit_code);
+        const ShellStreams again = replaying(streams, std::string(m_conversation->taken_input()));
         if (!open(true)) m_fallback = m_direct();
-        return m_fallback ? m_fallback->run(script, streams) : run(script, streams);
+        return m_fallback ? m_fallback->run(script, again) : run(script, again);
       }
     } catch (const Error& e) {
       m_conversation.reset();

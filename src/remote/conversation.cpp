@@ -154,9 +154,11 @@ bool Conversation::feed_input(const ShellStreams& streams) {
     m_outgoing.clear();
     m_sent = 0;
     if (m_input_done || (streams.input_ready && !streams.input_ready())) return progress;
-    // A shell started ahead takes the step's input only once it said it runs the step (its
-    // marker): a stale one exits before, and the step goes to a new shell with all its input.
-    if (m_ahead && !m_frames[0].started()) return progress;
+    // A shell started ahead is sent one chunk of the step's input with the script (over a slow
+    // link the wait for its marker cost a round trip), the rest once it said it runs the step.
+    // A stale one exits before: the step goes to a new shell, that chunk first (taken_input).
+    const bool before_marker = m_ahead && !m_frames[0].started();
+    if (before_marker && m_ahead_chunk) return progress;
     // One buffer per conversation, not zeroed, and m_outgoing keeps its capacity: a fresh
     // zeroed 1 MiB per chunk cost its pages' faults (milliseconds on a virtual machine) for a
     // step's few bytes, and again for every MiB of a ship.
@@ -171,6 +173,10 @@ bool Conversation::feed_input(const ShellStreams& streams) {
       }
       size += n;
       if (streams.input_ready && !streams.input_ready()) break;
+    }
+    if (before_marker) {
+      m_ahead_chunk = true;  // m_buffer keeps it until the marker: no chunk is read before
+      m_ahead_taken = size;
     }
     if (size > 0) {
       m_outgoing.append(std::to_string(size)).append(1, '\n').append(m_buffer.get(), size);
@@ -200,6 +206,11 @@ bool Conversation::read_outputs(const ShellStreams& streams, ShellResult& result
     }
   }
   return progress;
+}
+
+std::string_view Conversation::taken_input() const {
+  if (!m_stale || !m_buffer) return {};
+  return {m_buffer.get(), m_ahead_taken};
 }
 
 /// The shell ended before the step did: the login shell never ran it (what it printed is the

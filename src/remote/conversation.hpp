@@ -70,8 +70,11 @@ class Conversation {
   /// False once the shell ended or a step was stopped: the next command needs a new one.
   bool usable() const { return m_usable; }
   /// True when a shell started ahead ended before its first step ran (a login file changed
-  /// since it started, or it died): nothing ran and no input was taken; ask for a new shell.
+  /// since it started, or it died): nothing ran; ask for a new shell.
   bool stale() const { return m_stale; }
+  /// What a stale shell was sent of the step's input (at most one chunk, sent with the script):
+  /// the new shell gets it first, then the rest of the input.
+  std::string_view taken_input() const;
   /// The pipe's count of waits for the peer.
   int waits() const { return m_pipe->waits(); }
   /// See ShellPipe::forget.
@@ -93,6 +96,8 @@ class Conversation {
   std::string m_outgoing;            // written to the shell next
   std::unique_ptr<char[]> m_buffer;  // a chunk of input as read (made at the first input)
   std::size_t m_sent = 0;
+  bool m_ahead_chunk = false;     // a chunk was sent before the marker of a shell started ahead
+  std::size_t m_ahead_taken = 0;  // its size (it stays in m_buffer until the marker)
   bool m_input_done = true;
   bool m_usable = true;
   bool m_noise_told = false;

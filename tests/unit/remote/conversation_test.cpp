@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
+#include "mlw/util/strings.hpp"
 #include "temp_dir.hpp"
 
 namespace mlw {
@@ -27,6 +29,9 @@ namespace {
 class LocalPipe : public ShellPipe {
  public:
   LocalPipe(const std::string& marker, const std::string& login_noise = "", bool ahead = false) {
+    // A shell that ended leaves the write end of its stdin: EPIPE, not the test's end (an SSH
+    // channel or the kept connection's socket does not raise SIGPIPE either).
+    ::signal(SIGPIPE, SIG_IGN);
     int in[2], out[2], err[2];
     EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
     EXPECT_EQ(::pipe2(out, O_CLOEXEC), 0);
@@ -193,27 +198,45 @@ TEST(Conversation, AShellStartedAheadRunsTheStepWhenNoLoginFileChanged) {
   EXPECT_EQ(step(talk, "echo again").output, "again\n");
 }
 
-TEST(Conversation, AShellStartedAheadOfAChangedBashrcRunsNothingAndTakesNoInput) {
+TEST(Conversation, AShellStartedAheadOfAChangedBashrcRunsNothingAndHandsBackTheInputSent) {
   test::TempDir home("ahead");
   fs::create_directory(home.path() / ".mlw");
   atomic_write_file(home.path() / ".bashrc", "\n");
   Conversation talk = ahead_conversation(home.path());
   ASSERT_FALSE(fs::is_empty(home.path() / ".mlw"));  // it noted its start
   std::ofstream(home.path() / ".bashrc") << "export PATH=/opt/cuda/bin:$PATH\n";  // in place
+  // Two chunks of input: the first goes with the script (a round trip less), the second waits
+  // for the shell's marker, which a stale shell never prints.
+  const std::string first(1 << 20, 'a');
+  std::size_t asked = 0;
   ShellStreams streams;
-  bool asked_input = false;
-  streams.read_input = [&](char*, std::size_t) {
-    asked_input = true;
-    return std::size_t{0};
+  streams.read_input = [&](char* buffer, std::size_t size) {
+    ++asked;
+    const std::size_t n = std::min(size, first.size());
+    if (asked == 1) std::copy_n(first.data(), n, buffer);
+    return asked == 1 ? n : std::size_t{0};
   };
   bool stopped = false;
-  const ShellResult result = talk.step("touch ran", streams, stopped);
+  const ShellResult result = talk.step("cat > ran", streams, stopped);
   EXPECT_TRUE(talk.stale());
   EXPECT_FALSE(talk.usable());
   EXPECT_EQ(result.exit_code, 86);
-  EXPECT_FALSE(asked_input);  // the step, input and all, can go to a new shell
+  EXPECT_EQ(asked, 1U);                  // one chunk, not the input's end
+  EXPECT_EQ(talk.taken_input(), first);  // handed back for the new shell, with the rest after
   EXPECT_FALSE(fs::exists(home.path() / "ran"));
   EXPECT_TRUE(fs::is_empty(home.path() / ".mlw"));  // its note is removed
+}
+
+TEST(Conversation, AShellStartedAheadGetsTheFirstChunkWithTheScriptAndTheRestAfterItsMarker) {
+  test::TempDir home("ahead");
+  fs::create_directory(home.path() / ".mlw");
+  Conversation talk = ahead_conversation(home.path());
+  // A whole chunk (1 MiB) and a tail: nothing lost or doubled around the marker.
+  const std::string input = std::string(1 << 20, 'x') + "tail\n";
+  const ShellResult result = step(talk, "wc -c; echo done", input, true);
+  EXPECT_FALSE(talk.stale());
+  EXPECT_EQ(talk.taken_input(), "");
+  EXPECT_EQ(trim(result.output), "1048581\ndone");
 }
 
 TEST(Conversation, AShellStartedAheadOfAFolderMadeInTheHomeFolderIsStale) {
