@@ -133,7 +133,11 @@ std::string ship_script_words(const std::string& s, const std::string& nonce, co
          "      xargs -r -n 256 mv -f -t \"$S\"/\n"
          "  else\n"
          "    head -c \"$u\" | tar -x || : >\"$D.failed\"\n"
-         "    sha256sum -- * | awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t "
+         // All checked by one sha256sum -c and stored by one mv (an object is named by its
+         // hash); where one fails, or the tools are not GNU's, each is checked and stored alone.
+         "    for f in *; do printf '%s  %s\\n' \"${f%.x}\" \"$f\"; done |\n"
+         "      sha256sum -c --strict --status 2>/dev/null && mv -f -- * \"$S\"/ ||\n"
+         "      sha256sum -- * | awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t "
          "\"$S\"/\n"
          "  fi\n"
          "  [ ! -e \"$D.failed\" ] || { rm -f \"$D.failed\"; exit 2; }\n"
@@ -148,9 +152,12 @@ std::string ship_script_words(const std::string& s, const std::string& nonce, co
          "  while [ \"$n\" -gt 0 ] && IFS= read -r x; do\n    n=$((n - ${#x} - 1))\n"
          "    [ -e \"$x\" ] || { printf '%s\\n' \"$x\"; m=1; }\n  done\n"
          "  if [ -n \"$m\" ]; then echo :missing; exit 3; fi\nelse\n"
-         "  head -c \"$n\" | awk 'BEGIN { while ((\"ls -f\" | getline n) > 0) have[n] = 1 } "
-         "!($0 in have) { print; m = 1 } END { if (m) print \":missing\"; exit m ? 3 : 0 }' "
-         "|| exit 3\nfi\n"
+         // The store's names, "/" (no file's name), then the names asked about: no shell
+         // started for awk's getline. A failing ls names nothing: all are missing.
+         "  { ls -f || :; echo /; head -c \"$n\"; } |\n"
+         "    awk 'p { if (!($0 in have)) { print; m = 1 }; next } $0 == \"/\" { p = 1; next } "
+         "{ have[$0] = 1 }\n"
+         "      END { if (m) print \":missing\"; exit m ? 3 : 0 }' || exit 3\nfi\n"
          "read t\n[ \"$t\" -gt 0 ] || exit 0\n"
          // Every process costs a few ms on the target: the folders were made at the start.
          "[ -e \"$R.tmp\" ] && rm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"

@@ -99,8 +99,13 @@ out.write(b"\0" * 1024)
 PY
 SH
 START=$(date +%s)
-run_bounded 120 experiment submit -c rem hello.py
+# evil/ is new in the home folder: the kept connection's shell started ahead is stale, and the
+# probe goes to a shell started now with all its input, the part sent ahead first.
+run_bounded 120 -vv experiment submit -c rem hello.py
 expect_eq "a malformed outputs stream: the run still ends (the script's exit code)" "$CODE" 0
+expect_contains "the shell started ahead of evil/ was stale" "$ERR" "asking for one started now"
+check "the probe in the shell started now had its whole input (its ship did not fail)" \
+  test -z "$(printf '%s\n' "$ERR" | grep 'the ship in the probe ended')"
 check "it ends at once (under 60 s), no loop" test $(($(date +%s) - START)) -lt 60
 ID=$(ls -t .mlw/runs | head -1)
 RECORD=$(cat ".mlw/runs/$ID/run.json")
@@ -146,7 +151,7 @@ rm -f "$USER_HOME/evil/mv"
 REAL_AWK=$(command -v awk)
 fake awk <<SH
 #!/bin/sh
-case "\$1" in *'ls -f'*) exec yes "$(printf '%064d' 0)" ;; esac
+case "\$1" in *'in have'*) exec yes "$(printf '%064d' 0)" ;; esac
 exec $REAL_AWK "\$@"
 SH
 echo "# changed" >>hello.py

@@ -227,6 +227,37 @@ TEST(Conversation, AShellStartedAheadOfAChangedBashrcRunsNothingAndHandsBackTheI
   EXPECT_TRUE(fs::is_empty(home.path() / ".mlw"));  // its note is removed
 }
 
+/// A shell started ahead that ends stale (exit 86) before its marker, having taken all it was
+/// sent (a pipe with room for it all): what it got is what the Conversation chose to send.
+class StalePipe : public ShellPipe {
+ public:
+  explicit StalePipe(std::string& sent) : m_sent(sent) {}
+  std::size_t write(std::string_view data) override {
+    m_sent.append(data);
+    return data.size();
+  }
+  std::size_t read(int, char*, std::size_t) override { return 0; }
+  bool ended() override { return ++m_polls > 3; }
+  void wait(int) override {}
+  int waits() const override { return 0; }
+  int exit_status() override { return 86; }
+
+ private:
+  std::string& m_sent;
+  int m_polls = 0;
+};
+
+TEST(Conversation, AShellStartedAheadIsSentOneChunkOfInputBeforeItsMarkerAndNoMore) {
+  std::string sent;
+  Conversation talk(std::make_unique<StalePipe>(sent), "here", "mlw-frame-0123456789abcdef", true);
+  const std::string chunk(1 << 20, 'a');
+  const ShellResult result = step(talk, "cat", chunk + "rest", true);
+  EXPECT_TRUE(talk.stale());
+  EXPECT_EQ(result.exit_code, 86);
+  EXPECT_EQ(sent, "3 i\ncat1048576\n" + chunk);  // not the rest, nor the input's end
+  EXPECT_EQ(talk.taken_input(), chunk);
+}
+
 TEST(Conversation, AShellStartedAheadGetsTheFirstChunkWithTheScriptAndTheRestAfterItsMarker) {
   test::TempDir home("ahead");
   fs::create_directory(home.path() / ".mlw");
