@@ -108,12 +108,14 @@ std::string ship_script_words(const std::string& s, const std::string& nonce, co
          "\nR=" + r + "\n[ -d \"$S\" ] && [ -d \"$I\" ] && [ -d " + runs +
          " ] || mkdir -p \"$S\" \"$I\" " + runs +
          "\ncd \"$I\"\n"
+         // Stores the objects named on stdin whose content has the sha256 their name says.
+         "mlw_keep() { xargs -r -n 64 sha256sum -- | awk '$1 == substr($2, 1, 64) { print $2 }' |\n"
+         "  xargs -r -n 256 mv -f -t \"$S\"/; }\n"
          "for d in */; do\n"
          "  [ -d \"$d\" ] || continue\n"
          "  d=${d%/}\n"
          "  ( flock -n 9 || exit 0\n"
-         "    cd \"$d\" && ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | xargs -r sha256sum -- |\n"
-         "      awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t \"$S\"/\n"
+         "    cd \"$d\" && ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | mlw_keep\n"
          "    cd \"$I\" && rm -rf \"$d\" \"$d.lock\" ) 9>\"$d.lock\"\n"
          "done\n"
          "read u\n"
@@ -128,17 +130,14 @@ std::string ship_script_words(const std::string& s, const std::string& nonce, co
          "  if [ \"$u\" -gt 4194304 ]; then\n"
          "    { head -c \"$u\" | tar -x -v || : >\"$D.failed\"; } |\n"
          "      awk '/^[0-9a-f]+(\\.x)?$/ { if (p != \"\") { print p; fflush() } p = $0 } "
-         "END { if (p != \"\") print p }' |\n"
-         "      xargs -r -n 64 sha256sum -- | awk '$1 == substr($2, 1, 64) { print $2 }' |\n"
-         "      xargs -r -n 256 mv -f -t \"$S\"/\n"
+         "END { if (p != \"\") print p }' | mlw_keep\n"
          "  else\n"
          "    head -c \"$u\" | tar -x || : >\"$D.failed\"\n"
          // All checked by one sha256sum -c and stored by one mv (an object is named by its
          // hash); where one fails, or the tools are not GNU's, each is checked and stored alone.
          "    for f in *; do printf '%s  %s\\n' \"${f%.x}\" \"$f\"; done |\n"
          "      sha256sum -c --strict --status 2>/dev/null && mv -f -- * \"$S\"/ ||\n"
-         "      sha256sum -- * | awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t "
-         "\"$S\"/\n"
+         "      printf '%s\\n' * | mlw_keep\n"
          "  fi\n"
          "  [ ! -e \"$D.failed\" ] || { rm -f \"$D.failed\"; exit 2; }\n"
          "  set -- *\n  cd \"$I\"\n"
