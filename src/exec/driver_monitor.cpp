@@ -172,10 +172,7 @@ void MonitorDriver::follow(RunSession& session) {
     };
     streams.on_errors = [&](std::string_view chunk) { take_errors(session, step, chunk); };
     streams.read_input = [&](char* buffer, std::size_t size) {
-      const std::size_t n = launching ? std::min(size, m_launch.size() - sent) : 0;
-      std::copy_n(m_launch.data() + sent, n, buffer);
-      sent += n;
-      return n;
+      return launching ? read_held(m_launch, sent, buffer, size) : 0;
     };
     streams.should_stop = [&] {
       return (!stop_sent && session.canceled()) || (step.in_results && session.results_failed());

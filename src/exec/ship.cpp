@@ -295,9 +295,7 @@ class ShipStep {
   }
 
   std::size_t copy_from(const std::string& text, char* buffer, std::size_t size) {
-    const std::size_t n = std::min(size, text.size() - m_offset);
-    std::copy_n(text.data() + m_offset, n, buffer);
-    m_offset += n;
+    const std::size_t n = read_held(text, m_offset, buffer, size);
     if (m_offset == text.size()) {
       ++m_phase;
       m_offset = 0;

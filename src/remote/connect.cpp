@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -64,11 +63,7 @@ ShellStreams replaying(const ShellStreams& streams, std::string taken) {
   auto state = std::make_shared<std::pair<std::string, std::size_t>>(std::move(taken), 0);
   again.read_input = [state, rest = streams.read_input](char* buffer, std::size_t size) {
     auto& [text, at] = *state;
-    if (at == text.size()) return rest(buffer, size);
-    const std::size_t n = std::min(size, text.size() - at);
-    std::copy_n(text.data() + at, n, buffer);
-    at += n;
-    return n;
+    return at == text.size() ? rest(buffer, size) : read_held(text, at, buffer, size);
   };
   if (streams.input_ready) {
     again.input_ready = [state, ready = streams.input_ready] {

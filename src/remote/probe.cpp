@@ -187,10 +187,7 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
   };
   if (ship) {
     streams.read_input = [&](char* buffer, std::size_t size) {
-      const std::size_t n = std::min(size, question.size() - offset);
-      std::copy_n(question.data() + offset, n, buffer);
-      offset += n;
-      return n;
+      return read_held(question, offset, buffer, size);
     };
   }
   result.exit_code =

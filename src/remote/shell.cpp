@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -14,14 +15,18 @@
 
 namespace mlw {
 
+std::size_t read_held(std::string_view text, std::size_t& offset, char* buffer, std::size_t size) {
+  const std::size_t n = std::min(size, text.size() - offset);
+  std::copy_n(text.data() + offset, n, buffer);
+  offset += n;
+  return n;
+}
+
 ShellResult Shell::run_with_input(const std::string& script, std::string_view input) {
   ShellStreams streams;
   std::size_t offset = 0;
   streams.read_input = [&](char* buffer, std::size_t size) {
-    const std::size_t n = std::min(size, input.size() - offset);
-    std::copy_n(input.data() + offset, n, buffer);
-    offset += n;
-    return n;
+    return read_held(input, offset, buffer, size);
   };
   return run(script, streams);
 }

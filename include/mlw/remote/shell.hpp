@@ -30,6 +30,10 @@ struct ShellStreams {
   std::function<bool()> should_stop;
 };
 
+/// A read_input over `text` held in memory: copies what follows `offset` (at most `size` bytes)
+/// into `buffer` and moves `offset` past it; 0 at the end.
+std::size_t read_held(std::string_view text, std::size_t& offset, char* buffer, std::size_t size);
+
 /// A machine that runs POSIX shell scripts for mlw: this one, or one reached over SSH. Every
 /// script is built from words passed through shell_quote.
 class Shell {
