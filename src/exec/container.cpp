@@ -414,7 +414,7 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
 
 namespace {
 
-/// Shell text that creates the container through the engine's unix socket with curl, where it
+/// Shell text that creates the container through the engine's unix socket (mlw_http), where it
 /// is sure to be the engine the docker command would ask (as the probe's engine_socket_lookup),
 /// setting $cid and writing it to `container`; $cid stays empty where it did not (the docker
 /// command then creates it, and says why it cannot). One docker CLI start (~60 ms) less.
@@ -443,10 +443,9 @@ std::string engine_create(const RunPlan& plan, const TargetRunPaths& paths,
          "  case \"$u$g\" in ''|*[!0-9]*) u=$(id -u); g=$(id -g);; esac\n  " +
          json +
          " > create.json\n"
-         "  a=$(curl -s --max-time 60 --unix-socket \"$s\" -H 'Content-Type: application/json' "
-         "--data-binary @create.json -o create.out -w '%{http_code}' " +
-         shell_quote("http://docker/containers/create?name=" + container_name(plan.record.run_id)) +
-         " 2>/dev/null) || a=\n"
+         "  a=$(mlw_http 60 POST " +
+         shell_quote("/containers/create?name=" + container_name(plan.record.run_id)) +
+         " create.json create.out) || a=\n"
          "  o=\n  [ \"$a\" = 201 ] && { IFS= read -r o || :; } <create.out\n"
          "  if [ -n \"$o\" ]; then\n"
          "    o=${o#*\\\"Id\\\"}; o=${o#*\\\"}; cid=${o%%\\\"*}\n"
@@ -514,13 +513,14 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
         docker + " cp \"$cid:/mlw/run/metrics.jsonl\" - 2>/dev/null | tar -xf - 2>/dev/null\n";
   }
   script += "finish \"${code:-125}\"\n";
-  // A container the engine made is removed through its socket (curl, not the docker CLI's
+  // A container the engine made is removed through its socket (mlw_http, not the docker CLI's
   // ~60 ms of a core while the results are read).
-  script += plan.compute.shared_volumes
-                ? "if [ -n \"$e\" ]; then (curl -s -o /dev/null --max-time 60 --unix-socket \"$s\" "
-                  "-X DELETE \"http://docker/containers/$cid\" >/dev/null 2>&1 &)\nelse (" +
-                      docker + " rm \"$cid\" >/dev/null 2>&1 &)\nfi\n"
-                : "(" + docker + " rm \"$cid\" >/dev/null 2>&1 &)\n";
+  script +=
+      plan.compute.shared_volumes
+          ? "if [ -n \"$e\" ]; then (mlw_http 60 DELETE \"/containers/$cid\" >/dev/null 2>&1 &)\n"
+            "else (" +
+                docker + " rm \"$cid\" >/dev/null 2>&1 &)\nfi\n"
+          : "(" + docker + " rm \"$cid\" >/dev/null 2>&1 &)\n";
   return script;
 }
 

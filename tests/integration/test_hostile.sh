@@ -194,19 +194,43 @@ for target in local rem; do
   expect_eq "$target: history info as a table too" "$CODE" 0
 done
 
-# --- a lying curl, a lying wc ------------------------------------------------------------------
-# The probe asks the Docker engine for the image with curl where it can: a curl that answers
-# nonsense sends it to the docker CLI. The metrics' size comes from wc: a wrong answer is a problem
-# of the run, which still ends, its outputs and metrics not trusted.
+# --- a lying perl, a lying curl, a lying wc ---------------------------------------------------
+# The probe asks the Docker engine for the image, and the monitor has it create the container,
+# with Perl's builtins on its socket (mlw_http), else with curl: through the real engine neither
+# asks curl, and the container is made through the socket (its answer, create.out, in the run
+# folder). A perl or curl that answers nonsense sends both to the docker CLI. The metrics' size
+# comes from wc: a wrong answer is a problem of the run, which still ends, its outputs and
+# metrics not trusted.
 fake curl <<'SH'
+#!/bin/sh
+echo "curl $*" >> "$HOME/curl.calls"
+echo '<html>not an engine</html>'
+SH
+rm -f "$USER_HOME/curl.calls"
+run_bounded 300 experiment submit -c rd hello.py p0
+expect_eq "rd: through the real engine: the run completes" "$CODE" 0
+ID=$(ls -t .mlw/runs | head -1)
+check "rd: the engine was asked with perl, curl was not started" test ! -e "$USER_HOME/curl.calls"
+expect_contains "rd: the container was created through the engine's socket" \
+  "$(cat "$USER_HOME/.mlw/runs/$ID/create.out" 2>/dev/null)" '"Id"'
+fake perl <<'SH'
 #!/bin/sh
 echo '<html>not an engine</html>'
 SH
+run_bounded 300 experiment submit -c rd hello.py l1
+expect_eq "rd: a perl that answers nonsense: the docker CLI is asked, the run completes" "$CODE" 0
+expect_contains "rd: its output" "$OUT" "HELLO ['l1']"
+fake perl <<'SH'
+#!/bin/sh
+exit 3
+SH
 run_bounded 300 experiment submit -c rd hello.py c1
-expect_eq "rd: a curl that answers nonsense: the probe asks the docker CLI, the run completes" \
+expect_eq "rd: a perl that cannot connect and a curl that answers nonsense: the run completes" \
   "$CODE" 0
 expect_contains "rd: its output" "$OUT" "HELLO ['c1']"
-rm -f "$USER_HOME/evil/curl"
+expect_contains "rd: curl was asked where perl could not connect" \
+  "$(cat "$USER_HOME/curl.calls" 2>/dev/null)" "--unix-socket"
+rm -f "$USER_HOME/evil/curl" "$USER_HOME/evil/perl" "$USER_HOME/curl.calls"
 fake wc <<'SH'
 #!/bin/sh
 [ "$1" = -c ] && { echo 'many bytes'; exit 0; }

@@ -55,9 +55,11 @@ struct ProbeShip {
 /// `nvidia-docker` where the facts found it and no NVIDIA runtime (empty facts: plain docker).
 std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts = {});
 
-/// A shell function, mlw_engine, that sets `s` to the Docker engine's unix socket and succeeds
-/// when the engine can be asked directly with curl: DOCKER_HOST=unix://PATH, or the default
-/// socket where no docker context is chosen; the socket writable, curl installed.
+/// Two shell functions: mlw_engine sets `s` to the Docker engine's unix socket and succeeds when
+/// the engine can be asked directly: DOCKER_HOST=unix://PATH, or the default socket where no
+/// docker context is chosen; the socket writable, perl or curl installed. `mlw_http SECONDS
+/// METHOD PATH [BODY_FILE [ANSWER_FILE]]` then sends one request on it (Perl's builtins, else
+/// curl where Perl is missing or could not connect) and prints the answer's status code.
 std::string engine_socket_lookup();
 
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an

@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <optional>
 
+#include "fake_engine.hpp"
 #include "temp_dir.hpp"
 
 #include "mlw/exec/container.hpp"
@@ -21,14 +23,17 @@ namespace {
 const std::string k_id = std::string(64, 'c');
 
 /// A run folder, stand-ins for docker (records its calls; `start -a` prints a line) and curl
-/// (answers the engine's create with `status`), and a real unix socket for DOCKER_HOST.
+/// (answers the engine's create with `status`), and a real unix socket for DOCKER_HOST: bound
+/// only (Perl cannot connect, curl is asked), or with `engine`, a stand-in engine listening.
 struct MonitorFixture {
   test::TempDir dir{"mlw-monitor"};
   RunPlan plan;
   TargetRunPaths paths;
   TargetFacts facts;
 
-  explicit MonitorFixture(const std::string& status) {
+  std::optional<test::FakeEngine> engine;
+
+  explicit MonitorFixture(const std::string& status, const std::string& engine_body = "") {
     const fs::path bin = dir.path() / "bin";
     make_directories(bin);
     make_directories(dir.path() / "run" / "snapshot");
@@ -44,9 +49,13 @@ struct MonitorFixture {
                           "printf '{\"Id\":\"" +
                           k_id + "\",\"Warnings\":[]}' > \"$out\"\nprintf %s " + status + "\n",
                       0755);
-    LocalShell().run(
-        "python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' " +
-        shell_quote((dir.path() / "engine.sock").string()));
+    if (engine_body.empty()) {
+      LocalShell().run(
+          "python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' " +
+          shell_quote((dir.path() / "engine.sock").string()));
+    } else {
+      engine.emplace(dir.path() / "engine.sock", "201", engine_body);
+    }
     plan.compute.type = "remotedocker";
     plan.project = {dir.path() / "proj", "proj"};
     plan.record.run_id = "proj_1";
@@ -85,6 +94,24 @@ TEST(MonitorScript, CreatesTheContainerThroughTheEngineSocketWithoutTheDockerCli
   EXPECT_EQ(body["Image"], "mlw_env:abc");
   EXPECT_EQ(body["User"], LocalShell().run("printf %s \"$(id -u):$(id -g)\"").output);
   EXPECT_EQ(body["HostConfig"]["Binds"][0], f.paths.run_dir + ":/mlw/run");
+}
+
+TEST(MonitorScript, AnEngineThatListensIsAskedWithPerlAndCurlIsNotStarted) {
+  const std::string id(64, 'e');
+  MonitorFixture f("500", "{\"Id\":\"" + id + "\",\"Warnings\":[]}");
+  f.run();
+  EXPECT_EQ(f.in_run("container"), id + "\n");
+  EXPECT_NE(f.calls().find("docker start -a " + id), std::string::npos) << f.calls();
+  EXPECT_EQ(f.calls().find("curl"), std::string::npos) << f.calls();
+  EXPECT_EQ(f.calls().find("docker create"), std::string::npos) << f.calls();
+  const std::string body = f.in_run("create.json");
+  const std::string head =
+      "POST /containers/create?name=mlw-proj_1 HTTP/1.0\r\nHost: docker\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  EXPECT_EQ(f.engine->requests().substr(0, head.size() + body.size()), head + body)
+      << f.engine->requests();
+  EXPECT_EQ(f.in_run("exit_code"), "0\n");
 }
 
 TEST(MonitorScript, AnyOtherAnswerOfTheEngineLeavesTheCreateToTheDockerCli) {

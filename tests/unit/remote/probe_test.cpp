@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 
+#include "../fake_engine.hpp"
 #include "../temp_dir.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -43,6 +45,17 @@ class FakeDocker {
         shell_quote(m_socket));
   }
 
+  /// A stand-in engine that listens on a unix socket and answers `status` (asked with Perl), and
+  /// a stand-in `curl` that would answer `curl_status`.
+  void engine_listens(const std::string& status, const std::string& curl_status) {
+    engine_answers(curl_status);
+    m_socket = (m_dir.path() / "listening.sock").string();
+    m_engine.emplace(m_socket, status, "{}");
+  }
+
+  /// What the listening stand-in engine was asked.
+  std::string requests() const { return m_engine ? m_engine->requests() : ""; }
+
   /// Runs the probe with the stand-ins first on PATH; DOCKER_HOST names the stand-in engine's
   /// socket, or one that does not exist (the CLI is then asked).
   TargetFacts probe(const ComputeConfig& compute, const std::string& tag,
@@ -63,6 +76,7 @@ class FakeDocker {
  private:
   test::TempDir m_dir;
   std::string m_socket;
+  std::optional<test::FakeEngine> m_engine;
 };
 
 ComputeConfig docker_target(bool gpus) {
@@ -97,6 +111,32 @@ TEST(Probe, TheEngineOnItsSocketIsAskedForTheImageWithoutTheDockerCli) {
   EXPECT_TRUE(facts.docker_ok);
   EXPECT_NE(docker.calls().find("/images/mlw_env:abc/json"), std::string::npos) << docker.calls();
   EXPECT_EQ(docker.calls().find("image inspect"), std::string::npos) << docker.calls();
+}
+
+TEST(Probe, AnEngineThatListensIsAskedWithPerlAndCurlIsNotStarted) {
+  FakeDocker docker("up", false);
+  docker.engine_listens("200", "404");
+  const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc");
+  EXPECT_EQ(facts.image_present, "mlw_env:abc");
+  EXPECT_NE(docker.requests().find("GET /images/mlw_env:abc/json HTTP/1.0\r\nHost: docker\r\n"),
+            std::string::npos)
+      << docker.requests();
+  EXPECT_EQ(docker.calls(), "") << docker.calls();
+  FakeDocker absent("up", true);
+  absent.engine_listens("404", "200");
+  EXPECT_EQ(absent.probe(docker_target(false), "mlw_env:abc").image_present, "");
+  EXPECT_EQ(absent.calls().find("image inspect"), std::string::npos) << absent.calls();
+  EXPECT_EQ(absent.calls().find("curl"), std::string::npos) << absent.calls();
+}
+
+TEST(Probe, AnEngineThatAnswersNonsenseIsNotAskedAgainWithCurlButTheCliIs) {
+  FakeDocker docker("up", false);
+  docker.engine_listens("abc", "200");
+  EXPECT_EQ(docker.probe(docker_target(false), "mlw_env:abc").image_present, "");
+  EXPECT_NE(docker.requests().find("GET /images/mlw_env:abc/json"), std::string::npos);
+  EXPECT_NE(docker.calls().find("image inspect mlw_env:abc\n"), std::string::npos)
+      << docker.calls();
+  EXPECT_EQ(docker.calls().find("curl"), std::string::npos) << docker.calls();
 }
 
 TEST(Probe, TheEnginesNoIsBelievedAndItsVersionAsked) {
