@@ -195,12 +195,12 @@ for target in local rem; do
 done
 
 # --- a lying perl, a lying curl, a lying wc ---------------------------------------------------
-# The probe asks the Docker engine for the image, and the monitor has it create the container,
-# with Perl's builtins on its socket (mlw_http), else with curl: through the real engine neither
-# asks curl, and the container is made through the socket (its answer, create.out, in the run
-# folder). A perl or curl that answers nonsense sends both to the docker CLI. The metrics' size
-# comes from wc: a wrong answer is a problem of the run, which still ends, its outputs and
-# metrics not trusted.
+# The probe asks the Docker engine for the image, and the monitor has it create the container
+# and attach, start and wait for it, with Perl's builtins on its socket, else with curl: through
+# the real engine neither asks curl, the container is made through the socket (its answer,
+# create.out, in the run folder) and its end read there (engine_code). A perl or curl that
+# answers nonsense sends both to the docker CLI. The metrics' size comes from wc: a wrong answer
+# is a problem of the run, which still ends, its outputs and metrics not trusted.
 fake curl <<'SH'
 #!/bin/sh
 echo "curl $*" >> "$HOME/curl.calls"
@@ -213,6 +213,8 @@ ID=$(ls -t .mlw/runs | head -1)
 check "rd: the engine was asked with perl, curl was not started" test ! -e "$USER_HOME/curl.calls"
 expect_contains "rd: the container was created through the engine's socket" \
   "$(cat "$USER_HOME/.mlw/runs/$ID/create.out" 2>/dev/null)" '"Id"'
+expect_eq "rd: and attached, started and waited for there (its code written by the monitor's perl)" \
+  "$(cat "$USER_HOME/.mlw/runs/$ID/engine_code" 2>/dev/null)" 0
 fake perl <<'SH'
 #!/bin/sh
 echo '<html>not an engine</html>'

@@ -33,15 +33,18 @@ struct MonitorFixture {
 
   std::optional<test::FakeEngine> engine;
 
-  explicit MonitorFixture(const std::string& status, const std::string& engine_body = "") {
+  explicit MonitorFixture(const std::string& status, const std::string& engine_body = "",
+                          const std::vector<test::FakeRoute>& routes = {}) {
     const fs::path bin = dir.path() / "bin";
     make_directories(bin);
     make_directories(dir.path() / "run" / "snapshot");
+    atomic_write_file(dir.path() / "state", "created\n");  // what `docker inspect` says
     const std::string calls = shell_quote((dir.path() / "calls").string());
     atomic_write_file(bin / "docker",
                       "#!/bin/sh\necho \"docker $*\" >> " + calls +
                           "\ncase \"$1\" in create) echo " + std::string(64, 'd') +
-                          ";; start) echo 'hello from the run';; esac\n",
+                          ";; start) echo 'hello from the run';; wait) echo 7;; inspect) cat " +
+                          shell_quote((dir.path() / "state").string()) + " 2>/dev/null;; esac\n",
                       0755);
     atomic_write_file(bin / "curl",
                       "#!/bin/sh\necho \"curl $*\" >> " + calls +
@@ -49,7 +52,9 @@ struct MonitorFixture {
                           "printf '{\"Id\":\"" +
                           k_id + "\",\"Warnings\":[]}' > \"$out\"\nprintf %s " + status + "\n",
                       0755);
-    if (engine_body.empty()) {
+    if (!routes.empty()) {
+      engine.emplace(dir.path() / "engine.sock", routes);
+    } else if (engine_body.empty()) {
       LocalShell().run(
           "python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' " +
           shell_quote((dir.path() / "engine.sock").string()));
@@ -112,6 +117,65 @@ TEST(MonitorScript, AnEngineThatListensIsAskedWithPerlAndCurlIsNotStarted) {
   EXPECT_EQ(f.engine->requests().substr(0, head.size() + body.size()), head + body)
       << f.engine->requests();
   EXPECT_EQ(f.in_run("exit_code"), "0\n");
+}
+
+/// A frame of the engine's multiplexed stream: stream 1 (stdout) or 2 (stderr), then its length.
+std::string frame(char stream, const std::string& text) {
+  const auto n = static_cast<std::uint32_t>(text.size());
+  return std::string{stream,
+                     0,
+                     0,
+                     0,
+                     static_cast<char>(n >> 24),
+                     static_cast<char>(n >> 16),
+                     static_cast<char>(n >> 8),
+                     static_cast<char>(n)} +
+         text;
+}
+
+/// The engine's answers to a run it creates, attaches, starts (`start`) and waits for (`wait`).
+std::vector<test::FakeRoute> engine_run(const std::string& start, const std::string& wait) {
+  const std::string big(70000, 'x');
+  return {{"/containers/create", "201", "{\"Id\":\"" + std::string(64, 'e') + "\"}"},
+          {"/attach?stream=1&stdout=1&stderr=1", "101",
+           frame(1, "hello from the engine\n") + frame(2, "a warning\n") + frame(1, big + "\n")},
+          {"/start", start, ""},
+          {"/wait", "200", wait}};
+}
+
+TEST(MonitorScript, TheEngineAttachesStartsAndWaitsWithoutTheDockerCli) {
+  MonitorFixture f("500", "", engine_run("204", "{\"Error\":null,\"StatusCode\":3}"));
+  f.run();
+  EXPECT_EQ(f.in_run("driver_log.txt"),
+            "hello from the engine\na warning\n" + std::string(70000, 'x') + "\n");
+  EXPECT_EQ(f.in_run("exit_code"), "3\n");
+  EXPECT_EQ(f.calls(), "") << f.calls();
+  const std::string asked = f.engine->requests();
+  const auto attach = asked.find("POST /containers/" + std::string(64, 'e') +
+                                 "/attach?stream=1&stdout=1&stderr=1 HTTP/1.1\r\n");
+  const auto start = asked.find("/start HTTP/1.0");
+  const auto wait = asked.find("/wait HTTP/1.0");
+  EXPECT_NE(attach, std::string::npos) << asked;
+  EXPECT_LT(attach, start) << asked;
+  EXPECT_LT(start, wait) << asked;
+}
+
+TEST(MonitorScript, AContainerTheEngineDidNotStartIsStartedByTheDockerCli) {
+  MonitorFixture f("500", "", engine_run("500", ""));
+  f.run();
+  EXPECT_NE(f.calls().find("docker start -a " + std::string(64, 'e')), std::string::npos)
+      << f.calls();
+  EXPECT_EQ(f.in_run("driver_log.txt"), "hello from the run\n");
+  EXPECT_EQ(f.in_run("exit_code"), "0\n");
+}
+
+TEST(MonitorScript, AnEndTheEngineDidNotTellIsAskedOfTheDockerCli) {
+  MonitorFixture f("500", "", engine_run("204", "{\"nonsense\":1}"));
+  atomic_write_file(f.dir.path() / "state", "exited\n");
+  f.run();
+  EXPECT_EQ(f.calls(), "docker inspect -f {{.State.Status}} " + std::string(64, 'e') +
+                           "\ndocker wait " + std::string(64, 'e') + "\n");
+  EXPECT_EQ(f.in_run("exit_code"), "7\n");
 }
 
 TEST(MonitorScript, AnyOtherAnswerOfTheEngineLeavesTheCreateToTheDockerCli) {
