@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/app.hpp"
+#include "cli/completion.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -85,6 +86,10 @@ int main(int argc, char** argv) {
       "mlw"};
   mlw::cli::GlobalOptions globals;
   mlw::cli::register_app(app, ctx, globals);
+  if (argc >= 2 && std::string_view(argv[1]) == "__complete") {
+    // The completion scripts' helper: the words are the user's half-typed command, not ours.
+    return mlw::cli::complete(app, ctx, std::vector<std::string>(argv + 2, argv + argc));
+  }
   try {
     ctx.config_dir = mlw::user_config_directory();
     app.parse(argc, argv);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "mlw/config/project.hpp"
+#include "mlw/config/user_config.hpp"
 #include "mlw/output/output.hpp"
 #include "mlw/util/clock.hpp"
 #include "mlw/util/error.hpp"
@@ -21,7 +22,8 @@ struct Context {
   std::filesystem::path working_dir;                 ///< where mlw was started
   OutputFormat output_format = OutputFormat::Table;
   bool quiet = false;
-  bool color = false;
+  bool color = false;         ///< colours on stderr
+  bool stdout_color = false;  ///< colours on stdout (-o jsonc on a terminal)
   bool stdin_is_terminal = false;
   bool stdout_is_terminal = false;
   bool stderr_is_terminal = false;
@@ -31,6 +33,8 @@ struct Context {
   std::shared_ptr<ProcessRunner> processes;
   std::shared_ptr<Connector> connector;  ///< opens shells on targets and Docker engines
   std::filesystem::path config_dir;      ///< the user's mlw config folder (secret store, keys)
+  /// mlw's settings in effect (`mlw config`), key by key, with where each came from.
+  std::map<std::string, ConfigValue> config;
   /// Exit code for an mlw::Error without its own code: 1, or 125 inside a waiting submit.
   int failure_code = exit_code::k_failure;
   /// The exit code a successful command chose (submit: the script's).
@@ -39,7 +43,7 @@ struct Context {
   /// The project (found once, from --project or the working folder).
   const Project& project();
   /// The result printer over `out`.
-  Output output() const { return Output(*out, output_format); }
+  Output output() const { return Output(*out, output_format, stdout_color); }
 
  private:
   std::optional<Project> m_project;

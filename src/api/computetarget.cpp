@@ -9,42 +9,66 @@
 
 namespace mlw::api {
 
+namespace {
+
+/// A compute file's key as the output's keys are written: "baseDockerImage" as
+/// "base_docker_image".
+std::string snake_case(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c >= 'A' && c <= 'Z') {
+      out += '_';
+      out += static_cast<char>(c - 'A' + 'a');
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// The one JSON object of a target (docs/cli.md "Output schema"), for `list` and `show` alike;
+/// a file that does not load throws, or with `keep_invalid` is the object with its problem.
+nlohmann::ordered_json target_object(const Project& project, const std::string& name,
+                                     bool keep_invalid) {
+  nlohmann::ordered_json result = {{"name", name},
+                                   {"file", project.display(project.compute_path(name))}};
+  try {
+    const ComputeConfig compute = load_compute(project, name);
+    for (const auto& spec : compute_keys()) {
+      bool applies = spec.applies_to.empty();
+      for (auto t : spec.applies_to) applies = applies || t == compute.type;
+      if (applies && !spec.ignored) result[snake_case(spec.name)] = json_value(spec, compute);
+    }
+    result["problem"] = nullptr;
+  } catch (const Error& e) {
+    if (!keep_invalid) throw;
+    spdlog::warn("{}", e.what());
+    result["type"] = "(invalid)";
+    result["problem"] = e.what();
+  }
+  result["run_config"] =
+      fs::exists(project.run_config_path(name))
+          ? nlohmann::ordered_json(project.display(project.run_config_path(name)))
+          : nlohmann::ordered_json();
+  return result;
+}
+
+}  // namespace
+
 void list_targets(Context& ctx) {
   const Project& project = ctx.project();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (const auto& name : project.compute_names()) {
-    nlohmann::ordered_json row = {{"name", name}};
-    try {
-      const ComputeConfig compute = load_compute(project, name);
-      row["type"] = compute.type;
-      row["address"] = compute.address;
-      row["baseDockerImage"] = compute.base_docker_image;
-    } catch (const Error& e) {
-      spdlog::warn("{}", e.what());
-      row["type"] = "(invalid)";
-    }
-    row["run_config"] = fs::exists(project.run_config_path(name)) ? name + ".runconfig" : "";
-    rows.push_back(row);
-  }
+  for (const auto& name : project.compute_names())
+    rows.push_back(target_object(project, name, true));
   ctx.output().print_list(rows, {{"name", "NAME"},
                                  {"type", "TYPE"},
                                  {"address", "ADDRESS"},
-                                 {"baseDockerImage", "BASE IMAGE"},
+                                 {"base_docker_image", "BASE IMAGE"},
                                  {"run_config", "RUN CONFIG"}});
 }
 
 void show_target(Context& ctx, const std::string& name) {
-  const Project& project = ctx.project();
-  const ComputeConfig compute = load_compute(project, name);
-  nlohmann::ordered_json result = {{"name", name},
-                                   {"file", project.display(project.compute_path(name))}};
-  for (const auto& spec : compute_keys()) {
-    bool applies = spec.applies_to.empty();
-    for (auto t : spec.applies_to) applies = applies || t == compute.type;
-    if (!applies) continue;
-    result[std::string(spec.name)] = json_value(spec, compute);
-  }
-  ctx.output().print_object(result);
+  ctx.output().print_object(target_object(ctx.project(), name, false));
 }
 
 void detach(Context& ctx, const std::string& name) {

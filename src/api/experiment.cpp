@@ -157,6 +157,7 @@ int exit_code_of(const RunRecord& record) {
 }
 
 void print_summary(Context& ctx, const RunRecord& record, const fs::path& run_dir) {
+  if (ctx.output_format == OutputFormat::None) return;
   if (ctx.output().structured()) {
     ctx.output().print_object(record.to_public_json(run_dir.string()));
     return;
@@ -416,8 +417,20 @@ std::string wait_until_started(const RunPlan& plan, const RunHandle& handle) {
 
 }  // namespace
 
-int submit(Context& ctx, const SubmitRequest& request) {
+int submit(Context& ctx, const SubmitRequest& given) {
   ctx.failure_code = exit_code::k_cannot_start;
+  SubmitRequest request = given;
+  if (request.run_config.empty()) {
+    const auto it = ctx.config.find("defaults.target");
+    if (it == ctx.config.end()) {
+      throw UsageError(
+          "no run configuration: give -c NAME, or set a default with: mlw config set "
+          "defaults.target NAME");
+    }
+    request.run_config = it->second.value;
+    spdlog::info("using the default target {} (defaults.target, {})", request.run_config,
+                 it->second.origin);
+  }
   std::unique_ptr<Executor> executor;
   RunPlan plan = plan_run(ctx, request, executor);
   const RunHandle handle = start_run(ctx, plan, *executor);
@@ -430,7 +443,8 @@ int submit(Context& ctx, const SubmitRequest& request) {
              << follow_hint(plan);
   }
   if (ctx.output().structured()) {
-    ctx.output().print_object({{"run_id", plan.record.run_id}, {"status", now}});
+    HistoryStore store(plan.history_dir);
+    ctx.output().print_object(store.load(plan.record.run_id).to_public_json(plan.run_dir.string()));
   }
   return 0;
 }
@@ -474,11 +488,15 @@ void cancel(Context& ctx, const std::string& run_id) {
   if (!ctx.quiet && !ctx.output().structured()) {
     *ctx.err << fmt::format("Run {} is {}\n", run_id, record.status);
   }
-  ctx.output().print_object(
-      {{"run_id", run_id},
-       {"status", record.status},
-       {"exit_code",
-        record.exit_code ? nlohmann::ordered_json(*record.exit_code) : nlohmann::ordered_json()}});
+  if (ctx.output().structured()) {
+    ctx.output().print_object(record.to_public_json(store.run_dir(run_id).string()));
+  } else {
+    ctx.output().print_object(
+        {{"run_id", run_id},
+         {"status", record.status},
+         {"exit_code", record.exit_code ? nlohmann::ordered_json(*record.exit_code)
+                                        : nlohmann::ordered_json()}});
+  }
 }
 
 namespace {

@@ -56,6 +56,14 @@ void list_runs(Context& ctx, const RunQuery& query) {
   HistoryStore store = open_history(ctx);
   const std::int64_t now = ctx.clock->now_ms();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  if (ctx.output().structured()) {
+    // A run is one object everywhere (docs/cli.md "Output schema"): the record `info` shows.
+    for (const auto& row : store.list(query)) {
+      rows.push_back(store.load(row.run_id).to_public_json(store.run_dir(row.run_id).string()));
+    }
+    ctx.output().print_list(rows, {});
+    return;
+  }
   for (const auto& row : store.list(query)) rows.push_back(summary_row(row, now));
   ctx.output().print_list(rows, {{"run_id", "RUN ID"},
                                  {"run_number", "#"},

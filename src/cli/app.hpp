@@ -12,13 +12,15 @@ struct GlobalOptions {
   std::string output;
   int verbose = 0;
   bool quiet = false;
+  bool debug = false;             ///< --debug, as -vv
+  bool only_show_errors = false;  ///< --only-show-errors, as -q
   bool no_color = false;
 };
 
 /// Builds the whole command tree on `app`.
 void register_app(CLI::App& app, Context& ctx, GlobalOptions& globals);
 
-/// Adds the global options (--project, -o, -v, -q, --no-color) to `command`.
+/// Adds the global options (--project, -o, -v, -q, --debug, --only-show-errors, --no-color).
 void add_global_options(CLI::App& command, GlobalOptions& globals);
 
 /// Applies the global options to the context and configures logging; called by every command.
@@ -32,6 +34,10 @@ void register_computetarget(CLI::App& app, Context& ctx);
 void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals);
 /// `mlw history …`.
 void register_history(CLI::App& app, Context& ctx);
+/// `mlw config …`.
+void register_config(CLI::App& app, Context& ctx);
+/// `mlw completion bash|zsh|fish` and the hidden `mlw __complete` the scripts call.
+void register_completion(CLI::App& app, Context& ctx);
 
 /// The "Examples:" footer of a command's help.
 std::string examples(std::initializer_list<const char*> lines);

@@ -38,13 +38,15 @@ std::vector<CLI::Option*> add_attach_options(CLI::App* command, api::AttachReque
     optional("-u,--username", request.username, "SSH user (default: you)");
     // Two options, so that the warning names the one that was typed.
     for (const char* name : {"-w", "--password"}) {
-      added.push_back(command->add_option_function<std::string>(
-          name,
-          [&request, name](const std::string& v) {
-            request.password = v;
-            request.password_option = name;
-          },
-          "SSH password (shows in the process list; prefer --password-stdin)"));
+      added.push_back(command
+                          ->add_option_function<std::string>(
+                              name,
+                              [&request, name](const std::string& v) {
+                                request.password = v;
+                                request.password_option = name;
+                              },
+                              "SSH password (shows in the process list; prefer --password-stdin)")
+                          ->type_name("PASSWORD"));
     }
     flag("--password-stdin", request.password_stdin, "Read the SSH password from standard input");
     optional("--private-key-file", request.private_key_file, "SSH private key to log in with");
@@ -138,6 +140,9 @@ void register_computetarget(CLI::App& app, Context& ctx) {
   auto* group =
       app.add_subcommand("computetarget", "Attach, list, show, check and detach compute targets");
   group->require_subcommand(1);
+  group->footer(examples({"mlw computetarget attach docker -n docker --base-image python:3.11",
+                          "mlw computetarget list -o json | jq -r '.[].name'",
+                          "mlw computetarget doctor -n my_dsvm"}));
   register_attach(group, ctx);
 
   auto* list = group->add_subcommand("list", "List the project's compute targets");

@@ -1,15 +1,17 @@
 #include "mlw/api/experiment.hpp"
 #include "cli/app.hpp"
+#include "cli/help.hpp"
 
 namespace mlw::cli {
 
 namespace {
 
 /// submit takes its script and the script's arguments unparsed; say so in its usage line.
-class SubmitFormatter : public CLI::Formatter {
+class SubmitFormatter : public HelpFormatter {
  public:
+  using HelpFormatter::HelpFormatter;
   std::string make_usage(const CLI::App*, std::string) const override {
-    return "Usage: mlw experiment submit -c NAME [OPTIONS] SCRIPT [ARGS...]\n";
+    return "Usage: mlw experiment submit [-c NAME] [OPTIONS] SCRIPT [ARGS...]\n";
   }
 };
 
@@ -29,14 +31,17 @@ void add_target_command(CLI::App& group, const std::string& name, const std::str
 
 void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   auto* group = app.add_subcommand("experiment", "Submit, cancel, prepare and clean runs");
+  group->footer(examples({"mlw experiment submit -c local train.py --epochs 3",
+                          "mlw experiment submit -a -c my_dsvm train.py",
+                          "mlw experiment cancel -r demo_1732200000000"}));
   group->require_subcommand(1);
 
   auto request = std::make_shared<api::SubmitRequest>();
   auto* submit = group->add_subcommand("submit", "Run a script on a compute target and record it");
   submit
       ->add_option("-c,--run-configuration", request->run_config,
-                   "Run configuration (aml_config/NAME.runconfig)")
-      ->required()
+                   "Run configuration (aml_config/NAME.runconfig; default: mlw config get "
+                   "defaults.target)")
       ->type_name("NAME");
   submit->add_option_function<std::string>(
       "-t,--target", [request](const std::string& v) { request->target = v; },
@@ -52,7 +57,7 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   // options: it takes them itself, anywhere before SCRIPT (as az takes its global options).
   add_global_options(*submit, globals);
   submit->prefix_command();
-  submit->formatter(std::make_shared<SubmitFormatter>());
+  submit->formatter(std::make_shared<SubmitFormatter>(app, help_width()));
   submit->fallthrough(false);
   submit->footer(
       "\nOptions go before SCRIPT; everything after SCRIPT is passed to it unchanged.\n"

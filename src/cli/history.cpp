@@ -16,6 +16,10 @@ std::shared_ptr<std::string> add_run_option(CLI::App* command) {
 void register_history(CLI::App& app, Context& ctx) {
   auto* group = app.add_subcommand("history", "Look back at runs");
   group->require_subcommand(1);
+  group->footer(examples(
+      {"mlw history list --status Failed", "mlw history last -o json",
+       "mlw history logs -r demo_1732200000000 -f",
+       "mlw history list -o json | jq -r '.[] | select(.status == \"Failed\") | .run_id'"}));
 
   auto query = std::make_shared<RunQuery>();
   query->top = 50;

@@ -5,6 +5,8 @@ namespace mlw::cli {
 
 void register_project(CLI::App& app, Context& ctx) {
   auto* group = app.add_subcommand("project", "Create projects");
+  group->footer(examples(
+      {"mlw project create -n demo", "mlw project create -n mnist --template pytorch-mnist"}));
   group->require_subcommand(1);
   auto* create = group->add_subcommand(
       "create", "Create a project folder with aml_config/ and a sample script");

@@ -367,3 +367,35 @@ int HistoryStore::reconcile_lost(const std::string& host) {
 }
 
 }  // namespace mlw
+
+namespace mlw {
+
+std::vector<std::string> run_ids_with_prefix(const fs::path& state_dir, const std::string& prefix,
+                                             int limit) {
+  std::vector<std::string> ids;
+  const fs::path db_path = state_dir / "history.db";
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return ids;
+  }
+  // Run ids sort by time within a project (<name>_<epoch-ms>): the key's own index, backwards.
+  sqlite3_stmt* statement = nullptr;
+  const char* sql =
+      "SELECT run_id FROM runs WHERE run_id >= ?1 AND substr(run_id, 1, length(?1)) = ?1 "
+      "ORDER BY run_id DESC LIMIT ?2";
+  if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK) {
+    sqlite3_bind_text(statement, 1, prefix.data(), static_cast<int>(prefix.size()),
+                      SQLITE_TRANSIENT);
+    sqlite3_bind_int(statement, 2, limit);
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+      const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+      if (text) ids.emplace_back(text);
+    }
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return ids;
+}
+
+}  // namespace mlw

@@ -1,5 +1,6 @@
 #include "mlw/output/output.hpp"
 
+#include <utf8proc.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -7,15 +8,20 @@
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/json_text.hpp"
+#include "mlw/util/strings.hpp"
 
 namespace mlw {
 
 OutputFormat parse_output_format(const std::string& text) {
   if (text == "table") return OutputFormat::Table;
   if (text == "json") return OutputFormat::Json;
+  if (text == "jsonc") return OutputFormat::Jsonc;
   if (text == "tsv") return OutputFormat::Tsv;
   if (text == "yaml") return OutputFormat::Yaml;
-  throw UsageError("output format must be table, json, tsv or yaml (got \"" + text + "\")");
+  if (text == "none") return OutputFormat::None;
+  const std::vector<std::string> formats = {"table", "json", "jsonc", "tsv", "yaml", "none"};
+  throw UsageError("output format must be " + join(formats, ", ") + " (got \"" + text + "\")" +
+                   did_you_mean(text, formats));
 }
 
 std::string cell_text(const nlohmann::ordered_json& value) {
@@ -30,10 +36,42 @@ std::string cell_text(const nlohmann::ordered_json& value) {
 
 namespace {
 
-std::size_t display_width(const std::string& text) {
-  std::size_t width = 0;
-  for (unsigned char c : text) width += (c & 0xC0) != 0x80 ? 1 : 0;
-  return width;
+constexpr const char* k_key_color = "\x1b[1;34m";
+constexpr const char* k_string_color = "\x1b[32m";
+constexpr const char* k_number_color = "\x1b[36m";
+constexpr const char* k_literal_color = "\x1b[35m";
+constexpr const char* k_reset = "\x1b[0m";
+
+void colored(std::string& out, const nlohmann::ordered_json& value, int depth) {
+  const std::string indent(static_cast<std::size_t>(depth + 1) * 2, ' ');
+  const std::string close(static_cast<std::size_t>(depth) * 2, ' ');
+  if (value.is_object() && !value.empty()) {
+    out += "{\n";
+    std::size_t i = 0;
+    for (const auto& [key, item] : value.items()) {
+      out += indent + k_key_color + nlohmann::ordered_json(key).dump() + k_reset + ": ";
+      colored(out, item, depth + 1);
+      out += ++i < value.size() ? ",\n" : "\n";
+    }
+    out += close + "}";
+  } else if (value.is_array() && !value.empty()) {
+    out += "[\n";
+    std::size_t i = 0;
+    for (const auto& item : value) {
+      out += indent;
+      colored(out, item, depth + 1);
+      out += ++i < value.size() ? ",\n" : "\n";
+    }
+    out += close + "]";
+  } else if (value.is_string()) {
+    out += k_string_color + value.dump() + k_reset;
+  } else if (value.is_number()) {
+    out += k_number_color + value.dump() + k_reset;
+  } else if (value.is_structured()) {
+    out += value.dump();  // {} or []
+  } else {
+    out += k_literal_color + value.dump() + k_reset;
+  }
 }
 
 void emit(YAML::Emitter& out, const nlohmann::ordered_json& value) {
@@ -59,6 +97,35 @@ void emit(YAML::Emitter& out, const nlohmann::ordered_json& value) {
 
 }  // namespace
 
+std::size_t display_width(const std::string& text) {
+  std::size_t width = 0;
+  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(text.size());
+  while (left > 0) {
+    utf8proc_int32_t code = 0;
+    utf8proc_ssize_t used = utf8proc_iterate(bytes, left, &code);
+    if (used <= 0) {  // not UTF-8 (cells hold \xNN instead, but stay safe): one cell a byte
+      used = 1;
+      code = 0x20;
+    }
+    width += static_cast<std::size_t>(std::max(0, utf8proc_charwidth(code)));
+    bytes += used;
+    left -= used;
+  }
+  return width;
+}
+
+std::string to_colored_json(const nlohmann::ordered_json& value) {
+  std::string out;
+  colored(out, value, 0);
+  return out;
+}
+
+void Output::print_json(const nlohmann::ordered_json& value) const {
+  m_out << (m_format == OutputFormat::Jsonc && m_color ? to_colored_json(value) : value.dump(2))
+        << "\n";
+}
+
 std::string to_yaml(const nlohmann::ordered_json& value) {
   YAML::Emitter out;
   emit(out, value);
@@ -70,8 +137,11 @@ void Output::print_list(const nlohmann::ordered_json& given,
   nlohmann::ordered_json rows = given;
   make_json_safe(rows);  // names and arguments that are not UTF-8, shown in their \xNN form
   switch (m_format) {
+    case OutputFormat::None:
+      return;
     case OutputFormat::Json:
-      m_out << rows.dump(2) << "\n";
+    case OutputFormat::Jsonc:
+      print_json(rows);
       return;
     case OutputFormat::Yaml:
       m_out << (rows.empty() ? std::string("[]\n") : to_yaml(rows));
@@ -120,8 +190,11 @@ void Output::print_object(const nlohmann::ordered_json& given) const {
   nlohmann::ordered_json object = given;
   make_json_safe(object);
   switch (m_format) {
+    case OutputFormat::None:
+      return;
     case OutputFormat::Json:
-      m_out << object.dump(2) << "\n";
+    case OutputFormat::Jsonc:
+      print_json(object);
       return;
     case OutputFormat::Yaml:
       m_out << to_yaml(object);
@@ -133,9 +206,9 @@ void Output::print_object(const nlohmann::ordered_json& given) const {
       return;
     case OutputFormat::Table: {
       std::size_t width = 0;
-      for (const auto& [key, value] : object.items()) width = std::max(width, key.size());
+      for (const auto& [key, value] : object.items()) width = std::max(width, display_width(key));
       for (const auto& [key, value] : object.items()) {
-        m_out << key << std::string(width - key.size() + 2, ' ');
+        m_out << key << std::string(width - display_width(key) + 2, ' ');
         if (value.is_object() && !value.empty()) {
           m_out << "\n";
           for (const auto& [inner, item] : value.items()) {

@@ -34,6 +34,11 @@ struct RunQuery {
 
 /// The project's run history: `.mlw/history.db` (SQLite, WAL) indexes the records kept in
 /// `.mlw/runs/<run_id>/run.json`. Safe for many processes at once.
+/// Up to `limit` run ids that start with `prefix`, newest first, read from the index without
+/// opening it for writing (shell completion); empty when there is no index yet.
+std::vector<std::string> run_ids_with_prefix(const std::filesystem::path& state_dir,
+                                             const std::string& prefix, int limit);
+
 class HistoryStore {
  public:
   /// Opens (and creates when missing) the history of the project whose state folder is

@@ -9,9 +9,9 @@
 namespace mlw {
 
 /// How results are printed on stdout (`-o`).
-enum class OutputFormat { Table, Json, Tsv, Yaml };
+enum class OutputFormat { Table, Json, Jsonc, Tsv, Yaml, None };
 
-/// Parses "table", "json", "tsv" or "yaml"; throws mlw::UsageError otherwise.
+/// Parses "table", "json", "jsonc", "tsv", "yaml" or "none"; throws mlw::UsageError otherwise.
 OutputFormat parse_output_format(const std::string& text);
 
 /// A column of a listing: the key in each row object and its header.
@@ -23,8 +23,9 @@ struct Column {
 /// Prints results in the chosen format; every command's data goes through it to stdout.
 class Output {
  public:
-  /// An output writing to `out` in `format`.
-  Output(std::ostream& out, OutputFormat format) : m_out(out), m_format(format) {}
+  /// An output writing to `out` in `format`; `color`: jsonc is coloured (stdout is a terminal).
+  Output(std::ostream& out, OutputFormat format, bool color = false)
+      : m_out(out), m_format(format), m_color(color) {}
 
   /// Prints rows (a JSON array of objects); `columns` choose and order table and tsv columns.
   void print_list(const nlohmann::ordered_json& rows, const std::vector<Column>& columns) const;
@@ -32,15 +33,26 @@ class Output {
   void print_object(const nlohmann::ordered_json& object) const;
   /// The format in use.
   OutputFormat format() const { return m_format; }
-  /// True for json and yaml, whose stdout must hold only the document.
+  /// True for json, jsonc and yaml, whose stdout must hold only the document.
   bool structured() const {
-    return m_format == OutputFormat::Json || m_format == OutputFormat::Yaml;
+    return m_format == OutputFormat::Json || m_format == OutputFormat::Jsonc ||
+           m_format == OutputFormat::Yaml;
   }
 
  private:
+  void print_json(const nlohmann::ordered_json& value) const;
+
   std::ostream& m_out;
   OutputFormat m_format;
+  bool m_color;
 };
+
+/// `value` as `dump(2)` writes it, with ANSI colours for keys, strings, numbers and literals.
+std::string to_colored_json(const nlohmann::ordered_json& value);
+
+/// How many terminal cells `text` (UTF-8) takes: wide East Asian characters and most emoji 2,
+/// combining marks 0.
+std::size_t display_width(const std::string& text);
 
 /// A JSON value as YAML text.
 std::string to_yaml(const nlohmann::ordered_json& value);
