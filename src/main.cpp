@@ -5,6 +5,7 @@
 
 #include "cli/app.hpp"
 #include "cli/completion.hpp"
+#include "cli/manual.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -89,6 +90,10 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "__complete") {
     // The completion scripts' helper: the words are the user's half-typed command, not ours.
     return mlw::cli::complete(app, ctx, std::vector<std::string>(argv + 2, argv + argc));
+  }
+  if (argc == 2 && std::string_view(argv[1]) == "__man") {  // the build writes mlw.1 with it
+    std::cout << mlw::cli::man_page(app);
+    return 0;
   }
   try {
     ctx.config_dir = mlw::user_config_directory();

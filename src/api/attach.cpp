@@ -262,15 +262,15 @@ nlohmann::ordered_json attach_result(Context& ctx, const std::string& name,
     result["password"] = compute.password.empty()
                              ? "(none stored)"
                              : "stored in " + SecretStore(ctx.config_dir).file().string();
-    if (!compute.private_key_file.empty()) result["privateKeyFile"] = compute.private_key_file;
+    if (!compute.private_key_file.empty()) result["private_key_file"] = compute.private_key_file;
     if (!login_with.empty()) result["login"] = login_with;
   }
-  if (!compute.base_docker_image.empty()) result["baseDockerImage"] = compute.base_docker_image;
+  if (!compute.base_docker_image.empty()) result["base_docker_image"] = compute.base_docker_image;
   if (kind_of(compute.type).attach.slurm) {
     result["partition"] = compute.partition.empty() ? "(the default)" : compute.partition;
     result["nodes"] = compute.nodes;
-    if (compute.gpus_per_node > 0) result["gpusPerNode"] = compute.gpus_per_node;
-    if (!compute.time_limit.empty()) result["timeLimit"] = compute.time_limit;
+    if (compute.gpus_per_node > 0) result["gpus_per_node"] = compute.gpus_per_node;
+    if (!compute.time_limit.empty()) result["time_limit"] = compute.time_limit;
     if (!compute.account.empty()) result["account"] = compute.account;
     if (!compute.container.empty()) {
       result["container"] = compute.container + " (" + compute.container_runtime + ")";
@@ -356,6 +356,10 @@ void attach(Context& ctx, const AttachRequest& request) {
   if (previous && !previous->private_key_passphrase.empty() &&
       previous->private_key_passphrase != compute.private_key_passphrase) {
     secrets.remove(previous->private_key_passphrase);
+  }
+  if (ctx.output().structured()) {
+    show_target(ctx, request.name);  // the same object as `computetarget show` and `list`
+    return;
   }
   ctx.output().print_object(attach_result(ctx, request.name, compute, login_with));
 }

@@ -61,7 +61,7 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   submit->fallthrough(false);
   submit->footer(
       "\nOptions go before SCRIPT; everything after SCRIPT is passed to it unchanged.\n"
-      "Exit code: the script's (128+N when killed by signal N), 125 when mlw could not start\n"
+      "Exit code: the script's (128+N when killed by signal N), 125 when mlw could not start "
       "the run, 126 when the script cannot be executed, 127 when it or python is missing.\n" +
       examples({"mlw experiment submit -c local train.py --epochs 10",
                 "mlw experiment submit -c local -e SEED=1 -a train.py",

@@ -107,6 +107,30 @@ std::string HelpFormatter::make_description(const CLI::App* app) const {
   return wrap_text(description, m_width, 0, 0) + "\n";
 }
 
+std::string HelpFormatter::make_footer(const CLI::App* app) const {
+  const std::string footer = app->get_footer();
+  if (footer.empty()) return "";
+  std::string out;
+  bool in_examples = false;
+  for (const std::string& line : split(footer, '\n')) {
+    in_examples = in_examples || line == "Examples:";
+    if (line.size() <= m_width) {
+      out += line + "\n";
+    } else if (in_examples && line.starts_with("  ")) {
+      // A long example stays one command to copy: continued with a backslash.
+      const auto parts = split(wrap_text(line.substr(2), m_width - 4, 6, 2), '\n');
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        out += (i == 0 ? "  " : "") + parts[i] + (i + 1 < parts.size() ? " \\\n" : "\n");
+      }
+    } else {
+      const std::size_t indent = line.find_first_not_of(' ');
+      out +=
+          std::string(indent, ' ') + wrap_text(line.substr(indent), m_width, indent, indent) + "\n";
+    }
+  }
+  return out;
+}
+
 std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
                                      CLI::AppFormatMode mode) const {
   std::string help = CLI::Formatter::make_help(app, std::move(name), mode);

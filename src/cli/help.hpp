@@ -29,6 +29,8 @@ class HelpFormatter : public CLI::Formatter {
   std::string make_subcommand(const CLI::App* sub) const override;
   /// The command's description, wrapped.
   std::string make_description(const CLI::App* app) const override;
+  /// The footer (notes and examples) wrapped; a long example continues with a backslash.
+  std::string make_footer(const CLI::App* app) const override;
   /// The whole help, with "Global options:" below every command but the root.
   std::string make_help(const CLI::App* app, std::string name,
                         CLI::AppFormatMode mode) const override;

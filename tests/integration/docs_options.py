@@ -15,6 +15,7 @@ import sys
 
 OPTION = re.compile(r"(?<![\w-])(--?[a-zA-Z][\w-]*)")
 # Words of a command path: lower-case words before the first option or placeholder.
+PIPED = re.compile(r" \| (?=(?:jq|cut|sort|head|grep|xargs|wc)\b)")
 PATH_WORD = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
@@ -32,7 +33,8 @@ def command_lines(text):
             else:
                 lines.append("")  # ends a continuation
     lines += re.findall(r"`(mlw [^`]*)`", text)
-    return [line.split(" && ")[0] for line in lines if line.startswith("mlw ")]
+    # What follows "&&" or a pipe into another program (jq, cut, …) is not mlw's.
+    return [PIPED.split(line.split(" && ")[0])[0] for line in lines if line.startswith("mlw ")]
 
 
 def options_of(part):

@@ -100,11 +100,11 @@ block "$MLW_SOURCE_DIR/docs/compute-file.md" yaml 1 >aml_config/my_dsvm.compute
 block "$MLW_SOURCE_DIR/docs/compute-file.md" yaml 2 >aml_config/mmlspark.compute
 run_mlw computetarget show -n my_dsvm -o json
 expect_eq "compute-file.md's remotedocker example loads" "$CODE:$ERR" "0:"
-expect_eq "  with its address and GPUs" "$(json_get "$OUT" 'd["address"], d["gpus"], d["nvidiaDocker"]')" \
+expect_eq "  with its address and GPUs" "$(json_get "$OUT" 'd["address"], d["gpus"], d["nvidia_docker"]')" \
   "gpu-vm.example.com all False"
 run_mlw computetarget show -n mmlspark -o json
 expect_eq "compute-file.md's 2017 localdocker example loads" "$CODE:$ERR" "0:"
-expect_eq "  as a docker target with its image" "$(json_get "$OUT" 'd["type"], d["baseDockerImage"]')" \
+expect_eq "  as a docker target with its image" "$(json_get "$OUT" 'd["type"], d["base_docker_image"]')" \
   "docker microsoft/mmlspark:plus-0.7.91"
 block "$MLW_SOURCE_DIR/docs/runconfig-file.md" json 1 >aml_config/local.runconfig
 cat >env.py <<'PY'
@@ -129,7 +129,7 @@ run_mlw ${ATTACH#mlw } --no-connect
 expect_eq "its attach line works (without connecting)" "$CODE" 0
 run_mlw computetarget show -n hpc -o json
 expect_eq "  and writes partition, nodes, GPUs per node, time and account" \
-  "$(json_get "$OUT" 'd["partition"], d["nodes"], d["gpusPerNode"], d["timeLimit"], d["account"]')" \
+  "$(json_get "$OUT" 'd["partition"], d["nodes"], d["gpus_per_node"], d["time_limit"], d["account"]')" \
   "gpu 2 4 04:00:00 proj42"
 echo "not run (needs a Slurm cluster with 4 GPUs per node): its doctor and submit lines"
 # launch.py as written, with the variables mlw sets on each node (test_slurm.sh checks they are
@@ -144,7 +144,7 @@ run_mlw computetarget attach slurm -n pyx -a login.example.org --no-connect --co
   --container-runtime pyxis
 expect_eq "attach slurm --container-runtime (cli.md) is accepted" "$CODE" 0
 run_mlw computetarget show -n pyx -o json
-expect_eq "  and written" "$(json_get "$OUT" 'd["container"], d["containerRuntime"]')" "nvcr.io/x:1 pyxis"
+expect_eq "  and written" "$(json_get "$OUT" 'd["container"], d["container_runtime"]')" "nvcr.io/x:1 pyxis"
 
 # --- the commands the docs show: every option named is in --help and typed by a suite ----------
 while read -r verdict name; do

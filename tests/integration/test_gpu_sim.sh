@@ -87,7 +87,7 @@ dependencies:
     - ./wheels/gpuprobe-1.0-py3-none-any.whl
 YML
 run_mlw -o json computetarget show -n my_dsvm
-expect_eq "the guide's nvidiaDocker line holds" "$(json_get "$OUT" 'd["nvidiaDocker"]')" "True"
+expect_eq "the guide's nvidiaDocker line holds" "$(json_get "$OUT" 'd["nvidia_docker"]')" "True"
 
 run_mlw computetarget doctor -n my_dsvm
 expect_eq "doctor passes on the simulated GPU host" "$CODE" 0

@@ -40,7 +40,61 @@ TEST(Output, JsonAndYamlCarryTheSameData) {
 
 TEST(Output, ParsesFormatNames) {
   EXPECT_EQ(parse_output_format("yaml"), OutputFormat::Yaml);
+  EXPECT_EQ(parse_output_format("jsonc"), OutputFormat::Jsonc);
+  EXPECT_EQ(parse_output_format("none"), OutputFormat::None);
   EXPECT_THROW(parse_output_format("xml"), UsageError);
+}
+
+TEST(Output, NonePrintsNothing) {
+  std::ostringstream out;
+  Output(out, OutputFormat::None).print_list(k_rows, k_columns);
+  Output(out, OutputFormat::None).print_object(k_rows[0]);
+  EXPECT_EQ(out.str(), "");
+}
+
+TEST(Output, JsoncIsColouredOnlyWhenAskedAndIsTheJsonWithoutItsColours) {
+  const nlohmann::ordered_json value = {{"a", 1.5},
+                                        {"b", "x\"y"},
+                                        {"c", nullptr},
+                                        {"d", {1, true}},
+                                        {"e", nlohmann::ordered_json::object()},
+                                        {"f", {{"g", -2}}},
+                                        {"h", nlohmann::ordered_json::array()}};
+  std::ostringstream plain;
+  Output(plain, OutputFormat::Jsonc, false).print_object(value);
+  EXPECT_EQ(plain.str(), value.dump(2) + "\n");
+  std::ostringstream colored;
+  Output(colored, OutputFormat::Jsonc, true).print_object(value);
+  EXPECT_NE(colored.str().find("\x1b[1;34m\"a\"\x1b[0m: \x1b[36m1.5\x1b[0m"), std::string::npos);
+  std::string stripped;
+  const std::string text = colored.str();
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b') {
+      i = text.find('m', i);
+      continue;
+    }
+    stripped += text[i];
+  }
+  EXPECT_EQ(stripped, value.dump(2) + "\n");
+}
+
+TEST(Output, DisplayWidthCountsScreenCells) {
+  EXPECT_EQ(display_width("abc"), 3u);
+  EXPECT_EQ(display_width("\u65e5\u672c\u8a9e"), 6u);  // wide
+  EXPECT_EQ(display_width("re\u0301sume\u0301"), 6u);  // combining acute accents
+  EXPECT_EQ(display_width("\U0001f642"), 2u);          // emoji
+  EXPECT_EQ(display_width("r\u00e9sum\u00e9"), 6u);    // precomposed
+}
+
+TEST(Output, TableColumnsLineUpOnTheScreenForWideText) {
+  const nlohmann::ordered_json rows = nlohmann::ordered_json::array(
+      {{{"a", "re\u0301sume\u0301 \u65e5\u672c\u8a9e"}, {"b", "x"}}, {{"a", "plain"}, {"b", "y"}}});
+  std::ostringstream out;
+  Output(out, OutputFormat::Table).print_list(rows, {{"a", "A"}, {"b", "B"}});
+  EXPECT_EQ(out.str(),
+            "A              B\n"
+            "re\u0301sume\u0301 \u65e5\u672c\u8a9e  x\n"
+            "plain          y\n");
 }
 
 }  // namespace mlw
