@@ -28,7 +28,11 @@ def main(mlw, python):
     times = alternate({
         "list": [mlw, "history", "list"],
         "list_failed": [mlw, "history", "list", "--status", "Failed", "--top", "20"],
+        # What the shell completion scripts run at each Tab (issue 14): run ids for -r.
+        "complete_all": [mlw, "__complete", "history", "info", "-r", ""],
+        "complete_prefix": [mlw, "__complete", "history", "info", "-r", f"hist_{now - 50}"],
         "true": ["/bin/true"],
+        "version": [mlw, "--version"],
     }, runs=30, warmup=3, cwd=project)
     m = {k: median(v) for k, v in times.items()}
     rows = [
@@ -36,6 +40,12 @@ def main(mlw, python):
             f"`/bin/true` {m['true']:.2f} ms", "≤ 50 ms", m["list"] <= 50),
         row("B7", "`mlw history list --status Failed --top 20` (100,000 runs)",
             f"{m['list_failed']:.2f} ms", "—", "≤ 50 ms", m["list_failed"] <= 50),
+        row("B7c", "Tab after `mlw history info -r ` (`mlw __complete`, 100,000 runs: newest 200)",
+            f"{m['complete_all']:.2f} ms", f"`mlw --version` {m['version']:.2f} ms",
+            "≤ `--version` + 3 ms", m["complete_all"] <= m["version"] + 3),
+        row("B7c", "Tab after `-r hist_<all but 2 digits>` (100,000 runs)",
+            f"{m['complete_prefix']:.2f} ms", f"`mlw --version` {m['version']:.2f} ms",
+            "≤ `--version` + 3 ms", m["complete_prefix"] <= m["version"] + 3),
     ]
 
     # Sixteen submits at once from separate processes: sixteen complete, distinct records.

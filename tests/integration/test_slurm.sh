@@ -106,7 +106,7 @@ KEYFILE=$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/one.compute | sed
 "$MLW" computetarget attach slurm -n gpu -a "$ADDR" -u "$SUSER" --gpus-per-node 1 \
   --private-key-file "$KEYFILE" >"$WORK/o" 2>"$WORK/e"
 expect_eq "attach --gpus-per-node" "$?" 0
-expect_eq "attach shows the GPUs per node" "$(grep '^gpusPerNode ' "$WORK/o" | tr -s ' ')" "gpusPerNode 1"
+expect_eq "attach shows the GPUs per node" "$(grep '^gpus_per_node ' "$WORK/o" | tr -s ' ')" "gpus_per_node 1"
 expect_contains "attach warns that no node of the partition has GPUs" "$(cat "$WORK/e")" \
   "mlw: warning: no node of partition debug on $ADDR reports GPUs (Gres=gpu:N in slurm.conf)"
 run_mlw experiment submit -c gpu exit_with.py 0
@@ -119,8 +119,8 @@ expect_contains "the log came back" "$OUT" "exiting with 3"
 "$MLW" computetarget attach slurm -n acct -a "$ADDR" -u "$SUSER" --account mlwacct --time 00:05:00 \
   --private-key-file "$KEYFILE" >"$WORK/o" 2>"$WORK/e"
 expect_eq "attach --account --time" "$?" 0
-expect_eq "attach shows both" "$(grep -E '^(timeLimit|account) ' "$WORK/o" | tr -s ' ' | tr '\n' ',')" \
-  "timeLimit 00:05:00,account mlwacct,"
+expect_eq "attach shows both" "$(grep -E '^(time_limit|account) ' "$WORK/o" | tr -s ' ' | tr '\n' ',')" \
+  "time_limit 00:05:00,account mlwacct,"
 run_mlw -o json experiment submit -c acct exit_with.py 0
 expect_eq "a run with an account and a time limit" "$CODE" 0
 JOB=$(json_get "$("$MLW" -o json history info -r "$(json_get "$OUT" 'd["run_id"]')")" 'd["job_id"]')
