@@ -228,7 +228,7 @@ expect_eq "bash: the script's own words are files" "$(comp_bash experiment submi
 expect_eq "bash: shells" "$(comp_bash completion '')" $'bash\nfish\nzsh'
 
 ## Completion: fish (complete -C, fish's own answer for a command line)
-comp_fish() { fish --no-config -c "mlw completion fish | source; complete -C '$1'" | cut -f1 | sort; }
+comp_fish() { HOME="$WORK" fish --no-config -c "mlw completion fish | source; complete -C '$1'" | cut -f1 | sort; }
 expect_eq "fish: commands" "$(comp_fish 'mlw hist')" "history"
 expect_eq "fish: run configurations" "$(comp_fish 'mlw experiment submit -c ')" \
   "$(comp_bash experiment submit -c '')"
