@@ -123,9 +123,11 @@ std::string HelpFormatter::make_footer(const CLI::App* app) const {
         out += (i == 0 ? "  " : "") + parts[i] + (i + 1 < parts.size() ? " \\\n" : "\n");
       }
     } else {
-      const std::size_t indent = line.find_first_not_of(' ');
-      out +=
-          std::string(indent, ' ') + wrap_text(line.substr(indent), m_width, indent, indent) + "\n";
+      // A note wraps flush; an indented item's continuation goes two columns further in.
+      const std::size_t indent = std::min(line.find_first_not_of(' '), line.size());
+      const std::size_t hanging = indent == 0 ? 0 : indent + 2;
+      out += std::string(indent, ' ') + wrap_text(line.substr(indent), m_width, hanging, indent) +
+             "\n";
     }
   }
   return out;
