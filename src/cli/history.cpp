@@ -1,5 +1,6 @@
 #include "mlw/api/history.hpp"
 #include "cli/app.hpp"
+#include "mlw/ui/server.hpp"
 
 namespace mlw::cli {
 
@@ -18,7 +19,7 @@ void register_history(CLI::App& app, Context& ctx) {
   group->require_subcommand(1);
   group->footer(examples(
       {"mlw history list --status Failed", "mlw history last -o json",
-       "mlw history logs -r demo_1732200000000 -f",
+       "mlw history logs -r demo_1732200000000 -f", "mlw history ui --open",
        "mlw history list -o json | jq -r '.[] | select(.status == \"Failed\") | .run_id'"}));
 
   auto query = std::make_shared<RunQuery>();
@@ -72,6 +73,20 @@ void register_history(CLI::App& app, Context& ctx) {
       ->type_name("RUN_ID");
   compare->footer(examples({"mlw history compare demo_1732200000000 demo_1732200050000"}));
   compare->callback([&ctx, ids] { api::compare(ctx, *ids); });
+
+  auto dashboard = std::make_shared<ui::UiOptions>();
+  auto* serve = group->add_subcommand(
+      "ui", "Serve a dashboard of the runs (charts, logs, compare) to a browser until Ctrl-C");
+  serve->add_option("--port", dashboard->port,
+                    "Port to listen on (default: the first free of 8717-8726; 0: any free port)")
+      ->type_name("PORT");
+  serve->add_option("--host", dashboard->host,
+                    "Address to listen on (default 127.0.0.1, this machine only)")
+      ->type_name("ADDRESS");
+  serve->add_flag("--open", dashboard->open, "Open the dashboard in a browser (xdg-open)");
+  serve->footer(examples({"mlw history ui", "mlw history ui --port 0 --open",
+                          "mlw history ui --host 0.0.0.0 --port 8717"}));
+  serve->callback([&ctx, dashboard] { ui::serve(ctx, *dashboard); });
 }
 
 }  // namespace mlw::cli

@@ -45,17 +45,23 @@ bool shallow_enough(std::string_view line) {
 /// One line of a metrics file: {"name": string, "value": any, ...}, else false.
 bool visit_line(std::string_view line, const MetricVisitor& visit) {
   if (trim(line).empty()) return true;
-  if (!shallow_enough(line)) return false;
-  auto json = nlohmann::ordered_json::parse(line, nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json.contains("name") ||
-      !json["name"].is_string() || !json.contains("value")) {
-    return false;
-  }
-  visit(json["name"].get<std::string>(), std::move(json["value"]));
+  auto json = parse_metric_object(line);
+  if (!json) return false;
+  visit((*json)["name"].get<std::string>(), std::move((*json)["value"]));
   return true;
 }
 
 }  // namespace
+
+std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line) {
+  if (!shallow_enough(line)) return std::nullopt;
+  auto json = nlohmann::ordered_json::parse(line, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("name") ||
+      !json["name"].is_string() || !json.contains("value")) {
+    return std::nullopt;
+  }
+  return json;
+}
 
 std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& visit) {
   std::FILE* file = std::fopen(metrics_file.c_str(), "rbe");

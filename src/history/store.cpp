@@ -15,43 +15,16 @@
 #include "mlw/util/process.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/strings.hpp"
+#include "statement.hpp"
 
 namespace mlw {
 
 namespace {
 
-/// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : m_db(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) != SQLITE_OK) m_stmt = nullptr;
-  }
-  ~Statement() { sqlite3_finalize(m_stmt); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return m_stmt != nullptr; }
-  sqlite3_stmt* get() const { return m_stmt; }
-  void bind(int index, const std::string& text) {
-    sqlite3_bind_text(m_stmt, index, text.c_str(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int index, std::int64_t value) { sqlite3_bind_int64(m_stmt, index, value); }
-  void bind_null(int index) { sqlite3_bind_null(m_stmt, index); }
-  int step() { return sqlite3_step(m_stmt); }
-  std::string text(int column) const {
-    const auto* value = sqlite3_column_text(m_stmt, column);
-    return value ? reinterpret_cast<const char*>(value) : "";
-  }
-  std::int64_t integer(int column) const { return sqlite3_column_int64(m_stmt, column); }
-  bool is_null(int column) const { return sqlite3_column_type(m_stmt, column) == SQLITE_NULL; }
-
- private:
-  sqlite3* m_db;
-  sqlite3_stmt* m_stmt = nullptr;
-};
-
 constexpr const char* k_live_statuses = "('Queued','Preparing','Running')";
-/// 1: the runs table; 2: its `problem` column.
-constexpr int k_schema_version = 2;
+/// 1: the runs table; 2: its `problem` column; 3: `metrics_last` (each ended run's numeric
+/// metrics, last value, for sorting by a metric).
+constexpr int k_schema_version = 3;
 
 }  // namespace
 
@@ -152,11 +125,15 @@ void HistoryStore::open() {
           " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER, problem TEXT);"
           "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
           "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);");
+      create_metrics_table();
       // A new index over existing run folders (the old one was damaged and moved away):
       // rebuilt in the same transaction, before any new run can take a number.
       index_run_folders();
-    } else if (found == 1) {
-      exec("ALTER TABLE runs ADD COLUMN problem TEXT");
+    } else if (found == 1 || found == 2) {
+      if (found == 1) exec("ALTER TABLE runs ADD COLUMN problem TEXT");
+      // The ended runs' metrics, read once from their records.
+      create_metrics_table();
+      index_run_folders();
     } else if (found > k_schema_version) {
       throw Error(
           fmt::format("the history database .mlw/history.db was written by a newer mlw "
@@ -218,6 +195,30 @@ void HistoryStore::upsert(const RunRecord& r) {
     stmt.bind(10, join(r.problems, "; "));
   }
   if (stmt.step() != SQLITE_DONE) fail("recording run " + r.run_id);
+  if (status::is_final(r.status)) record_metrics(r);
+}
+
+void HistoryStore::create_metrics_table() {
+  exec(
+      "CREATE TABLE IF NOT EXISTS metrics_last (run_id TEXT NOT NULL, name TEXT NOT NULL,"
+      " value REAL NOT NULL, PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
+      "CREATE INDEX IF NOT EXISTS metrics_last_name ON metrics_last(name, value);");
+}
+
+void HistoryStore::record_metrics(const RunRecord& r) {
+  Statement clear(m_db, "DELETE FROM metrics_last WHERE run_id = ?");
+  if (!clear.ok()) fail("preparing an update");
+  clear.bind(1, r.run_id);
+  if (clear.step() != SQLITE_DONE) fail("recording the metrics of run " + r.run_id);
+  for (const auto& [name, value] : r.metrics.items()) {
+    if (!value.is_number()) continue;
+    Statement insert(m_db, "INSERT INTO metrics_last(run_id, name, value) VALUES(?,?,?)");
+    if (!insert.ok()) fail("preparing an update");
+    insert.bind(1, r.run_id);
+    insert.bind(2, name);
+    insert.bind(3, value.get<double>());
+    if (insert.step() != SQLITE_DONE) fail("recording the metrics of run " + r.run_id);
+  }
 }
 
 void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {

@@ -82,6 +82,9 @@ pid_t spawn(const ProcessSpec& spec, const SpawnOptions& options) {
   if (pid != 0) return pid;
   if (options.new_session) ::setsid();
   for (int sig : {SIGINT, SIGHUP, SIGPIPE, SIGTERM, SIGQUIT}) ::signal(sig, SIG_DFL);
+  sigset_t none;  // a child of a thread that blocks signals (the dashboard's) blocks none
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   // Copies above 2 first, so that a source that is itself 0, 1 or 2 (the ProxyCommand's stderr)
   // is not overwritten before it is used.

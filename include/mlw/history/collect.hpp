@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,10 @@ namespace mlw {
 
 /// Receives one metric line's name and value.
 using MetricVisitor = std::function<void(const std::string& name, nlohmann::ordered_json value)>;
+
+/// One line of a metrics file as a JSON object with a string "name" and a "value" (nested at
+/// most 32 deep), or nullopt.
+std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line);
 
 /// Reads a metrics file (JSON lines of {name, value, step}) as a stream, calling `visit` for
 /// each good line in order; returns how many lines were skipped (not such an object, over

@@ -32,6 +32,40 @@ struct RunQuery {
   int top = 0;         ///< 0: all
 };
 
+/// One page of runs for the dashboard: filters, a sort column, and where the page starts.
+struct RunPageQuery {
+  std::string status;  ///< empty: all
+  std::string target;  ///< empty: all
+  std::string script;  ///< empty: all
+  std::string text;    ///< empty: all; else a substring of id, script, target, status or problem
+  /// run_number, run_id, script, target, status, created, duration, exit_code or metric.
+  std::string sort = "run_number";
+  bool descending = true;
+  std::string metric;  ///< the metric whose last value is shown (and sorted by, for "metric")
+  std::int64_t offset = 0;
+  std::int64_t limit = 50;
+};
+
+/// A row of a page: the indexed columns, the problem and the chosen metric's last value.
+struct RunPageRow {
+  RunSummary run;
+  std::string problem;
+  std::optional<double> metric;
+};
+
+/// A page of runs and how many runs match the filters in all.
+struct RunPage {
+  std::int64_t total = 0;
+  std::vector<RunPageRow> rows;
+};
+
+/// What the dashboard's filters offer: targets, scripts and metric names in the history.
+struct RunFacets {
+  std::vector<std::string> targets;
+  std::vector<std::string> scripts;
+  std::vector<std::string> metrics;
+};
+
 /// The project's run history: `.mlw/history.db` (SQLite, WAL) indexes the records kept in
 /// `.mlw/runs/<run_id>/run.json`. Safe for many processes at once.
 /// Up to `limit` run ids that start with `prefix`, newest first, read from the index without
@@ -64,6 +98,11 @@ class HistoryStore {
   std::optional<std::string> last_run_id();
   /// Index rows matching the query, newest first.
   std::vector<RunSummary> list(const RunQuery& query);
+  /// One page of runs (the dashboard): never more than `limit` rows are read. Throws
+  /// mlw::UsageError for an unknown sort column.
+  RunPage page(const RunPageQuery& query, std::int64_t now_ms);
+  /// The targets, scripts and metric names found in the index.
+  RunFacets facets();
   /// Marks live runs whose supervisor is gone (this host) as Lost; returns how many.
   int reconcile_lost(const std::string& host);
   /// The folder of a run.
@@ -80,6 +119,8 @@ class HistoryStore {
   void merge_final_index_row(RunRecord& record);
   void exec(const char* sql);
   void upsert(const RunRecord& record);
+  void create_metrics_table();
+  void record_metrics(const RunRecord& record);
   [[noreturn]] void fail(const std::string& what);
   std::filesystem::path m_state_dir;
   std::filesystem::path m_db_path;

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlw {
+
+/// One metric's numeric values in the order they were logged: x is the line's `step` when it
+/// is a number, else the value's position among the metric's values; y is the value.
+struct MetricSeries {
+  std::vector<double> x;
+  std::vector<double> y;
+  std::size_t values = 0;  ///< every value logged under the name, numeric or not
+};
+
+/// The numeric series of a metrics file, read incrementally: `update` reads what was appended
+/// since the last call (whole lines only), so a growing file of a running run is never read
+/// twice. Lines are read as `for_each_metric` reads them (the same lines are skipped).
+class MetricSeriesReader {
+ public:
+  /// Reads `file` from where the last call stopped; starts over when the file shrank. A last
+  /// line without its newline is read only `at_end` (the run has ended: it will get none).
+  void update(const std::filesystem::path& file, bool at_end);
+  /// Adds the complete lines of `bytes` (the text of a metrics file from where the last call
+  /// stopped); returns how many bytes it used (up to the last newline; all with `at_end`).
+  std::size_t add(std::string_view bytes, bool at_end);
+  /// Every metric read so far, by name.
+  const std::map<std::string, MetricSeries, std::less<>>& series() const { return m_series; }
+  /// How many lines were skipped.
+  std::size_t skipped() const { return m_skipped; }
+  /// The bytes of the file read so far.
+  std::uint64_t offset() const { return m_offset; }
+
+ private:
+  void add_line(std::string_view line);
+  std::map<std::string, MetricSeries, std::less<>> m_series;
+  std::size_t m_skipped = 0;
+  std::uint64_t m_offset = 0;
+};
+
+/// Reads one metrics line without a JSON library when it is a flat object (string keys and
+/// strings without escapes, numbers, true/false/null): sets `name`, `value` (when numeric),
+/// `step` (when a number). Returns 1 for such a line with a string "name" and a "value", 0 for
+/// a flat line without them, and -1 when the line needs the full parser.
+int parse_flat_metric_line(std::string_view line, std::string_view& name, bool& numeric,
+                           double& value, bool& has_step, double& step);
+
+/// The points of `series` sorted by x (stable), restricted to from <= x <= to, and reduced to
+/// at most `threshold` points by Largest-Triangle-Three-Buckets (the shape is kept: peaks stay).
+MetricSeries downsample(const MetricSeries& series, double from, double to, std::size_t threshold);
+
+}  // namespace mlw

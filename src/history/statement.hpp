@@ -1,0 +1,43 @@
+#pragma once
+
+// The history store's prepared statements (private to src/history/).
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+
+namespace mlw {
+
+/// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : m_db(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &m_stmt, nullptr) != SQLITE_OK) m_stmt = nullptr;
+  }
+  ~Statement() { sqlite3_finalize(m_stmt); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return m_stmt != nullptr; }
+  sqlite3_stmt* get() const { return m_stmt; }
+  void bind(int index, const std::string& text) {
+    sqlite3_bind_text(m_stmt, index, text.c_str(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int index, std::int64_t value) { sqlite3_bind_int64(m_stmt, index, value); }
+  void bind(int index, double value) { sqlite3_bind_double(m_stmt, index, value); }
+  void bind_null(int index) { sqlite3_bind_null(m_stmt, index); }
+  int step() { return sqlite3_step(m_stmt); }
+  std::string text(int column) const {
+    const auto* value = sqlite3_column_text(m_stmt, column);
+    return value ? reinterpret_cast<const char*>(value) : "";
+  }
+  std::int64_t integer(int column) const { return sqlite3_column_int64(m_stmt, column); }
+  bool is_null(int column) const { return sqlite3_column_type(m_stmt, column) == SQLITE_NULL; }
+  double real(int column) const { return sqlite3_column_double(m_stmt, column); }
+
+ private:
+  sqlite3* m_db;
+  sqlite3_stmt* m_stmt = nullptr;
+};
+
+}  // namespace mlw

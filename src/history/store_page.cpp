@@ -1,0 +1,126 @@
+// The dashboard's queries over the history index: a filtered, sorted page of runs, and facets.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "mlw/history/store.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/strings.hpp"
+#include "statement.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// The ORDER BY expression of each sort column (the run number breaks ties).
+const std::map<std::string, std::string>& sort_columns() {
+  static const std::map<std::string, std::string> columns = {
+      {"run_number", "r.run_number"},
+      {"run_id", "r.run_id"},
+      {"script", "r.script"},
+      {"target", "r.target"},
+      {"status", "r.status"},
+      {"created", "r.created_ms"},
+      {"duration", "CASE WHEN r.start_ms = 0 THEN NULL ELSE "
+                   "(CASE WHEN r.end_ms = 0 THEN ?8 ELSE r.end_ms END) - r.start_ms END"},
+      {"exit_code", "r.exit_code"},
+      {"metric", "m.value"},
+  };
+  return columns;
+}
+
+/// `text` as a LIKE pattern that matches it anywhere, its wildcards taken literally.
+std::string like_anywhere(const std::string& text) {
+  std::string pattern = "%";
+  for (const char c : text) {
+    if (c == '%' || c == '_' || c == '\\') pattern += '\\';
+    pattern += c;
+  }
+  return pattern + "%";
+}
+
+}  // namespace
+
+RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
+  const auto& columns = sort_columns();
+  const auto column = columns.find(query.sort);
+  if (column == columns.end()) {
+    std::vector<std::string> names;
+    for (const auto& [name, sql] : columns) names.push_back(name);
+    throw UsageError(fmt::format("sort must be one of {}{}", join(names, ", "),
+                                 did_you_mean(query.sort, names)));
+  }
+  const std::string where =
+      " FROM runs r LEFT JOIN metrics_last m ON m.run_id = r.run_id AND m.name = ?6"
+      " WHERE (?1 = '' OR r.status = ?1) AND (?2 = '' OR r.target = ?2)"
+      " AND (?3 = '' OR r.script = ?3) AND (?4 = '' OR r.run_id LIKE ?5 ESCAPE '\\'"
+      " OR r.script LIKE ?5 ESCAPE '\\' OR r.target LIKE ?5 ESCAPE '\\'"
+      " OR r.status LIKE ?5 ESCAPE '\\' OR r.problem LIKE ?5 ESCAPE '\\')";
+  const auto bind_filters = [&](Statement& stmt) {
+    stmt.bind(1, query.status);
+    stmt.bind(2, query.target);
+    stmt.bind(3, query.script);
+    stmt.bind(4, query.text);
+    stmt.bind(5, like_anywhere(query.text));
+    stmt.bind(6, query.metric);
+  };
+  RunPage page;
+  {
+    // Without a filter the count needs no join (the metric join never adds rows).
+    const bool filtered = !query.status.empty() || !query.target.empty() ||
+                          !query.script.empty() || !query.text.empty();
+    Statement count(m_db, filtered ? ("SELECT COUNT(*)" + where).c_str()
+                                   : "SELECT COUNT(*) FROM runs");
+    if (!count.ok()) fail("counting runs");
+    if (filtered) bind_filters(count);
+    if (count.step() != SQLITE_ROW) fail("counting runs");
+    page.total = count.integer(0);
+  }
+  const char* direction = query.descending ? "DESC" : "ASC";
+  const std::string sql = fmt::format(
+      "SELECT r.run_id, r.run_number, r.script, r.target, r.status, r.created_ms, r.start_ms,"
+      " r.end_ms, r.exit_code, r.problem, m.value{} ORDER BY ({}) IS NULL, {} {},"
+      " r.run_number {} LIMIT ?7 OFFSET ?9",
+      where, column->second, column->second, direction, direction);
+  Statement stmt(m_db, sql.c_str());
+  if (!stmt.ok()) fail("listing runs");
+  bind_filters(stmt);
+  stmt.bind(7, std::max<std::int64_t>(0, query.limit));
+  stmt.bind(8, now_ms);
+  stmt.bind(9, std::max<std::int64_t>(0, query.offset));
+  int rc;
+  while ((rc = stmt.step()) == SQLITE_ROW) {
+    RunPageRow row;
+    row.run.run_id = stmt.text(0);
+    row.run.run_number = stmt.integer(1);
+    row.run.script = stmt.text(2);
+    row.run.target = stmt.text(3);
+    row.run.status = stmt.text(4);
+    row.run.created_ms = stmt.integer(5);
+    row.run.start_ms = stmt.integer(6);
+    row.run.end_ms = stmt.integer(7);
+    if (!stmt.is_null(8)) row.run.exit_code = static_cast<int>(stmt.integer(8));
+    row.problem = stmt.text(9);
+    if (!stmt.is_null(10)) row.metric = stmt.real(10);
+    page.rows.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) fail("listing runs");
+  return page;
+}
+
+RunFacets HistoryStore::facets() {
+  const auto column = [&](const char* sql) {
+    std::vector<std::string> values;
+    Statement stmt(m_db, sql);
+    if (!stmt.ok()) fail("reading the history");
+    while (stmt.step() == SQLITE_ROW) values.push_back(stmt.text(0));
+    return values;
+  };
+  RunFacets facets;
+  facets.targets = column("SELECT DISTINCT target FROM runs ORDER BY target");
+  facets.scripts = column("SELECT DISTINCT script FROM runs ORDER BY script");
+  facets.metrics = column("SELECT DISTINCT name FROM metrics_last ORDER BY name");
+  return facets;
+}
+
+}  // namespace mlw

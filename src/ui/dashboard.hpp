@@ -1,0 +1,65 @@
+#pragma once
+
+// The state the dashboard's request handlers share (private to src/ui/).
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mlw/context.hpp"
+#include "mlw/history/series.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace mlw::ui {
+
+/// A run's metric series, read incrementally, shared by the requests that chart it.
+struct SeriesEntry {
+  std::string run_id;
+  std::mutex mutex;
+  MetricSeriesReader reader;
+};
+
+/// What every handler needs: the project, the secrets, the series cache, the cancels going on.
+class Dashboard {
+ public:
+  /// The dashboard of ctx's project; `token` and `csrf` are the secrets of this server.
+  Dashboard(Context& ctx, std::string token, std::string csrf);
+  ~Dashboard();
+  Dashboard(const Dashboard&) = delete;
+  Dashboard& operator=(const Dashboard&) = delete;
+
+  /// Adds the API routes and the pages to `server`.
+  void add_routes(httplib::Server& server);
+
+  /// The series of a run's metrics file, brought up to date (the cache keeps 8 runs).
+  std::shared_ptr<SeriesEntry> series(const std::string& run_id, bool ended);
+  /// Marks Lost runs at most every 2 s (a dashboard left open keeps the statuses true).
+  void reconcile_now_and_then();
+  /// Starts canceling a run in the background (the cancel waits up to 20 s for the end).
+  void start_cancel(const std::string& run_id);
+
+  Context& ctx;
+  const std::filesystem::path state_dir;
+  const std::string token;
+  const std::string csrf;
+  std::string project_name;
+
+ private:
+  std::mutex m_cache_mutex;
+  std::list<std::shared_ptr<SeriesEntry>> m_cache;  ///< most recently used first
+  std::mutex m_reconcile_mutex;
+  std::chrono::steady_clock::time_point m_last_reconcile{};
+  std::mutex m_cancel_mutex;
+  std::vector<std::thread> m_cancels;
+};
+
+}  // namespace mlw::ui

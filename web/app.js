@@ -1,0 +1,357 @@
+// mlw history ui: the runs, a run, and runs compared; plain DOM and uPlot, no framework.
+"use strict";
+
+const csrf = document.querySelector('meta[name="mlw-csrf"]').content;
+const main = document.getElementById("main");
+const COLORS = ["#2f6fed", "#e8590c", "#1a7f37", "#8250df", "#cf222e", "#0598bc", "#bf8700", "#6e7781"];
+const FINAL = new Set(["Completed", "Failed", "Canceled", "Lost"]);
+// What tests and benchmarks read: the page shown, its charts (uPlot instances), timings.
+window.mlw = { page: "", charts: [], ready: false };
+let timers = [];
+let generation = 0;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+async function api(path, options = {}) {
+  const res = await fetch(path, options);
+  if (!res.ok) {
+    let message = res.status + " " + res.statusText;
+    try { message = (await res.json()).error || message; } catch (e) { /* not JSON */ }
+    throw new Error(message);
+  }
+  return res;
+}
+const getJson = async (path) => (await api(path)).json();
+
+function every(ms, fn) {
+  const mine = generation;
+  const id = setInterval(() => { if (mine === generation && !document.hidden) fn(); }, ms);
+  timers.push(id);
+}
+
+function fmtDuration(s) {
+  if (s === null || s === undefined) return "";
+  if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + " s";
+  const m = Math.floor(s / 60), h = Math.floor(m / 60);
+  return h ? `${h} h ${m % 60} min` : `${m} min ${Math.round(s % 60)} s`;
+}
+const fmtTime = (iso) => (iso ? iso.replace("T", " ").replace("Z", "") : "");
+function fmtNumber(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v !== "number") return JSON.stringify(v);
+  return Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(4) : +v.toPrecision(6) + "";
+}
+const badge = (status) => el("span", { class: "badge s-" + status, text: status });
+const runLink = (id) => el("a", { href: "#/run/" + encodeURIComponent(id), text: id });
+
+function selected() {
+  try { return JSON.parse(sessionStorage.getItem("mlw-compare") || "[]"); } catch (e) { return []; }
+}
+function setSelected(ids) {
+  sessionStorage.setItem("mlw-compare", JSON.stringify(ids));
+  const nav = document.getElementById("nav-compare");
+  nav.textContent = ids.length ? `Compare (${ids.length})` : "Compare";
+}
+
+// ---------- Runs ----------
+const runsState = { status: "", target: "", script: "", q: "", metric: "", sort: "run_number",
+  order: "desc", offset: 0, limit: 50 };
+
+async function showRuns() {
+  window.mlw.page = "runs";
+  const facets = await getJson("/api/facets");
+  document.getElementById("project").textContent = facets.project;
+  const option = (value, label, current) => el("option", { value, selected: value === current }, label || value);
+  const filter = (name, label, values) => el("select", { id: "f-" + name, "aria-label": label,
+    onchange: (e) => { runsState[name] = e.target.value; runsState.offset = 0; load(); } },
+    option("", label + ": all", runsState[name]), values.map((v) => option(v, v, runsState[name])));
+  let typing;
+  const search = el("input", { type: "search", id: "f-q", placeholder: "Search id, script, target, problem…",
+    value: runsState.q, oninput: (e) => { clearTimeout(typing);
+      typing = setTimeout(() => { runsState.q = e.target.value; runsState.offset = 0; load(); }, 250); } });
+  const metric = el("select", { id: "f-metric", "aria-label": "Metric column",
+    onchange: (e) => { runsState.metric = e.target.value; if (!e.target.value && runsState.sort === "metric")
+      runsState.sort = "run_number"; load(); } },
+    option("", "Metric column: none", runsState.metric), facets.metrics.map((m) => option(m, m, runsState.metric)));
+  const compareButton = el("button", { class: "primary", id: "compare-selected",
+    onclick: () => { location.hash = "#/compare/" + selected().map(encodeURIComponent).join(","); } });
+  const table = el("table", { id: "runs" });
+  const pager = el("div", { class: "pager" });
+  main.replaceChildren(el("h1", {}, "Runs"),
+    el("div", { class: "filters" }, filter("status", "Status", facets.statuses),
+      filter("target", "Target", facets.targets), filter("script", "Script", facets.scripts), search,
+      metric, compareButton),
+    el("div", { class: "panel" }, table, pager));
+
+  const columns = [["", null], ["#", "run_number"], ["Run", "run_id"], ["Status", "status"],
+    ["Script", "script"], ["Target", "target"], ["Created (UTC)", "created"], ["Duration", "duration"],
+    ["Exit", "exit_code"]];
+  const mine = generation;
+  async function load() {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(runsState)) if (v !== "" && v !== null) params.set(k, v);
+    const page = await getJson("/api/runs?" + params);
+    if (mine !== generation) return;
+    render(page);
+  }
+  function render(page) {
+    const chosen = new Set(selected());
+    compareButton.textContent = `Compare selected (${chosen.size})`;
+    compareButton.disabled = chosen.size < 2;
+    const cols = runsState.metric ? columns.concat([[runsState.metric, "metric"]]) : columns;
+    const head = el("tr", {}, cols.map(([label, key]) => {
+      const sorted = key && runsState.sort === key;
+      return el("th", { class: (key ? "sortable" : "") + (sorted ? " sorted" : ""), "data-sort": key,
+        onclick: key ? () => { runsState.order = sorted && runsState.order === "desc" ? "asc" : "desc";
+          runsState.sort = key; runsState.offset = 0; load(); } : undefined },
+        label + (sorted ? (runsState.order === "desc" ? " ▼" : " ▲") : ""));
+    }));
+    const rows = page.runs.map((r) => el("tr", { "data-run": r.run_id },
+      el("td", {}, el("input", { type: "checkbox", "aria-label": "select " + r.run_id, checked: chosen.has(r.run_id),
+        onchange: (e) => { const ids = selected().filter((x) => x !== r.run_id);
+          if (e.target.checked) ids.push(r.run_id); setSelected(ids); render(page); } })),
+      el("td", { class: "num", text: r.run_number }), el("td", {}, runLink(r.run_id)),
+      el("td", {}, badge(r.status)), el("td", { text: r.script }), el("td", { text: r.target }),
+      el("td", { text: fmtTime(r.created) }), el("td", { class: "num", text: fmtDuration(r.duration_s) }),
+      el("td", { class: "num", text: r.exit_code ?? "" }),
+      runsState.metric ? el("td", { class: "num metric", text: fmtNumber(r.metric) }) : null));
+    table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows.length ? rows :
+      el("tr", {}, el("td", { colspan: cols.length, class: "empty", text: "No runs match." }))));
+    const first = page.total ? page.offset + 1 : 0;
+    const last = Math.min(page.offset + page.runs.length, page.total);
+    pager.replaceChildren(el("span", { id: "range", text: `${first}–${last} of ${page.total.toLocaleString("en")}` }),
+      el("button", { disabled: page.offset === 0, onclick: () => {
+        runsState.offset = Math.max(0, runsState.offset - runsState.limit); load(); } }, "‹ Newer"),
+      el("button", { disabled: last >= page.total, onclick: () => {
+        runsState.offset += runsState.limit; load(); } }, "Older ›"));
+    if (!window.mlw.ready) {
+      window.mlw.ready = true;
+      performance.mark("mlw-runs-ready");
+    }
+    document.body.dataset.ready = "runs";
+  }
+  await load();
+  every(2000, load);
+}
+
+// ---------- Charts ----------
+function makeChart(container, title, seriesList, onZoom) {
+  // seriesList: [{label, x, y}], merged onto one sorted x axis (nulls where a run has no point).
+  const xs = Array.from(new Set(seriesList.flatMap((s) => s.x))).sort((a, b) => a - b);
+  const index = new Map(xs.map((x, i) => [x, i]));
+  const data = [xs];
+  for (const s of seriesList) {
+    const ys = new Array(xs.length).fill(null);
+    s.x.forEach((x, i) => { ys[index.get(x)] = s.y[i]; });
+    data.push(ys);
+  }
+  const width = Math.max(320, container.clientWidth - 24);
+  const opts = {
+    width, height: 240, cursor: { drag: { x: true, y: false } },
+    scales: { x: { time: false } },
+    axes: [{ label: "step" }, {}],
+    series: [{ label: "step" }].concat(seriesList.map((s, i) => ({
+      label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: seriesList.length > 1,
+      points: { show: s.x.length < 60 } }))),
+    hooks: onZoom ? { setSelect: [(u) => {
+      if (u.select.width < 2) return;
+      const from = u.posToVal(u.select.left, "x"), to = u.posToVal(u.select.left + u.select.width, "x");
+      onZoom(u, from, to);
+    }] } : {},
+  };
+  const plot = new uPlot(opts, data, container);
+  plot.mlwTitle = title;
+  window.mlw.charts.push(plot);
+  return plot;
+}
+
+async function seriesOf(id, query = "") {
+  return (await getJson(`/api/runs/${encodeURIComponent(id)}/series?points=2000${query}`));
+}
+
+function chartPanel(title, note) {
+  const box = el("div", { class: "panel chart", "data-metric": title });
+  box.append(el("h3", {}, title, " ", el("span", { class: "note", text: note || "" })));
+  return box;
+}
+
+// ---------- One run ----------
+async function showRun(id) {
+  window.mlw.page = "run";
+  const mine = generation;
+  let record = await getJson("/api/runs/" + encodeURIComponent(id));
+  const title = el("h1", {});
+  const recordBox = el("dl", { class: "record panel", id: "record" });
+  const charts = el("div", { class: "grid", id: "charts" });
+  const others = el("div", { id: "other-metrics" });
+  const log = el("pre", { class: "log", id: "log" });
+  const follow = el("input", { type: "checkbox", id: "follow", checked: true });
+  const outputs = el("div", { id: "outputs" });
+  main.replaceChildren(title, recordBox, el("h2", {}, "Metrics"), charts, others,
+    el("div", { class: "row" }, el("h2", {}, "Driver log"),
+      el("label", { class: "muted" }, follow, " follow")), log, el("h2", {}, "Outputs"), outputs);
+
+  function renderRecord() {
+    const cancel = record.live ? el("button", { class: "danger", id: "cancel", onclick: async (e) => {
+      e.target.disabled = true; e.target.textContent = "Canceling…";
+      try {
+        await api(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST", headers: { "X-MLW-CSRF": csrf } });
+      } catch (err) { e.target.textContent = "Cancel failed: " + err.message; }
+    } }, "Cancel run") : null;
+    title.replaceChildren(document.createTextNode(`Run ${record.run_number}`), el("code", { text: record.run_id }),
+      badge(record.status), cancel);
+    const rows = [["Script", [record.script].concat(record.arguments || []).join(" ")],
+      ["Target", `${record.target} (${record.target_type})`], ["Image", record.image_tag],
+      ["Git commit", record.git_commit ? record.git_commit + (record.git_dirty ? " (uncommitted changes)" : "") : ""],
+      ["Created", fmtTime(record.created)], ["Started", fmtTime(record.started)], ["Ended", fmtTime(record.ended)],
+      ["Duration", fmtDuration(record.duration_s)], ["Exit code", record.exit_code ?? ""],
+      ["Problems", (record.problems || []).join("; ")], ["Run folder", record.run_folder]];
+    recordBox.replaceChildren(...rows.filter(([, v]) => v !== "" && v !== null && v !== undefined)
+      .flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]));
+    outputs.replaceChildren(record.outputs && record.outputs.length ? el("ul", {}, record.outputs.map((p) =>
+      el("li", {}, el("a", { href: `/api/runs/${encodeURIComponent(id)}/outputs/` +
+        p.split("/").map(encodeURIComponent).join("/"), download: p.split("/").pop(), text: p })))) :
+      el("p", { class: "muted", text: record.live ? "Collected when the run ends." : "No outputs." }));
+  }
+
+  const plots = new Map();
+  async function renderCharts() {
+    const data = await seriesOf(id);
+    if (mine !== generation) return;
+    const names = Object.keys(data.series);
+    const numeric = names.filter((n) => data.series[n].total > 0);
+    for (const name of numeric) {
+      const s = data.series[name];
+      const note = s.total > s.x.length ? `${s.total.toLocaleString("en")} points, ${s.x.length} shown` :
+        `${s.total} points`;
+      if (plots.has(name)) {
+        const p = plots.get(name);
+        if (!p.zoomed) { p.plot.setData([s.x, s.y]); p.box.querySelector(".note").textContent = note; }
+        continue;
+      }
+      const box = chartPanel(name, note);
+      charts.append(box);
+      const entry = { box, zoomed: false };
+      entry.plot = makeChart(box, name, [{ label: name, x: s.x, y: s.y }], async (u, from, to) => {
+        const detail = (await seriesOf(id, `&name=${encodeURIComponent(name)}&from=${from}&to=${to}`)).series[name];
+        entry.zoomed = true;
+        u.setData([detail.x, detail.y]);
+      });
+      entry.plot.over.addEventListener("dblclick", () => { entry.zoomed = false; renderCharts(); });
+      plots.set(name, entry);
+    }
+    const rest = names.filter((n) => data.series[n].total === 0);
+    const last = record.metrics || {};
+    others.replaceChildren(rest.length ? el("table", { class: "panel" }, el("tbody", {}, rest.map((n) =>
+      el("tr", {}, el("td", { text: n }), el("td", { text: n in last ? fmtNumber(last[n]) : "(not a number)" }))))) : "");
+    if (!numeric.length && !rest.length) charts.replaceChildren(el("p", { class: "muted", text: "No metrics logged." }));
+    document.body.dataset.ready = "run";
+  }
+
+  // The log: bytes from the offset reached, decoded as one stream (no line lost or doubled).
+  let offset = 0;
+  const decoder = new TextDecoder("utf-8");
+  let logBusy = false;
+  async function pollLog() {
+    if (logBusy) return;
+    logBusy = true;
+    try {
+      while (mine === generation) {
+        const res = await api(`/api/runs/${encodeURIComponent(id)}/log?offset=${offset}`);
+        const status = res.headers.get("X-Run-Status");
+        const bytes = new Uint8Array(await res.arrayBuffer());
+        offset += bytes.length;
+        const ended = FINAL.has(status) && bytes.length < 1024 * 1024;
+        log.append(decoder.decode(bytes, { stream: !ended }));
+        if (bytes.length && follow.checked) log.scrollTop = log.scrollHeight;
+        if (ended) { log.dataset.ended = "1"; break; }
+        if (bytes.length < 1024 * 1024) break;
+      }
+    } finally { logBusy = false; }
+  }
+
+  renderRecord();
+  await Promise.all([renderCharts(), pollLog()]);
+  if (record.live) {
+    every(1000, pollLog);
+    let tick = 0;
+    every(2000, async () => {
+      record = await getJson("/api/runs/" + encodeURIComponent(id));
+      renderRecord();
+      if (++tick % 2 === 0 || !record.live) renderCharts();
+    });
+  }
+}
+
+// ---------- Compare ----------
+async function showCompare(ids) {
+  window.mlw.page = "compare";
+  if (ids.length < 2) {
+    main.replaceChildren(el("h1", {}, "Compare"), el("p", { class: "muted",
+      text: "Tick two or more runs on the Runs page, then choose Compare selected." }));
+    document.body.dataset.ready = "compare";
+    return;
+  }
+  const records = await Promise.all(ids.map((id) => getJson("/api/runs/" + encodeURIComponent(id))));
+  const series = await Promise.all(ids.map((id) => seriesOf(id)));
+  const charts = el("div", { class: "grid", id: "charts" });
+  const table = el("table", { id: "compare-table" });
+  main.replaceChildren(el("h1", {}, `Compare ${ids.length} runs`), el("div", { class: "panel" }, table),
+    el("h2", {}, "Metrics"), charts);
+  const metricNames = Array.from(new Set(records.flatMap((r) => Object.keys(r.metrics || {}))
+    .concat(series.flatMap((s) => Object.keys(s.series))))).sort();
+  const rows = [["Status", (r) => r.status], ["Script", (r) => r.script],
+    ["Arguments", (r) => (r.arguments || []).join(" ")], ["Target", (r) => r.target],
+    ["Git commit", (r) => (r.git_commit || "").slice(0, 12)], ["Duration", (r) => fmtDuration(r.duration_s)],
+    ["Exit code", (r) => r.exit_code ?? ""]]
+    .concat(metricNames.map((m) => [m, (r) => (r.metrics && m in r.metrics ? fmtNumber(r.metrics[m]) : "")]));
+  table.replaceChildren(el("thead", {}, el("tr", {}, el("th", { text: "" }), records.map((r) =>
+    el("th", {}, runLink(r.run_id))))), el("tbody", {}, rows.map(([label, get]) => {
+    const values = records.map((r) => String(get(r)));
+    const differs = new Set(values).size > 1;
+    return el("tr", { class: differs ? "diff" : "", "data-row": label }, el("th", { text: label }),
+      values.map((v) => el("td", { text: v })));
+  })));
+  for (const name of metricNames) {
+    const list = series.map((s, i) => (s.series[name] && s.series[name].total ?
+      { label: ids[i], x: s.series[name].x, y: s.series[name].y } : null)).filter(Boolean);
+    if (!list.length) continue;
+    const box = chartPanel(name, `${list.length} runs`);
+    charts.append(box);
+    makeChart(box, name, list, null);
+  }
+  document.body.dataset.ready = "compare";
+}
+
+// ---------- Router ----------
+async function route() {
+  generation++;
+  timers.forEach(clearInterval);
+  timers = [];
+  window.mlw.charts = [];
+  document.body.dataset.ready = "";
+  const hash = decodeURIComponent(location.hash.slice(1)) || "/";
+  const parts = hash.split("/").filter(Boolean);
+  document.getElementById("nav-runs").classList.toggle("on", !parts.length);
+  document.getElementById("nav-compare").classList.toggle("on", parts[0] === "compare");
+  try {
+    if (parts[0] === "run" && parts[1]) await showRun(parts[1]);
+    else if (parts[0] === "compare") await showCompare(parts[1] ? parts[1].split(",") : selected());
+    else await showRuns();
+  } catch (err) {
+    main.replaceChildren(el("p", { class: "error", id: "error", text: "Error: " + err.message }));
+  }
+}
+setSelected(selected());
+window.addEventListener("hashchange", route);
+route();
