@@ -208,8 +208,8 @@ async function showRun(id) {
         await api(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST", headers: { "X-MLW-CSRF": csrf } });
       } catch (err) { e.target.textContent = "Cancel failed: " + err.message; }
     } }, "Cancel run") : null;
-    title.replaceChildren(document.createTextNode(`Run ${record.run_number}`), el("code", { text: record.run_id }),
-      badge(record.status), cancel);
+    title.replaceChildren(...[document.createTextNode(`Run ${record.run_number}`), el("code", { text: record.run_id }),
+      badge(record.status), cancel].filter(Boolean));
     const rows = [["Script", [record.script].concat(record.arguments || []).join(" ")],
       ["Target", `${record.target} (${record.target_type})`], ["Image", record.image_tag],
       ["Git commit", record.git_commit ? record.git_commit + (record.git_dirty ? " (uncommitted changes)" : "") : ""],

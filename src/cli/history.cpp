@@ -77,11 +77,13 @@ void register_history(CLI::App& app, Context& ctx) {
   auto dashboard = std::make_shared<ui::UiOptions>();
   auto* serve = group->add_subcommand(
       "ui", "Serve a dashboard of the runs (charts, logs, compare) to a browser until Ctrl-C");
-  serve->add_option("--port", dashboard->port,
-                    "Port to listen on (default: the first free of 8717-8726; 0: any free port)")
+  serve
+      ->add_option("--port", dashboard->port,
+                   "Port to listen on (default: the first free of 8717-8726; 0: any free port)")
       ->type_name("PORT");
-  serve->add_option("--host", dashboard->host,
-                    "Address to listen on (default 127.0.0.1, this machine only)")
+  serve
+      ->add_option("--host", dashboard->host,
+                   "Address to listen on (default 127.0.0.1, this machine only)")
       ->type_name("ADDRESS");
   serve->add_flag("--open", dashboard->open, "Open the dashboard in a browser (xdg-open)");
   serve->footer(examples({"mlw history ui", "mlw history ui --port 0 --open",

@@ -204,8 +204,8 @@ void MetricSeriesReader::update(const std::filesystem::path& file, bool at_end) 
   while (true) {
     const std::size_t kept = buffer.size();
     buffer.resize(kept + k_chunk);
-    const ssize_t n = ::pread(fd, buffer.data() + kept, k_chunk,
-                              static_cast<off_t>(m_offset + kept));
+    const ssize_t n =
+        ::pread(fd, buffer.data() + kept, k_chunk, static_cast<off_t>(m_offset + kept));
     buffer.resize(kept + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
     if (n <= 0) break;
     std::size_t used = 0;
@@ -233,8 +233,7 @@ void MetricSeriesReader::update(const std::filesystem::path& file, bool at_end) 
   ::close(fd);
 }
 
-MetricSeries downsample(const MetricSeries& series, double from, double to,
-                        std::size_t threshold) {
+MetricSeries downsample(const MetricSeries& series, double from, double to, std::size_t threshold) {
   std::vector<std::size_t> order(series.x.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   if (!std::is_sorted(series.x.begin(), series.x.end())) {
@@ -257,8 +256,12 @@ MetricSeries downsample(const MetricSeries& series, double from, double to,
     for (std::size_t k = 0; k < n; ++k) keep(k);
     return out;
   }
-  const auto px = [&](std::size_t k) { return series.x[*(first + static_cast<std::ptrdiff_t>(k))]; };
-  const auto py = [&](std::size_t k) { return series.y[*(first + static_cast<std::ptrdiff_t>(k))]; };
+  const auto px = [&](std::size_t k) {
+    return series.x[*(first + static_cast<std::ptrdiff_t>(k))];
+  };
+  const auto py = [&](std::size_t k) {
+    return series.y[*(first + static_cast<std::ptrdiff_t>(k))];
+  };
   // Largest-Triangle-Three-Buckets (Steinarsson 2013): the first and last points, and from each
   // of threshold-2 buckets the point whose triangle with the previous pick and the next
   // bucket's mean is largest.

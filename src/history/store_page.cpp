@@ -21,8 +21,9 @@ const std::map<std::string, std::string>& sort_columns() {
       {"target", "r.target"},
       {"status", "r.status"},
       {"created", "r.created_ms"},
-      {"duration", "CASE WHEN r.start_ms = 0 THEN NULL ELSE "
-                   "(CASE WHEN r.end_ms = 0 THEN ?8 ELSE r.end_ms END) - r.start_ms END"},
+      {"duration",
+       "CASE WHEN r.start_ms = 0 THEN NULL ELSE "
+       "(CASE WHEN r.end_ms = 0 THEN ?8 ELSE r.end_ms END) - r.start_ms END"},
       {"exit_code", "r.exit_code"},
       {"metric", "m.value"},
   };
@@ -67,10 +68,10 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
   RunPage page;
   {
     // Without a filter the count needs no join (the metric join never adds rows).
-    const bool filtered = !query.status.empty() || !query.target.empty() ||
-                          !query.script.empty() || !query.text.empty();
-    Statement count(m_db, filtered ? ("SELECT COUNT(*)" + where).c_str()
-                                   : "SELECT COUNT(*) FROM runs");
+    const bool filtered = !query.status.empty() || !query.target.empty() || !query.script.empty() ||
+                          !query.text.empty();
+    Statement count(m_db,
+                    filtered ? ("SELECT COUNT(*)" + where).c_str() : "SELECT COUNT(*) FROM runs");
     if (!count.ok()) fail("counting runs");
     if (filtered) bind_filters(count);
     if (count.step() != SQLITE_ROW) fail("counting runs");

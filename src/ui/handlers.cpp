@@ -47,12 +47,23 @@ std::string html_escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -171,8 +182,8 @@ void run_series(Dashboard& board, const std::string& id, const httplib::Request&
   for (const auto& [name, series] : entry->reader.series()) {
     if (!only.empty() && name != only) continue;
     const MetricSeries shown = downsample(series, from, to, points);
-    out[name] = {{"total", series.x.size()}, {"values", series.values}, {"x", shown.x},
-                 {"y", shown.y}};
+    out[name] = {
+        {"total", series.x.size()}, {"values", series.values}, {"x", shown.x}, {"y", shown.y}};
   }
   send_json(res, {{"run_id", id}, {"skipped", entry->reader.skipped()}, {"series", out}});
 }
@@ -187,7 +198,7 @@ void run_log(Dashboard& board, const std::string& id, const httplib::Request& re
   const int fd = ::open((store.run_dir(id) / "driver_log.txt").c_str(), O_RDONLY | O_CLOEXEC);
   std::int64_t size = 0;
   if (fd >= 0) {
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) == 0) size = st.st_size;
     bytes.resize(k_log_chunk);
     const ssize_t n = ::pread(fd, bytes.data(), k_log_chunk, static_cast<off_t>(offset));
@@ -209,14 +220,15 @@ void run_output(Dashboard& board, const std::string& id, const std::string& path
   int dir = ::open((store.run_dir(id) / "outputs").c_str(),
                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   for (std::size_t i = 0; dir >= 0 && i + 1 < parts.size(); ++i) {
-    const int next = ::openat(dir, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int next =
+        ::openat(dir, parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     ::close(dir);
     dir = next;
   }
-  const int fd = dir >= 0 ? ::openat(dir, parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-                          : -1;
+  const int fd =
+      dir >= 0 ? ::openat(dir, parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
   if (dir >= 0) ::close(dir);
-  struct stat st{};
+  struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     if (fd >= 0) ::close(fd);
     return send_error(res, 404, "no such output file (links are not followed)");
@@ -228,8 +240,8 @@ void run_output(Dashboard& board, const std::string& id, const std::string& path
       static_cast<std::size_t>(st.st_size), "application/octet-stream",
       [file](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
         char buffer[65536];
-        const ssize_t n = ::pread(*file, buffer, std::min(length, sizeof buffer),
-                                  static_cast<off_t>(offset));
+        const ssize_t n =
+            ::pread(*file, buffer, std::min(length, sizeof buffer), static_cast<off_t>(offset));
         if (n <= 0) return false;
         return sink.write(buffer, static_cast<std::size_t>(n));
       },
@@ -282,12 +294,10 @@ void Dashboard::add_routes(httplib::Server& server) {
       res.set_content(contents.data(), contents.size(), type.c_str());
     });
   }
-  server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) {
-    res.status = 204;
-  });
-  server.Get("/api/facets", [this](const httplib::Request&, httplib::Response& res) {
-    facets(*this, res);
-  });
+  server.Get("/favicon.ico",
+             [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  server.Get("/api/facets",
+             [this](const httplib::Request&, httplib::Response& res) { facets(*this, res); });
   server.Get("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
     list_page(*this, req, res);
   });

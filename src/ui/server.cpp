@@ -4,10 +4,10 @@
 
 #include <arpa/inet.h>
 #include <httplib.h>
-#include <signal.h>
-#include <sys/random.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <fmt/format.h>
@@ -165,9 +165,10 @@ void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server&
                         const std::string& token, const sigset_t& stop_signals) {
   const std::string url = dashboard_url(options.host, port, token);
   if (is_wildcard(options.host)) {
-    spdlog::warn("--host {} serves the dashboard to every network this machine is on; anyone "
-                 "with the token can read the history and cancel runs",
-                 options.host);
+    spdlog::warn(
+        "--host {} serves the dashboard to every network this machine is on; anyone "
+        "with the token can read the history and cancel runs",
+        options.host);
   }
   *ctx.out << url << "\n";
   ctx.out->flush();
@@ -283,6 +284,12 @@ void serve(Context& ctx, const UiOptions& options) {
   GuardedServer server;
   server.new_task_queue = [] { return new httplib::ThreadPool(k_threads); };
   server.set_payload_max_length(64 * 1024);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second dashboard (or
+  // any process of the user) binds the same port and takes a share of its connections.
+  server.set_socket_options([](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server.set_keep_alive_timeout(k_keep_alive.count());  // what the Keep-Alive header says
   server.set_keep_alive_max_count(k_requests_per_connection);
   server.set_default_headers(
@@ -311,7 +318,8 @@ void serve(Context& ctx, const UiOptions& options) {
     throw Error(options.port == -1
                     ? fmt::format("cannot listen on {} ports {}-{} (all in use?); choose one with "
                                   "--port, or --port 0 for any free port",
-                                  options.host, k_default_port, k_default_port + k_default_ports - 1)
+                                  options.host, k_default_port,
+                                  k_default_port + k_default_ports - 1)
                     : fmt::format("cannot listen on {} port {}: in use, or not an address of "
                                   "this machine; choose another with --port (0: any free port)",
                                   options.host, options.port));
@@ -323,9 +331,9 @@ void serve(Context& ctx, const UiOptions& options) {
       res.set_content("mlw: refused: the Host header does not name this server\n", "text/plain");
       return httplib::Server::HandlerResponse::Handled;
     }
-    const std::string given = req.has_param("token") ? req.get_param_value("token")
-                                                      : cookie_value(req.get_header_value("Cookie"),
-                                                                     cookie_name);
+    const std::string given = req.has_param("token")
+                                  ? req.get_param_value("token")
+                                  : cookie_value(req.get_header_value("Cookie"), cookie_name);
     if (!same_secret(given, board.token)) {
       res.status = 403;
       res.set_content(
@@ -335,33 +343,33 @@ void serve(Context& ctx, const UiOptions& options) {
     }
     if (req.has_param("token") && req.method == "GET" && req.path == "/") {
       // The token moves into a cookie and out of the address bar (and the history).
-      res.set_header("Set-Cookie",
-                     fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict", cookie_name, board.token));
+      res.set_header("Set-Cookie", fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict",
+                                               cookie_name, board.token));
       res.set_redirect("/", 303);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  server.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                                  std::exception_ptr error) {
-    int status = 500;
-    std::string message = "internal error";
-    try {
-      std::rethrow_exception(error);
-    } catch (const UsageError& e) {
-      status = 400;
-      message = e.what();
-    } catch (const Error& e) {
-      status = 404;
-      message = e.what();
-    } catch (const std::exception& e) {
-      message = e.what();
-    }
-    res.status = status;
-    res.set_content(nlohmann::json({{"error", message}}).dump(-1, ' ', false,
-                                                              nlohmann::json::error_handler_t::replace),
-                    "application/json");
-  });
+  server.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+        int status = 500;
+        std::string message = "internal error";
+        try {
+          std::rethrow_exception(error);
+        } catch (const UsageError& e) {
+          status = 400;
+          message = e.what();
+        } catch (const Error& e) {
+          status = 404;
+          message = e.what();
+        } catch (const std::exception& e) {
+          message = e.what();
+        }
+        res.status = status;
+        res.set_content(nlohmann::json({{"error", message}})
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                        "application/json");
+      });
   server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
   });

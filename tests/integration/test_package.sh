@@ -22,6 +22,10 @@ for f in bin/mlw share/man/man1/mlw.1.gz share/bash-completion/completions/mlw \
   check "installs $f" test -s "$P/$f"
 done
 expect_eq "the installed mlw is this build" "$("$P/bin/mlw" --version)" "$VERSION"
+check "installs libexec/mlw/mlw-ui" test -x "$P/libexec/mlw/mlw-ui"
+# The installed mlw runs the installed mlw-ui for `history ui` (which checks the port).
+ui_err=$("$P/bin/mlw" history ui --port 70000 2>&1 >/dev/null)
+expect_contains "the installed mlw finds libexec/mlw/mlw-ui" "$ui_err" "--port must be 0"
 expect_eq "man finds mlw(1) under the prefix" "$(MANPATH="$P/share/man" man -w mlw)" \
   "$P/share/man/man1/mlw.1.gz"
 page=$(MANPATH="$P/share/man" MANWIDTH=100 man mlw 2>/dev/null)
@@ -63,6 +67,14 @@ for f in ./usr/bin/mlw ./usr/share/man/man1/mlw.1.gz ./usr/share/bash-completion
   ./usr/share/zsh/vendor-completions/_mlw ./usr/share/fish/vendor_completions.d/mlw.fish; do
   expect_contains "the package holds $f" "$contents" "$f"
 done
+
+# The dashboard's server is a package of its own: mlw itself needs only libc6.
+dash=$(ls "$WORK"/deb/mlw-dashboard_*.deb 2>/dev/null | head -1)
+check "cpack made mlw-dashboard_VERSION_ARCH.deb" test -s "$dash"
+expect_contains "mlw-dashboard holds mlw-ui" "$(dpkg-deb -c "$dash")" "./usr/libexec/mlw/mlw-ui"
+expect_contains "mlw-dashboard Depends on cpp-httplib" "$(dpkg-deb -f "$dash" Depends)" "libcpp-httplib"
+expect_contains "… and on mlw" "$(dpkg-deb -f "$dash" Depends)" "mlw (= "
+expect_not_contains "mlw does not hold mlw-ui" "$contents" "mlw-ui"
 
 # Installed with dpkg in a clean Debian 12 root that has never seen mlw (no network: Depends
 # must already be met there, as on any bookworm machine).

@@ -241,3 +241,70 @@ TEST(Collect, HostileMetricLinesAreSkippedAndCountedNeverFollowed) {
 }
 
 }  // namespace mlw
+
+namespace mlw {
+
+TEST_F(HistoryStoreTest, APageFiltersSortsByAMetricAndCounts) {
+  HistoryStore store(m_dir);
+  const double losses[] = {0.5, 0.1, 0.9};
+  for (int i = 0; i < 3; ++i) {
+    RunRecord r = new_record(i == 2 ? "other.py" : "train.py");
+    store.create(r, 1000 + i);
+    r.status = i == 1 ? status::k_failed : status::k_completed;
+    r.metrics["loss"] = losses[i];
+    r.metrics["note"] = "text";
+    store.save(r);
+  }
+  RunRecord live = new_record();
+  store.create(live, 2000);
+  RunPageQuery query;
+  query.metric = "loss";
+  query.sort = "metric";
+  query.descending = false;
+  RunPage page = store.page(query, 5000);
+  ASSERT_EQ(page.total, 4);
+  ASSERT_EQ(page.rows.size(), 4u);
+  EXPECT_EQ(*page.rows[0].metric, 0.1);
+  EXPECT_EQ(*page.rows[2].metric, 0.9);
+  EXPECT_FALSE(page.rows[3].metric) << "a run without the metric sorts last";
+  query.status = status::k_completed;
+  query.limit = 1;
+  page = store.page(query, 5000);
+  EXPECT_EQ(page.total, 2);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_EQ(*page.rows[0].metric, 0.5);
+  RunPageQuery text;
+  text.text = "other";
+  EXPECT_EQ(store.page(text, 5000).total, 1);
+  text.text = "%";
+  EXPECT_EQ(store.page(text, 5000).total, 0) << "a wildcard is taken literally";
+  RunPageQuery bad;
+  bad.sort = "bogus";
+  EXPECT_THROW(store.page(bad, 0), UsageError);
+  const RunFacets facets = store.facets();
+  EXPECT_EQ(facets.metrics, (std::vector<std::string>{"loss"})) << "only numeric metrics";
+  EXPECT_EQ(facets.scripts, (std::vector<std::string>{"other.py", "train.py"}));
+}
+
+TEST_F(HistoryStoreTest, AnIndexOfSchema2GetsTheMetricsOfEndedRuns) {
+  {
+    HistoryStore store(m_dir);
+    RunRecord r = new_record();
+    store.create(r, 1000);
+    r.status = status::k_completed;
+    r.metrics["loss"] = 0.25;
+    store.save(r);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((m_dir / "history.db").c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "DROP TABLE metrics_last; PRAGMA user_version = 2", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  HistoryStore store(m_dir);
+  RunPageQuery query;
+  query.metric = "loss";
+  const RunPage page = store.page(query, 0);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_EQ(*page.rows[0].metric, 0.25);
+}
+
+}  // namespace mlw

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# `mlw history ui` (issue 13): the dashboard in Debian's chromium (tests/integration/
+# ui_browser.cjs through playwright-core) over real runs made by `mlw experiment submit` —
+# filter, sort by a metric, a run's charts (their data and their pixels), zoom, the log followed
+# live, an output, compare, cancel from the page — and, with curl and Python, what the server
+# refuses: no token, a foreign Host, a cancel without the CSRF token, paths out of outputs/,
+# links, huge headers, malformed requests, clients that send slowly.
+source "$(dirname "$0")/lib.sh"
+export MLW_SOURCE_DIR
+for tool in node curl /usr/bin/chromium; do
+  command -v "$tool" >/dev/null || { echo "FAIL: $tool is required (scripts/setup installs it)"; exit 1; }
+done
+[ -f "$MLW_SOURCE_DIR/web/node_modules/playwright-core/package.json" ] ||
+  { echo "FAIL: web/node_modules/playwright-core is missing (scripts/setup runs npm ci)"; exit 1; }
+
+cd "$WORK" && "$MLW" -q project create -n dash >/dev/null && cd "$WORK/dash" || exit 1
+cat >train.py <<'PY'
+import math, os, sys
+import mlw
+n = int(sys.argv[1])
+for i in range(n):
+    mlw.log_metric("loss", math.exp(-i / 30) + 0.01 * math.sin(i) + 1.0 / n, step=i)
+    mlw.log_metric("acc", 1 - math.exp(-i / 40), step=i)
+with open(os.path.join(os.environ["MLW_OUTPUTS_DIR"], "model.txt"), "w") as f:
+    f.write("weights of run %d\n" % n)
+print("done", n)
+PY
+printf 'import sys\nprint("failing")\nsys.exit(3)\n' >fail.py
+printf 'print("hello")\n' >hello.py
+printf 'import time\nfor i in range(2400):\n    print("tick", i, flush=True)\n    time.sleep(0.25)\n' >slow.py
+"$MLW" -q experiment submit -c local train.py 200 >/dev/null
+RUN_A=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+"$MLW" -q experiment submit -c local train.py 120 >/dev/null
+RUN_B=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+"$MLW" -q experiment submit -c local fail.py >/dev/null
+"$MLW" -q experiment submit -c local hello.py >/dev/null
+"$MLW" -q experiment submit -a -c local slow.py >/dev/null
+RUN_LIVE=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+
+## The server: its URL on stdout
+"$MLW" history ui --port 0 >"$WORK/ui.out" 2>"$WORK/ui.err" &
+UI_PID=$!
+STARTED_PIDS+=("$UI_PID")
+for _ in $(seq 100); do [ -s "$WORK/ui.out" ] && break; sleep 0.1; done
+URL=$(head -1 "$WORK/ui.out")
+expect_contains "the URL is printed with its token" "$URL" "http://127.0.0.1:"
+BASE=${URL%%/?token=*}
+TOKEN=${URL##*token=}
+PORT=${BASE##*:}
+COOKIE="Cookie: mlw_token_$PORT=$TOKEN"
+expect_contains "stderr says what is served and how to stop" "$(cat "$WORK/ui.err")" "Ctrl-C to stop"
+code() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
+
+## Refusals
+expect_eq "no token: refused" "$(code "$BASE/api/runs")" 403
+expect_eq "a wrong token: refused" "$(code -H "Cookie: mlw_token_$PORT=${TOKEN%?}x" "$BASE/api/runs")" 403
+expect_eq "the token in a cookie: served" "$(code -H "$COOKIE" "$BASE/api/runs")" 200
+expect_eq "a foreign Host (DNS rebinding): refused" "$(code -H "$COOKIE" -H "Host: attacker.example:$PORT" "$BASE/api/runs")" 403
+expect_eq "localhost as Host: served" "$(code -H "$COOKIE" -H "Host: localhost:$PORT" "$BASE/api/runs")" 200
+HEADERS=$(curl -s -D - -o /dev/null "$URL")
+expect_contains "the token URL sets an HttpOnly, SameSite cookie" "$HEADERS" "HttpOnly; SameSite=Strict"
+expect_contains "… and sends the browser to / without it" "$HEADERS" "Location: /"
+expect_eq "cancel without the CSRF token: refused" "$(code -d '' -H "$COOKIE" "$BASE/api/runs/$RUN_LIVE/cancel")" 403
+expect_eq "… and the run goes on" "$("$MLW" history info -r "$RUN_LIVE" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" Running
+RUN_DIR="$WORK/dash/.mlw/runs/$RUN_A"
+ln -s "$RUN_DIR/run.json" "$RUN_DIR/outputs/link.txt"
+mkdir -p "$RUN_DIR/outputs/sub" && ln -s /etc "$RUN_DIR/outputs/sub/etc"
+expect_eq "an output: served" "$(code -H "$COOKIE" "$BASE/api/runs/$RUN_A/outputs/model.txt")" 200
+expect_eq "../ out of outputs/: refused" "$(code --path-as-is -H "$COOKIE" "$BASE/api/runs/$RUN_A/outputs/../run.json")" 400
+expect_eq "%2e%2e out of outputs/: refused" "$(code --path-as-is -H "$COOKIE" "$BASE/api/runs/$RUN_A/outputs/%2e%2e/run.json")" 400
+expect_eq "an absolute path: refused" "$(code --path-as-is -H "$COOKIE" "$BASE/api/runs/$RUN_A/outputs//etc/passwd")" 400
+expect_eq "a link to a file: not followed" "$(code -H "$COOKIE" "$BASE/api/runs/$RUN_A/outputs/link.txt")" 404
+expect_eq "a link to a folder: not followed" "$(code -H "$COOKIE" "$BASE/api/runs/$RUN_A/outputs/sub/etc/passwd")" 404
+expect_eq "an unknown run: 404" "$(code -H "$COOKIE" "$BASE/api/runs/nope_1")" 404
+expect_eq "a bad sort column: 400" "$(code -H "$COOKIE" "$BASE/api/runs?sort=bogus")" 400
+
+## Hostile clients: the server answers the next request, and stays up
+cat >"$WORK/hostile.py" <<'PY'
+import socket, sys, time
+port, token = int(sys.argv[1]), sys.argv[2]
+def request(raw, timeout=10):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(raw)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    s.close()
+    return data
+ok = lambda raw: request(b"GET /api/facets HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: mlw_token_%d=%s\r\nConnection: close\r\n\r\n" % (port, port, token.encode()))
+print("huge-header", request(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Big: %s\r\n\r\n" % (port, b"a" * 200000)).split(b"\r\n")[0].decode(errors="replace") or "closed")
+print("malformed", request(b"\x00\xff garbage\r\n\r\n").split(b"\r\n")[0].decode(errors="replace") or "closed")
+# 40 clients that send a byte a second hold every thread the server has, and more.
+slow = []
+for _ in range(40):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET / HTTP/1.1\r\n")
+    slow.append(s)
+start = time.time()
+deadline = start + 30
+for tick in range(30):
+    for s in slow:
+        try:
+            s.sendall(b"X")
+        except OSError:
+            pass
+    answer = b""
+    try:
+        answer = request(b"GET /api/facets HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: mlw_token_%d=%s\r\nConnection: close\r\n\r\n" % (port, port, token.encode()), timeout=1)
+    except OSError:
+        pass
+    if answer.startswith(b"HTTP/1.1 200"):
+        break
+    time.sleep(0.5)
+print("answered-beside-slow-clients-after", round(time.time() - start))
+print("after", ok(None).split(b"\r\n")[0].decode())
+PY
+HOSTILE=$(python3 "$WORK/hostile.py" "$PORT" "$TOKEN" 2>&1)
+echo "$HOSTILE"
+HUGE=$(grep '^huge-header' <<<"$HOSTILE")
+check "a 200 kB header is refused, not served [$HUGE]" grep -Eq '^huge-header (HTTP/1.1 4[0-9][0-9]|closed)' <<<"$HUGE"
+check "a malformed request is refused [$(grep '^malformed' <<<"$HOSTILE")]" grep -Eq '^malformed (HTTP/1.1 400|closed)' <<<"$HOSTILE"
+WAITED=$(sed -n 's/^answered-beside-slow-clients-after //p' <<<"$HOSTILE")
+check "40 slow clients do not keep others out past the 10 s request limit (waited ${WAITED:-?} s)" \
+  test "${WAITED:-99}" -le 15
+expect_contains "the server is up after all of it" "$HOSTILE" "after HTTP/1.1 200"
+kill -0 "$UI_PID" 2>/dev/null
+check "the server process is still running" test $? -eq 0
+
+## The browser
+SHOTS=${MLW_UI_SHOTS:-}
+BROWSER=$(cd "$MLW_SOURCE_DIR/tests/integration" &&
+  timeout 180 node ui_browser.cjs "$URL" "$RUN_A" "$RUN_B" "$RUN_LIVE" $SHOTS 2>&1)
+echo "$BROWSER" | grep -v '^ok '
+while read -r line; do
+  case "$line" in
+    "ok "*) pass ;;
+    "not ok "*) fail "browser: ${line#not ok }" ;;
+  esac
+done <<<"$BROWSER"
+check "the browser checks ran (17 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 17
+for _ in $(seq 100); do
+  [ "$("$MLW" history info -r "$RUN_LIVE" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = Canceled ] && break
+  sleep 0.2
+done
+run_mlw history list
+"$MLW" -q experiment cancel -r "$RUN_LIVE" >/dev/null 2>&1  # when the page could not
+expect_contains "history list shows the run canceled from the page" "$(grep "$RUN_LIVE" <<<"$OUT")" "Canceled"
+
+## A second dashboard on the same port is refused (no SO_REUSEPORT sharing of connections)
+expect_error "a busy port" 1 "cannot listen on 127.0.0.1 port $PORT" history ui --port "$PORT"
+
+## Ctrl-C stops it
+kill -INT "$UI_PID"
+for _ in $(seq 50); do kill -0 "$UI_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$UI_PID" 2>/dev/null
+check "SIGINT stops the server" test $? -ne 0
+expect_contains "… saying so" "$(cat "$WORK/ui.err")" "Dashboard stopped"
+
+## Bad input
+expect_error "a port out of range" 2 "--port must be" history ui --port 70000
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

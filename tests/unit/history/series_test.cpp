@@ -1,0 +1,147 @@
+#include "mlw/history/series.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mlw/history/collect.hpp"
+#include "mlw/util/fs.hpp"
+#include "temp_dir.hpp"
+
+namespace mlw {
+
+namespace {
+
+MetricSeriesReader read(std::string_view text, bool at_end = true) {
+  MetricSeriesReader reader;
+  reader.add(text, at_end);
+  return reader;
+}
+
+}  // namespace
+
+TEST(MetricSeries, StepsValuesAndPositions) {
+  const auto r = read(
+      "{\"name\": \"loss\", \"value\": 0.5, \"time\": 1.5, \"step\": 10}\n"
+      "{\"name\": \"loss\", \"value\": 0.25, \"step\": 20}\n"
+      "{\"name\": \"acc\", \"value\": 1}\n"
+      "{\"name\": \"acc\", \"value\": [1, 2]}\n"
+      "{\"name\": \"acc\", \"value\": 3}\n");
+  const auto& loss = r.series().at("loss");
+  EXPECT_EQ(loss.x, (std::vector<double>{10, 20}));
+  EXPECT_EQ(loss.y, (std::vector<double>{0.5, 0.25}));
+  const auto& acc = r.series().at("acc");
+  // Without a step, x is the value's position among the metric's values (numeric or not).
+  EXPECT_EQ(acc.x, (std::vector<double>{0, 2}));
+  EXPECT_EQ(acc.values, 3u);
+  EXPECT_EQ(r.skipped(), 0u);
+}
+
+TEST(MetricSeries, SkipsWhatForEachMetricSkips) {
+  const auto r =
+      read("not json\n{\"value\": 1}\n\n{\"name\": 3, \"value\": 1}\n{\"name\": \"a\"}\n");
+  EXPECT_EQ(r.skipped(), 4u);
+  EXPECT_TRUE(r.series().empty());
+}
+
+TEST(MetricSeries, EscapesAndNestingGoToTheFullParser) {
+  const std::string text =
+      "{\"name\": \"l\\u006fss\", \"value\": 2, \"extra\": {\"a\": [1]}}\n"
+      "{\"name\": \"loss\", \"value\": 1e400}\n"
+      "{\"name\": \"loss\", \"value\": 1, \"value\": 7}\n";
+  const auto r = read(text);
+  const auto& loss = r.series().at("loss");
+  ASSERT_GE(loss.y.size(), 1u);
+  EXPECT_EQ(loss.y.front(), 2);
+  // The same lines count as for_each_metric counts them.
+  test::TempDir dir{"series"};
+  atomic_write_file(dir.path() / "m.jsonl", text);
+  std::size_t skipped = 0;
+  const auto reference = read_metric_series(dir.path() / "m.jsonl", &skipped);
+  EXPECT_EQ(loss.values, reference.at("loss").size());
+  EXPECT_EQ(r.skipped(), skipped);
+}
+
+TEST(MetricSeries, APartialLastLineWaitsForItsNewlineUnlessTheRunEnded) {
+  MetricSeriesReader reader;
+  const std::string text = "{\"name\": \"a\", \"value\": 1}\n{\"name\": \"a\", \"val";
+  EXPECT_EQ(reader.add(text, false), text.find('\n') + 1);
+  EXPECT_EQ(reader.series().at("a").y.size(), 1u);
+}
+
+TEST(MetricSeries, UpdateReadsOnlyWhatWasAppended) {
+  test::TempDir dir{"series"};
+  const auto file = dir.path() / "metrics.jsonl";
+  atomic_write_file(file, "{\"name\": \"a\", \"value\": 1, \"step\": 1}\n{\"name\": \"a\", \"va");
+  MetricSeriesReader reader;
+  reader.update(file, false);
+  EXPECT_EQ(reader.series().at("a").y, (std::vector<double>{1}));
+  atomic_write_file(file,
+                    "{\"name\": \"a\", \"value\": 1, \"step\": 1}\n{\"name\": \"a\", \"value\": 2, "
+                    "\"step\": 2}\n{\"name\": \"a\", \"value\": 3}");
+  reader.update(file, false);
+  EXPECT_EQ(reader.series().at("a").y, (std::vector<double>{1, 2}));
+  reader.update(file, true);
+  EXPECT_EQ(reader.series().at("a").y, (std::vector<double>{1, 2, 3}));
+  atomic_write_file(file,
+                    "{\"name\": \"b\", \"value\": 5}\n");  // shorter: read again from the start
+  reader.update(file, true);
+  EXPECT_EQ(reader.series().count("a"), 0u);
+  EXPECT_EQ(reader.series().at("b").y, (std::vector<double>{5}));
+}
+
+TEST(MetricSeries, AgreesWithForEachMetricOnAFile) {
+  test::TempDir dir{"series"};
+  const auto file = dir.path() / "metrics.jsonl";
+  std::string text;
+  for (int i = 0; i < 500; ++i) {
+    text += "{\"name\": \"m" + std::to_string(i % 3) + "\", \"value\": " + std::to_string(i * 0.5) +
+            (i % 7 ? "}" : ", \"step\": \"x\"}") + "\n";
+  }
+  text += "{\"name\": \"m0\", \"value\": \"NaN\"}\nbroken\n";
+  atomic_write_file(file, text);
+  MetricSeriesReader reader;
+  reader.update(file, true);
+  const auto reference = read_metric_series(file);
+  for (const auto& [name, values] : reference) {
+    const auto& s = reader.series().at(name);
+    EXPECT_EQ(s.values, values.size());
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!values[i].is_number()) continue;
+      ASSERT_LT(k, s.y.size());
+      EXPECT_EQ(s.y[k], values[i].get<double>());
+      EXPECT_EQ(s.x[k], static_cast<double>(i));
+      ++k;
+    }
+    EXPECT_EQ(k, s.y.size());
+  }
+  EXPECT_EQ(reader.skipped(), 1u);
+}
+
+TEST(Downsample, KeepsEndsAndPeaksAndStaysUnderTheThreshold) {
+  MetricSeries s;
+  for (int i = 0; i < 100000; ++i) {
+    s.x.push_back(i);
+    s.y.push_back(std::sin(i / 1000.0) + (i == 54321 ? 50 : 0));
+  }
+  const auto out = downsample(s, -INFINITY, INFINITY, 1000);
+  EXPECT_EQ(out.x.size(), 1000u);
+  EXPECT_EQ(out.x.front(), 0);
+  EXPECT_EQ(out.x.back(), 99999);
+  EXPECT_NE(std::find(out.x.begin(), out.x.end(), 54321.0), out.x.end()) << "the spike is kept";
+  EXPECT_TRUE(std::is_sorted(out.x.begin(), out.x.end()));
+}
+
+TEST(Downsample, ARangeAndUnsortedSteps) {
+  MetricSeries s;
+  s.x = {5, 1, 3, 2, 4};
+  s.y = {50, 10, 30, 20, 40};
+  const auto all = downsample(s, -INFINITY, INFINITY, 100);
+  EXPECT_EQ(all.x, (std::vector<double>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(all.y, (std::vector<double>{10, 20, 30, 40, 50}));
+  const auto part = downsample(s, 2, 4, 100);
+  EXPECT_EQ(part.x, (std::vector<double>{2, 3, 4}));
+}
+
+}  // namespace mlw
