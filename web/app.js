@@ -69,6 +69,9 @@ const runsState = { status: "", target: "", script: "", q: "", metric: "", sort:
 
 async function showRuns() {
   window.mlw.page = "runs";
+  const firstParams = new URLSearchParams();
+  for (const [k, v] of Object.entries(runsState)) if (v !== "" && v !== null) firstParams.set(k, v);
+  const firstPage = getJson("/api/runs?" + firstParams);  // asked beside the facets
   const facets = await getJson("/api/facets");
   document.getElementById("project").textContent = facets.project;
   const option = (value, label, current) => el("option", { value, selected: value === current }, label || value);
@@ -140,7 +143,7 @@ async function showRuns() {
     }
     document.body.dataset.ready = "runs";
   }
-  await load();
+  render(await firstPage);
   every(2000, load);
 }
 

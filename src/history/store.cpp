@@ -202,7 +202,8 @@ void HistoryStore::create_metrics_table() {
   exec(
       "CREATE TABLE IF NOT EXISTS metrics_last (run_id TEXT NOT NULL, name TEXT NOT NULL,"
       " value REAL NOT NULL, PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
-      "CREATE INDEX IF NOT EXISTS metrics_last_name ON metrics_last(name, value);");
+      "CREATE INDEX IF NOT EXISTS metrics_last_name ON metrics_last(name, value);"
+      "CREATE INDEX IF NOT EXISTS runs_script ON runs(script);");
 }
 
 void HistoryStore::record_metrics(const RunRecord& r) {

@@ -78,11 +78,15 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
     page.total = count.integer(0);
   }
   const char* direction = query.descending ? "DESC" : "ASC";
+  // Runs without a value last; a column that is never NULL sorts on its index alone.
+  const bool nullable =
+      query.sort == "duration" || query.sort == "exit_code" || query.sort == "metric";
+  const std::string nulls_last = nullable ? fmt::format("({}) IS NULL, ", column->second) : "";
   const std::string sql = fmt::format(
       "SELECT r.run_id, r.run_number, r.script, r.target, r.status, r.created_ms, r.start_ms,"
-      " r.end_ms, r.exit_code, r.problem, m.value{} ORDER BY ({}) IS NULL, {} {},"
-      " r.run_number {} LIMIT ?7 OFFSET ?9",
-      where, column->second, column->second, direction, direction);
+      " r.end_ms, r.exit_code, r.problem, m.value{} ORDER BY {}{} {}, r.run_number {}"
+      " LIMIT ?7 OFFSET ?9",
+      where, nulls_last, column->second, direction, direction);
   Statement stmt(m_db, sql.c_str());
   if (!stmt.ok()) fail("listing runs");
   bind_filters(stmt);
