@@ -265,11 +265,13 @@ void cancel_run(Dashboard& board, const std::string& id, const httplib::Request&
 std::string index_page(const Dashboard& board) {
   std::string page(web_file("web/index.html"));
   const auto put = [&](std::string_view key, const std::string& value) {
-    const auto at = page.find(key);
-    if (at != std::string::npos) page.replace(at, key.size(), html_escape(value));
+    const std::string escaped = html_escape(value);
+    for (auto at = page.find(key); at != std::string::npos;
+         at = page.find(key, at + escaped.size())) {
+      page.replace(at, key.size(), escaped);
+    }
   };
   put("{{CSRF}}", board.csrf);
-  put("{{PROJECT}}", board.project_name);
   put("{{PROJECT}}", board.project_name);
   return page;
 }
