@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -160,6 +162,29 @@ std::string dashboard_url(const std::string& host, int port, const std::string& 
   return fmt::format("http://{}:{}/?token={}", shown, port, token);
 }
 
+/// Hands the URL to xdg-open; a thread of its own waits for it and warns when it failed (not
+/// installed, no browser), so that the server need not wait.
+void open_in_browser(const std::string& url) {
+  pid_t pid = -1;
+  try {
+    SpawnOptions streams;
+    streams.stderr_fd = STDERR_FILENO;
+    pid = spawn({{"xdg-open", url}, {}, {}}, streams);
+  } catch (const Error& e) {
+    spdlog::warn("could not open a browser ({}); open the URL above yourself", e.what());
+    return;
+  }
+  std::thread([pid] {
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid) return;
+    const int code = exit_code_from_wait_status(status);
+    if (code == 0) return;
+    spdlog::warn("could not open a browser ({}); open the URL above yourself",
+                 code == 127 ? std::string("xdg-open was not found")
+                             : fmt::format("xdg-open exited {}", code));
+  }).detach();
+}
+
 /// Prints the URL, opens it when asked, and serves until SIGINT, SIGTERM or SIGHUP.
 void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server& server, int port,
                         const std::string& token, const sigset_t& stop_signals) {
@@ -177,13 +202,7 @@ void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server&
                             ctx.project().name, url);
     ctx.err->flush();
   }
-  if (options.open) {
-    try {
-      spawn({{"xdg-open", url}, {}, {}});
-    } catch (const Error& e) {
-      spdlog::warn("could not open a browser ({}); open the URL above yourself", e.what());
-    }
-  }
+  if (options.open) open_in_browser(url);
   std::atomic<bool> finished{false};
   std::thread waiter([&] {
     const timespec tick{0, 200 * 1000 * 1000};

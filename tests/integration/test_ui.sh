@@ -162,6 +162,77 @@ kill -0 "$UI_PID" 2>/dev/null
 check "SIGINT stops the server" test $? -ne 0
 expect_contains "… saying so" "$(cat "$WORK/ui.err")" "Dashboard stopped"
 
+## More dashboards, each started by start_ui ARGS… (URL in $UI_URL, pid in $UI_PID)
+start_ui() {
+  local out="$WORK/ui2.out" err="$WORK/ui2.err"
+  : >"$out"
+  "$@" >"$out" 2>"$err" &
+  UI_PID=$!
+  STARTED_PIDS+=("$UI_PID")
+  for _ in $(seq 100); do [ -s "$out" ] && break; sleep 0.1; done
+  UI_URL=$(head -1 "$out")
+  UI_ERR=$(cat "$err")
+}
+stop_ui() {
+  kill -INT "$UI_PID"
+  for _ in $(seq 50); do kill -0 "$UI_PID" 2>/dev/null || break; sleep 0.1; done
+}
+
+## --open hands the URL (with its token) to xdg-open, the first on PATH
+mkdir -p "$WORK/fakebin" "$WORK/emptybin"
+printf '#!/bin/sh\nprintf "%%s\\n" "$*" >"%s/opened"\n' "$WORK" >"$WORK/fakebin/xdg-open"
+chmod +x "$WORK/fakebin/xdg-open"
+start_ui env PATH="$WORK/fakebin:$PATH" "$MLW" history ui --port 0 --open
+for _ in $(seq 50); do [ -s "$WORK/opened" ] && break; sleep 0.1; done
+expect_eq "--open opens the printed URL in the browser (xdg-open)" "$(cat "$WORK/opened" 2>/dev/null)" "$UI_URL"
+stop_ui
+## … and without a browser to open, says so and serves all the same
+start_ui env PATH="$WORK/emptybin" "$MLW" history ui --port 0 --open
+for _ in $(seq 50); do grep -q "could not open" "$WORK/ui2.err" && break; sleep 0.1; done
+UI_ERR=$(cat "$WORK/ui2.err")
+expect_contains "--open without xdg-open: a warning" "$UI_ERR" "could not open a browser"
+expect_eq "--open without xdg-open: still served" "$(code "$UI_URL" -L -c "$WORK/jar" -b "$WORK/jar")" 200
+stop_ui
+
+## --host: the address to listen on (another loopback address here), and the Host it answers to
+start_ui "$MLW" history ui --host 127.0.0.2 --port 0
+expect_contains "--host 127.0.0.2: the URL names it" "$UI_URL" "http://127.0.0.2:"
+B=${UI_URL%%/?token=*}
+T=${UI_URL##*token=}
+P=${B##*:}
+expect_eq "--host 127.0.0.2: served there" "$(code -H "Cookie: mlw_token_$P=$T" "$B/api/runs")" 200
+expect_eq "--host 127.0.0.2: not on 127.0.0.1" "$(code -H "Cookie: mlw_token_$P=$T" "http://127.0.0.1:$P/api/runs")" 000
+expect_eq "--host 127.0.0.2: a Host of localhost is refused (not what it listens on)" \
+  "$(code -H "Cookie: mlw_token_$P=$T" -H "Host: localhost:$P" "$B/api/runs")" 403
+stop_ui
+## --host 0.0.0.0 (every address) in a network namespace of this test's own with only loopback
+if ! unshare --net true 2>/dev/null; then
+  fail "--host 0.0.0.0: unshare --net is refused here (the suite needs root)"
+else
+  cat >"$WORK/wild.sh" <<'SH'
+ip link set lo up
+"$MLW" history ui --host 0.0.0.0 --port 0 >"$WORK/wild.out" 2>"$WORK/wild.err" &
+pid=$!
+for _ in $(seq 100); do [ -s "$WORK/wild.out" ] && break; sleep 0.1; done
+url=$(head -1 "$WORK/wild.out")
+port=${url%%/?token=*}; port=${port##*:}
+token=${url##*token=}
+c() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Cookie: mlw_token_$port=$token" "$@"; }
+echo "url $url"
+echo "ip $(c "http://127.0.0.1:$port/api/runs")"
+echo "name $(c -H "Host: $(hostname):$port" "http://127.0.0.1:$port/api/runs")"
+echo "foreign $(c -H "Host: attacker.example:$port" "http://127.0.0.1:$port/api/runs")"
+kill -INT $pid
+for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+SH
+  WILD=$(MLW="$MLW" WORK="$WORK" timeout 60 unshare --net bash "$WORK/wild.sh")
+  expect_contains "--host 0.0.0.0: a warning that every network can reach it" "$(cat "$WORK/wild.err")" "serves the dashboard to every network"
+  expect_contains "--host 0.0.0.0: the URL names this machine" "$(grep '^url ' <<<"$WILD")" "http://$(hostname):"
+  expect_eq "--host 0.0.0.0: served at an IP address" "$(grep '^ip ' <<<"$WILD")" "ip 200"
+  expect_eq "--host 0.0.0.0: served as this machine's name" "$(grep '^name ' <<<"$WILD")" "name 200"
+  expect_eq "--host 0.0.0.0: another name is refused (DNS rebinding)" "$(grep '^foreign ' <<<"$WILD")" "foreign 403"
+fi
+
 ## Bad input
 expect_error "a port out of range" 2 "--port must be" history ui --port 70000
 echo "$PASSED passed, $FAILED failed"
