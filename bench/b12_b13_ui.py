@@ -4,6 +4,7 @@ B13: a run page with a 1,000,000-point metric series (data response; chart drawn
 import http.client
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -64,27 +65,45 @@ def main(mlw, python):
                     for i in range(99_999)))
     db.commit()
     db.close()
-    server = subprocess.Popen([mlw, "history", "ui", "--port", "0"], cwd=project,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
+    def start():
+        server = subprocess.Popen([mlw, "history", "ui", "--port", "0"], cwd=project,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = server.stdout.readline().strip()
         port = int(url.split(":")[2].split("/")[0])
-        cookie = f"mlw_token_{port}={url.split('token=')[1]}"
+        return server, url, port, f"mlw_token_{port}={url.split('token=')[1]}"
+
+    def stop(server):
+        server.terminate()
+        server.wait()
+
+    series = f"/api/runs/{big}/series?points=2000"
+    # The first request of a fresh server reads the whole file: five fresh servers.
+    colds = []
+    for _ in range(5):
+        server, url, port, cookie = start()
+        try:
+            elapsed, body = whole(port, cookie, series)
+            colds.append(elapsed)
+        finally:
+            stop(server)
+    cold = median(colds)
+    shown = len(json.loads(body)["series"]["loss"]["x"])
+    server, url, port, cookie = start()
+    try:
         html = [first_byte(port, cookie, "/") for _ in range(30)]
         page = [first_byte(port, cookie, "/api/runs?limit=50") for _ in range(30)]
         by_metric = [first_byte(port, cookie, "/api/runs?limit=50&metric=loss&sort=metric")
                      for _ in range(10)]
-        cold, body = whole(port, cookie, f"/api/runs/{big}/series?points=2000")
-        shown = len(json.loads(body)["series"]["loss"]["x"])
-        warm = [whole(port, cookie, f"/api/runs/{big}/series?points=2000")[0] for _ in range(10)]
+        whole(port, cookie, series)
+        warm = [whole(port, cookie, series)[0] for _ in range(10)]
         node = lambda hash_, ready: float(subprocess.run(
             ["node", os.path.join(HERE, "ui_timing.cjs"), url, hash_, ready, "7"],
             check=True, capture_output=True, text=True).stdout.strip())
         interactive = node("#/", "runs")
         drawn = node(f"#/run/{big}", "run")
     finally:
-        server.terminate()
-        server.wait()
+        stop(server)
+        shutil.rmtree(work, ignore_errors=True)
     rows = [
         row("B12", "runs page over 100,000 runs: first byte of `/`", f"{median(html):.2f} ms", "—",
             "≤ 50 ms", median(html) <= 50),
@@ -94,8 +113,8 @@ def main(mlw, python):
             "(no target)", True),
         row("B12", "runs page interactive in Chromium (navigation to table drawn)",
             f"{interactive:.0f} ms", "—", "≤ 500 ms", interactive <= 500),
-        row("B13", f"1,000,000-point series: data response, first request (whole file read; "
-            f"{shown} points sent)", f"{cold:.0f} ms", "—", "≤ 200 ms", cold <= 200),
+        row("B13", f"1,000,000-point series: data response, a fresh server's first request (whole "
+            f"file read; {shown} points sent; median of 5)", f"{cold:.0f} ms", "—", "≤ 200 ms", cold <= 200),
         row("B13", "… later requests (read from where the last stopped)", f"{median(warm):.1f} ms",
             "—", "≤ 200 ms", median(warm) <= 200),
         row("B13", "run page with that series: chart drawn in Chromium (server warm)",

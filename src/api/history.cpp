@@ -34,8 +34,7 @@ nlohmann::ordered_json summary_row(const RunSummary& row, std::int64_t now_ms) {
           {"script", row.script},
           {"target", row.target},
           {"status", row.status},
-          {"created", row.created_ms ? nlohmann::ordered_json(format_utc(row.created_ms))
-                                     : nlohmann::ordered_json()},
+          {"created", utc_or_null(row.created_ms)},
           {"duration", row.start_ms ? nlohmann::ordered_json(format_duration(duration))
                                     : nlohmann::ordered_json()},
           {"exit_code",

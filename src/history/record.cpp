@@ -25,10 +25,11 @@ std::int64_t RunRecord::duration_ms(std::int64_t now_ms) const {
   return (end_ms ? end_ms : now_ms) - start_ms;
 }
 
-namespace {
-nlohmann::ordered_json time_or_null(std::int64_t ms) {
+nlohmann::ordered_json utc_or_null(std::int64_t ms) {
   return ms ? nlohmann::ordered_json(format_utc(ms)) : nlohmann::ordered_json();
 }
+
+namespace {
 std::int64_t ms_from(const nlohmann::ordered_json& json, const char* key) {
   const auto it = json.find(std::string(key) + "_ms");
   return it != json.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
@@ -71,9 +72,9 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"target", target},
       {"target_type", target_type},
       {"status", status},
-      {"created", time_or_null(created_ms)},
-      {"started", time_or_null(start_ms)},
-      {"ended", time_or_null(end_ms)},
+      {"created", utc_or_null(created_ms)},
+      {"started", utc_or_null(start_ms)},
+      {"ended", utc_or_null(end_ms)},
       {"duration_s", end_ms && start_ms ? nlohmann::ordered_json((end_ms - start_ms) / 1000.0)
                                         : nlohmann::ordered_json()},
       {"exit_code", exit_code ? nlohmann::ordered_json(*exit_code) : nlohmann::ordered_json()},

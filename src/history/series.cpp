@@ -7,7 +7,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <memory>
 #include <numeric>
+#include <thread>
 
 #include "mlw/history/collect.hpp"
 #include "mlw/util/strings.hpp"
@@ -18,6 +24,8 @@ namespace {
 
 constexpr std::size_t k_max_line = 1024 * 1024;  // as for_each_metric
 constexpr std::size_t k_chunk = 4 * 1024 * 1024;
+/// From this size on, a file read from its start is read by several threads.
+constexpr std::uint64_t k_parallel_from = 16 * 1024 * 1024;
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -52,29 +60,43 @@ struct Cursor {
     ++at;
     return true;
   }
-  /// A number as JSON writes it (RFC 8259 grammar); false for anything else.
-  bool number(double& out) {
+  /// A number as JSON writes it (RFC 8259 grammar); false for anything else. Converted into
+  /// `out` when `convert`; otherwise only checked to be in range (as the full parser checks).
+  bool number(double& out, bool convert) {
     const std::size_t start = at;
     const auto digits = [&] {
       const std::size_t from = at;
       while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
       return at > from;
     };
-    if (at < text.size() && text[at] == '-') ++at;
+    const bool negative = at < text.size() && text[at] == '-';
+    if (negative) ++at;
     if (at < text.size() && text[at] == '0') {
       ++at;
     } else if (!digits()) {
       return false;
     }
+    const std::size_t integer_end = at;
     if (at < text.size() && text[at] == '.') {
       ++at;
       if (!digits()) return false;
     }
+    bool exponent = false;
     if (at < text.size() && (text[at] == 'e' || text[at] == 'E')) {
+      exponent = true;
       ++at;
       if (at < text.size() && (text[at] == '+' || text[at] == '-')) ++at;
       if (!digits()) return false;
     }
+    const std::size_t first_digit = start + (negative ? 1 : 0);
+    if (at == integer_end && integer_end - first_digit <= 15) {
+      // An integer of at most 15 digits is exact in a double: no conversion routine needed.
+      std::int64_t whole = 0;
+      for (std::size_t i = first_digit; i < at; ++i) whole = whole * 10 + (text[i] - '0');
+      out = negative ? -static_cast<double>(whole) : static_cast<double>(whole);
+      return true;
+    }
+    if (!convert && !exponent && at - start < 300) return true;  // cannot overflow a double
     const auto result = std::from_chars(text.data() + start, text.data() + at, out);
     return result.ec == std::errc() && result.ptr == text.data() + at && std::isfinite(out);
   }
@@ -84,6 +106,32 @@ struct Cursor {
     return true;
   }
 };
+
+/// Where a big file may be cut into `parts` pieces of whole lines: 0, then the start of the
+/// first line at or after each k/parts of `size` (fewer when lines are long).
+std::vector<std::uint64_t> line_starts(int fd, std::uint64_t size, std::size_t parts) {
+  std::vector<std::uint64_t> starts{0};
+  char window[64 * 1024];
+  for (std::size_t k = 1; k < parts; ++k) {
+    std::uint64_t at = std::max<std::uint64_t>(size * k / parts, starts.back() + 1) - 1;
+    bool found = false;
+    while (!found && at < size) {
+      const ssize_t n = ::pread(fd, window, sizeof window, static_cast<off_t>(at));
+      if (n <= 0) break;
+      const auto* newline =
+          static_cast<const char*>(std::memchr(window, '\n', static_cast<std::size_t>(n)));
+      if (newline != nullptr) {
+        at += static_cast<std::uint64_t>(newline - window) + 1;
+        found = true;
+      } else {
+        at += static_cast<std::uint64_t>(n);
+      }
+    }
+    if (!found || at >= size) break;
+    starts.push_back(at);
+  }
+  return starts;
+}
 
 }  // namespace
 
@@ -118,7 +166,7 @@ int parse_flat_metric_line(std::string_view line, std::string_view& name, bool& 
       }
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       double number = 0;
-      if (!cursor.number(number)) return -1;
+      if (!cursor.number(number, is_value || is_step)) return -1;
       if (is_value) {
         numeric = true;
         value = number;
@@ -168,10 +216,15 @@ void MetricSeriesReader::add_line(std::string_view line) {
     has_step = json->contains("step") && (*json)["step"].is_number();
     if (has_step) step = (*json)["step"].get<double>();
   }
-  auto found = m_series.find(name);
-  if (found == m_series.end()) found = m_series.emplace(std::string(name), MetricSeries{}).first;
-  MetricSeries& series = found->second;
+  if (m_last == nullptr || m_last_name != name) {  // most lines repeat the last line's name
+    auto found = m_series.find(name);
+    if (found == m_series.end()) found = m_series.emplace(std::string(name), MetricSeries{}).first;
+    m_last_name = found->first;
+    m_last = &found->second;
+  }
+  MetricSeries& series = *m_last;
   if (numeric) {
+    if (!has_step && m_track_positions) m_positional.emplace_back(&series, series.x.size());
     series.x.push_back(has_step ? step : static_cast<double>(series.values));
     series.y.push_back(value);
   }
@@ -194,74 +247,159 @@ std::size_t MetricSeriesReader::add(std::string_view bytes, bool at_end) {
   return used;
 }
 
-void MetricSeriesReader::update(const std::filesystem::path& file, bool at_end) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  if (size >= 0 && static_cast<std::uint64_t>(size) < m_offset) *this = MetricSeriesReader();
-  std::string buffer;
+void MetricSeriesReader::read_range(int fd, std::uint64_t end, std::uint64_t size_hint,
+                                    bool at_end) {
+  const std::uint64_t begin = m_offset;
+  bool first_read = m_series.empty();
+  // One buffer, never zeroed or grown: a chunk after the unfinished line kept at its start.
+  const std::size_t capacity = k_chunk + k_max_line + 1;
+  const auto buffer = std::make_unique_for_overwrite<char[]>(capacity);
+  std::size_t kept = 0;
   bool skipping = false;  // inside a line already over the limit
-  while (true) {
-    const std::size_t kept = buffer.size();
-    buffer.resize(kept + k_chunk);
-    const ssize_t n =
-        ::pread(fd, buffer.data() + kept, k_chunk, static_cast<off_t>(m_offset + kept));
-    buffer.resize(kept + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+  while (m_offset + kept < end) {
+    const auto want = std::min<std::uint64_t>(capacity - kept, end - (m_offset + kept));
+    const ssize_t n = ::pread(fd, buffer.get() + kept, static_cast<std::size_t>(want),
+                              static_cast<off_t>(m_offset + kept));
     if (n <= 0) break;
+    const std::string_view bytes(buffer.get(), kept + static_cast<std::size_t>(n));
     std::size_t used = 0;
     if (skipping) {
-      const auto newline = buffer.find('\n');
-      if (newline == std::string::npos) {
-        m_offset += buffer.size();
-        buffer.clear();
+      const auto newline = bytes.find('\n');
+      if (newline == std::string_view::npos) {
+        m_offset += bytes.size();
+        kept = 0;
         continue;
       }
       used = newline + 1;
       skipping = false;
     }
-    used += add(std::string_view(buffer).substr(used), false);
+    used += add(bytes.substr(used), false);
+    if (first_read && used > 0 && m_offset + used < size_hint) {
+      // A big file read from its start: room for the points still to come, in proportion to
+      // what the first chunk held (growing a vector of a million points copies it again and
+      // again).
+      const double scale = static_cast<double>(size_hint - begin) / static_cast<double>(used);
+      for (auto& [name, series] : m_series) {
+        const auto expected =
+            static_cast<std::size_t>(static_cast<double>(series.x.size()) * scale);
+        series.x.reserve(expected + expected / 16);
+        series.y.reserve(expected + expected / 16);
+      }
+    }
+    first_read = false;
     m_offset += used;
-    buffer.erase(0, used);
-    if (buffer.size() > k_max_line) {  // a line with no end in sight: skipped like a long one
+    kept = bytes.size() - used;
+    if (kept > k_max_line) {  // a line with no end in sight: skipped like a long one
       ++m_skipped;
-      m_offset += buffer.size();
-      buffer.clear();
+      m_offset += kept;
+      kept = 0;
       skipping = true;
+    } else if (kept > 0) {
+      std::memmove(buffer.get(), buffer.get() + used, kept);
     }
   }
-  if (at_end && !skipping && !buffer.empty()) m_offset += add(buffer, true);
+  if (at_end && !skipping && kept > 0) m_offset += add({buffer.get(), kept}, true);
+}
+
+void MetricSeriesReader::merge(MetricSeriesReader&& later) {
+  // A later part counted the positions of its step-less points from 0: they follow this part's.
+  std::map<const MetricSeries*, double> shift;
+  for (auto& [name, series] : later.m_series) {
+    shift[&series] = static_cast<double>(m_series[name].values);
+  }
+  for (const auto& [series, index] : later.m_positional) series->x[index] += shift[series];
+  for (auto& [name, series] : later.m_series) {
+    MetricSeries& mine = m_series[name];
+    mine.x.insert(mine.x.end(), series.x.begin(), series.x.end());
+    mine.y.insert(mine.y.end(), series.y.begin(), series.y.end());
+    mine.values += series.values;
+  }
+  m_skipped += later.m_skipped;
+  m_offset = later.m_offset;
+}
+
+void MetricSeriesReader::update(const std::filesystem::path& file, bool at_end) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  if (size >= 0 && static_cast<std::uint64_t>(size) < m_offset) *this = MetricSeriesReader();
+  const auto file_size = static_cast<std::uint64_t>(std::max<off_t>(size, 0));
+  constexpr auto k_to_end = std::numeric_limits<std::uint64_t>::max();
+  const std::size_t threads = std::min(4u, std::thread::hardware_concurrency());
+  const auto starts = m_offset == 0 && threads > 1 && file_size >= k_parallel_from
+                          ? line_starts(fd, file_size, threads)
+                          : std::vector<std::uint64_t>{m_offset};
+  // A big file read for the first time: its parts (whole lines each) on threads of their own.
+  std::vector<MetricSeriesReader> parts(starts.size() - 1);
+  std::vector<std::exception_ptr> failures(parts.size());
+  std::vector<std::thread> workers;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    workers.emplace_back([&, k] {
+      try {
+        const bool last = k + 2 == starts.size();
+        parts[k].m_offset = starts[k + 1];
+        parts[k].m_track_positions = true;
+        parts[k].read_range(fd, last ? k_to_end : starts[k + 2], last ? file_size : starts[k + 2],
+                            last && at_end);
+      } catch (...) {
+        failures[k] = std::current_exception();
+      }
+    });
+  }
+  std::exception_ptr mine;
+  try {
+    const bool alone = parts.empty();
+    // The first part reserves room for the whole file: the others are appended to it.
+    read_range(fd, alone ? k_to_end : starts[1], file_size, alone && at_end);
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  for (auto& worker : workers) worker.join();
   ::close(fd);
+  if (mine) std::rethrow_exception(mine);
+  for (auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+  for (auto& part : parts) merge(std::move(part));
 }
 
 MetricSeries downsample(const MetricSeries& series, double from, double to, std::size_t threshold) {
-  std::vector<std::size_t> order(series.x.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  if (!std::is_sorted(series.x.begin(), series.x.end())) {
+  // The points in x order: the series itself when sorted (the usual case: steps only grow),
+  // else an index sorted by x (stable, so equal steps keep their logged order).
+  std::vector<std::size_t> order;
+  std::size_t base = 0;
+  std::size_t n = 0;
+  if (std::is_sorted(series.x.begin(), series.x.end())) {
+    const auto first = std::lower_bound(series.x.begin(), series.x.end(), from);
+    const auto last = std::upper_bound(first, series.x.end(), to);
+    base = static_cast<std::size_t>(first - series.x.begin());
+    n = static_cast<std::size_t>(last - first);
+  } else {
+    order.resize(series.x.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return series.x[a] < series.x[b]; });
+    const auto first = std::lower_bound(order.begin(), order.end(), from,
+                                        [&](std::size_t i, double v) { return series.x[i] < v; });
+    const auto last = std::upper_bound(first, order.end(), to,
+                                       [&](double v, std::size_t i) { return v < series.x[i]; });
+    base = static_cast<std::size_t>(first - order.begin());
+    n = static_cast<std::size_t>(last - first);
   }
-  const auto first = std::lower_bound(order.begin(), order.end(), from,
-                                      [&](std::size_t i, double v) { return series.x[i] < v; });
-  const auto last = std::upper_bound(first, order.end(), to,
-                                     [&](double v, std::size_t i) { return v < series.x[i]; });
-  const std::size_t n = static_cast<std::size_t>(last - first);
+  const auto index = [&](std::size_t k) { return order.empty() ? base + k : order[base + k]; };
+  const auto px = [&](std::size_t k) { return series.x[index(k)]; };
+  const auto py = [&](std::size_t k) { return series.y[index(k)]; };
   MetricSeries out;
   out.values = series.values;
   const auto keep = [&](std::size_t k) {
-    out.x.push_back(series.x[*(first + static_cast<std::ptrdiff_t>(k))]);
-    out.y.push_back(series.y[*(first + static_cast<std::ptrdiff_t>(k))]);
+    out.x.push_back(px(k));
+    out.y.push_back(py(k));
   };
   threshold = std::max<std::size_t>(threshold, 3);
   if (n <= threshold) {
     for (std::size_t k = 0; k < n; ++k) keep(k);
     return out;
   }
-  const auto px = [&](std::size_t k) {
-    return series.x[*(first + static_cast<std::ptrdiff_t>(k))];
-  };
-  const auto py = [&](std::size_t k) {
-    return series.y[*(first + static_cast<std::ptrdiff_t>(k))];
-  };
   // Largest-Triangle-Three-Buckets (Steinarsson 2013): the first and last points, and from each
   // of threshold-2 buckets the point whose triangle with the previous pick and the next
   // bucket's mean is largest.

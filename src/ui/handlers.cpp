@@ -108,10 +108,6 @@ double double_param(const httplib::Request& req, const char* name, double fallba
   }
 }
 
-Json time_or_null(std::int64_t ms) {
-  return ms ? Json(format_utc(ms)) : Json();
-}
-
 Json page_row(const RunPageRow& row, std::int64_t now_ms) {
   const RunSummary& r = row.run;
   const std::int64_t end = r.end_ms ? r.end_ms : now_ms;
@@ -120,7 +116,7 @@ Json page_row(const RunPageRow& row, std::int64_t now_ms) {
           {"script", r.script},
           {"target", r.target},
           {"status", r.status},
-          {"created", time_or_null(r.created_ms)},
+          {"created", utc_or_null(r.created_ms)},
           {"duration_s", r.start_ms ? Json((end - r.start_ms) / 1000.0) : Json()},
           {"exit_code", r.exit_code ? Json(*r.exit_code) : Json()},
           {"problem", row.problem.empty() ? Json() : Json(row.problem)},

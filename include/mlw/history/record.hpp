@@ -9,6 +9,9 @@
 
 namespace mlw {
 
+/// A time as the output schema writes it: ISO 8601 UTC, or null for 0 (not yet).
+nlohmann::ordered_json utc_or_null(std::int64_t ms);
+
 /// Run statuses (spec §5).
 namespace status {
 inline constexpr const char* k_queued = "Queued";

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mlw {
@@ -23,8 +24,14 @@ struct MetricSeries {
 /// twice. Lines are read as `for_each_metric` reads them (the same lines are skipped).
 class MetricSeriesReader {
  public:
+  MetricSeriesReader() = default;
+  MetricSeriesReader(const MetricSeriesReader&) = delete;
+  MetricSeriesReader& operator=(const MetricSeriesReader&) = delete;
+  MetricSeriesReader(MetricSeriesReader&&) = default;  ///< the map's nodes (and m_last) stay
+  MetricSeriesReader& operator=(MetricSeriesReader&&) = default;
   /// Reads `file` from where the last call stopped; starts over when the file shrank. A last
   /// line without its newline is read only `at_end` (the run has ended: it will get none).
+  /// A big file read from its start is cut at line starts and read by up to 4 threads.
   void update(const std::filesystem::path& file, bool at_end);
   /// Adds the complete lines of `bytes` (the text of a metrics file from where the last call
   /// stopped); returns how many bytes it used (up to the last newline; all with `at_end`).
@@ -38,9 +45,18 @@ class MetricSeriesReader {
 
  private:
   void add_line(std::string_view line);
+  /// Reads whole lines from m_offset up to `end` (or the end of the file); `size_hint` is where
+  /// the range is expected to end (to reserve room).
+  void read_range(int fd, std::uint64_t end, std::uint64_t size_hint, bool at_end);
+  /// Appends a part read after this one (its positions shifted past this part's values).
+  void merge(MetricSeriesReader&& later);
   std::map<std::string, MetricSeries, std::less<>> m_series;
   std::size_t m_skipped = 0;
   std::uint64_t m_offset = 0;
+  MetricSeries* m_last = nullptr;  ///< the series of the last line read, and its name
+  std::string_view m_last_name;
+  bool m_track_positions = false;  ///< a part after the first: note step-less points
+  std::vector<std::pair<MetricSeries*, std::size_t>> m_positional;
 };
 
 /// Reads one metrics line without a JSON library when it is a flat object (string keys and

@@ -119,6 +119,57 @@ TEST(MetricSeries, AgreesWithForEachMetricOnAFile) {
   EXPECT_EQ(reader.skipped(), 1u);
 }
 
+TEST(MetricSeries, ABigFileReadInPartsEqualsItReadWhole) {
+  // Over 16 MiB: update() cuts it at line starts and reads the parts on threads; the result
+  // must be what one reader adding the whole text gets. Step-less points (positions) after a
+  // cut, non-numeric values, escapes, bad lines and a line over 1 MiB all cross the cuts.
+  test::TempDir dir{"series"};
+  const auto file = dir.path() / "metrics.jsonl";
+  std::string text;
+  text.reserve(24u << 20);
+  for (int i = 0; text.size() < (20u << 20); ++i) {
+    const std::string n = std::to_string(i);
+    switch (i % 9) {
+      case 0:
+        text += "{\"name\": \"pos\", \"value\": " + n + ".5}\n";
+        break;
+      case 1:
+        text += "{\"name\": \"pos\", \"value\": \"text " + n + "\"}\n";
+        break;
+      case 2:
+        text += "{\"name\": \"l\\u006fss\", \"value\": 1e-3, \"step\": " + n + "}\n";
+        break;
+      case 3:
+        text += "not json " + n + "\n";
+        break;
+      default:
+        text += "{\"name\": \"loss\", \"value\": " + std::to_string(1.0 / (i + 1)) +
+                ", \"time\": 1700000000." + n + ", \"step\": " + n + "}\n";
+    }
+    if (i == 300001) text += std::string(1100 * 1024, 'x') + "\n";
+  }
+  text += "{\"name\": \"pos\", \"value\": 7";  // no newline yet: the run goes on
+  atomic_write_file(file, text);
+  MetricSeriesReader parts;
+  parts.update(file, false);
+  const MetricSeriesReader whole = read(text, false);
+  ASSERT_EQ(parts.offset(), text.size() - std::string("{\"name\": \"pos\", \"value\": 7").size());
+  EXPECT_EQ(parts.skipped(), whole.skipped());
+  ASSERT_EQ(parts.series().size(), 2u);
+  for (const auto& [name, series] : whole.series()) {
+    const auto& read_in_parts = parts.series().at(name);
+    EXPECT_EQ(read_in_parts.values, series.values) << name;
+    EXPECT_TRUE(read_in_parts.x == series.x) << name;
+    EXPECT_TRUE(read_in_parts.y == series.y) << name;
+  }
+  // The rest of the last line arrives; the next update reads only it.
+  atomic_write_file(file, text + "}\n");
+  parts.update(file, false);
+  EXPECT_EQ(parts.series().at("pos").y.back(), 7);
+  EXPECT_EQ(parts.series().at("pos").x.back(),
+            static_cast<double>(parts.series().at("pos").values - 1));
+}
+
 TEST(Downsample, KeepsEndsAndPeaksAndStaysUnderTheThreshold) {
   MetricSeries s;
   for (int i = 0; i < 100000; ++i) {

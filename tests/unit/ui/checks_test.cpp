@@ -4,23 +4,45 @@
 
 namespace mlw::ui {
 
-TEST(HostHeader, LoopbackServerAcceptsItsOwnNamesOnly) {
-  EXPECT_TRUE(host_header_allowed("127.0.0.1:8717", "127.0.0.1", 8717, "box"));
-  EXPECT_TRUE(host_header_allowed("localhost:8717", "127.0.0.1", 8717, "box"));
-  EXPECT_TRUE(host_header_allowed("LOCALHOST:8717", "127.0.0.1", 8717, "box"));
-  EXPECT_FALSE(host_header_allowed("localhost:8718", "127.0.0.1", 8717, "box"));
-  EXPECT_FALSE(host_header_allowed("localhost", "127.0.0.1", 8717, "box"));
-  EXPECT_FALSE(host_header_allowed("attacker.example:8717", "127.0.0.1", 8717, "box"));
-  EXPECT_FALSE(host_header_allowed("box:8717", "127.0.0.1", 8717, "box"));
-  EXPECT_FALSE(host_header_allowed("", "127.0.0.1", 8717, "box"));
-}
+/// One Host header against one server: bound address, port, machine name, and the answer.
+struct HostCase {
+  const char* header;
+  const char* bound;
+  int port;
+  bool allowed;
+};
 
-TEST(HostHeader, WildcardServerAcceptsAddressesAndTheMachineName) {
-  EXPECT_TRUE(host_header_allowed("10.1.2.3:80", "0.0.0.0", 80, "box"));
-  EXPECT_TRUE(host_header_allowed("[fe80::1]:80", "::", 80, "box"));
-  EXPECT_TRUE(host_header_allowed("box:80", "0.0.0.0", 80, "box"));
-  EXPECT_FALSE(host_header_allowed("attacker.example:80", "0.0.0.0", 80, "box"));
-  EXPECT_TRUE(host_header_allowed("[::1]:80", "::1", 80, "box"));
+TEST(HostHeader, OnlyNamesOfTheBoundAddressAndPortPass) {
+  const HostCase cases[] = {
+      // Bound to loopback: its own address and localhost, with its port, in any case.
+      {"127.0.0.1:8717", "127.0.0.1", 8717, true},
+      {"localhost:8717", "127.0.0.1", 8717, true},
+      {"LOCALHOST:8717", "127.0.0.1", 8717, true},
+      {"[::1]:8717", "127.0.0.1", 8717, true},
+      {"localhost:8718", "127.0.0.1", 8717, false},
+      {"localhost", "127.0.0.1", 8717, false},
+      {"attacker.example:8717", "127.0.0.1", 8717, false},  // DNS rebinding
+      {"box:8717", "127.0.0.1", 8717, false},
+      {"", "127.0.0.1", 8717, false},
+      {"127.0.0.1:8717:8717", "127.0.0.1", 8717, false},
+      // Bound to another address: that address only.
+      {"127.0.0.2:80", "127.0.0.2", 80, true},
+      {"localhost:80", "127.0.0.2", 80, false},
+      {"127.0.0.1:80", "127.0.0.2", 80, false},
+      {"[::1]:80", "::1", 80, true},
+      // Bound to every address: any address literal, and this machine's name.
+      {"10.1.2.3:80", "0.0.0.0", 80, true},
+      {"[fe80::1]:80", "::", 80, true},
+      {"box:80", "0.0.0.0", 80, true},
+      {"BOX:80", "0.0.0.0", 80, true},
+      {"localhost:80", "0.0.0.0", 80, true},
+      {"attacker.example:80", "0.0.0.0", 80, false},
+      {"10.1.2.3.example:80", "0.0.0.0", 80, false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(host_header_allowed(c.header, c.bound, c.port, "box"), c.allowed)
+        << "Host: " << c.header << " to a server on " << c.bound << ":" << c.port;
+  }
 }
 
 TEST(OutputPath, RefusesEverythingThatCouldLeaveOutputs) {
