@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 
-from timing import median, row, sh
+from timing import fill_history, median, row, sh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -54,15 +54,10 @@ def main(mlw, python):
                                 "time": 1.7e9 + i * 0.01, "step": i}) + "\n")
     db = sqlite3.connect(os.path.join(project, ".mlw", "history.db"))
     now = int(time.time() * 1000)
-    db.executemany(
-        "INSERT INTO runs(run_id, run_number, script, target, status, created_ms, start_ms, end_ms,"
-        " exit_code) VALUES(?,?,?,?,?,?,?,?,?)",
-        ((f"dash_{now - 200000 + i}", i + 2, "train.py", "local" if i % 3 else "docker",
-          "Completed" if i % 7 else "Failed", now - 200000 + i, now - 200000 + i,
-          now - 199000 + i, 0 if i % 7 else 1) for i in range(99_999)))
+    # Older than the real run made above (their ids must not meet its id).
+    ids = fill_history(db, "dash", 99_999, now - 100_000, first_number=2)
     db.executemany("INSERT INTO metrics_last(run_id, name, value) VALUES(?,?,?)",
-                   ((f"dash_{now - 200000 + i}", "loss", (i * 7919 % 1000) / 1000.0)
-                    for i in range(99_999)))
+                   ((run_id, "loss", (i * 7919 % 1000) / 1000.0) for i, run_id in enumerate(ids)))
     db.commit()
     db.close()
     def start():

@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 
-from timing import alternate, median, row, sh
+from timing import fill_history, alternate, median, row, sh
 
 
 def main(mlw, python):
@@ -17,12 +17,7 @@ def main(mlw, python):
     sh(f"{mlw} -q history list", cwd=project)  # creates the index with mlw's own schema
     db = sqlite3.connect(os.path.join(project, ".mlw", "history.db"))
     now = int(time.time() * 1000)
-    db.executemany(
-        "INSERT INTO runs(run_id, run_number, script, target, status, created_ms, start_ms, end_ms,"
-        " exit_code) VALUES(?,?,?,?,?,?,?,?,?)",
-        ((f"hist_{now - 100000 + i}", i + 1, "train.py", "local" if i % 3 else "docker",
-          "Completed" if i % 7 else "Failed", now - 100000 + i, now - 100000 + i, now - 99000 + i,
-          0 if i % 7 else 1) for i in range(100000)))
+    fill_history(db, "hist", 100000, now)
     db.commit()
     db.close()
     times = alternate({

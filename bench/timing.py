@@ -52,3 +52,16 @@ def row(figure, what, value, floor, target, ok):
 
 def sh(command, cwd=None):
     return subprocess.run(command, shell=True, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def fill_history(db, prefix, count, now_ms, first_number=1):
+    """Inserts `count` ended runs (prefix_<ms>, numbered from first_number, a third on docker,
+    one in seven Failed) into the runs table of an index mlw created; returns their ids."""
+    ids = [f"{prefix}_{now_ms - count + i}" for i in range(count)]
+    db.executemany(
+        "INSERT INTO runs(run_id, run_number, script, target, status, created_ms, start_ms, end_ms,"
+        " exit_code) VALUES(?,?,?,?,?,?,?,?,?)",
+        ((ids[i], first_number + i, "train.py", "local" if i % 3 else "docker",
+          "Completed" if i % 7 else "Failed", now_ms - count + i, now_ms - count + i,
+          now_ms - count + 1000 + i, 0 if i % 7 else 1) for i in range(count)))
+    return ids
