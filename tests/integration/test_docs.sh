@@ -51,6 +51,22 @@ while IFS= read -r line; do
       echo "not run (it would remove images other suites use on the shared engine): $command"
       continue ;;
   esac
+  if [ "$command" = "mlw history ui" ]; then
+    # It serves until Ctrl-C: the page at the URL it printed, then SIGINT.
+    bash -c "exec $command" >"$WORK/line.out" 2>"$WORK/line.err" </dev/null &
+    ui_pid=$!
+    STARTED_PIDS+=("$ui_pid")
+    for _ in $(seq 100); do [ -s "$WORK/line.out" ] && break; sleep 0.1; done
+    ui_url=$(head -1 "$WORK/line.out")
+    expect_eq "README: $command serves the dashboard at the URL it prints" \
+      "$(curl -s -o "$WORK/ui.html" -w '%{http_code}' --max-time 10 -L -c "$WORK/jar" -b "$WORK/jar" "$ui_url")" 200
+    expect_contains "README: … the project's dashboard" "$(cat "$WORK/ui.html")" "<title>demo · mlw</title>"
+    kill -INT "$ui_pid"
+    wait "$ui_pid"
+    expect_eq "README: $command ends with 0 on Ctrl-C" "$?" 0
+    LINES_RUN=$((LINES_RUN + 1))
+    continue
+  fi
   command=${command//demo_1795282976808/$RUN_ID}
   command=${command//gpu-vm.example.com/127.0.0.1:$MLW_TEST_SSH_PORT}
   command=${command//-u me /-u $MLW_TEST_SSH_USER }
@@ -71,7 +87,7 @@ while IFS= read -r line; do
       expect_contains "README: the remote run says it completed" "$(cat "$WORK/line.out")" "Completed" ;;
   esac
 done <<<"$USE"
-expect_eq "every README line that can run here ran" "$LINES_RUN" 10
+expect_eq "every README line that can run here ran" "$LINES_RUN" 11
 
 # --- -v / -vv (cli.md: debug / trace), on the README's remote target -------------------------------
 for level in "" -v -vv; do
