@@ -161,6 +161,9 @@ for _ in $(seq 50); do kill -0 "$UI_PID" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$UI_PID" 2>/dev/null
 check "SIGINT stops the server" test $? -ne 0
 expect_contains "… saying so" "$(cat "$WORK/ui.err")" "Dashboard stopped"
+wait "$UI_PID"
+expect_eq "… and exits 0 (under ASan: no leak, no error in all it served)" "$?" 0
+check "no sanitizer report from the server" test "$(grep -c Sanitizer "$WORK/ui.err")" -eq 0
 
 ## More dashboards, each started by start_ui ARGS… (URL in $UI_URL, pid in $UI_PID)
 start_ui() {
