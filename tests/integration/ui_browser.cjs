@@ -115,6 +115,10 @@ async function main() {
   await page.goto(url.replace(/\?token=.*/, "") + `#/run/${runLive}`);
   await ready("run");
   await page.waitForFunction(() => /tick 12\n/.test(document.getElementById("log").textContent), null, { timeout: 20000 });
+  // Then at least three more polls (one a second) of what the run appends.
+  const shown = (await page.textContent("#log")).split("\n").filter((l) => l.startsWith("tick ")).length;
+  await page.waitForFunction((n) => document.getElementById("log").textContent.includes(`tick ${n}\n`),
+    shown + 14, { timeout: 30000 });
   const lines = (await page.textContent("#log")).split("\n").filter((l) => l.startsWith("tick "));
   const inOrder = lines.every((l, i) => l === `tick ${i}`);
   check("the live log grows line by line, none lost or doubled", inOrder && lines.length >= 13, JSON.stringify(lines.slice(0, 20)));
