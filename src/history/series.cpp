@@ -330,33 +330,28 @@ void MetricSeriesReader::update(const std::filesystem::path& file, bool at_end) 
                           ? line_starts(fd, file_size, threads)
                           : std::vector<std::uint64_t>{m_offset};
   // A big file read for the first time: its parts (whole lines each) on threads of their own.
+  // Part k ends where part k+1 starts, the last at the end of the file; the first (this
+  // reader) reserves room for the whole file, as the others are appended to it.
   std::vector<MetricSeriesReader> parts(starts.size() - 1);
-  std::vector<std::exception_ptr> failures(parts.size());
+  std::vector<std::exception_ptr> failures(starts.size());
+  const auto read_part = [&](MetricSeriesReader& reader, std::size_t k) {
+    try {
+      const bool last = k + 1 == starts.size();
+      reader.m_offset = starts[k];
+      reader.m_track_positions = k > 0;
+      reader.read_range(fd, last ? k_to_end : starts[k + 1],
+                        last || k == 0 ? file_size : starts[k + 1], last && at_end);
+    } catch (...) {
+      failures[k] = std::current_exception();
+    }
+  };
   std::vector<std::thread> workers;
-  for (std::size_t k = 0; k < parts.size(); ++k) {
-    workers.emplace_back([&, k] {
-      try {
-        const bool last = k + 2 == starts.size();
-        parts[k].m_offset = starts[k + 1];
-        parts[k].m_track_positions = true;
-        parts[k].read_range(fd, last ? k_to_end : starts[k + 2], last ? file_size : starts[k + 2],
-                            last && at_end);
-      } catch (...) {
-        failures[k] = std::current_exception();
-      }
-    });
+  for (std::size_t k = 1; k < starts.size(); ++k) {
+    workers.emplace_back([&, k] { read_part(parts[k - 1], k); });
   }
-  std::exception_ptr mine;
-  try {
-    const bool alone = parts.empty();
-    // The first part reserves room for the whole file: the others are appended to it.
-    read_range(fd, alone ? k_to_end : starts[1], file_size, alone && at_end);
-  } catch (...) {
-    mine = std::current_exception();
-  }
+  read_part(*this, 0);
   for (auto& worker : workers) worker.join();
   ::close(fd);
-  if (mine) std::rethrow_exception(mine);
   for (auto& failure : failures) {
     if (failure) std::rethrow_exception(failure);
   }
