@@ -37,12 +37,26 @@ RUN_B=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.lo
 "$MLW" -q experiment submit -a -c local slow.py >/dev/null
 RUN_LIVE=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 
+## Dashboards, each started by start_ui ARGS… (URL in $UI_URL, pid in $UI_PID, its stdout and
+## stderr in $WORK/ui.out and ui.err) and stopped by stop_ui (Ctrl-C)
+start_ui() {
+  local out="$WORK/ui.out" err="$WORK/ui.err"
+  : >"$out"
+  "$@" >"$out" 2>"$err" &
+  UI_PID=$!
+  STARTED_PIDS+=("$UI_PID")
+  for _ in $(seq 100); do [ -s "$out" ] && break; sleep 0.1; done
+  UI_URL=$(head -1 "$out")
+  UI_ERR=$(cat "$err")
+}
+stop_ui() {
+  kill -INT "$UI_PID"
+  for _ in $(seq 50); do kill -0 "$UI_PID" 2>/dev/null || break; sleep 0.1; done
+}
+
 ## The server: its URL on stdout
-"$MLW" history ui --port 0 >"$WORK/ui.out" 2>"$WORK/ui.err" &
-UI_PID=$!
-STARTED_PIDS+=("$UI_PID")
-for _ in $(seq 100); do [ -s "$WORK/ui.out" ] && break; sleep 0.1; done
-URL=$(head -1 "$WORK/ui.out")
+start_ui "$MLW" history ui --port 0
+URL=$UI_URL
 expect_contains "the URL is printed with its token" "$URL" "http://127.0.0.1:"
 BASE=${URL%%/?token=*}
 TOKEN=${URL##*token=}
@@ -156,30 +170,13 @@ expect_contains "history list shows the run canceled from the page" "$(grep "$RU
 expect_error "a busy port" 1 "cannot listen on 127.0.0.1 port $PORT" history ui --port "$PORT"
 
 ## Ctrl-C stops it
-kill -INT "$UI_PID"
-for _ in $(seq 50); do kill -0 "$UI_PID" 2>/dev/null || break; sleep 0.1; done
+stop_ui
 kill -0 "$UI_PID" 2>/dev/null
 check "SIGINT stops the server" test $? -ne 0
 expect_contains "… saying so" "$(cat "$WORK/ui.err")" "Dashboard stopped"
 wait "$UI_PID"
 expect_eq "… and exits 0 (under ASan: no leak, no error in all it served)" "$?" 0
 check "no sanitizer report from the server" test "$(grep -c Sanitizer "$WORK/ui.err")" -eq 0
-
-## More dashboards, each started by start_ui ARGS… (URL in $UI_URL, pid in $UI_PID)
-start_ui() {
-  local out="$WORK/ui2.out" err="$WORK/ui2.err"
-  : >"$out"
-  "$@" >"$out" 2>"$err" &
-  UI_PID=$!
-  STARTED_PIDS+=("$UI_PID")
-  for _ in $(seq 100); do [ -s "$out" ] && break; sleep 0.1; done
-  UI_URL=$(head -1 "$out")
-  UI_ERR=$(cat "$err")
-}
-stop_ui() {
-  kill -INT "$UI_PID"
-  for _ in $(seq 50); do kill -0 "$UI_PID" 2>/dev/null || break; sleep 0.1; done
-}
 
 ## --open hands the URL (with its token) to xdg-open, the first on PATH
 mkdir -p "$WORK/fakebin" "$WORK/emptybin"
@@ -191,8 +188,8 @@ expect_eq "--open opens the printed URL in the browser (xdg-open)" "$(cat "$WORK
 stop_ui
 ## … and without a browser to open, says so and serves all the same
 start_ui env PATH="$WORK/emptybin" "$MLW" history ui --port 0 --open
-for _ in $(seq 50); do grep -q "could not open" "$WORK/ui2.err" && break; sleep 0.1; done
-UI_ERR=$(cat "$WORK/ui2.err")
+for _ in $(seq 50); do grep -q "could not open" "$WORK/ui.err" && break; sleep 0.1; done
+UI_ERR=$(cat "$WORK/ui.err")
 expect_contains "--open without xdg-open: a warning" "$UI_ERR" "could not open a browser"
 expect_eq "--open without xdg-open: still served" "$(code "$UI_URL" -L -c "$WORK/jar" -b "$WORK/jar")" 200
 stop_ui
