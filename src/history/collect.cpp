@@ -16,7 +16,6 @@ namespace mlw {
 
 namespace {
 
-constexpr std::size_t k_max_metric_line = 1024 * 1024;
 constexpr int k_max_metric_depth = 32;
 
 /// True when the JSON text nests arrays and objects no deeper than k_max_metric_depth (checked

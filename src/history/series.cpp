@@ -22,7 +22,6 @@ namespace mlw {
 
 namespace {
 
-constexpr std::size_t k_max_line = 1024 * 1024;  // as for_each_metric
 constexpr std::size_t k_chunk = 4 * 1024 * 1024;
 /// From this size on, a file read from its start is read by several threads.
 constexpr std::uint64_t k_parallel_from = 16 * 1024 * 1024;
@@ -237,7 +236,7 @@ std::size_t MetricSeriesReader::add(std::string_view bytes, bool at_end) {
     const auto newline = bytes.find('\n', used);
     if (newline == std::string_view::npos && !at_end) break;
     const std::size_t end = newline == std::string_view::npos ? bytes.size() : newline;
-    if (end - used > k_max_line) {
+    if (end - used > k_max_metric_line) {
       ++m_skipped;
     } else {
       add_line(bytes.substr(used, end - used));
@@ -252,7 +251,7 @@ void MetricSeriesReader::read_range(int fd, std::uint64_t end, std::uint64_t siz
   const std::uint64_t begin = m_offset;
   bool first_read = m_series.empty();
   // One buffer, never zeroed or grown: a chunk after the unfinished line kept at its start.
-  const std::size_t capacity = k_chunk + k_max_line + 1;
+  const std::size_t capacity = k_chunk + k_max_metric_line + 1;
   const auto buffer = std::make_unique_for_overwrite<char[]>(capacity);
   std::size_t kept = 0;
   bool skipping = false;  // inside a line already over the limit
@@ -289,7 +288,7 @@ void MetricSeriesReader::read_range(int fd, std::uint64_t end, std::uint64_t siz
     first_read = false;
     m_offset += used;
     kept = bytes.size() - used;
-    if (kept > k_max_line) {  // a line with no end in sight: skipped like a long one
+    if (kept > k_max_metric_line) {  // a line with no end in sight: skipped like a long one
       ++m_skipped;
       m_offset += kept;
       kept = 0;

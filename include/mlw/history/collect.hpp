@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -11,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 namespace mlw {
+
+/// The longest metrics line read (bytes, without its newline); a longer one is skipped.
+inline constexpr std::size_t k_max_metric_line = 1024 * 1024;
 
 /// Receives one metric line's name and value.
 using MetricVisitor = std::function<void(const std::string& name, nlohmann::ordered_json value)>;
