@@ -231,8 +231,15 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
     if (compute.address.empty()) {
       throw UsageError(fmt::format("a {} target needs an address: -a HOST[:PORT]", type));
     }
-    if (request.username) compute.username = *request.username;
+    if (request.username) {
+      check_ssh_user(*request.username, "-u: ");
+      compute.username = *request.username;
+    }
+    // Without -u the login user is ~/.ssh/config's User for the address, as ssh has it, and
+    // only then the local user.
+    if (compute.username.empty()) compute.username = target_endpoint(compute).user;
     if (compute.username.empty()) compute.username = current_user();
+    check_ssh_user(compute.username, "the local user name: ");
     // A 2017 secret reference cannot be read; a new password (or -k) replaces it.
     if (starts_with(compute.password, "AzureMlSecret=")) compute.password.clear();
   }
@@ -332,7 +339,8 @@ void attach(Context& ctx, const AttachRequest& request) {
       }
     }
     if (password) {
-      compute.password = secrets.put(request.name, compute.username, *password);
+      compute.password = secrets.put(request.name, compute.username, *password,
+                                     endpoint_identity(target_endpoint(compute)));
       new_secrets.push_back(compute.password);
     }
     // On --force, the files keep what the user wrote: the .compute changes only in the keys

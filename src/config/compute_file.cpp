@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "mlw/config/names.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/strings.hpp"
@@ -159,8 +160,26 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   if (!doc.root["type"]) {
     throw Error(doc.display_path + ": the key \"type\" is missing (one of " + kind_names() + ")");
   }
+  if (const YAML::Node type = doc.root["type"]; type.IsScalar() && type.Scalar() == "cluster") {
+    fail_at(doc, type,
+            "type: cluster is a 2017 HDInsight Spark cluster, which mlw does not run; attach a "
+            "machine of it as remote or remotedocker instead (docs/compute-file.md)");
+  }
   apply_key_table(doc, compute_keys(), config);
   config.type = std::string(kind_of(config.type).name);  // an alias becomes its kind's name
+  // A cloned project's names reach a ProxyCommand: refused as OpenSSH refuses them.
+  if (!config.address.empty()) {
+    try {
+      parse_address(config.address);
+    } catch (const UsageError& e) {
+      fail_at(doc, doc.root["address"], e.what());
+    }
+  }
+  if (!config.username.empty() && !is_ssh_user_name(config.username)) {
+    fail_at(doc, doc.root["username"],
+            fmt::format("username \"{}\" contains invalid characters (as OpenSSH refuses it)",
+                        config.username));
+  }
   if (config.nodes < 1) fail_at(doc, doc.root["nodes"], "nodes must be at least 1");
   if (config.gpus_per_node < 0) {
     fail_at(doc, doc.root["gpusPerNode"], "gpusPerNode must not be negative");

@@ -42,11 +42,12 @@ int parse_port(const std::string& text, const std::string& whole) {
 
 void check_host(const std::string& host, const std::string& whole) {
   if (host.empty()) throw UsageError(fmt::format("address \"{}\" has no host name", whole));
-  for (char c : host) {
-    if (c <= ' ' || c == '/' || c == '@' || c == '\'' || c == '"' || c == '\\' || c == 0x7f) {
-      throw UsageError(
-          fmt::format("address \"{}\": host name has a character that is not allowed", whole));
-    }
+  if (!is_ssh_host_name(host) || host.find('/') != std::string::npos ||
+      host.find('@') != std::string::npos) {
+    throw UsageError(fmt::format(
+        "address \"{}\": host name contains invalid characters (as OpenSSH refuses it: no "
+        "spaces, control characters, quotes or {}, and no '-' first)",
+        whole, "$ \\ ; & < > | ( ) { } `,"));
   }
 }
 
@@ -91,6 +92,40 @@ Address parse_address(const std::string& text) {
   }
   check_host(address.host, text);
   return address;
+}
+
+bool is_ssh_host_name(std::string_view host) {
+  if (host.empty() || host.front() == '-') return false;
+  for (const char c : host) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= ' ' || u == 0x7f ||
+        std::string_view("'`\"$\\;&<>|(){},").find(c) != std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_ssh_user_name(std::string_view user) {
+  if (user.empty() || user.front() == '-' || user.back() == '\\') return false;
+  for (std::size_t i = 0; i < user.size(); ++i) {
+    const auto u = static_cast<unsigned char>(user[i]);
+    if (u < ' ' || u == 0x7f ||
+        std::string_view("'`\";&<>|(){}").find(user[i]) != std::string_view::npos) {
+      return false;
+    }
+    if ((user[i] == ' ' || user[i] == '\t') && i + 1 < user.size() && user[i + 1] == '-')
+      return false;
+  }
+  return true;
+}
+
+void check_ssh_user(const std::string& user, const std::string& where) {
+  if (user.empty() || is_ssh_user_name(user)) return;
+  throw UsageError(fmt::format(
+      "{}username \"{}\" contains invalid characters (as OpenSSH refuses it: no quotes, control "
+      "characters or ; & < > | ( ) {{ }} `, and no '-' first)",
+      where, user));
 }
 
 bool is_environment_name(std::string_view name) {

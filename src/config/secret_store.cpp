@@ -60,9 +60,16 @@ bool SecretStore::is_reference(const std::string& value) {
 }
 
 std::string SecretStore::load_text() const {
+  restrict_folder();
   const fs::path path = file();
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) return "{}";
+  if (info.st_uid != ::geteuid()) {
+    throw Error(
+        fmt::format("{} belongs to another user (uid {}); mlw reads passwords only from a "
+                    "file of yours",
+                    path.string(), info.st_uid));
+  }
   if ((info.st_mode & 077) != 0) {
     throw Error(
         fmt::format("{} can be read by other users (mode {:04o}); fix it with: chmod 600 {}",
@@ -73,8 +80,17 @@ std::string SecretStore::load_text() const {
 
 void SecretStore::restrict_folder() const {
   // A folder that already existed (made by another tool, or with a loose umask) is made 0700
-  // too: the store's lock and temporary files live in it.
+  // too: the store's lock and temporary files live in it. One that another user owns is never
+  // used: that user could read or replace every secret written there.
   struct stat info {};
+  if (::lstat(m_folder.c_str(), &info) == 0 &&
+      (!S_ISDIR(info.st_mode) || info.st_uid != ::geteuid())) {
+    throw Error(
+        fmt::format("{} is not a folder of yours (owner uid {}): mlw keeps passwords only "
+                    "in a folder that you own and only you can open; remove it, or set "
+                    "XDG_CONFIG_HOME to a folder of yours",
+                    m_folder.string(), info.st_uid));
+  }
   if (::lstat(m_folder.c_str(), &info) == 0 && S_ISDIR(info.st_mode) &&
       info.st_uid == ::geteuid() && (info.st_mode & 077) != 0) {
     if (::chmod(m_folder.c_str(), 0700) != 0) {
@@ -85,7 +101,7 @@ void SecretStore::restrict_folder() const {
 }
 
 std::string SecretStore::put(const std::string& target, const std::string& user,
-                             const std::string& secret) {
+                             const std::string& secret, const std::string& endpoint) {
   make_directories(m_folder, 0700);
   restrict_folder();
   StoreLock lock(m_folder);
@@ -96,12 +112,12 @@ std::string SecretStore::put(const std::string& target, const std::string& user,
     throw Error(file().string() + " is damaged (not JSON); move it away and attach again");
   }
   const std::string reference = fmt::format("{}{}#{}#{}", k_prefix, target, user, new_uuid());
-  data["secrets"][reference] = secret;
+  data["secrets"][reference] = {{"secret", secret}, {"endpoint", endpoint}};
   atomic_write_file(file(), data.dump(2) + "\n", 0600);
   return reference;
 }
 
-std::string SecretStore::get(const std::string& reference) const {
+StoredSecret SecretStore::lookup(const std::string& reference) const {
   if (starts_with(reference, "AzureMlSecret=")) {
     throw Error(
         "the password is an Azure ML Workbench secret reference (AzureMlSecret=…) that "
@@ -123,7 +139,21 @@ std::string SecretStore::get(const std::string& reference) const {
     throw Error("no stored password for " + reference + " in " + file().string() +
                 "; re-attach the target with --force --password-stdin");
   }
-  return data["secrets"][reference].get<std::string>();
+  const auto& entry = data["secrets"][reference];
+  if (entry.is_string()) return {entry.get<std::string>(), ""};  // stored before mlw bound them
+  if (!entry.is_object() || !entry.contains("secret") || !entry["secret"].is_string()) {
+    throw Error(
+        fmt::format("{}: the entry {} is damaged; re-attach the target with --force "
+                    "--password-stdin",
+                    file().string(), reference));
+  }
+  const auto endpoint = entry.value("endpoint", nlohmann::ordered_json(""));
+  return {entry["secret"].get<std::string>(),
+          endpoint.is_string() ? endpoint.get<std::string>() : ""};
+}
+
+std::string SecretStore::get(const std::string& reference) const {
+  return lookup(reference).value;
 }
 
 bool SecretStore::remove(const std::string& reference) {

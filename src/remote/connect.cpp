@@ -56,6 +56,29 @@ void apply_config(const SshEndpoint& endpoint, const ConnectRequest& request, Ss
   options.proxy_command = endpoint.proxy_command;
 }
 
+/// A stored password goes only to the endpoint it was given for: for another one (a changed
+/// address, port or user in the compute file, or ~/.ssh/config), the user is asked at a
+/// terminal; without one the login is refused, naming both.
+void confirm_other_endpoint(Context& ctx, bool terminal, const StoredSecret& stored,
+                            const std::string& now, const std::string& target) {
+  const std::string was = stored.endpoint.empty()
+                              ? "an endpoint mlw did not record (stored by an older mlw)"
+                              : stored.endpoint;
+  if (terminal) {
+    const std::string answer = lower_ascii(trim(read_terminal_line(
+        *ctx.err,
+        fmt::format("The password stored for target \"{}\" was given for {}; send it to {}? "
+                    "(yes/no) ",
+                    target, was, now),
+        true)));
+    if (answer == "y" || answer == "yes") return;
+  }
+  throw Error(fmt::format(
+      "the password stored for target \"{}\" was given for {}, not {}: it is not sent there; "
+      "if {} is right, attach again: mlw computetarget attach … -n {} --force --password-stdin",
+      target, was, now, now, target));
+}
+
 /// `streams` whose input begins with `taken` (what a stale shell was sent), then goes on.
 ShellStreams replaying(const ShellStreams& streams, std::string taken) {
   if (taken.empty()) return streams;
@@ -200,10 +223,15 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
   }
   if (!request.only_key_file) {
     // A copy of the given password: a kept connection's fallback logs in after this call.
-    options.password = [&ctx, &compute, given = request.password]() -> std::optional<std::string> {
+    options.password = [&ctx, &compute, given = request.password, terminal,
+                        bound = endpoint_identity(endpoint),
+                        target_name]() -> std::optional<std::string> {
       if (given) return given;
       if (compute.password.empty()) return std::nullopt;
-      return SecretStore(ctx.config_dir).get(compute.password);
+      const StoredSecret stored = SecretStore(ctx.config_dir).lookup(compute.password);
+      if (stored.endpoint != bound)
+        confirm_other_endpoint(ctx, terminal, stored, bound, target_name);
+      return stored.value;
     };
   }
   const bool reuse = request.reuse && !request.attaching && !request.only_key_file &&

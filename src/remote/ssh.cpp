@@ -367,8 +367,13 @@ struct SshShell::Impl {
       for (std::size_t i = 0; i < endpoint.identity_files.size(); ++i) {
         const auto& file = endpoint.identity_files[i];
         if (!std::filesystem::exists(file)) {
-          fail("auth", "key file " + file.string() + " not found",
-               "fix privateKeyFile in the compute file or IdentityFile in ~/.ssh/config");
+          if (i == 0 && endpoint.private_key_file_given) {
+            fail("auth", "key file " + file.string() + " not found",
+                 "fix privateKeyFile in the compute file");
+          }
+          // As OpenSSH: an IdentityFile that is not there is skipped.
+          spdlog::debug("ssh {}: IdentityFile {} not found; skipped", where(), file.string());
+          continue;
         }
         tried.push_back(file.string());
         if (try_key(file, i == 0 ? options.key_passphrase : std::nullopt, refused_rsa, true))

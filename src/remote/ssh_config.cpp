@@ -139,7 +139,7 @@ struct Reader {
     }
   }
 
-  void set(const std::string& key, const std::vector<std::string>& words,
+  void set(const std::string& key, const std::vector<std::string>& words, const std::string& line,
            const std::string& where) {
     const std::string& value = words[0];
     if (key == "hostname" && !entry.host_name) {
@@ -151,7 +151,8 @@ struct Reader {
     } else if (key == "identityfile") {
       entry.identity_files.push_back(value);
     } else if (key == "proxycommand" && !entry.proxy_command && !real(entry.proxy_jump)) {
-      entry.proxy_command = join(words, " ");
+      // OpenSSH passes the rest of the line to the shell as written, quotes included.
+      entry.proxy_command = line;
     } else if (key == "proxyjump" && !entry.proxy_jump && !real(entry.proxy_command)) {
       entry.proxy_jump = value;
     } else if (key == "userknownhostsfile" && entry.user_known_hosts_files.empty()) {
@@ -190,7 +191,7 @@ struct Reader {
       } else if (key == "include") {
         if (active) include(words, depth);
       } else if (active) {
-        set(key, words, where);
+        set(key, words, value, where);
       }
     }
   }

@@ -73,4 +73,19 @@ std::string sha256_file(const std::filesystem::path& path) {
   return hash.hex_digest();
 }
 
+std::string sha1_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha1(), nullptr) != 1) {
+    throw Error("SHA-1 failed (libcrypto)");
+  }
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += k_hex[digest[i] >> 4];
+    out += k_hex[digest[i] & 0xf];
+  }
+  return out;
+}
+
 }  // namespace mlw

@@ -12,6 +12,17 @@ void validate_name(const std::string& name, const std::string& what);
 /// which `-e` and `docker run -e` follow): an ASCII letter or _, then letters, digits and _.
 bool is_environment_name(std::string_view name);
 
+/// True when OpenSSH's ssh accepts `host` as a host name (CVE-2023-51385: no shell syntax,
+/// spaces, control characters or commas, no '-' first), as `ssh -G HOST` tells.
+bool is_ssh_host_name(std::string_view host);
+
+/// True when OpenSSH's ssh accepts `user` as the remote user name, as `ssh -G -l USER` tells.
+bool is_ssh_user_name(std::string_view user);
+
+/// Throws mlw::UsageError (its message begins with `where`) when `user` is not empty and
+/// OpenSSH would refuse it as a remote user name.
+void check_ssh_user(const std::string& user, const std::string& where = "");
+
 /// An SSH endpoint: host (or ~/.ssh/config alias) and port.
 struct Address {
   std::string host;

@@ -6,6 +6,13 @@
 
 namespace mlw {
 
+/// A stored secret and the endpoint (`user@host:port`) it was given for; an empty endpoint is
+/// an entry stored before mlw bound secrets to endpoints.
+struct StoredSecret {
+  std::string value;
+  std::string endpoint;
+};
+
 /// The user's passwords for compute targets, kept outside every project in
 /// `$XDG_CONFIG_HOME/mlw/secrets.json` (mode 0600, written atomically under a lock).
 class SecretStore {
@@ -13,9 +20,12 @@ class SecretStore {
   /// A store in `folder` (normally user_config_directory()).
   explicit SecretStore(std::filesystem::path folder);
 
-  /// Stores `secret` for a target and user; returns its reference
-  /// `MlwSecret=<target>#<user>#<uuid>`.
-  std::string put(const std::string& target, const std::string& user, const std::string& secret);
+  /// Stores `secret` for a target and user, bound to `endpoint` (`user@host:port`, where it
+  /// may be sent); returns its reference `MlwSecret=<target>#<user>#<uuid>`.
+  std::string put(const std::string& target, const std::string& user, const std::string& secret,
+                  const std::string& endpoint = "");
+  /// The secret behind `reference` with the endpoint it is bound to; throws as get().
+  StoredSecret lookup(const std::string& reference) const;
   /// The secret behind `reference`; throws mlw::Error for a Workbench `AzureMlSecret=` reference
   /// (with how to re-attach) or a missing entry.
   std::string get(const std::string& reference) const;

@@ -15,6 +15,9 @@ struct SshEndpoint {
   int port = 22;
   std::string user;
   std::vector<std::filesystem::path> identity_files;  ///< privateKeyFile, then IdentityFile
+  /// True when identity_files[0] is the compute file's privateKeyFile (which must exist; a
+  /// missing IdentityFile is skipped, as OpenSSH does).
+  bool private_key_file_given = false;
   /// A command whose stdin/stdout carry the connection (ProxyCommand, or ProxyJump as
   /// `ssh -W`); empty: a TCP connection.
   std::string proxy_command;
@@ -30,6 +33,9 @@ SshEndpoint resolve_endpoint(const std::string& address, const std::string& user
                              const std::string& private_key_file, const std::string& ssh_config,
                              const std::filesystem::path& home,
                              const SshConfigContext* context = nullptr);
+
+/// `user@host:port` (`user@[v6]:port`): what a stored password is bound to.
+std::string endpoint_identity(const SshEndpoint& endpoint);
 
 /// ProxyJump's hops ([user@]host[:port], comma-separated) as the OpenSSH command that carries
 /// the connection to `host`:`port` (`ssh -W`, which is how OpenSSH itself jumps).

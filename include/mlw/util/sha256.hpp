@@ -30,4 +30,7 @@ std::string sha256_hex(std::string_view data);
 /// SHA-256 of a file's contents as hex; throws mlw::Error when it cannot be read.
 std::string sha256_file(const std::filesystem::path& path);
 
+/// SHA-1 of `data` as hex (OpenSSH's %C token; not for integrity).
+std::string sha1_hex(std::string_view data);
+
 }  // namespace mlw

@@ -97,7 +97,7 @@ TEST(ComputeFile, RenderedFileParsesBackToTheSameValues) {
   ComputeConfig config;
   config.type = "remotedocker";
   config.address = "[::1]:2222";
-  config.username = "me \"quoted\"";
+  config.username = "me $HOME \\x";  // YAML escapes, in a name OpenSSH accepts
   config.docker_run_args = {"--shm-size=8g", "--ulimit", "memlock=-1"};
   config.nvidia_docker = true;
   const std::string text = render_compute(config, "vm");
@@ -108,6 +108,25 @@ TEST(ComputeFile, RenderedFileParsesBackToTheSameValues) {
   EXPECT_EQ(back.username, config.username);
   EXPECT_EQ(back.docker_run_args, config.docker_run_args);
   EXPECT_TRUE(back.nvidia_docker);
+}
+
+// Issue 33: a cloned project's address or username that OpenSSH would refuse is refused with
+// its place in the file, before any ProxyCommand can see it.
+TEST(ComputeFile, NamesOpenSshRefusesAreRefusedWithTheirPlace) {
+  try {
+    parse("type: remote\naddress: \"127.0.0.1;touch${IFS}X;\"\n");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aml_config/x.compute:2:10: address"), std::string::npos)
+        << e.what();
+  }
+  try {
+    parse("type: remote\naddress: gpu\nusername: \"m$(touch X)\"\n");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aml_config/x.compute:3:11: username"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ComputeFile, SlurmTimeLimitAndRuntimeAreChecked) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include "temp_dir.hpp"
 
 #include "mlw/util/error.hpp"
@@ -79,6 +80,40 @@ TEST_F(SecretStoreTest, AStoreItsGroupOrOthersCanReadIsRefused) {
     EXPECT_THROW(store.put("vm", "me", "y"), Error) << std::oct << mode;
     ::chmod(store.file().c_str(), 0600);
   }
+}
+
+}  // namespace mlw
+
+namespace mlw {
+
+// Issue 33: a password is bound to the endpoint it was given for; an entry from before that
+// (a plain string) reads back with no endpoint, so that the caller asks or refuses.
+TEST_F(SecretStoreTest, ASecretCarriesTheEndpointItWasGivenFor) {
+  SecretStore store(m_dir);
+  const std::string ref = store.put("vm", "me", "pw", "me@gpu.example.com:22");
+  const StoredSecret stored = store.lookup(ref);
+  EXPECT_EQ(stored.value, "pw");
+  EXPECT_EQ(stored.endpoint, "me@gpu.example.com:22");
+  atomic_write_file(store.file(), R"({"secrets": {"MlwSecret=old#me#1": "legacy"}})", 0600);
+  EXPECT_EQ(store.lookup("MlwSecret=old#me#1").value, "legacy");
+  EXPECT_EQ(store.lookup("MlwSecret=old#me#1").endpoint, "");
+  atomic_write_file(store.file(), R"({"secrets": {"MlwSecret=bad#me#1": {"endpoint": 3}}})", 0600);
+  EXPECT_THROW(store.lookup("MlwSecret=bad#me#1"), Error);
+}
+
+}  // namespace mlw
+
+namespace mlw {
+
+// Issue 33: docs promise a 0700 folder of yours; one another user owns is refused, not used.
+TEST_F(SecretStoreTest, AFolderAnotherUserOwnsIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the folder to another user";
+  fs::create_directories(m_dir);
+  ASSERT_EQ(::chown(m_dir.c_str(), 65534, 65534), 0);
+  SecretStore store(m_dir);
+  EXPECT_THROW(store.put("vm", "me", "pw", "me@h:22"), Error);
+  EXPECT_THROW(store.lookup("MlwSecret=vm#me#1"), Error);
+  EXPECT_FALSE(fs::exists(store.file()));
 }
 
 }  // namespace mlw

@@ -4,11 +4,16 @@
 // known_hosts files, host key checking.
 #include "mlw/remote/ssh_config.hpp"
 
+#include "mlw/config/names.hpp"
+#include "mlw/remote/ssh_endpoint.hpp"
+#include "mlw/util/error.hpp"
+
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "temp_dir.hpp"
@@ -153,6 +158,100 @@ TEST(SshConfig, KeysMlwDoesNotUseAreNamedOnceWithTheirPlace) {
             (std::vector<std::string>{"config:2: forwardagent", "config:4: compression",
                                       "config:7: Match exec"}));
   EXPECT_FALSE(entry.port.has_value());
+}
+
+}  // namespace mlw
+
+namespace mlw {
+
+namespace {
+
+/// True when `ssh -G` accepts the command line's words (it refuses bad names before anything).
+bool openssh_accepts(const std::vector<std::string>& words) {
+  const std::string command = "ssh -G -F /dev/null " + shell_join(words) + " >/dev/null 2>&1";
+  return std::system(command.c_str()) == 0;
+}
+
+}  // namespace
+
+// CVE-2023-51385: a cloned project's address or username reaches a ProxyCommand's %h/%r. mlw
+// refuses exactly the names OpenSSH refuses, or more (never fewer), over every ASCII character
+// in three positions.
+TEST(SshNamesAgainstOpenSsh, RefusedWhereSshDashGRefusesThem) {
+  int compared = 0;
+  for (int c = 1; c < 128; ++c) {
+    const std::string ch(1, static_cast<char>(c));
+    if (ch == "@" || ch == "/" || ch == ":" || ch == "[" || ch == "]") continue;  // address syntax
+    for (const std::string& name : {"a" + ch + "b", ch + "ab", "ab" + ch}) {
+      const bool ssh_host = openssh_accepts({"--", name});
+      const bool ssh_user = openssh_accepts({"-l", name, "host"});
+      EXPECT_TRUE(ssh_host || !is_ssh_host_name(name)) << "host [" << name << "] ssh refuses it";
+      EXPECT_TRUE(ssh_user || !is_ssh_user_name(name)) << "user [" << name << "] ssh refuses it";
+      // Not more strictly than OpenSSH for printable names either.
+      if (c >= ' ' && c < 0x7f) {
+        EXPECT_EQ(is_ssh_host_name(name), ssh_host) << "host [" << name << "]";
+        EXPECT_EQ(is_ssh_user_name(name), ssh_user) << "user [" << name << "]";
+      }
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 3 * 122);
+}
+
+TEST(SshEndpoint, AddressesAndUsersOpenSshRefusesAreRefusedBeforeAnyConfigIsRead) {
+  const std::string config = "Host *\n  ProxyCommand nc %h %p\n";
+  EXPECT_THROW(resolve_endpoint("127.0.0.1;touch${IFS}X;", "", "", config, "/home/me"), UsageError);
+  EXPECT_THROW(resolve_endpoint("gpu", "m$(touch X)", "", config, "/home/me"), UsageError);
+  EXPECT_THROW(resolve_endpoint("-oProxyCommand=x", "", "", config, "/home/me"), UsageError);
+}
+
+// A name OpenSSH lets through ($ and \ in a user name) still goes to /bin/sh as one word.
+TEST(SshEndpoint, ProxyCommandTokensAreQuotedForTheShellUnlessPlainWords) {
+  const std::string config = "Host *\n  ProxyCommand nc %h %p # %r %n %%\n";
+  const SshEndpoint plain = resolve_endpoint("gpu.example.com:2200", "me", "", config, "/h");
+  EXPECT_EQ(plain.proxy_command, "nc gpu.example.com 2200 # me gpu.example.com %");
+  const SshEndpoint odd = resolve_endpoint("gpu", "m$HOME\\x y", "", config, "/h");
+  EXPECT_EQ(odd.proxy_command, "nc gpu 22 # 'm$HOME\\x y' gpu %");
+}
+
+// OpenSSH passes ProxyCommand's rest of the line to the shell as written, quotes included.
+TEST(SshConfigAgainstOpenSsh, ProxyCommandKeepsItsQuotes) {
+  const test::TempDir temp("sshq");
+  const fs::path config = temp.path() / "config";
+  const std::string text =
+      "Host gpu\n  ProxyCommand sh -c \"exec nc %h %p\"  'a  b'\nHost x\n  ProxyCommand=\"q\"\n";
+  atomic_write_file(config, text);
+  for (const std::string alias : {"gpu", "x"}) {
+    const auto ssh = openssh_resolves(temp.path(), config, alias);
+    const SshConfigContext context{temp.path() / ".ssh", temp.path(), "me"};
+    EXPECT_EQ(read_ssh_config(text, alias, context).proxy_command.value_or(""),
+              first(ssh, "proxycommand"));
+  }
+}
+
+// UserKnownHostsFile's tokens as `ssh -G` expands them; IdentityFile takes the same tokens.
+TEST(SshConfigAgainstOpenSsh, FileTokensExpandAsSshDashG) {
+  const test::TempDir temp("sshtok");
+  const fs::path home = temp.path();
+  fs::create_directories(home / ".ssh");
+  const fs::path config = home / ".ssh" / "config";
+  const std::string text =
+      "Host gpu\n  HostName real.example\n  Port 2200\n  User bob\n"
+      "  UserKnownHostsFile %C %d/%h-%r-%u-%n-%p-%i-%l-%L-%k-%%\n"
+      "  IdentityFile ~/.ssh/id_%h_%r\n";
+  atomic_write_file(config, text);
+  const passwd* me = ::getpwuid(::getuid());
+  ASSERT_NE(me, nullptr);
+  const SshConfigContext context{home / ".ssh", me->pw_dir, me->pw_name};
+  const SshEndpoint ours = resolve_endpoint("gpu", "", "", text, me->pw_dir, &context);
+  std::string files;
+  for (const auto& file : ours.known_hosts_files)
+    files += (files.empty() ? "" : " ") + file.string();
+  EXPECT_EQ(files, first(openssh_resolves(home, config, "gpu"), "userknownhostsfile"));
+  ASSERT_EQ(ours.identity_files.size(), 1u);
+  EXPECT_EQ(ours.identity_files[0], fs::path(me->pw_dir) / ".ssh/id_real.example_bob");
+  EXPECT_THROW(resolve_endpoint("gpu", "", "", "Host *\n  IdentityFile ~/%j\n", "/h", &context),
+               UsageError);
 }
 
 }  // namespace mlw
