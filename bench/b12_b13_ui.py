@@ -65,7 +65,9 @@ def main(mlw, python):
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = server.stdout.readline().strip()
         port = int(url.split(":")[2].split("/")[0])
-        return server, url, port, f"mlw_token_{port}={url.split('token=')[1]}"
+        # Everything is served under the URL's secret base path (/<hex>/).
+        base = "/" + url.split("/", 3)[3].split("?")[0].rstrip("/")
+        return server, url, port, f"mlw_token_{port}={url.split('token=')[1]}", base
 
     def stop(server):
         server.terminate()
@@ -75,22 +77,22 @@ def main(mlw, python):
     # The first request of a fresh server reads the whole file: five fresh servers.
     colds = []
     for _ in range(5):
-        server, url, port, cookie = start()
+        server, url, port, cookie, base = start()
         try:
-            elapsed, body = whole(port, cookie, series)
+            elapsed, body = whole(port, cookie, base + series)
             colds.append(elapsed)
         finally:
             stop(server)
     cold = median(colds)
     shown = len(json.loads(body)["series"]["loss"]["x"])
-    server, url, port, cookie = start()
+    server, url, port, cookie, base = start()
     try:
-        html = [first_byte(port, cookie, "/") for _ in range(30)]
-        page = [first_byte(port, cookie, "/api/runs?limit=50") for _ in range(30)]
-        by_metric = [first_byte(port, cookie, "/api/runs?limit=50&metric=loss&sort=metric")
+        html = [first_byte(port, cookie, base + "/") for _ in range(30)]
+        page = [first_byte(port, cookie, base + "/api/runs?limit=50") for _ in range(30)]
+        by_metric = [first_byte(port, cookie, base + "/api/runs?limit=50&metric=loss&sort=metric")
                      for _ in range(10)]
-        whole(port, cookie, series)
-        warm = [whole(port, cookie, series)[0] for _ in range(10)]
+        whole(port, cookie, base + series)
+        warm = [whole(port, cookie, base + series)[0] for _ in range(10)]
         node = lambda hash_, ready: float(subprocess.run(
             ["node", os.path.join(HERE, "ui_timing.cjs"), url, hash_, ready, "7"],
             check=True, capture_output=True, text=True).stdout.strip())

@@ -22,6 +22,10 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A metric's own value: metric names are the user's ("constructor", "__proto__" and "toString"
+// included), so an object's inherited members must never pass for one.
+const own = (o, k) => (o != null && Object.prototype.hasOwnProperty.call(o, k) ? o[k] : undefined);
+
 async function api(path, options = {}) {
   const res = await fetch(path, options);
   if (!res.ok) {
@@ -71,8 +75,8 @@ async function showRuns() {
   window.mlw.page = "runs";
   const firstParams = new URLSearchParams();
   for (const [k, v] of Object.entries(runsState)) if (v !== "" && v !== null) firstParams.set(k, v);
-  const firstPage = getJson("/api/runs?" + firstParams);  // asked beside the facets
-  const facets = await getJson("/api/facets");
+  const firstPage = getJson("api/runs?" + firstParams);  // asked beside the facets
+  const facets = await getJson("api/facets");
   document.getElementById("project").textContent = facets.project;
   const option = (value, label, current) => el("option", { value, selected: value === current }, label || value);
   const filter = (name, label, values) => el("select", { id: "f-" + name, "aria-label": label,
@@ -103,7 +107,7 @@ async function showRuns() {
   async function load() {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(runsState)) if (v !== "" && v !== null) params.set(k, v);
-    const page = await getJson("/api/runs?" + params);
+    const page = await getJson("api/runs?" + params);
     if (mine !== generation) return;
     render(page);
   }
@@ -179,7 +183,7 @@ function makeChart(container, title, seriesList, onZoom) {
 }
 
 async function seriesOf(id, query = "") {
-  return (await getJson(`/api/runs/${encodeURIComponent(id)}/series?points=2000${query}`));
+  return (await getJson(`api/runs/${encodeURIComponent(id)}/series?points=2000${query}`));
 }
 
 function chartPanel(title, note) {
@@ -192,7 +196,7 @@ function chartPanel(title, note) {
 async function showRun(id) {
   window.mlw.page = "run";
   const mine = generation;
-  let record = await getJson("/api/runs/" + encodeURIComponent(id));
+  let record = await getJson("api/runs/" + encodeURIComponent(id));
   const title = el("h1", {});
   const recordBox = el("dl", { class: "record panel", id: "record" });
   const charts = el("div", { class: "grid", id: "charts" });
@@ -208,7 +212,7 @@ async function showRun(id) {
     const cancel = record.live ? el("button", { class: "danger", id: "cancel", onclick: async (e) => {
       e.target.disabled = true; e.target.textContent = "Canceling…";
       try {
-        await api(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST", headers: { "X-MLW-CSRF": csrf } });
+        await api(`api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST", headers: { "X-MLW-CSRF": csrf } });
       } catch (err) { e.target.textContent = "Cancel failed: " + err.message; }
     } }, "Cancel run") : null;
     title.replaceChildren(...[document.createTextNode(`Run ${record.run_number}`), el("code", { text: record.run_id }),
@@ -222,7 +226,7 @@ async function showRun(id) {
     recordBox.replaceChildren(...rows.filter(([, v]) => v !== "" && v !== null && v !== undefined)
       .flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]));
     outputs.replaceChildren(record.outputs && record.outputs.length ? el("ul", {}, record.outputs.map((p) =>
-      el("li", {}, el("a", { href: `/api/runs/${encodeURIComponent(id)}/outputs/` +
+      el("li", {}, el("a", { href: `api/runs/${encodeURIComponent(id)}/outputs/` +
         p.split("/").map(encodeURIComponent).join("/"), download: p.split("/").pop(), text: p })))) :
       el("p", { class: "muted", text: record.live ? "Collected when the run ends." : "No outputs." }));
   }
@@ -256,7 +260,7 @@ async function showRun(id) {
     const rest = names.filter((n) => data.series[n].total === 0);
     const last = record.metrics || {};
     others.replaceChildren(rest.length ? el("table", { class: "panel" }, el("tbody", {}, rest.map((n) =>
-      el("tr", {}, el("td", { text: n }), el("td", { text: n in last ? fmtNumber(last[n]) : "(not a number)" }))))) : "");
+      el("tr", {}, el("td", { text: n }), el("td", { text: own(last, n) !== undefined ? fmtNumber(own(last, n)) : "(not a number)" }))))) : "");
     if (!numeric.length && !rest.length) charts.replaceChildren(el("p", { class: "muted", text: "No metrics logged." }));
     document.body.dataset.ready = "run";
   }
@@ -270,7 +274,7 @@ async function showRun(id) {
     logBusy = true;
     try {
       while (mine === generation) {
-        const res = await api(`/api/runs/${encodeURIComponent(id)}/log?offset=${offset}`);
+        const res = await api(`api/runs/${encodeURIComponent(id)}/log?offset=${offset}`);
         const status = res.headers.get("X-Run-Status");
         const bytes = new Uint8Array(await res.arrayBuffer());
         offset += bytes.length;
@@ -289,7 +293,7 @@ async function showRun(id) {
     every(1000, pollLog);
     let tick = 0;
     every(2000, async () => {
-      record = await getJson("/api/runs/" + encodeURIComponent(id));
+      record = await getJson("api/runs/" + encodeURIComponent(id));
       renderRecord();
       if (++tick % 2 === 0 || !record.live) renderCharts();
     });
@@ -305,7 +309,7 @@ async function showCompare(ids) {
     document.body.dataset.ready = "compare";
     return;
   }
-  const records = await Promise.all(ids.map((id) => getJson("/api/runs/" + encodeURIComponent(id))));
+  const records = await Promise.all(ids.map((id) => getJson("api/runs/" + encodeURIComponent(id))));
   const series = await Promise.all(ids.map((id) => seriesOf(id)));
   const charts = el("div", { class: "grid", id: "charts" });
   const table = el("table", { id: "compare-table" });
@@ -317,7 +321,7 @@ async function showCompare(ids) {
     ["Arguments", (r) => (r.arguments || []).join(" ")], ["Target", (r) => r.target],
     ["Git commit", (r) => (r.git_commit || "").slice(0, 12)], ["Duration", (r) => fmtDuration(r.duration_s)],
     ["Exit code", (r) => r.exit_code ?? ""]]
-    .concat(metricNames.map((m) => [m, (r) => (r.metrics && m in r.metrics ? fmtNumber(r.metrics[m]) : "")]));
+    .concat(metricNames.map((m) => [m, (r) => (own(r.metrics, m) !== undefined ? fmtNumber(own(r.metrics, m)) : "")]));
   table.replaceChildren(el("thead", {}, el("tr", {}, el("th", { text: "" }), records.map((r) =>
     el("th", {}, runLink(r.run_id))))), el("tbody", {}, rows.map(([label, get]) => {
     const values = records.map((r) => String(get(r)));
@@ -326,8 +330,8 @@ async function showCompare(ids) {
       values.map((v) => el("td", { text: v })));
   })));
   for (const name of metricNames) {
-    const list = series.map((s, i) => (s.series[name] && s.series[name].total ?
-      { label: ids[i], x: s.series[name].x, y: s.series[name].y } : null)).filter(Boolean);
+    const list = series.map((s, i) => (own(s.series, name) && own(s.series, name).total ?
+      { label: ids[i], x: own(s.series, name).x, y: own(s.series, name).y } : null)).filter(Boolean);
     if (!list.length) continue;
     const box = chartPanel(name, `${list.length} runs`);
     charts.append(box);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,9 @@ class Server;
 
 namespace mlw::ui {
 
+/// Escapes text for HTML (text and double-quoted attribute values).
+std::string html_escape(std::string_view text);
+
 /// A run's metric series, read incrementally, shared by the requests that chart it.
 struct SeriesEntry {
   std::string run_id;
@@ -31,8 +35,9 @@ struct SeriesEntry {
 /// What every handler needs: the project, the secrets, the series cache, the cancels going on.
 class Dashboard {
  public:
-  /// The dashboard of ctx's project; `token` and `csrf` are the secrets of this server.
-  Dashboard(Context& ctx, std::string token, std::string csrf);
+  /// The dashboard of ctx's project; `token` and `csrf` are the secrets of this server, `base`
+  /// the secret path everything is served under (`/<hex>/`, where the token's cookie is scoped).
+  Dashboard(Context& ctx, std::string token, std::string csrf, std::string base);
   ~Dashboard();
   Dashboard(const Dashboard&) = delete;
   Dashboard& operator=(const Dashboard&) = delete;
@@ -51,6 +56,7 @@ class Dashboard {
   const std::filesystem::path state_dir;
   const std::string token;
   const std::string csrf;
+  const std::string base;
   std::string project_name;
 
  private:

@@ -25,24 +25,6 @@
 
 namespace mlw::ui {
 
-namespace {
-
-namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
-
-constexpr std::size_t k_log_chunk = 1024 * 1024;
-constexpr const char* k_run_id = "([A-Za-z0-9][A-Za-z0-9_.-]*)";
-
-void send_json(httplib::Response& res, const Json& json, int status = 200) {
-  res.status = status;
-  res.set_content(json.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
-}
-
-void send_error(httplib::Response& res, int status, const std::string& message) {
-  send_json(res, {{"error", message}}, status);
-}
-
-/// Escapes text for HTML.
 std::string html_escape(std::string_view text) {
   std::string out;
   for (const char c : text) {
@@ -67,6 +49,26 @@ std::string html_escape(std::string_view text) {
     }
   }
   return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr std::size_t k_log_chunk = 1024 * 1024;
+/// A run id as the path has it once decoded: any text without a slash (a project folder's name,
+/// and so its run ids, may hold spaces, punctuation and any letter); HistoryStore::load refuses
+/// one that is not a plain name.
+constexpr const char* k_run_id = "([^/]+)";
+
+void send_json(httplib::Response& res, const Json& json, int status = 200) {
+  res.status = status;
+  res.set_content(json.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message) {
+  send_json(res, {{"error", message}}, status);
 }
 
 /// RFC 5987's attr-char kept, every other byte as %XX.
@@ -275,14 +277,16 @@ std::string index_page(const Dashboard& board) {
 }  // namespace
 
 void Dashboard::add_routes(httplib::Server& server) {
-  server.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+  // Everything under the secret base path (`/<hex>/`): the token's cookie is scoped to it.
+  server.Get(base, [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(index_page(*this), "text/html; charset=utf-8");
   });
   const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> statics = {
-      {"/static/app.js", {"web/app.js", "text/javascript"}},
-      {"/static/app.css", {"web/app.css", "text/css"}},
-      {"/static/uplot.js", {"web/node_modules/uplot/dist/uPlot.iife.min.js", "text/javascript"}},
-      {"/static/uplot.css", {"web/node_modules/uplot/dist/uPlot.min.css", "text/css"}},
+      {base + "static/app.js", {"web/app.js", "text/javascript"}},
+      {base + "static/app.css", {"web/app.css", "text/css"}},
+      {base + "static/uplot.js",
+       {"web/node_modules/uplot/dist/uPlot.iife.min.js", "text/javascript"}},
+      {base + "static/uplot.css", {"web/node_modules/uplot/dist/uPlot.min.css", "text/css"}},
   };
   for (const auto& [url, file] : statics) {
     const std::string path = file.first;
@@ -294,12 +298,12 @@ void Dashboard::add_routes(httplib::Server& server) {
   }
   server.Get("/favicon.ico",
              [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
-  server.Get("/api/facets",
+  server.Get(base + "api/facets",
              [this](const httplib::Request&, httplib::Response& res) { facets(*this, res); });
-  server.Get("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
+  server.Get(base + "api/runs", [this](const httplib::Request& req, httplib::Response& res) {
     list_page(*this, req, res);
   });
-  const std::string run = std::string("/api/runs/") + k_run_id;
+  const std::string run = base + "api/runs/" + k_run_id;
   server.Get(run, [this](const httplib::Request& req, httplib::Response& res) {
     run_record(*this, req.matches[1], res);
   });

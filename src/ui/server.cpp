@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,12 +18,14 @@
 
 #include <condition_variable>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "dashboard.hpp"
 #include "mlw/api/experiment.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -156,11 +159,46 @@ class GuardedServer : public httplib::Server {
 };
 
 /// The URL to print: the bound address (a wildcard shown as this machine's name) with the token.
-std::string dashboard_url(const std::string& host, int port, const std::string& token) {
+std::string dashboard_url(const std::string& host, int port, const std::string& base,
+                          const std::string& token) {
   std::string shown = is_wildcard(host) ? host_name() : host;
   if (shown.find(':') != std::string::npos) shown = "[" + shown + "]";
-  return fmt::format("http://{}:{}/?token={}", shown, port, token);
+  return fmt::format("http://{}:{}{}?token={}", shown, port, base, token);
 }
+
+/// A page in a private folder (0700, the user's) that sends the browser on to `url`: what
+/// xdg-open is given, so that the token is on no command line (as Jupyter does). Removed when
+/// the dashboard stops.
+class RedirectFile {
+ public:
+  RedirectFile(const fs::path& folder, int port, const std::string& url) {
+    make_directories(folder, 0700);
+    struct stat info {};
+    if (::lstat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+        info.st_uid != ::geteuid() || (info.st_mode & 077) != 0) {
+      throw Error(fmt::format("{} must be a folder of yours that only you can open (mode 0700)",
+                              folder.string()));
+    }
+    m_path = folder / fmt::format("open-{}.html", port);
+    const std::string escaped = html_escape(url);
+    atomic_write_file(
+        m_path,
+        fmt::format("<!doctype html>\n<meta http-equiv=\"refresh\" content=\"0;url={}\">"
+                    "\n<a href=\"{}\">Open the mlw dashboard</a>\n",
+                    escaped, escaped),
+        0600);
+  }
+  ~RedirectFile() {
+    std::error_code ignored;
+    fs::remove(m_path, ignored);
+  }
+  RedirectFile(const RedirectFile&) = delete;
+  RedirectFile& operator=(const RedirectFile&) = delete;
+  const fs::path& path() const { return m_path; }
+
+ private:
+  fs::path m_path;
+};
 
 /// Hands the URL to xdg-open; a thread of its own waits for it and warns when it failed (not
 /// installed, no browser), so that the server need not wait.
@@ -187,8 +225,8 @@ void open_in_browser(const std::string& url) {
 
 /// Prints the URL, opens it when asked, and serves until SIGINT, SIGTERM or SIGHUP.
 void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server& server, int port,
-                        const std::string& token, const sigset_t& stop_signals) {
-  const std::string url = dashboard_url(options.host, port, token);
+                        const Dashboard& board, const sigset_t& stop_signals) {
+  const std::string url = dashboard_url(options.host, port, board.base, board.token);
   if (is_wildcard(options.host)) {
     spdlog::warn(
         "--host {} serves the dashboard to every network this machine is on; anyone "
@@ -202,7 +240,15 @@ void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server&
                             ctx.project().name, url);
     ctx.err->flush();
   }
-  if (options.open) open_in_browser(url);
+  std::optional<RedirectFile> redirect;
+  if (options.open) {
+    try {
+      redirect.emplace(ctx.config_dir / "ui", port, url);
+      open_in_browser("file://" + redirect->path().string());
+    } catch (const Error& e) {
+      spdlog::warn("could not open a browser ({}); open the URL above yourself", e.what());
+    }
+  }
   std::atomic<bool> finished{false};
   std::thread waiter([&] {
     const timespec tick{0, 200 * 1000 * 1000};
@@ -222,11 +268,13 @@ void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server&
 
 }  // namespace
 
-Dashboard::Dashboard(Context& context, std::string access_token, std::string csrf_token)
+Dashboard::Dashboard(Context& context, std::string access_token, std::string csrf_token,
+                     std::string base_path)
     : ctx(context),
       state_dir(context.project().state_dir()),
       token(std::move(access_token)),
       csrf(std::move(csrf_token)),
+      base(std::move(base_path)),
       project_name(context.project().name) {}
 
 Dashboard::~Dashboard() {
@@ -299,7 +347,7 @@ void serve(Context& ctx, const UiOptions& options) {
     sigset_t mask;
     ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{previous};
-  Dashboard board(ctx, random_hex(24), random_hex(24));
+  Dashboard board(ctx, random_hex(24), random_hex(24), "/" + random_hex(16) + "/");
   GuardedServer server;
   server.new_task_queue = [] { return new httplib::ThreadPool(k_threads); };
   server.set_payload_max_length(64 * 1024);
@@ -343,6 +391,9 @@ void serve(Context& ctx, const UiOptions& options) {
                                   "this machine; choose another with --port (0: any free port)",
                                   options.host, options.port));
   }
+  // The cookie is scoped to the dashboard's secret base path: cookies are not port-scoped, so
+  // one with Path=/ would go to every server on this address (another user's too); one scoped to
+  // /<random>/ goes only where that path is asked for, which no other server learns.
   const std::string cookie_name = fmt::format("mlw_token_{}", port);
   server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (!host_header_allowed(req.get_header_value("Host"), options.host, port, machine)) {
@@ -350,6 +401,9 @@ void serve(Context& ctx, const UiOptions& options) {
       res.set_content("mlw: refused: the Host header does not name this server\n", "text/plain");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // A browser asks for /favicon.ico at the root, outside the path the cookie goes to: an
+    // empty answer, which tells nothing.
+    if (req.path == "/favicon.ico") return httplib::Server::HandlerResponse::Unhandled;
     const std::string given = req.has_param("token")
                                   ? req.get_param_value("token")
                                   : cookie_value(req.get_header_value("Cookie"), cookie_name);
@@ -360,11 +414,13 @@ void serve(Context& ctx, const UiOptions& options) {
           "text/plain");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (req.has_param("token") && req.method == "GET" && req.path == "/") {
+    const std::string page = board.base.substr(0, board.base.size() - 1);
+    if (req.has_param("token") && req.method == "GET" &&
+        (req.path == board.base || req.path == page || req.path == "/")) {
       // The token moves into a cookie and out of the address bar (and the history).
-      res.set_header("Set-Cookie", fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict",
-                                               cookie_name, board.token));
-      res.set_redirect("/", 303);
+      res.set_header("Set-Cookie", fmt::format("{}={}; Path={}; HttpOnly; SameSite=Strict",
+                                               cookie_name, board.token, board.base));
+      res.set_redirect(board.base, 303);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -393,7 +449,7 @@ void serve(Context& ctx, const UiOptions& options) {
     spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
   });
   board.add_routes(server);
-  serve_until_signal(ctx, options, server, port, board.token, stop_signals);
+  serve_until_signal(ctx, options, server, port, board, stop_signals);
 }
 
 }  // namespace mlw::ui

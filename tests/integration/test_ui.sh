@@ -21,6 +21,9 @@ n = int(sys.argv[1])
 for i in range(n):
     mlw.log_metric("loss", math.exp(-i / 30) + 0.01 * math.sin(i) + 1.0 / n, step=i)
     mlw.log_metric("acc", 1 - math.exp(-i / 40), step=i)
+if n == 120:  # names an object inherits in JavaScript, logged by the second run only
+    for name in ("constructor", "toString", "__proto__"):
+        mlw.log_metric(name, 7)
 with open(os.path.join(os.environ["MLW_OUTPUTS_DIR"], "model.txt"), "w") as f:
     f.write("weights of run %d\n" % n)
 print("done", n)
@@ -60,7 +63,9 @@ URL=$UI_URL
 expect_contains "the URL is printed with its token" "$URL" "http://127.0.0.1:"
 BASE=${URL%%/?token=*}
 TOKEN=${URL##*token=}
-PORT=${BASE##*:}
+PORT=${BASE#http://*:}
+PORT=${PORT%%/*}
+BASE_PATH=/${BASE#http://*/}
 COOKIE="Cookie: mlw_token_$PORT=$TOKEN"
 expect_contains "stderr says what is served and how to stop" "$(cat "$WORK/ui.err")" "Ctrl-C to stop"
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
@@ -73,7 +78,11 @@ expect_eq "a foreign Host (DNS rebinding): refused" "$(code -H "$COOKIE" -H "Hos
 expect_eq "localhost as Host: served" "$(code -H "$COOKIE" -H "Host: localhost:$PORT" "$BASE/api/runs")" 200
 HEADERS=$(curl -s -D - -o /dev/null "$URL")
 expect_contains "the token URL sets an HttpOnly, SameSite cookie" "$HEADERS" "HttpOnly; SameSite=Strict"
-expect_contains "… and sends the browser to / without it" "$HEADERS" "Location: /"
+expect_contains "… scoped to the URL's random path (cookies are not port-scoped)" "$HEADERS" \
+  "Path=$BASE_PATH/; HttpOnly"
+expect_contains "… and sends the browser to that path without it" "$HEADERS" "Location: $BASE_PATH/"
+check "the random path is 32 hex digits" grep -Eq '^/[0-9a-f]{32}$' <<<"$BASE_PATH"
+expect_eq "the API at / (outside the random path): not served" "$(code -H "$COOKIE" "http://127.0.0.1:$PORT/api/runs")" 404
 expect_eq "cancel without the CSRF token: refused" "$(code -d '' -H "$COOKIE" "$BASE/api/runs/$RUN_LIVE/cancel")" 403
 expect_eq "… and the run goes on" "$("$MLW" history info -r "$RUN_LIVE" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" Running
 RUN_DIR="$WORK/dash/.mlw/runs/$RUN_A"
@@ -91,7 +100,7 @@ expect_eq "a bad sort column: 400" "$(code -H "$COOKIE" "$BASE/api/runs?sort=bog
 ## Hostile clients: the server answers the next request, and stays up
 cat >"$WORK/hostile.py" <<'PY'
 import socket, sys, time
-port, token = int(sys.argv[1]), sys.argv[2]
+port, token, base = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode()
 def request(raw, timeout=10):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.sendall(raw)
@@ -106,7 +115,7 @@ def request(raw, timeout=10):
         pass
     s.close()
     return data
-ok = lambda raw: request(b"GET /api/facets HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: mlw_token_%d=%s\r\nConnection: close\r\n\r\n" % (port, port, token.encode()))
+ok = lambda raw: request(b"GET %s/api/facets HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: mlw_token_%d=%s\r\nConnection: close\r\n\r\n" % (base, port, port, token.encode()))
 print("huge-header", request(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Big: %s\r\n\r\n" % (port, b"a" * 200000)).split(b"\r\n")[0].decode(errors="replace") or "closed")
 print("malformed", request(b"\x00\xff garbage\r\n\r\n").split(b"\r\n")[0].decode(errors="replace") or "closed")
 # 40 clients that send a byte a second hold every thread the server has, and more.
@@ -125,7 +134,7 @@ for tick in range(30):
             pass
     answer = b""
     try:
-        answer = request(b"GET /api/facets HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: mlw_token_%d=%s\r\nConnection: close\r\n\r\n" % (port, port, token.encode()), timeout=1)
+        answer = request(b"GET %s/api/facets HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: mlw_token_%d=%s\r\nConnection: close\r\n\r\n" % (base, port, port, token.encode()), timeout=1)
     except OSError:
         pass
     if answer.startswith(b"HTTP/1.1 200"):
@@ -134,7 +143,7 @@ for tick in range(30):
 print("answered-beside-slow-clients-after", round(time.time() - start))
 print("after", ok(None).split(b"\r\n")[0].decode())
 PY
-HOSTILE=$(python3 "$WORK/hostile.py" "$PORT" "$TOKEN" 2>&1)
+HOSTILE=$(python3 "$WORK/hostile.py" "$PORT" "$TOKEN" "$BASE_PATH" 2>&1)
 echo "$HOSTILE"
 HUGE=$(grep '^huge-header' <<<"$HOSTILE")
 check "a 200 kB header is refused, not served [$HUGE]" grep -Eq '^huge-header (HTTP/1.1 4[0-9][0-9]|closed)' <<<"$HUGE"
@@ -157,7 +166,7 @@ while read -r line; do
     "not ok "*) fail "browser: ${line#not ok }" ;;
   esac
 done <<<"$BROWSER"
-check "the browser checks ran (17 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 17
+check "the browser checks ran (19 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 19
 for _ in $(seq 100); do
   [ "$("$MLW" history info -r "$RUN_LIVE" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = Canceled ] && break
   sleep 0.2
@@ -178,14 +187,27 @@ wait "$UI_PID"
 expect_eq "… and exits 0 (under ASan: no leak, no error in all it served)" "$?" 0
 check "no sanitizer report from the server" test "$(grep -c Sanitizer "$WORK/ui.err")" -eq 0
 
-## --open hands the URL (with its token) to xdg-open, the first on PATH
+## --open hands xdg-open (the first on PATH) a private page that leads to the URL: the token is
+## on no command line, where every local user reads it in /proc (issue 33)
 mkdir -p "$WORK/fakebin" "$WORK/emptybin"
-printf '#!/bin/sh\nprintf "%%s\\n" "$*" >"%s/opened"\n' "$WORK" >"$WORK/fakebin/xdg-open"
+cat >"$WORK/fakebin/xdg-open" <<SH
+#!/bin/sh
+tr '\\0' ' ' </proc/\$\$/cmdline >"$WORK/opened.cmdline"
+f=\${1#file://}
+stat -c '%a %U' "\$f" "\${f%/*}" >"$WORK/opened.modes"
+cat "\$f" >"$WORK/opened.page"
+printf '%s\\n' "\$*" >"$WORK/opened"
+SH
 chmod +x "$WORK/fakebin/xdg-open"
 start_ui env PATH="$WORK/fakebin:$PATH" "$MLW" history ui --port 0 --open
 for _ in $(seq 50); do [ -s "$WORK/opened" ] && break; sleep 0.1; done
-expect_eq "--open opens the printed URL in the browser (xdg-open)" "$(cat "$WORK/opened" 2>/dev/null)" "$UI_URL"
+OPENED=$(cat "$WORK/opened" 2>/dev/null)
+expect_contains "--open gives xdg-open a file" "$OPENED" "file://$XDG_CONFIG_HOME/mlw/ui/open-"
+expect_not_contains "--open: the token is not on xdg-open's command line" "$(cat "$WORK/opened.cmdline" 2>/dev/null)" "${UI_URL##*token=}"
+expect_eq "--open: the page is yours alone, in a folder only you open" "$(cat "$WORK/opened.modes" 2>/dev/null | tr '\n' ' ')" "600 $(id -un) 700 $(id -un) "
+expect_contains "--open: the page leads to the printed URL" "$(cat "$WORK/opened.page" 2>/dev/null)" "url=$UI_URL"
 stop_ui
+check "--open: the page is removed when the dashboard stops" test ! -e "${OPENED#file://}"
 ## … and without a browser to open, says so and serves all the same
 start_ui env PATH="$WORK/emptybin" "$MLW" history ui --port 0 --open
 for _ in $(seq 50); do grep -q "could not open" "$WORK/ui.err" && break; sleep 0.1; done
@@ -194,14 +216,38 @@ expect_contains "--open without xdg-open: a warning" "$UI_ERR" "could not open a
 expect_eq "--open without xdg-open: still served" "$(code "$UI_URL" -L -c "$WORK/jar" -b "$WORK/jar")" 200
 stop_ui
 
+## A project folder whose name has a space, a non-ASCII letter and punctuation (docs/cli.md
+## says such folders work): its runs open in the dashboard (issue 33)
+ODD="$WORK/my proj é!"
+mkdir -p "$ODD" && cp -r aml_config .amlignore hello.py "$ODD/"
+(cd "$ODD" && "$MLW" -q experiment submit -c local hello.py >/dev/null)
+ODD_RUN=$(cd "$ODD" && "$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+ODD_ENC=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$ODD_RUN")
+cd "$ODD" || exit 1
+start_ui "$MLW" history ui --port 0
+B=${UI_URL%%/?token=*}
+T=${UI_URL##*token=}
+P=${B#http://*:}
+P=${P%%/*}
+for what in "" /log /series; do
+  expect_eq "a run of \"my proj é!\": api/runs/ID$what served" \
+    "$(code -H "Cookie: mlw_token_$P=$T" "$B/api/runs/$ODD_ENC$what")" 200
+done
+expect_eq "… a path out of the runs through the id: refused" \
+  "$(code --path-as-is -H "Cookie: mlw_token_$P=$T" "$B/api/runs/%2e%2e")" 404
+stop_ui
+cd "$WORK/dash" || exit 1
+
 ## --host: the address to listen on (another loopback address here), and the Host it answers to
 start_ui "$MLW" history ui --host 127.0.0.2 --port 0
 expect_contains "--host 127.0.0.2: the URL names it" "$UI_URL" "http://127.0.0.2:"
 B=${UI_URL%%/?token=*}
 T=${UI_URL##*token=}
-P=${B##*:}
+P=${B#http://*:}
+P=${P%%/*}
+BP=/${B#http://*/}
 expect_eq "--host 127.0.0.2: served there" "$(code -H "Cookie: mlw_token_$P=$T" "$B/api/runs")" 200
-expect_eq "--host 127.0.0.2: not on 127.0.0.1" "$(code -H "Cookie: mlw_token_$P=$T" "http://127.0.0.1:$P/api/runs")" 000
+expect_eq "--host 127.0.0.2: not on 127.0.0.1" "$(code -H "Cookie: mlw_token_$P=$T" "http://127.0.0.1:$P$BP/api/runs")" 000
 expect_eq "--host 127.0.0.2: a Host of localhost is refused (not what it listens on)" \
   "$(code -H "Cookie: mlw_token_$P=$T" -H "Host: localhost:$P" "$B/api/runs")" 403
 stop_ui
@@ -215,13 +261,15 @@ ip link set lo up
 pid=$!
 for _ in $(seq 100); do [ -s "$WORK/wild.out" ] && break; sleep 0.1; done
 url=$(head -1 "$WORK/wild.out")
-port=${url%%/?token=*}; port=${port##*:}
+base=${url%%/?token=*}
+port=${base#http://*:}; port=${port%%/*}
+path=/${base#http://*/}
 token=${url##*token=}
 c() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Cookie: mlw_token_$port=$token" "$@"; }
 echo "url $url"
-echo "ip $(c "http://127.0.0.1:$port/api/runs")"
-echo "name $(c -H "Host: $(hostname):$port" "http://127.0.0.1:$port/api/runs")"
-echo "foreign $(c -H "Host: attacker.example:$port" "http://127.0.0.1:$port/api/runs")"
+echo "ip $(c "http://127.0.0.1:$port$path/api/runs")"
+echo "name $(c -H "Host: $(hostname):$port" "http://127.0.0.1:$port$path/api/runs")"
+echo "foreign $(c -H "Host: attacker.example:$port" "http://127.0.0.1:$port$path/api/runs")"
 kill -INT $pid
 for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 SH

@@ -105,8 +105,13 @@ async function main() {
   await ready("compare");
   const diffRows = await page.$$eval("#compare-table tr.diff", (r) => r.map((x) => x.dataset.row));
   check("compare highlights the arguments that differ", diffRows.includes("Arguments") && !diffRows.includes("Script"), JSON.stringify(diffRows));
+  const inherited = await page.$$eval("#compare-table tr[data-row]", (rows) => rows
+    .filter((r) => ["constructor", "toString", "__proto__"].includes(r.dataset.row))
+    .map((r) => [r.dataset.row, ...Array.from(r.querySelectorAll("td"), (td) => td.textContent)]));
+  check("compare: metrics named constructor, toString, __proto__ show the value, or nothing where not logged",
+    inherited.length === 3 && inherited.every((r) => r[1] === "" && r[2] === "7"), JSON.stringify(inherited));
   const overlaid = await page.evaluate(() => window.mlw.charts.map((c) => [c.mlwTitle, c.data.length - 1,
-    c.data[1].filter((v) => v !== null).length, c.data[2].filter((v) => v !== null).length]));
+    c.data[1].filter((v) => v !== null).length, (c.data[2] || []).filter((v) => v !== null).length]));
   const lossPair = overlaid.find((c) => c[0] === "loss");
   check("compare overlays both runs' series per metric", lossPair && lossPair[1] === 2 && lossPair[2] === 200 && lossPair[3] === 120, JSON.stringify(overlaid));
   if (shots) await page.screenshot({ path: path.join(shots, "ui-compare.png"), fullPage: true });
@@ -127,6 +132,19 @@ async function main() {
     .then(() => check("cancel from the page ends the run as Canceled", true),
       (e) => check("cancel from the page ends the run as Canceled", false, e.message));
   check("no script errors in the page", errors.length === 0, JSON.stringify(errors));
+  // Another local user's server on another port of 127.0.0.1 (issue 33): cookies are not
+  // port-scoped, so it must not be sent the dashboard's token cookie when the browser visits it.
+  const http = require("http");
+  const seen = [];
+  const thief = http.createServer((req, res) => { seen.push(req.headers.cookie || ""); res.end("<html>hi</html>"); });
+  await new Promise((resolve) => thief.listen(0, "127.0.0.1", resolve));
+  const thiefUrl = `http://127.0.0.1:${thief.address().port}`;
+  await page.goto(thiefUrl + "/");
+  await page.goto(thiefUrl + "/api/runs");
+  await page.evaluate(async () => { await fetch("/api/facets"); });
+  thief.close();
+  check("another server on 127.0.0.1 is sent no token cookie", seen.length >= 3 && !seen.some((c) => c.includes("mlw_token")),
+    JSON.stringify(seen));
   await browser.close();
 }
 
