@@ -32,6 +32,12 @@ std::string parse_error_line(CLI::App& app, const CLI::ParseError& e,
                              const std::vector<std::string>& args) {
   CLI::App* at = deepest_parsed(&app);
   std::string message = e.what();
+  // CLI11's sentences begin with a capital ("The following argument was not expected"); mlw's
+  // own lines do not.
+  if (message.size() > 1 && message[0] >= 'A' && message[0] <= 'Z' && message[1] >= 'a' &&
+      message[1] <= 'z') {
+    message[0] = static_cast<char>(message[0] - 'A' + 'a');
+  }
   const auto subcommands = at->get_subcommands({});
   if (!subcommands.empty() && at->get_subcommands().empty()) {
     std::vector<std::string> names;

@@ -25,8 +25,10 @@ _mlw() {
     mapfile -t COMPREPLY < <(compgen -f -- "$cur")
     return 0
   fi
+  # Each value is quoted for the command line (printf %q: $, (, spaces and the rest escaped with
+  # a backslash, as zsh's completion quotes), so a run id or a target name is one word, as it is.
   while IFS=$'\t' read -r value _; do
-    [[ -n $value && $value == "$cur"* ]] && COMPREPLY+=("$value")
+    [[ -n $value && $value == "$cur"* ]] && printf -v value '%q' "$value" && COMPREPLY+=("$value")
   done <<< "$out"
 }
 complete -F _mlw mlw
@@ -200,7 +202,11 @@ Candidates complete_words(const CLI::App& root, Context& ctx,
   if (at.pending) return values_for(ctx, command, option_name(at.pending), current, "");
   Candidates out;
   if (current.starts_with("-")) {
-    for (const CLI::App* from = at.command; from; from = from->get_parent()) {
+    // The command's own options and the global ones (the root's): not those of the groups in
+    // between (attach's 2017 form has every kind's options, which attach remotedocker has not).
+    std::vector<const CLI::App*> owners = {at.command};
+    if (at.command != &root) owners.push_back(&root);
+    for (const CLI::App* from : owners) {
       for (const CLI::Option* option : from->get_options()) {
         if (!option->nonpositional()) continue;
         for (const auto& name : option->get_lnames())

@@ -227,6 +227,31 @@ expect_eq "bash: the script is a file" "$(comp_bash experiment submit -c local t
 expect_eq "bash: the script's own words are files" "$(comp_bash experiment submit -c local train.py --ep)" ""
 expect_eq "bash: shells" "$(comp_bash completion '')" $'bash\nfish\nzsh'
 
+ATTACH_RD=$(comp_bash computetarget attach remotedocker --)
+expect_contains "bash: attach remotedocker -- offers --password" "$ATTACH_RD" "--password"
+expect_contains "… and -w's long form's sibling --password-stdin" "$ATTACH_RD" "--password-stdin"
+expect_contains "… and --base-image (a remotedocker option)" "$ATTACH_RD" "--base-image"
+expect_not_contains "… not slurm's --partition (only that kind's options)" "$ATTACH_RD" "--partition"
+expect_not_contains "… not attach's 2017 --type" "$ATTACH_RD" "--type"
+expect_eq "bash: attach remotedocker -w is offered" "$(comp_bash computetarget attach remotedocker -w)" "-w"
+expect_error "a parse error reads as mlw's own line, in lower case" 2 \
+  "mlw: error: the following argument was not expected: extra-word" history list extra-word
+
+## Completion of names a cloned project chose (issue 33): each inserted as one quoted word
+# A project folder whose name is shell syntax; its run ids carry the name. The completed command
+# line is then run by bash, as Enter would: nothing may run, and the id arrives whole.
+EVIL_DIR="$WORK/a\$(touch\${IFS}PWNED)b c"
+shell_would_run "completion: the folder name as shell text" "cd '$WORK' && echo a\$(touch\${IFS}PWNED)b" "$WORK/PWNED"
+mkdir -p "$EVIL_DIR" && cp -r aml_config .amlignore train.py "$EVIL_DIR/"
+(cd "$EVIL_DIR" && "$MLW" -q experiment submit -c local train.py --epochs 1 >/dev/null)
+EVIL_RUN=$(cd "$EVIL_DIR" && "$MLW" history last -o json | jq -r .run_id)
+check "completion: the hostile project's run id has shell syntax" grep -q '\$(' <<<"$EVIL_RUN"
+completed=$(cd "$EVIL_DIR" && comp_bash history info -r '')
+expect_eq "completion: one candidate for the one run" "$(wc -l <<<"$completed")" 1
+said=$(cd "$WORK" && bash --norc -c "printf '%s\n' $completed" 2>&1)
+expect_eq "completion: the inserted word is the run id, whole" "$said" "$EVIL_RUN"
+check "completion: the inserted word ran nothing" test ! -e "$WORK/PWNED"
+
 ## Completion: fish (complete -C, fish's own answer for a command line)
 comp_fish() { HOME="$WORK" fish --no-config -c "mlw completion fish | source; complete -C '$1'" | cut -f1 | sort; }
 expect_eq "fish: commands" "$(comp_fish 'mlw hist')" "history"
