@@ -320,11 +320,16 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
     record.end_ms = ctx.clock->now_ms();
     record.pid = 0;
     record.problems.push_back(std::string("the run could not start: ") + e.what());
+    // Say what the history holds now, not what was meant (on a full disk the record may not
+    // have been written: the run then reads as Lost).
+    std::string recorded = "its record could not be written";
     try {
       store->save(record);
-    } catch (const Error&) {
+      recorded = "recorded as " + store->load(record.run_id).status;
+    } catch (const Error& failure) {
+      recorded += fmt::format(": {}", failure.what());
     }
-    throw Error(std::string(e.what()) + " (run " + record.run_id + " recorded as Failed)",
+    throw Error(std::string(e.what()) + " (run " + record.run_id + " " + recorded + ")",
                 exit_code::k_cannot_start);
   }
 }

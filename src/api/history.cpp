@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <thread>
@@ -43,13 +44,19 @@ nlohmann::ordered_json summary_row(const RunSummary& row, std::int64_t now_ms) {
 
 }  // namespace
 
-void list_runs(Context& ctx, const RunQuery& query) {
+void list_runs(Context& ctx, const RunQuery& asked) {
+  RunQuery query = asked;
   if (!query.status.empty()) {
+    // In any case, as az's enumerations are (--status failed).
     const auto& all = status::all();
-    if (std::find(all.begin(), all.end(), query.status) == all.end()) {
+    const auto found = std::find_if(all.begin(), all.end(), [&](const auto& name) {
+      return lower_ascii(name) == lower_ascii(query.status);
+    });
+    if (found == all.end()) {
       throw UsageError(fmt::format("--status must be one of {}{}", join(all, ", "),
                                    did_you_mean(query.status, all)));
     }
+    query.status = *found;
   }
   if (query.top < 0) throw UsageError("--top must be 0 (all) or more");
   HistoryStore store = open_history(ctx);
@@ -58,7 +65,12 @@ void list_runs(Context& ctx, const RunQuery& query) {
   if (ctx.output().structured()) {
     // A run is one object everywhere (docs/cli.md "Output schema"): the record `info` shows.
     for (const auto& row : store.list(query)) {
-      rows.push_back(store.load(row.run_id).to_public_json(store.run_dir(row.run_id).string()));
+      try {
+        rows.push_back(store.load(row.run_id).to_public_json(store.run_dir(row.run_id).string()));
+      } catch (const Error& e) {
+        // One damaged record costs that run, not the list: a script still gets the others.
+        spdlog::warn("{}; left out of the list", e.what());
+      }
     }
     ctx.output().print_list(rows, {});
     return;
@@ -250,8 +262,10 @@ void download(Context& ctx, const std::string& run_id,
     }
     files = {name};
   }
-  const fs::path target =
-      destination ? fs::absolute(expand_user(*destination)) : ctx.working_dir / run_id;
+  // By default into the project's outputs/ folder, which no run ships and the project's
+  // .gitignore leaves out: results downloaded into the project would go with the next run.
+  const fs::path target = destination ? fs::absolute(expand_user(*destination))
+                                      : ctx.project().root / "outputs" / run_id;
   nlohmann::ordered_json copied = nlohmann::ordered_json::array();
   for (const auto& file : files) {
     const fs::path relative = fs::path(file).lexically_normal();
@@ -263,6 +277,12 @@ void download(Context& ctx, const std::string& run_id,
     fs::copy_file(source, target / relative, fs::copy_options::overwrite_existing, ec);
     if (ec) throw Error("cannot write " + (target / relative).string() + ": " + ec.message());
     copied.push_back((target / relative).string());
+  }
+  if (!destination) {
+    spdlog::info(
+        "{} file(s) in {} (outputs/ is not shipped with runs; -d DIR chooses another "
+        "folder)",
+        copied.size(), ctx.project().display(target));
   }
   ctx.output().print_object(
       {{"run_id", run_id}, {"destination", target.string()}, {"files", copied}});

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "mlw/config/names.hpp"
+#include "mlw/util/error.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -46,15 +49,48 @@ const std::vector<KeySpec<RunConfig>>& run_config_keys() {
        {}},
       {"TrackedRun", &R::tracked_run, "true: record the run in the project's history.", {}, {}},
       {"UseSampling", &R::unused, "", {}, {}, true},
+      // Early 2017 files: the environment was always managed; mlw prepares it the same way.
+      {"ManagedEnvironment", &R::unused, "", {}, {}, true},
       {"DataSourceSettings", &R::unused, "", {}, {}, true},
       {"DataSourceSubstitutions", &R::unused, "", {}, {}, true},
   };
   return table;
 }
 
+namespace {
+
+/// The 2018 Azure ML SDK's run configuration (lower-case keys: script, arguments, target,
+/// framework, environment, …) is named as such, not read as a 2017 file with a dozen unknown
+/// keys and a wrong Framework.
+void refuse_sdk_format(const ConfigDocument& doc) {
+  int sdk_keys = 0;
+  for (const char* key : {"script", "arguments", "target", "framework", "environment",
+                          "communicator", "history", "nodeCount", "data", "docker"}) {
+    if (doc.root[key]) ++sdk_keys;
+  }
+  if (sdk_keys < 2 || doc.root["ArgumentVector"] || doc.root["Framework"]) return;
+  throw Error(fmt::format(
+      "{}: an Azure ML SDK (2018) run configuration (lower-case keys such as script, framework, "
+      "environment); mlw reads the 2017 Workbench format (ArgumentVector, Target, Framework, "
+      "CondaDependenciesFile, …): see docs/runconfig-file.md, or let mlw write one with: mlw "
+      "computetarget attach … --force",
+      doc.display_path));
+}
+
+}  // namespace
+
 RunConfig parse_run_config(ConfigDocument& doc, std::vector<std::string>* ignored_keys) {
+  refuse_sdk_format(doc);
   RunConfig config;
+  // CondaFile: the first name of CondaDependenciesFile in early 2017 Workbench files.
+  std::optional<std::string> conda_file;
+  if (const YAML::Node early = doc.root["CondaFile"]; early) {
+    conda_file = scalar_value(doc, early, "CondaFile");
+    doc.root.remove("CondaFile");
+  }
+  const bool conda_named = static_cast<bool>(doc.root["CondaDependenciesFile"]);
   auto ignored = apply_key_table(doc, run_config_keys(), config);
+  if (conda_file && !conda_named) config.conda_dependencies_file = *conda_file;
   if (const YAML::Node vars = doc.root["EnvironmentVariables"]; vars && vars.IsMap()) {
     for (const auto& entry : vars) {
       const std::string name = entry.first.IsScalar() ? entry.first.Scalar() : "";

@@ -1,6 +1,7 @@
 #include "mlw/history/collect.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -63,8 +64,14 @@ std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line)
 }
 
 std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& visit) {
-  std::FILE* file = std::fopen(metrics_file.c_str(), "rbe");
-  if (!file) return 0;
+  // Only a regular file is read: a FIFO in its place would block for ever.
+  const int fd = open_regular_file(metrics_file);
+  if (fd < 0) return 0;
+  std::FILE* file = ::fdopen(fd, "rb");
+  if (!file) {
+    ::close(fd);
+    return 0;
+  }
   std::size_t skipped = 0;
   std::string line;
   bool too_long = false;

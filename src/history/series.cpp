@@ -1,6 +1,8 @@
 // Metric series for charts: an incremental reader with a fast path for flat lines, and LTTB.
 #include "mlw/history/series.hpp"
 
+#include "mlw/util/fs.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -318,7 +320,7 @@ void MetricSeriesReader::merge(MetricSeriesReader&& later) {
 }
 
 void MetricSeriesReader::update(const std::filesystem::path& file, bool at_end) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open_regular_file(file);  // a FIFO in its place is never waited on
   if (fd < 0) return;
   const off_t size = ::lseek(fd, 0, SEEK_END);
   if (size >= 0 && static_cast<std::uint64_t>(size) < m_offset) *this = MetricSeriesReader();

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
@@ -164,7 +165,12 @@ void HistoryStore::write_record(const RunRecord& record, bool durable) {
 void HistoryStore::index_run_folders() {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(runs_dir(), ec)) {
-    if (auto record = read_record(entry.path())) upsert(*record);
+    if (auto record = read_record(entry.path())) {
+      upsert(*record);
+    } else if (fs::exists(entry.path() / "run.json")) {
+      spdlog::warn("the record of run {} ({}) is damaged; it is left out of the index",
+                   entry.path().filename().string(), (entry.path() / "run.json").string());
+    }
   }
 }
 

@@ -104,6 +104,33 @@ fi
 
 # A disk that fills up during a run: the record says what happened.
 mkdir -p "$WORK/tmpfs"
+run_mlw -o json history list --status failed
+expect_eq "--status in any case (as az's enumerations)" "$(json_get "$OUT" '[r["exit_code"] for r in d]')" "[2]"
+
+# --- issue 33: a FIFO where metrics.jsonl should be never hangs a reader; a damaged run.json
+# costs that run only, and is named
+printf 'import os\nos.mkfifo(os.environ["MLW_METRICS_FILE"])\nprint("made a fifo")\n' >fifo.py
+timeout -k 5 60 "$MLW" experiment submit -c local fifo.py >"$WORK/o" 2>"$WORK/e" </dev/null
+expect_eq "a FIFO as metrics.jsonl: the run ends (not stuck Running)" "$?" 0
+FIFO_RUN=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+check "… the FIFO is there" test -p ".mlw/runs/$FIFO_RUN/metrics.jsonl"
+timeout -k 5 30 "$MLW" history info -r "$FIFO_RUN" >"$WORK/o" 2>"$WORK/e" </dev/null
+expect_eq "a FIFO as metrics.jsonl: history info answers" "$?" 0
+expect_contains "… with the record" "$(cat "$WORK/o")" "Completed"
+ALL=$("$MLW" history list -o json)
+TOTAL=$(json_get "$ALL" 'len(d)')
+DAMAGED=$(json_get "$ALL" 'd[1]["run_id"]')
+printf '{"run_id": "%s", "status": ' "$DAMAGED" >".mlw/runs/$DAMAGED/run.json"
+run_mlw -o json history list
+expect_eq "one damaged run.json: list -o json still succeeds" "$CODE" 0
+expect_eq "… with every other run" "$(json_get "$OUT" 'len(d)')" "$((TOTAL - 1))"
+expect_contains "… and names the damaged one on stderr" "$ERR" "$DAMAGED"
+mv .mlw/history.db "$WORK/history.db.away"
+rm -f .mlw/history.db-wal .mlw/history.db-shm
+run_mlw -o json history list
+expect_eq "an index rebuilt from the run folders: the others listed" "$(json_get "$OUT" 'len(d)')" "$((TOTAL - 1))"
+expect_contains "… and the damaged record named, not dropped without a word" "$ERR" "$DAMAGED"
+
 if mount -t tmpfs -o size=3m tmpfs "$WORK/tmpfs"; then
   (cd "$WORK/tmpfs" && "$MLW" -q project create -n full >/dev/null)
   cd "$WORK/tmpfs/full"

@@ -138,6 +138,14 @@ run_mlw history download -r "$RUN" -d "$WORK/dl" --artifact model.bin
 printf '\000weights' >"$WORK/model.expected"
 check "downloaded artifact is byte-identical" cmp "$WORK/dl/model.bin" "$WORK/model.expected"
 expect_error "artifact outside outputs refused" 2 "inside the run's outputs" history download -r "$RUN" --artifact ../run.json
+# Without -d: into outputs/RUN_ID, which the next run does not ship (issue 33), and said so.
+run_mlw history download -r "$RUN"
+expect_eq "download without -d succeeds" "$CODE" 0
+check "… into outputs/RUN_ID" cmp "outputs/$RUN/model.bin" "$WORK/model.expected"
+expect_contains "… and says where" "$ERR" "outputs/$RUN"
+run_mlw -o json experiment submit -c local metrics.py
+NEXT=$(json_get "$OUT" 'd["run_id"]')
+check "the next run's snapshot does not carry the downloaded results" test ! -e ".mlw/runs/$NEXT/snapshot/outputs/$RUN" -a ! -e ".mlw/runs/$NEXT/snapshot/$RUN"
 
 # --- async, logs -f, cancel
 run_mlw experiment submit -c local -a slow.py 300

@@ -89,4 +89,59 @@ PY
   expect_eq "another azureml package ($style style) beside mlw's: exit 0" "$CODE" 0
   expect_contains "another azureml package ($style style) is importable" "$OUT" "azureml.core: other azureml package"
 done
+# --- 2017–2018 files as users have them (issue 33): named for what they are, never a wrong reason
+# The 2018 Azure ML SDK's run configuration, as its samples wrote it.
+cat >aml_config/sdk.runconfig <<'YML'
+script: train.py
+arguments: []
+target: local
+framework: Python
+communicator: None
+environment:
+  python:
+    userManagedDependencies: false
+    condaDependenciesFile: aml_config/conda_dependencies.yml
+history:
+  outputCollection: true
+YML
+cp aml_config/local.compute aml_config/sdk.compute
+printf 'print("never")\n' >train.py
+run_mlw experiment submit -c sdk train.py
+expect_eq "an SDK 2018 run configuration: refused (125: the run could not start)" "$CODE" 125
+expect_contains "… named as such" "$ERR" "an Azure ML SDK (2018) run configuration"
+expect_not_contains "… not as PySpark" "$ERR" "PySpark"
+expect_eq "… in one line, without a dozen unknown-key warnings" "$(grep -c . <<<"$ERR")" 1
+rm aml_config/sdk.runconfig aml_config/sdk.compute
+# An early 2017 JSON run configuration: CondaFile (CondaDependenciesFile's first name) and
+# ManagedEnvironment.
+cat >aml_config/early.runconfig <<'JSON'
+{
+  "ArgumentVector": ["$file"],
+  "Target": "local",
+  "Framework": "Python",
+  "CondaFile": "aml_config/early_conda.yml",
+  "ManagedEnvironment": true,
+  "PrepareEnvironment": true,
+  "TrackedRun": true
+}
+JSON
+cp aml_config/local.compute aml_config/early.compute
+printf 'dependencies:\n  - python=3.11\n' >aml_config/early_conda.yml
+printf 'print("early ran")\n' >early.py
+run_mlw -o json experiment submit -c early early.py
+expect_eq "an early run configuration runs" "$CODE" 0
+expect_not_contains "ManagedEnvironment: no wrong did-you-mean" "$ERR" "did you mean"
+expect_not_contains "CondaFile: not an unknown key" "$ERR" "unknown key"
+# On a docker target the file CondaFile names is the environment: a malformed one is named.
+sed 's/"Target": "local"/"Target": "earlyd"/; s/early_conda.yml/early_bad.yml/' aml_config/early.runconfig >aml_config/earlyd.runconfig
+cp aml_config/docker.compute aml_config/earlyd.compute
+printf 'dependencies: 5\n' >aml_config/early_bad.yml
+run_mlw experiment submit -c earlyd early.py
+expect_eq "CondaFile is read as CondaDependenciesFile (its malformed file refused)" "$CODE" 125
+expect_contains "… naming that file" "$ERR" "aml_config/early_bad.yml:1: dependencies must be a list"
+# A 2017 HDInsight cluster target.
+printf 'type: cluster\naddress: my-cluster-ssh.azurehdinsight.net\nusername: sshuser\n' >aml_config/hdi.compute
+expect_error "type: cluster is named as HDInsight" 1 "HDInsight Spark cluster, which mlw does not run" \
+  computetarget show -n hdi
+rm aml_config/hdi.compute
 finish

@@ -26,6 +26,11 @@ std::string read_file(const fs::path& path);
 /// The whole file, or nullopt when it does not exist.
 std::optional<std::string> read_file_if_exists(const fs::path& path);
 
+/// Opens `path` for reading only when it is a regular file, without ever blocking (a FIFO or a
+/// device in its place is not waited on); -1 with errno set (EINVAL for a file that is not
+/// regular) otherwise. The caller closes the descriptor.
+int open_regular_file(const fs::path& path);
+
 /// Creates `path` and its parents; throws mlw::Error naming the path on failure.
 void make_directories(const fs::path& path, mode_t mode = 0755);
 
