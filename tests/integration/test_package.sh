@@ -55,11 +55,15 @@ deb=$(ls "$WORK"/deb/mlw_*.deb 2>/dev/null | head -1)
 check "cpack made mlw_VERSION_ARCH.deb" test -s "$deb"
 depends=$(dpkg-deb -f "$deb" Depends)
 expect_contains "Depends names libc6 with a version" "$depends" "libc6 (>= "
-# Each shared library the binary needs comes from a package that Depends names.
-libs=$(ldd "$P/bin/mlw" | awk '/=>/{print $3}')
+# Each shared library the binary needs itself (its NEEDED entries; theirs come with them) comes
+# from a package that Depends names.
+needed=$(readelf -d "$P/bin/mlw" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+libs=$(ldd "$P/bin/mlw" | awk -v needed=" $(echo $needed) " '/=>/ && index(needed, " " $1 " ") {print $3}')
 check "the binary needs some shared library" test -n "$libs"
 for lib in $libs; do
+  # Merged /usr: a package owns its file as /lib/… or as /usr/lib/….
   owner=$(dpkg -S "$lib" 2>/dev/null | head -1 | cut -d: -f1)
+  [ -n "$owner" ] || owner=$(dpkg -S "/usr$lib" 2>/dev/null | head -1 | cut -d: -f1)
   expect_contains "Depends covers $lib (${owner:-no package})" "$depends" "${owner:-no package}"
 done
 contents=$(dpkg-deb -c "$deb")
@@ -68,7 +72,15 @@ for f in ./usr/bin/mlw ./usr/share/man/man1/mlw.1.gz ./usr/share/bash-completion
   expect_contains "the package holds $f" "$contents" "$f"
 done
 
-# The dashboard's server is a package of its own: mlw itself needs only libc6.
+# Debian's libssh2 and libcrypto, shared (issue 33: linked in, their security updates never
+# reached mlw).
+expect_contains "Depends names libssh2-1" "$depends" "libssh2-1"
+expect_contains "Depends names libssl3 (libcrypto)" "$depends" "libssl3"
+check "mlw links libssh2 from the system" grep -q 'libssh2.so.1 => /' <<<"$(ldd "$P/bin/mlw")"
+check "mlw links libcrypto from the system" grep -q 'libcrypto.so.3 => /' <<<"$(ldd "$P/bin/mlw")"
+check "no libssh2 symbols inside mlw" bash -c "! nm -D --defined-only '$P/bin/mlw' | grep -q ' libssh2_'"
+
+# The dashboard's server is a package of its own.
 dash=$(ls "$WORK"/deb/mlw-dashboard_*.deb 2>/dev/null | head -1)
 check "cpack made mlw-dashboard_VERSION_ARCH.deb" test -s "$dash"
 expect_contains "mlw-dashboard holds mlw-ui" "$(dpkg-deb -c "$dash")" "./usr/libexec/mlw/mlw-ui"
@@ -76,8 +88,8 @@ expect_contains "mlw-dashboard Depends on cpp-httplib" "$(dpkg-deb -f "$dash" De
 expect_contains "… and on mlw" "$(dpkg-deb -f "$dash" Depends)" "mlw (= "
 expect_not_contains "mlw does not hold mlw-ui" "$contents" "mlw-ui"
 
-# Installed with dpkg in a clean Debian 12 root that has never seen mlw (no network: Depends
-# must already be met there, as on any bookworm machine).
+# Installed with dpkg in a clean Debian 12 root that has never seen mlw (no network: what Depends
+# names is there, as apt would have fetched it: libc6, libssl3 and libssh2-1).
 out=$(docker run --rm --network none -v "$WORK/deb:/deb:ro" "$MLW_TEST_IMAGE" sh -c '
   command -v mlw && echo "mlw was already there"
   dpkg -i /deb/mlw_*.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; exit 1; }
