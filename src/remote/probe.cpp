@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+
+#include <chrono>
 #include <sstream>
 
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
+#include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -231,9 +234,25 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
       return read_held(question, offset, buffer, size);
     };
   }
+  // Bounded on mlw's side: a tool of the target's that never returns (a replaced perl, curl or
+  // docker; a hung engine) must not hang submit, prepare or doctor.
+  const auto limit = std::chrono::seconds(setting("MLW_PROBE_TIMEOUT"));
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  bool timed_out = false;
+  streams.should_stop = [&] {
+    timed_out = timed_out || std::chrono::steady_clock::now() > deadline;
+    return timed_out;
+  };
   result.exit_code =
       shell.run(probe_script(compute, image_tag, ship ? ship->script : "", disk), streams)
           .exit_code;
+  if (timed_out) {
+    throw Error(fmt::format("cannot inspect {}: the probe (docker, perl and curl there) did not "
+                            "answer in {} s (MLW_PROBE_TIMEOUT); is one of them replaced by "
+                            "something that does not return, or is its Docker engine hung?",
+                            shell.host(), limit.count()),
+                exit_code::k_cannot_start);
+  }
   if (result.exit_code != 0) {
     throw Error("cannot inspect " + shell.host() + ": " + trim(result.errors),
                 exit_code::k_cannot_start);

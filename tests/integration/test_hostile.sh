@@ -232,6 +232,21 @@ expect_eq "rd: a perl that cannot connect and a curl that answers nonsense: the 
 expect_contains "rd: its output" "$OUT" "HELLO ['c1']"
 expect_contains "rd: curl was asked where perl could not connect" \
   "$(cat "$USER_HOME/curl.calls" 2>/dev/null)" "--unix-socket"
+# A perl that never returns (issue 33: submit and prepare hung for ever): the probe is bounded on
+# mlw's side, and the line names the tools. (doctor does not ask perl: it still says all is well.)
+fake perl <<'SH'
+#!/bin/sh
+exec sleep 60
+SH
+for command in "experiment submit -c rd hello.py h1" "experiment prepare -c rd"; do
+  started=$SECONDS
+  # shellcheck disable=SC2086
+  MLW_PROBE_TIMEOUT=4 run_bounded 60 $command
+  check "rd: a perl that never returns: $command ends (in $((SECONDS - started)) s)" \
+    test "$CODE" -ne 0 -a "$CODE" -ne 124 -a $((SECONDS - started)) -lt 30
+  expect_contains "rd: … $command says which step and which tools" "$OUT$ERR" \
+    "the probe (docker, perl and curl there) did not answer in 4 s (MLW_PROBE_TIMEOUT)"
+done
 rm -f "$USER_HOME/evil/curl" "$USER_HOME/evil/perl" "$USER_HOME/curl.calls"
 fake wc <<'SH'
 #!/bin/sh
