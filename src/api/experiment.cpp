@@ -144,16 +144,49 @@ std::ostream& live_stream(Context& ctx) {
   return ctx.output_format == OutputFormat::Table ? *ctx.out : *ctx.err;
 }
 
-void write_live(Context& ctx, const char* data, std::size_t size) {
-  std::ostream& stream = live_stream(ctx);
-  stream.write(data, static_cast<std::streamsize>(size));
-  stream.flush();
-}
+/// Writes a run's live output: its lines go to the live stream, mlw's own notes from before the
+/// script started (lines marked k_live_note) to stderr. `at_line_start` and `in_note` carry
+/// the state across reads.
+struct LiveWriter {
+  bool at_line_start = true;
+  bool in_note = false;
+
+  void write(Context& ctx, const char* data, std::size_t size) {
+    std::ostream& live = live_stream(ctx);
+    std::size_t from = 0;
+    auto flush_to = [&](std::size_t end) {
+      if (end <= from) return;
+      std::ostream& stream = in_note ? *ctx.err : live;
+      stream.write(data + from, static_cast<std::streamsize>(end - from));
+    };
+    for (std::size_t i = 0; i < size; ++i) {
+      if (at_line_start && data[i] == k_live_note) {
+        flush_to(i);
+        in_note = true;
+        from = i + 1;
+      }
+      at_line_start = data[i] == '\n';
+      if (at_line_start && in_note) {
+        flush_to(i + 1);
+        in_note = false;
+        from = i + 1;
+      }
+    }
+    flush_to(size);
+    live.flush();
+    ctx.err->flush();
+  }
+};
 
 int exit_code_of(const RunRecord& record) {
   if (record.exit_code) return *record.exit_code;
   if (record.status == status::k_completed) return 0;
   return exit_code::k_cannot_start;
+}
+
+/// True when the run failed before its script started (a failed build, a missing runtime).
+bool failed_before_its_script(const RunRecord& record) {
+  return record.start_ms == 0 && record.status == status::k_failed && !record.problems.empty();
 }
 
 void print_summary(Context& ctx, const RunRecord& record, const fs::path& run_dir) {
@@ -188,8 +221,13 @@ void print_summary(Context& ctx, const RunRecord& record, const fs::path& run_di
     }
     summary += "Metrics: " + join(parts, ", ") + "\n";
   }
-  for (const auto& problem : record.problems) summary += "Problem: " + problem + "\n";
-  *ctx.out << summary << std::flush;
+  // A run that failed before its script started failed as a command does: its summary goes to
+  // stderr, and its first problem is the one `mlw: error:` line that follows (said once).
+  const bool failed_before_start = failed_before_its_script(record);
+  for (std::size_t i = failed_before_start ? 1 : 0; i < record.problems.size(); ++i) {
+    summary += "Problem: " + record.problems[i] + "\n";
+  }
+  (failed_before_start ? *ctx.err : *ctx.out) << summary << std::flush;
 }
 
 }  // namespace
@@ -349,6 +387,7 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
   bool signalled = false;
   std::optional<HistoryStore> cancel_store;  // opened once, when Ctrl-C asks to cancel
   char buffer[65536];
+  LiveWriter writer;
   while (true) {
     pollfd item{handle.output_fd, POLLIN, 0};
     const int ready = ::poll(&item, 1, 100);
@@ -377,7 +416,7 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
     const ssize_t n = ::read(handle.output_fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    write_live(ctx, buffer, static_cast<std::size_t>(n));
+    writer.write(ctx, buffer, static_cast<std::size_t>(n));
   }
   ::sigaction(SIGINT, &previous, nullptr);
   ::close(handle.output_fd);
@@ -393,8 +432,7 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
   print_summary(ctx, final_record, plan.run_dir);
   // A run that failed before its script started failed as a command does: its reason is also
   // the one `mlw: error:` line on stderr (the summary above is the run's, on stdout).
-  if (final_record.start_ms == 0 && final_record.status == status::k_failed &&
-      !final_record.problems.empty()) {
+  if (failed_before_its_script(final_record)) {
     *ctx.err << "mlw: error: " << final_record.problems.front() << "\n";
   }
   return exit_code_of(final_record);

@@ -165,6 +165,67 @@ BuildFailure build_failure_reason(const std::string& output) {
   return {};
 }
 
+namespace {
+
+/// `text` without terminal escape sequences (ESC [ … letter), as pip and conda colour them.
+std::string without_escapes(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      i += 2;
+      while (i < text.size() && !(text[i] >= '@' && text[i] <= '~')) ++i;
+      continue;
+    }
+    if (text[i] != '\r') out += text[i];
+  }
+  return out;
+}
+
+/// Lines of a build's output a person needs: not Docker's deprecation notice of its builder.
+std::vector<std::string> readable_lines(const std::string& output) {
+  std::vector<std::string> lines;
+  for (auto& line : split(without_escapes(output), '\n')) {
+    if (starts_with(line, "DEPRECATED: The legacy builder is deprecated") ||
+        starts_with(line, "            Install the buildx component") ||
+        starts_with(line, "            BuildKit is currently disabled") ||
+        starts_with(line, "            https://docs.docker.com/go/buildx/") || trim(line).empty()) {
+      continue;
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string build_output_tail(const std::string& output, std::size_t count) {
+  std::vector<std::string> lines = readable_lines(output);
+  if (lines.size() > count) lines.erase(lines.begin(), lines.end() - static_cast<long>(count));
+  std::string out;
+  for (const auto& line : lines) out += line.substr(0, 400) + "\n";
+  return out;
+}
+
+std::string build_error_line(const std::string& output) {
+  const std::vector<std::string> lines = readable_lines(output);
+  std::string found;
+  for (auto it = lines.rbegin(); it != lines.rend() && found.empty(); ++it) {
+    const std::string line(trim(*it));
+    for (const char* start : {"ERROR:", "error:", "CondaError", "PackagesNotFoundError",
+                              "ResolvePackageNotFound", "E: "}) {
+      if (starts_with(line, start)) found = line.substr(0, 300);
+    }
+  }
+  if (found.empty()) return "";
+  for (const char* offline : {"Temporary failure in name resolution", "Network is unreachable",
+                              "Could not resolve host", "Name or service not known"}) {
+    if (output.find(offline) != std::string::npos) {
+      return found + " (the build could not reach the network from the target)";
+    }
+  }
+  return found;
+}
+
 EnvironmentSpec environment_spec(const RunPlan& plan) {
   EnvironmentSpec env;
   const std::string file = plan.run_config.conda_dependencies_file;

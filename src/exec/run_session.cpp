@@ -127,9 +127,16 @@ void RunSession::append_log(std::string_view text) {
   say(text);
 }
 
+void RunSession::note(std::string_view text) {
+  std::string marked;
+  for (const auto& line : split(std::string(text), '\n')) {
+    if (!line.empty()) marked += k_live_note + line + "\n";
+  }
+  say(marked);
+}
+
 int RunSession::fail(int code, const std::string& problem) {
   RunRecorder::fail(code, problem);
-  say("mlw: " + problem + "\n");
   return 0;
 }
 
@@ -217,8 +224,8 @@ int RunSession::build_environment(const EnvironmentSpec& env) {
         if (build_log >= 0) write_fully(build_log, chunk);
         if (!announced) {
           announced = true;
-          say(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…\n", env.tag,
-                          record.run_id));
+          note(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…", env.tag,
+                           record.run_id));
         }
         tail.append(chunk);
         if (tail.size() > 4000) tail.erase(0, tail.size() - 4000);
@@ -243,12 +250,13 @@ int RunSession::build_failed(const EnvironmentSpec& env, int build_exit, const s
   if (reason.exit_code != 0) {
     return fail(reason.exit_code, fmt::format("{} ({})", reason.message, where));
   }
-  std::vector<std::string> lines = split(trim(tail), '\n');
-  if (lines.size() > 15) lines.erase(lines.begin(), lines.end() - 15);
-  say(join(lines, "\n") + "\n");
-  return fail(
-      exit_code::k_cannot_start,
-      fmt::format("building the environment {} failed (exit {}); {}", env.tag, build_exit, where));
+  // The failing step's last lines (no colour codes, no Docker notice), then the reason once:
+  // pip's or conda's own last error, in the run's problem and the submit's error line.
+  note(build_output_tail(tail, 15));
+  const std::string why = build_error_line(tail);
+  return fail(exit_code::k_cannot_start,
+              fmt::format("building the environment {} failed (exit {}){}; {}", env.tag, build_exit,
+                          why.empty() ? "" : ": " + why, where));
 }
 
 int RunSession::finish(RunDriver& driver) {

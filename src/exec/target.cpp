@@ -289,10 +289,12 @@ PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputS
   }
   if (result.exit_code != 0) {
     const BuildFailure reason = build_failure_reason(log);
+    const std::string why = build_error_line(log);
     throw Error(reason.exit_code != 0
                     ? reason.message
-                    : fmt::format("building the environment {} on {} failed (exit {})", env.tag,
-                                  m_shell->host(), result.exit_code));
+                    : fmt::format("building the environment {} on {} failed (exit {}){}", env.tag,
+                                  m_shell->host(), result.exit_code,
+                                  why.empty() ? "" : ": " + why));
   }
   return {env.tag, m_shell->host(), log.find("Building environment") != std::string::npos};
 }

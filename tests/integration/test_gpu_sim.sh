@@ -173,9 +173,10 @@ dependencies:
 YML
 run_mlw experiment submit -c my_dsvm gpu.py
 expect_eq "conda packages without conda: exit 125" "$CODE" 125
-expect_contains "the error names the packages and the fix" "$OUT" "cannot be installed: tensorflow-gpu; use a base image with conda"
-expect_not_contains "no Completed run on the wrong python" "$OUT" "Completed"
-expect_contains "the summary says the script never started" "$OUT" "before the script started"
+expect_contains "the error names the packages and the fix" "$ERR" "cannot be installed: tensorflow-gpu; use a base image with conda"
+expect_not_contains "no Completed run on the wrong python" "$OUT$ERR" "Completed"
+expect_contains "the summary says the script never started (stderr)" "$ERR" "before the script started"
+expect_eq "stdout holds only the run id" "$(grep -cv '^RunId: ' <<<"$OUT")" 0
 RID=$("$MLW" -o json history last | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 run_mlw -o json history info -r "$RID"
 expect_contains "the run's problems say it" "$(json_get "$OUT" 'd["problems"]')" "tensorflow-gpu"
@@ -185,7 +186,7 @@ expect_eq "the failed build left no container" "$(containers_left)" 0
 sed -i '/tensorflow-gpu/d' aml_config/conda_dependencies.yml
 run_mlw experiment submit -c my_dsvm gpu.py
 expect_eq "a python pin the image does not have: exit 125" "$CODE" 125
-expect_contains "the python pin is not dropped in silence" "$OUT" "asks for python=3.5.2"
+expect_contains "the python pin is not dropped in silence" "$ERR" "asks for python=3.5.2"
 run_mlw experiment prepare -c my_dsvm
 expect_eq "prepare fails with 1 (cli.md)" "$CODE" 1
 expect_contains "prepare says why" "$ERR" "asks for python=3.5.2"
@@ -195,7 +196,7 @@ cp "$WORK/good.yml" aml_config/conda_dependencies.yml
 sed -i '/^"Framework"/d' aml_config/my_dsvm.runconfig
 run_mlw experiment submit -c my_dsvm gpu.py
 expect_eq "PySpark without spark-submit: exit 127" "$CODE" 127
-expect_contains "PySpark: explained as on the local target" "$OUT" "Framework is PySpark (Workbench's default when a .runconfig has no Framework line) but the image $MLW_TEST_IMAGE has no spark-submit; set Framework: Python in aml_config/my_dsvm.runconfig"
+expect_contains "PySpark: explained as on the local target" "$ERR" "Framework is PySpark (Workbench's default when a .runconfig has no Framework line) but the image $MLW_TEST_IMAGE has no spark-submit; set Framework: Python in aml_config/my_dsvm.runconfig"
 expect_not_contains "PySpark: not tini's message" "$OUT$ERR" "exec spark-submit failed"
 "$MLW" -q computetarget attach local -n lp >/dev/null
 sed -i '/^Framework:/d' aml_config/lp.runconfig aml_config/box.runconfig

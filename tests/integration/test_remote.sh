@@ -183,10 +183,17 @@ dependencies:
 YML
 run_mlw experiment submit -c rd use_wheel.py
 expect_eq "failed environment build: 125" "$CODE" 125
-expect_contains "build failure names the log" "$OUT" "build.log"
-expect_contains "build output shown" "$OUT" "no-such-package-mlw"
-expect_contains "the reason is the one mlw: error: line on stderr" "$ERR" \
+# Issue 33: the reason (pip's own) said once, on stderr; stdout holds only the run id.
+expect_eq "failed build: stdout holds only the run id" "$(grep -cv '^RunId: ' <<<"$OUT")" 0
+expect_contains "build failure names the log" "$ERR" "build.log"
+expect_contains "the failing step's last lines shown (stderr)" "$ERR" "no-such-package-mlw"
+expect_contains "the reason is the one mlw: error: line on stderr, with pip's own error" "$ERR" \
   "mlw: error: building the environment"
+expect_contains "… pip's own error in it" "$(grep '^mlw: error:' <<<"$ERR")" \
+  "ERROR: No matching distribution found for no-such-package-mlw"
+expect_eq "… said once, not three times" "$(grep -c 'building the environment' <<<"$OUT$ERR")" 1
+check "no terminal colour codes where stdout is not a terminal" bash -c "! grep -q $'\e' <<<\"\$1\"" _ "$OUT$ERR"
+check "no Docker deprecation notice" bash -c "! grep -q 'DEPRECATED' <<<\"\$1\"" _ "$OUT$ERR"
 # With PrepareEnvironment: false and the image missing, the same: 125, the reason on stderr.
 sed -i 's/^PrepareEnvironment:.*/PrepareEnvironment: false/' aml_config/rd.runconfig
 grep -q '^PrepareEnvironment: false' aml_config/rd.runconfig ||

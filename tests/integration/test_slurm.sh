@@ -111,8 +111,9 @@ expect_contains "attach warns that no node of the partition has GPUs" "$(cat "$W
   "mlw: warning: no node of partition debug on $ADDR reports GPUs (Gres=gpu:N in slurm.conf)"
 run_mlw experiment submit -c gpu exit_with.py 0
 expect_eq "a job sbatch rejects cannot start" "$CODE" 125
-expect_contains "sbatch's own message is shown" "$OUT" "sbatch on $ADDR refused the job:"
-expect_contains "sbatch's reason" "$OUT" "gres"
+expect_contains "sbatch's own message is shown, as the one error line" "$ERR" "mlw: error: sbatch on $ADDR refused the job:"
+expect_contains "sbatch's reason" "$ERR" "gres"
+expect_eq "… said once" "$(grep -c 'refused the job' <<<"$OUT$ERR")" 1
 run_mlw experiment submit -c one exit_with.py 3
 expect_eq "a failing script's exit code" "$CODE" 3
 expect_contains "the log came back" "$OUT" "exiting with 3"

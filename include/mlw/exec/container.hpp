@@ -38,6 +38,14 @@ struct BuildFailure {
 /// Reads the reason of a failed build from the end of its output.
 BuildFailure build_failure_reason(const std::string& output);
 
+/// The last lines of a failed build's output as a person reads them: colour codes and Docker's
+/// notice that its legacy builder is deprecated taken out, at most `lines` lines.
+std::string build_output_tail(const std::string& output, std::size_t lines);
+
+/// The line of a failed build's output that says why (pip's and conda's last error), with a
+/// word when the target could not reach the network; "" when there is none.
+std::string build_error_line(const std::string& output);
+
 /// The run's share folder, `native` (nativeSharedDirectory, expanded) / project / target: in 2017
 /// the share was per project and target. No trailing slash.
 std::string share_folder(const std::string& native, const RunPlan& plan);

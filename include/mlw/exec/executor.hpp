@@ -34,6 +34,11 @@ struct RunPlan {
   Manifest manifest;
 };
 
+/// A line of a run's live output that begins with this byte is mlw's own note from before the
+/// script started (the environment's build): the submitting mlw prints it, without the byte, on
+/// stderr, so that stdout holds the run's output only.
+constexpr char k_live_note = '\x1d';
+
 /// A started run as seen by the submitting process.
 struct RunHandle {
   int output_fd = -1;  ///< live merged stdout/stderr of the run; EOF when the run is finished

@@ -93,12 +93,16 @@ class RunSession : public RunRecorder {
   std::string host() const;
   /// Writes to the live output (the submitting process), while it listens.
   void say(std::string_view text);
+  /// Writes mlw's own lines from before the script started to the live output, each marked
+  /// with k_live_note (the submitting process prints them on stderr).
+  void note(std::string_view text);
   /// Stops writing to the live output (the submitting process sees its end).
   void close_live();
   /// Appends to driver_log.txt (when this process writes it) and the live output.
   void append_log(std::string_view text);
-  /// The run could not start or failed around its script: recorded with `code` and `problem`,
-  /// and told to the live output. Returns the supervisor's exit code (0).
+  /// The run could not start or failed around its script: recorded with `code` and `problem`
+  /// (the submitting process says it once, as its error line). Returns the supervisor's exit
+  /// code (0).
   int fail(int code, const std::string& problem);
   /// Runs `script` on the target, reconnecting (bounded, MLW_RECONNECT_TIMEOUT) when the
   /// connection drops; `make_script` is asked again after each reconnect; with `input`, that is

@@ -206,6 +206,32 @@ TEST(Container, BuildFailureReasonIsTheInstallScriptsMarkedLine) {
   EXPECT_EQ(build_failure_reason("plain failure\n").exit_code, 0);
 }
 
+// Issue 33: a failed build says pip's own reason, and its last lines read as text.
+TEST(Container, BuildErrorLineIsPipsLastErrorWithoutColours) {
+  const std::string pip =
+      "DEPRECATED: The legacy builder is deprecated and will be removed in a future release.\n"
+      "            Install the buildx component to build images with BuildKit:\n"
+      "            https://docs.docker.com/go/buildx/\n"
+      "Step 3/4 : RUN x\n"
+      "\x1b[91mWARNING: Retrying after 'Temporary failure in name resolution'\n"
+      "\x1b[0m\x1b[91mERROR: Could not find a version that satisfies the requirement a==1\n"
+      "\x1b[0m\x1b[91mERROR: No matching distribution found for a==1\r\n"
+      "\x1b[0mThe command '/bin/sh' returned a non-zero code: 1\n";
+  EXPECT_EQ(build_error_line(pip),
+            "ERROR: No matching distribution found for a==1 (the build could not reach the "
+            "network from the target)");
+  const std::string tail = build_output_tail(pip, 3);
+  EXPECT_EQ(tail,
+            "ERROR: Could not find a version that satisfies the requirement a==1\n"
+            "ERROR: No matching distribution found for a==1\n"
+            "The command '/bin/sh' returned a non-zero code: 1\n");
+  EXPECT_EQ(build_output_tail(pip, 100).find("DEPRECATED"), std::string::npos);
+  EXPECT_EQ(build_output_tail(pip, 100).find('\x1b'), std::string::npos);
+  EXPECT_EQ(build_error_line("ERROR: x.whl is not a supported wheel on this platform.\n"),
+            "ERROR: x.whl is not a supported wheel on this platform.");
+  EXPECT_EQ(build_error_line("just a failure\n"), "");
+}
+
 TEST(Container, InstallScriptRefusesCondaPackagesAndAnotherPythonWithoutConda) {
   test::TempDir dir("mlw-remote");
   RunPlan plan = container_plan(dir.path());
