@@ -206,6 +206,51 @@ std::string build_output_tail(const std::string& output, std::size_t count) {
   return out;
 }
 
+std::string base_image_problem(const std::string& output, const std::string& image,
+                               const std::string& host) {
+  const std::string text = without_escapes(output);
+  // The base image is pulled at the FROM step (the first), before any line of install.sh.
+  const auto from = text.find("FROM " + image);
+  if (from == std::string::npos || text.find("Step 2/", from) != std::string::npos ||
+      text.find("install.sh", from) != std::string::npos) {
+    return "";
+  }
+  std::string said;
+  for (const auto& line : split(text.substr(from), '\n')) {
+    const std::string trimmed(trim(line));
+    if (starts_with(trimmed, "Get \"https://") || trimmed.find("pull access denied") == 0 ||
+        trimmed.find("manifest") != std::string::npos ||
+        trimmed.find("not found") != std::string::npos ||
+        starts_with(trimmed, "Error response from daemon") || starts_with(trimmed, "ERROR")) {
+      said = trimmed.substr(0, 300);
+      break;
+    }
+  }
+  if (said.empty()) return "";
+  const bool here = host == "this machine";
+  const std::string fix =
+      here ? "set baseDockerImage to an image this machine has (docker images), or docker pull "
+             "or docker load it first"
+           : fmt::format(
+                 "set baseDockerImage to an image {} has (docker images there), or "
+                 "pull or load it there first (docker save IMAGE | ssh {} docker load)",
+                 host, host);
+  for (const char* offline : {"network is unreachable", "no such host", "i/o timeout",
+                              "Temporary failure in name resolution", "connection refused",
+                              "dial tcp", "TLS handshake timeout"}) {
+    if (said.find(offline) != std::string::npos) {
+      return fmt::format(
+          "the base image {} is not on {} (not found locally) and the registry is not reachable "
+          "from there ({}); {}",
+          image, host, said, fix);
+    }
+  }
+  return fmt::format(
+      "the base image {} does not exist in its registry ({}); the 2017 guide's "
+      "microsoft/mmlspark tags are gone: {}",
+      image, said, fix);
+}
+
 std::string build_error_line(const std::string& output) {
   const std::vector<std::string> lines = readable_lines(output);
   std::string found;

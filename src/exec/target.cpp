@@ -289,6 +289,9 @@ PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputS
   }
   if (result.exit_code != 0) {
     const BuildFailure reason = build_failure_reason(log);
+    const std::string base =
+        base_image_problem(log, plan.compute.base_docker_image, m_shell->host());
+    if (!base.empty()) throw Error(base);
     const std::string why = build_error_line(log);
     throw Error(reason.exit_code != 0
                     ? reason.message

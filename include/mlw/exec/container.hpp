@@ -42,6 +42,12 @@ BuildFailure build_failure_reason(const std::string& output);
 /// notice that its legacy builder is deprecated taken out, at most `lines` lines.
 std::string build_output_tail(const std::string& output, std::size_t lines);
 
+/// When a failed build could not get its base image `image` on `host`: an mlw sentence that
+/// says so — not found locally and the registry not reachable, or no such image in the
+/// registry — instead of Docker's raw registry error; "" otherwise.
+std::string base_image_problem(const std::string& output, const std::string& image,
+                               const std::string& host);
+
 /// The line of a failed build's output that says why (pip's and conda's last error), with a
 /// word when the target could not reach the network; "" when there is none.
 std::string build_error_line(const std::string& output);

@@ -232,6 +232,35 @@ TEST(Container, BuildErrorLineIsPipsLastErrorWithoutColours) {
   EXPECT_EQ(build_error_line("just a failure\n"), "");
 }
 
+// Issue 33: a base image the target lacks gets an mlw sentence, not Docker's registry error
+// (the outputs as Debian's docker.io 20.10 prints them).
+TEST(Container, BaseImageProblemIsSaidInMlwsWords) {
+  const std::string image = "microsoft/mmlspark:plus-gpu-0.7.9";
+  const std::string offline =
+      "Sending build context to Docker daemon  6.144kB\nStep 1/4 : FROM " + image +
+      "\nGet \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io on "
+      "10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\n";
+  const std::string said = base_image_problem(offline, image, "gpu-vm");
+  EXPECT_NE(said.find("the base image " + image +
+                      " is not on gpu-vm (not found locally) and "
+                      "the registry is not reachable from there"),
+            std::string::npos)
+      << said;
+  const std::string missing = "Step 1/4 : FROM " + image + "\nmanifest for " + image +
+                              " not found: manifest unknown: manifest unknown\n";
+  EXPECT_NE(base_image_problem(missing, image, "gpu-vm")
+                .find("the base image " + image + " does not exist in its registry"),
+            std::string::npos);
+  const std::string denied =
+      "Step 1/4 : FROM a/b:c\npull access denied for a/b, repository does "
+      "not exist or may require 'docker login'\n";
+  EXPECT_NE(base_image_problem(denied, "a/b:c", "h").find("does not exist in its registry"),
+            std::string::npos);
+  // A failure after the FROM step is not the base image's.
+  EXPECT_EQ(base_image_problem("Step 1/4 : FROM a\n ---> 1\nStep 2/4 : COPY\nERROR: x\n", "a", "h"),
+            "");
+}
+
 TEST(Container, InstallScriptRefusesCondaPackagesAndAnotherPythonWithoutConda) {
   test::TempDir dir("mlw-remote");
   RunPlan plan = container_plan(dir.path());
