@@ -63,8 +63,16 @@ void config_get(Context& ctx, const std::string& key) {
 void config_list(Context& ctx, bool show_origin) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const UserKey& key : user_keys()) {
+    // Every key, with the default in effect where nothing sets it (as `git config --list
+    // --show-origin` cannot, and `az config` does not): what mlw will do, not only what is set.
     const auto it = ctx.config.find(std::string(key.name));
-    if (it == ctx.config.end()) continue;
+    if (it == ctx.config.end()) {
+      rows.push_back({{"key", key.name},
+                      {"value", key.fallback.empty() ? nlohmann::ordered_json()
+                                                     : nlohmann::ordered_json(key.fallback)},
+                      {"origin", "default"}});
+      continue;
+    }
     rows.push_back({{"key", key.name}, {"value", it->second.value}, {"origin", it->second.origin}});
   }
   std::vector<Column> columns = {{"key", "KEY"}, {"value", "VALUE"}};

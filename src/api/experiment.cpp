@@ -196,8 +196,9 @@ void print_summary(Context& ctx, const RunRecord& record, const fs::path& run_di
     return;
   }
   if (ctx.output_format == OutputFormat::Tsv) {
-    *ctx.out << fmt::format("{}\t{}\t{}\n", record.run_id, record.status,
-                            record.exit_code ? std::to_string(*record.exit_code) : "");
+    ctx.output().print_list(
+        nlohmann::ordered_json::array({record.to_public_json(run_dir.string())}),
+        run_tsv_columns());
     return;
   }
   // A run that ended before its script started (a failed build, say) ran for no time: say how

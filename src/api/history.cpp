@@ -75,6 +75,18 @@ void list_runs(Context& ctx, const RunQuery& asked) {
     ctx.output().print_list(rows, {});
     return;
   }
+  if (ctx.output_format == OutputFormat::Tsv) {
+    // The run's one tsv line (as info and submit print it): durations in seconds, as in JSON.
+    for (const auto& row : store.list(query)) {
+      nlohmann::ordered_json line = summary_row(row, now);
+      line["duration_s"] = row.start_ms && row.end_ms
+                               ? nlohmann::ordered_json((row.end_ms - row.start_ms) / 1000.0)
+                               : nlohmann::ordered_json();
+      rows.push_back(line);
+    }
+    ctx.output().print_list(rows, run_tsv_columns());
+    return;
+  }
   for (const auto& row : store.list(query)) rows.push_back(summary_row(row, now));
   ctx.output().print_list(rows, {{"run_id", "RUN ID"},
                                  {"run_number", "#"},
@@ -100,6 +112,10 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
   }
   const RunRecord record = store.load(id);
   nlohmann::ordered_json json = record.to_public_json(store.run_dir(id).string());
+  if (ctx.output_format == OutputFormat::Tsv) {
+    ctx.output().print_list(nlohmann::ordered_json::array({json}), run_tsv_columns());
+    return;
+  }
   if (ctx.output_format != OutputFormat::Table) {
     ctx.output().print_object(json);
     return;

@@ -18,10 +18,10 @@ const std::vector<UserKey>& user_keys() {
       {"defaults.target", "MLW_DEFAULT_TARGET", "-c", false,
        "the run configuration (target) `experiment submit` uses without -c"},
       {"defaults.output", "MLW_OUTPUT", "-o", false,
-       "the output format: table, json, jsonc, tsv, yaml or none"},
-      {"core.no_color", "MLW_NO_COLOR", "--no-color", true, "no colours (NO_COLOR=1 too)"},
+       "the output format: table, json, jsonc, tsv, yaml or none", "table"},
+      {"core.no_color", "MLW_NO_COLOR", "--no-color", true, "no colours (NO_COLOR=1 too)", "false"},
       {"core.only_show_errors", "MLW_ONLY_SHOW_ERRORS", "--only-show-errors", true,
-       "only errors on stderr"},
+       "only errors on stderr", "false"},
   };
   return table;
 }

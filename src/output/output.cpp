@@ -231,4 +231,12 @@ void Output::print_object(const nlohmann::ordered_json& given) const {
   }
 }
 
+const std::vector<Column>& run_tsv_columns() {
+  static const std::vector<Column> columns = {
+      {"run_id", "RUN ID"},           {"run_number", "#"},  {"script", "SCRIPT"},
+      {"target", "TARGET"},           {"status", "STATUS"}, {"created", "CREATED (UTC)"},
+      {"duration_s", "DURATION (S)"}, {"exit_code", "EXIT"}};
+  return columns;
+}
+
 }  // namespace mlw

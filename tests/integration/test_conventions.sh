@@ -113,6 +113,11 @@ run_mlw config unset defaults.output --local
 expect_contains "unset --local: the user's value again" "$("$MLW" config get defaults.output)" 'value: "yaml"' 
 run_mlw config unset defaults.output
 expect_error "get of a key set nowhere" 1 "defaults.output is not set" config get defaults.output
+# Issue 33: config list shows the defaults in effect, as such.
+expect_eq "config list: a key set nowhere shows its default" \
+  "$("$MLW" config list --show-origin | awk '$1 == "defaults.output" {print $2, $3}')" "table default"
+expect_eq "config list: every key is listed" "$("$MLW" config list -o json | jq -r '.[].key' | sort | paste -sd,)" \
+  "core.no_color,core.only_show_errors,defaults.output,defaults.target"
 run_mlw config set core.only_show_errors true
 run_mlw project create -n quiet2
 expect_eq "core.only_show_errors true: nothing on stderr" "$ERR" ""

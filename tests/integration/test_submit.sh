@@ -131,8 +131,14 @@ SUBMIT_JSON=$OUT
 run_mlw -o json history info -r "$RUN"
 expect_eq "submit -o json has the keys and values of history info -o json" "$SUBMIT_JSON" "$OUT"
 run_mlw -o tsv experiment submit -c local metrics.py
-expect_eq "submit -o tsv: stdout is only the data line" \
-  "$(grep -cv $'^[^\t]*\tCompleted\t0$' <<<"$OUT")" 0
+expect_eq "submit -o tsv: stdout is only the data line" "$(wc -l <<<"$OUT")" 1
+TSV_RUN=$(cut -f1 <<<"$OUT")
+# Issue 33: a run's tsv line is one shape everywhere (list, info, submit), durations in seconds.
+expect_eq "submit -o tsv: the run's fields (status, exit code)" "$(cut -f5,8 <<<"$OUT")" $'Completed\t0'
+check "submit -o tsv: the duration in seconds, as JSON has it" grep -Eq '^[0-9]+(\.[0-9]+)?$' <<<"$(cut -f7 <<<"$OUT")"
+expect_eq "submit, info and list -o tsv: the same line" \
+  "$OUT|$("$MLW" -o tsv history info -r "$TSV_RUN")" \
+  "$("$MLW" -o tsv history list | grep "^$TSV_RUN"$'\t')|$("$MLW" -o tsv history list | grep "^$TSV_RUN"$'\t')"
 expect_contains "submit -o tsv: the script's output and RunId go to stderr" "$ERR" "RunId: "
 run_mlw history download -r "$RUN" -d "$WORK/dl" --artifact model.bin
 printf '\000weights' >"$WORK/model.expected"

@@ -11,11 +11,12 @@ namespace mlw {
 
 /// One key of mlw's own settings (`mlw config`), with the environment variable that overrides it.
 struct UserKey {
-  std::string_view name;  ///< "section.key", e.g. "defaults.target"
-  std::string_view env;   ///< e.g. "MLW_DEFAULT_TARGET"
-  std::string_view flag;  ///< the command-line option that overrides both, e.g. "-o"
-  bool boolean = false;   ///< true or false; otherwise text checked by the key's own rule
-  std::string_view help;  ///< one line, for `mlw config --help` and docs/cli.md
+  std::string_view name;           ///< "section.key", e.g. "defaults.target"
+  std::string_view env;            ///< e.g. "MLW_DEFAULT_TARGET"
+  std::string_view flag;           ///< the command-line option that overrides both, e.g. "-o"
+  bool boolean = false;            ///< true or false; otherwise text checked by the key's own rule
+  std::string_view help;           ///< one line, for `mlw config --help` and docs/cli.md
+  std::string_view fallback = "";  ///< the value in effect when nothing sets it ("": none)
 };
 
 /// The table of keys `mlw config` knows.

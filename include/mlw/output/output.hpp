@@ -47,6 +47,11 @@ class Output {
   bool m_color;
 };
 
+/// The columns of a run's one `-o tsv` line, the same in history list, last, info and submit:
+/// run_id, run_number, script, target, status, created, duration_s (seconds, as the JSON has
+/// it), exit_code.
+const std::vector<Column>& run_tsv_columns();
+
 /// `value` as `dump(2)` writes it, with ANSI colours for keys, strings, numbers and literals.
 std::string to_colored_json(const nlohmann::ordered_json& value);
 
