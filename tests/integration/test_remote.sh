@@ -194,6 +194,25 @@ expect_contains "… pip's own error in it" "$(grep '^mlw: error:' <<<"$ERR")" \
 expect_eq "… said once, not three times" "$(grep -c 'building the environment' <<<"$OUT$ERR")" 1
 check "no terminal colour codes where stdout is not a terminal" bash -c "! grep -q $'\e' <<<\"\$1\"" _ "$OUT$ERR"
 check "no Docker deprecation notice" bash -c "! grep -q 'DEPRECATED' <<<\"\$1\"" _ "$OUT$ERR"
+# Issue 33: the conda file checked whole before pip starts, every problem in one go (the image
+# has no conda, and python 3.11): a conda package, another python, a wheel for Windows/cp35.
+mkdir -p wheels
+: >wheels/old-1.0-cp35-cp35m-win_amd64.whl
+cat >aml_config/conda_dependencies.yml <<'YML'
+dependencies:
+  - python=3.5.2
+  - scikit-learn
+  - pip:
+    - wheels/old-1.0-cp35-cp35m-win_amd64.whl
+YML
+run_mlw experiment submit -c rd use_wheel.py
+expect_eq "a conda file with three problems: 125" "$CODE" 125
+ERRLINE=$(grep '^mlw: error:' <<<"$ERR")
+expect_contains "… the conda package" "$ERRLINE" "cannot be installed: scikit-learn"
+expect_contains "… the python" "$ERRLINE" "; also: aml_config/conda_dependencies.yml asks for python=3.5.2"
+expect_contains "… the wheel, all in the one error line" "$ERRLINE" \
+  "; also: wheels for another platform or Python than the image has (python3 3.11 on x86_64): old-1.0-cp35-cp35m-win_amd64.whl"
+rm -rf wheels/old-1.0-cp35-cp35m-win_amd64.whl
 # With PrepareEnvironment: false and the image missing, the same: 125, the reason on stderr.
 sed -i 's/^PrepareEnvironment:.*/PrepareEnvironment: false/' aml_config/rd.runconfig
 grep -q '^PrepareEnvironment: false' aml_config/rd.runconfig ||
