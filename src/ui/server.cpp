@@ -20,6 +20,9 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 #include "dashboard.hpp"
 #include "mlw/api/experiment.hpp"
@@ -44,6 +47,12 @@ constexpr auto k_write_wait = std::chrono::seconds(5);
 /// How long a kept-alive connection may wait idle for its next request.
 constexpr auto k_keep_alive = std::chrono::seconds(2);
 constexpr int k_requests_per_connection = 100;
+/// How long a worker waits for a request's head before the connection waits without one.
+constexpr auto k_head_wait = std::chrono::milliseconds(300);
+/// The longest request head (httplib's own limit is the same order).
+constexpr std::size_t k_max_head = 64 * 1024;
+/// At most this many connections wait for their request without a worker.
+constexpr std::size_t k_max_waiting = 2048;
 
 std::string random_hex(std::size_t bytes) {
   std::string raw(bytes, '\0');
@@ -135,11 +144,64 @@ class DeadlineStream : public httplib::Stream {
   std::chrono::steady_clock::time_point m_deadline;
 };
 
+/// True when a whole request head (up to its blank line) is waiting on `sock`, or the client
+/// closed or sent more than a head may be (httplib then answers or closes); never reads it.
+bool head_here(int sock) {
+  static thread_local char buffer[k_max_head];
+  const ssize_t n = ::recv(sock, buffer, sizeof buffer, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  return static_cast<std::size_t>(n) == sizeof buffer ||
+         std::string_view(buffer, static_cast<std::size_t>(n)).find("\r\n\r\n") !=
+             std::string_view::npos;
+}
+
 /// httplib's server with mlw's own connection loop: each request must arrive whole within
 /// k_request_time, an idle kept-alive connection is closed after k_keep_alive, and at most
-/// k_requests_per_connection requests share one connection.
+/// k_requests_per_connection requests share one connection. A request whose head has not
+/// arrived within k_head_wait waits without a worker: one thread looks at all such connections
+/// and hands each to the pool once its head is there, so that slow clients (another local
+/// user's, a byte a second) cannot hold every worker and keep others out.
 class GuardedServer : public httplib::Server {
+ public:
+  GuardedServer() {
+    new_task_queue = [this] {
+      m_workers = new Workers(*this);
+      return m_workers;
+    };
+  }
+  ~GuardedServer() override { stop_waiting(); }
+  GuardedServer(const GuardedServer&) = delete;
+  GuardedServer& operator=(const GuardedServer&) = delete;
+
+  /// Closes the connections still waiting for their request (before the server stops).
+  void stop_waiting() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stopping = true;
+    }
+    if (m_waiter.joinable()) m_waiter.join();
+    for (const auto& [sock, deadline] : m_waiting) ::close(sock);
+    m_waiting.clear();
+  }
+
  private:
+  /// The server's workers (httplib owns and shuts them down): the waiting thread is stopped
+  /// before they are, so that it never hands a connection to workers that are gone.
+  class Workers : public httplib::TaskQueue {
+   public:
+    explicit Workers(GuardedServer& server) : m_server(server), m_pool(k_threads) {}
+    void enqueue(std::function<void()> fn) override { m_pool.enqueue(std::move(fn)); }
+    void shutdown() override {
+      m_server.stop_waiting();
+      m_pool.shutdown();
+    }
+
+   private:
+    GuardedServer& m_server;
+    httplib::ThreadPool m_pool;
+  };
+
   bool process_and_close_socket(int sock) override {
     bool ok = true;
     for (int served = 0; served < k_requests_per_connection && is_running(); ++served) {
@@ -147,7 +209,9 @@ class GuardedServer : public httplib::Server {
         pollfd fd{sock, POLLIN, 0};
         if (::poll(&fd, 1, static_cast<int>(k_keep_alive.count())) <= 0) break;
       }
-      DeadlineStream stream(sock, std::chrono::steady_clock::now() + k_request_time);
+      const auto started = std::chrono::steady_clock::now();
+      if (!head_within(sock, k_head_wait) && wait_without_worker(sock, started)) return true;
+      DeadlineStream stream(sock, started + k_request_time);
       bool closed = false;
       ok = process_request(stream, served + 1 == k_requests_per_connection, closed, nullptr);
       if (!ok || closed) break;
@@ -156,6 +220,61 @@ class GuardedServer : public httplib::Server {
     ::close(sock);
     return ok;
   }
+
+  /// Waits up to `limit` for a whole request head on `sock`.
+  static bool head_within(int sock, std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!head_here(sock)) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+  /// Hands `sock` to the waiting thread; false when it cannot take it (too many waiting, or the
+  /// server stops): the worker then goes on with it as before.
+  bool wait_without_worker(int sock, std::chrono::steady_clock::time_point started) {
+    std::lock_guard lock(m_mutex);
+    if (m_stopping || !m_workers || m_waiting.size() >= k_max_waiting) return false;
+    m_waiting.emplace_back(sock, started + k_request_time);
+    if (!m_waiter.joinable()) m_waiter = std::thread([this] { watch(); });
+    return true;
+  }
+
+  /// The waiting thread: every 20 ms, each connection whose head has come goes to the pool; one
+  /// past its deadline is closed.
+  void watch() {
+    while (true) {
+      std::vector<int> ready;
+      {
+        std::lock_guard lock(m_mutex);
+        if (m_stopping) return;
+        const auto now = std::chrono::steady_clock::now();
+        for (auto it = m_waiting.begin(); it != m_waiting.end();) {
+          if (head_here(it->first)) {
+            ready.push_back(it->first);
+          } else if (now > it->second) {
+            ::shutdown(it->first, SHUT_RDWR);
+            ::close(it->first);
+          } else {
+            ++it;
+            continue;
+          }
+          it = m_waiting.erase(it);
+        }
+      }
+      for (const int sock : ready) {
+        m_workers->enqueue([this, sock] { process_and_close_socket(sock); });
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  Workers* m_workers = nullptr;  ///< made by new_task_queue; httplib owns it
+  std::mutex m_mutex;
+  bool m_stopping = false;
+  std::vector<std::pair<int, std::chrono::steady_clock::time_point>> m_waiting;
+  std::thread m_waiter;
 };
 
 /// The URL to print: the bound address (a wildcard shown as this machine's name) with the token.
@@ -224,7 +343,7 @@ void open_in_browser(const std::string& url) {
 }
 
 /// Prints the URL, opens it when asked, and serves until SIGINT, SIGTERM or SIGHUP.
-void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server& server, int port,
+void serve_until_signal(Context& ctx, const UiOptions& options, GuardedServer& server, int port,
                         const Dashboard& board, const sigset_t& stop_signals) {
   const std::string url = dashboard_url(options.host, port, board.base, board.token);
   if (is_wildcard(options.host)) {
@@ -254,6 +373,7 @@ void serve_until_signal(Context& ctx, const UiOptions& options, httplib::Server&
     const timespec tick{0, 200 * 1000 * 1000};
     while (!finished) {
       if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
+        server.stop_waiting();
         server.stop();
         return;
       }
@@ -349,7 +469,6 @@ void serve(Context& ctx, const UiOptions& options) {
   } restore{previous};
   Dashboard board(ctx, random_hex(24), random_hex(24), "/" + random_hex(16) + "/");
   GuardedServer server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(k_threads); };
   server.set_payload_max_length(64 * 1024);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second dashboard (or
   // any process of the user) binds the same port and takes a share of its connections.

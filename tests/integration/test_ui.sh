@@ -118,9 +118,11 @@ def request(raw, timeout=10):
 ok = lambda raw: request(b"GET %s/api/facets HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: mlw_token_%d=%s\r\nConnection: close\r\n\r\n" % (base, port, port, token.encode()))
 print("huge-header", request(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Big: %s\r\n\r\n" % (port, b"a" * 200000)).split(b"\r\n")[0].decode(errors="replace") or "closed")
 print("malformed", request(b"\x00\xff garbage\r\n\r\n").split(b"\r\n")[0].decode(errors="replace") or "closed")
-# 40 clients that send a byte a second hold every thread the server has, and more.
+# 200 clients that send a byte a second (another local user's): once they held every thread the
+# server has, and a normal request waited for tens of seconds (issue 33); now they wait without
+# one, and the normal request is answered at once.
 slow = []
-for _ in range(40):
+for _ in range(200):
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(b"GET / HTTP/1.1\r\n")
     slow.append(s)
@@ -149,8 +151,7 @@ HUGE=$(grep '^huge-header' <<<"$HOSTILE")
 check "a 200 kB header is refused, not served [$HUGE]" grep -Eq '^huge-header (HTTP/1.1 4[0-9][0-9]|closed)' <<<"$HUGE"
 check "a malformed request is refused [$(grep '^malformed' <<<"$HOSTILE")]" grep -Eq '^malformed (HTTP/1.1 400|closed)' <<<"$HOSTILE"
 WAITED=$(sed -n 's/^answered-beside-slow-clients-after //p' <<<"$HOSTILE")
-check "40 slow clients do not keep others out past the 10 s request limit (waited ${WAITED:-?} s)" \
-  test "${WAITED:-99}" -le 15
+check "200 slow clients do not keep others out (waited ${WAITED:-?} s)" test "${WAITED:-99}" -le 2
 expect_contains "the server is up after all of it" "$HOSTILE" "after HTTP/1.1 200"
 kill -0 "$UI_PID" 2>/dev/null
 check "the server process is still running" test $? -eq 0
