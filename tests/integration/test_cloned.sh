@@ -35,7 +35,7 @@ Host *
   StrictHostKeyChecking accept-new
 CFG
 shell_would_run "1: the address as the ProxyCommand's shell text" \
-  "cd '$WORK' && echo 127.0.0.1;touch\${IFS}PWNED" "$WORK/PWNED"
+  "cd '$WORK' && echo 127.0.0.1 >/dev/null;touch\${IFS}PWNED" "$WORK/PWNED"
 # The cloned project's compute files, as a collaborator committed them.
 cat >aml_config/evilhost.compute <<'C'
 type: remote

@@ -246,7 +246,7 @@ expect_error "a parse error reads as mlw's own line, in lower case" 2 \
 # A project folder whose name is shell syntax; its run ids carry the name. The completed command
 # line is then run by bash, as Enter would: nothing may run, and the id arrives whole.
 EVIL_DIR="$WORK/a\$(touch\${IFS}PWNED)b c"
-shell_would_run "completion: the folder name as shell text" "cd '$WORK' && echo a\$(touch\${IFS}PWNED)b" "$WORK/PWNED"
+shell_would_run "completion: the folder name as shell text" "cd '$WORK' && echo a\$(touch\${IFS}PWNED)b >/dev/null" "$WORK/PWNED"
 mkdir -p "$EVIL_DIR" && cp -r aml_config .amlignore train.py "$EVIL_DIR/"
 (cd "$EVIL_DIR" && "$MLW" -q experiment submit -c local train.py --epochs 1 >/dev/null)
 EVIL_RUN=$(cd "$EVIL_DIR" && "$MLW" history last -o json | jq -r .run_id)

@@ -140,6 +140,20 @@ if mount -t tmpfs -o size=3m tmpfs "$WORK/tmpfs"; then
   run_mlw -o json history last
   expect_eq "recorded Completed" "$(json_get "$OUT" 'd["status"]')" "Completed"
   expect_contains "record says the log could not be written" "$(json_get "$OUT" 'd["problems"]')" "No space left on device"
+  # A disk with 200 KiB left: the snapshot cannot be stored; the submit says what the history
+  # holds (issue 33: it said "recorded as Failed" of a run that then read Lost).
+  avail=$(df -k --output=avail . | tail -1)
+  dd if=/dev/zero of=fill bs=1k count=$((avail - 200)) 2>/dev/null
+  run_mlw experiment submit -c local flood.py
+  check "a full disk: submit fails" test "$CODE" -ne 0
+  said=$(sed -n 's/.*(run \([^ ]*\) \(recorded as [A-Za-z]*\|its record could not be written\).*/\1 \2/p' <<<"$ERR")
+  check "… and says what became of the run [$ERR]" test -n "$said"
+  if [[ "$said" == *"recorded as "* ]]; then
+    expect_eq "… what it says is what history says" \
+      "recorded as $("$MLW" history info -r "${said%% *}" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" \
+      "${said#* }"
+  fi
+  rm -f fill
   cd "$WORK"
 else
   fail "cannot mount a tmpfs for the disk-full test (needs root)"
