@@ -179,6 +179,14 @@ expect_contains "history list shows the run canceled from the page" "$(grep "$RU
 ## A second dashboard on the same port is refused (no SO_REUSEPORT sharing of connections)
 expect_error "a busy port" 1 "cannot listen on 127.0.0.1 port $PORT" history ui --port "$PORT"
 
+## A FIFO where a run's metrics.jsonl should be (issue 33: the series request hung, and the
+## server then ignored SIGTERM): answered at once
+HELLO_RUN=$("$MLW" history list -o json | python3 -c 'import json,sys; print([r["run_id"] for r in json.load(sys.stdin) if r["script"] == "hello.py"][0])')
+rm -f "$WORK/dash/.mlw/runs/$HELLO_RUN/metrics.jsonl"
+mkfifo "$WORK/dash/.mlw/runs/$HELLO_RUN/metrics.jsonl"
+expect_eq "a FIFO as metrics.jsonl: the series is answered" \
+  "$(code --max-time 5 -H "$COOKIE" "$BASE/api/runs/$HELLO_RUN/series")" 200
+
 ## Ctrl-C stops it
 stop_ui
 kill -0 "$UI_PID" 2>/dev/null
