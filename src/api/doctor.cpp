@@ -74,8 +74,17 @@ int doctor(Context& ctx, const std::string& name) {
     shell = ctx.connector->local_shell();
   }
   if (shell) {
-    const TargetFacts facts = probe_target(*shell, compute);
-    kind.checks({compute, facts, shell->host(), name}, rows);
+    // The probe as a submit's asks it: for a kind with images, the engine is asked for one
+    // (Perl, else curl, else the docker CLI), so that a replaced tool that never returns fails
+    // here too, bounded by MLW_PROBE_TIMEOUT, instead of doctor saying all is well.
+    try {
+      const TargetFacts facts =
+          probe_target(*shell, compute, kind.uses_image ? "mlw_env:doctor" : "");
+      kind.checks({compute, facts, shell->host(), name}, rows);
+    } catch (const Error& e) {
+      line("probe", false, e.what(),
+           "check docker, perl and curl on the target's PATH (which -a docker perl curl there)");
+    }
   }
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   int failed = 0;

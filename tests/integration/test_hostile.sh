@@ -232,13 +232,13 @@ expect_eq "rd: a perl that cannot connect and a curl that answers nonsense: the 
 expect_contains "rd: its output" "$OUT" "HELLO ['c1']"
 expect_contains "rd: curl was asked where perl could not connect" \
   "$(cat "$USER_HOME/curl.calls" 2>/dev/null)" "--unix-socket"
-# A perl that never returns (issue 33: submit and prepare hung for ever): the probe is bounded on
-# mlw's side, and the line names the tools. (doctor does not ask perl: it still says all is well.)
+# A perl that never returns (issue 33: submit and prepare hung for ever while doctor said all was
+# well): the probe, doctor's too, is bounded on mlw's side, and the line names the tools.
 fake perl <<'SH'
 #!/bin/sh
 exec sleep 60
 SH
-for command in "experiment submit -c rd hello.py h1" "experiment prepare -c rd"; do
+for command in "experiment submit -c rd hello.py h1" "experiment prepare -c rd" "computetarget doctor -n rd"; do
   started=$SECONDS
   # shellcheck disable=SC2086
   MLW_PROBE_TIMEOUT=4 run_bounded 60 $command
