@@ -191,6 +191,10 @@ TEST(Conversation, AShellStartedAheadRunsTheStepWhenNoLoginFileChanged) {
   atomic_write_file(home.path() / ".bashrc", "export A=1\n");
   fs::last_write_time(home.path() / ".bashrc",
                       fs::file_time_type::clock::now() - std::chrono::hours(1));
+  // The home folder itself is watched too, and was changed just now (.bashrc made in it): a
+  // file's time is the kernel's coarse clock (a few ms a tick), so the shell's note could carry
+  // the same time and, rightly, count it as changed. An hour back, as a real home's.
+  fs::last_write_time(home.path(), fs::file_time_type::clock::now() - std::chrono::hours(1));
   Conversation talk = ahead_conversation(home.path());
   const ShellResult first = step(talk, "cat; echo done", "input\n", true);
   EXPECT_FALSE(talk.stale());
@@ -261,6 +265,8 @@ TEST(Conversation, AShellStartedAheadIsSentOneChunkOfInputBeforeItsMarkerAndNoMo
 TEST(Conversation, AShellStartedAheadGetsTheFirstChunkWithTheScriptAndTheRestAfterItsMarker) {
   test::TempDir home("ahead");
   fs::create_directory(home.path() / ".mlw");
+  // An hour back, as a real home's (see AShellStartedAheadRunsTheStepWhenNoLoginFileChanged).
+  fs::last_write_time(home.path(), fs::file_time_type::clock::now() - std::chrono::hours(1));
   Conversation talk = ahead_conversation(home.path());
   // A whole chunk (1 MiB) and a tail: nothing lost or doubled around the marker.
   const std::string input = std::string(1 << 20, 'x') + "tail\n";
