@@ -167,18 +167,17 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   }
   apply_key_table(doc, compute_keys(), config);
   config.type = std::string(kind_of(config.type).name);  // an alias becomes its kind's name
-  // A cloned project's names reach a ProxyCommand: refused as OpenSSH refuses them.
-  if (!config.address.empty()) {
-    try {
-      parse_address(config.address);
-    } catch (const UsageError& e) {
-      fail_at(doc, doc.root["address"], e.what());
-    }
+  // A cloned project's names reach a ProxyCommand: refused as OpenSSH refuses them, with the
+  // same words as at attach, at their place in the file.
+  try {
+    if (!config.address.empty()) parse_address(config.address);
+  } catch (const UsageError& e) {
+    fail_at(doc, doc.root["address"], e.what());
   }
-  if (!config.username.empty() && !is_ssh_user_name(config.username)) {
-    fail_at(doc, doc.root["username"],
-            fmt::format("username \"{}\" contains invalid characters (as OpenSSH refuses it)",
-                        config.username));
+  try {
+    check_ssh_user(config.username);
+  } catch (const UsageError& e) {
+    fail_at(doc, doc.root["username"], e.what());
   }
   if (config.nodes < 1) fail_at(doc, doc.root["nodes"], "nodes must be at least 1");
   if (config.gpus_per_node < 0) {

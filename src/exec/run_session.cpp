@@ -3,6 +3,7 @@
 // typed RunEnding.
 
 #include "mlw/exec/run_session.hpp"
+#include "mlw/exec/build_output.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

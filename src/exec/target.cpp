@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mlw/exec/build_output.hpp"
 #include "mlw/exec/run_session.hpp"
 #include "mlw/exec/ship.hpp"
 #include "mlw/history/store.hpp"

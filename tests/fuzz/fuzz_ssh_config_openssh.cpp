@@ -57,8 +57,8 @@ std::map<std::string, std::string> openssh(const std::string& file, const std::s
   if (::pclose(pipe) != 0) return {};
   for (const auto& line : mlw::split(text, '\n')) {
     const auto space = line.find(' ');
-    if (space != std::string::npos) out.emplace(mlw::lower_ascii(line.substr(0, space)),
-                                                line.substr(space + 1));
+    if (space != std::string::npos)
+      out.emplace(mlw::lower_ascii(line.substr(0, space)), line.substr(space + 1));
   }
   return out;
 }
@@ -99,7 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
            ssh.count("proxycommand") ? ssh.at("proxycommand") : "");
     const std::string strict = ours.strict_host_key_checking.value_or("ask");
     differ(config, alias, "stricthostkeychecking",
-           strict == "yes" ? "true" : strict == "no" ? "false" : strict,
+           strict == "yes"  ? "true"
+           : strict == "no" ? "false"
+                            : strict,
            ssh.at("stricthostkeychecking"));
     differ(config, alias, "identitiesonly", ours.identities_only.value_or(false) ? "yes" : "no",
            ssh.at("identitiesonly"));

@@ -1,4 +1,5 @@
 #include "mlw/exec/container.hpp"
+#include "mlw/exec/build_output.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/shell_quote.hpp"
 
