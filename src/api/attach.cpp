@@ -176,6 +176,20 @@ void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
   if (request.container_runtime) compute.container_runtime = *request.container_runtime;
 }
 
+/// The options of the keys the kind owns, checked as the compute file checks them.
+void apply_own_options(const AttachRequest& request, const TargetKind& kind,
+                       ComputeConfig& compute) {
+  for (const auto& [name, value] : request.own) {
+    for (const OwnKey& key : kind.own_keys) {
+      if (key.name != name) continue;
+      std::string text = value;
+      const std::string problem = own_value_problem(key, text);
+      if (!problem.empty()) throw UsageError(fmt::format("{}: {}", key.attach_flag, problem));
+      compute.section[name] = text;
+    }
+  }
+}
+
 /// Refuses options that do not fit the target type, before anything is read or written.
 void check_attach_options(const AttachRequest& request, const std::string& type) {
   const TargetKind* kind = find_kind(type);
@@ -214,6 +228,21 @@ void check_attach_options(const AttachRequest& request, const std::string& type)
         "--partition, --nodes, --gpus-per-node, --time, --account, --container and "
         "--container-runtime are for slurm targets");
   }
+  // An option of a key that another kind owns (the 2017 form offers them all).
+  for (const auto& [name, value] : request.own) {
+    if (kind->has_key(name)) continue;
+    std::vector<std::string> owners;
+    std::string flag = name;
+    for (const TargetKind* other : target_kinds()) {
+      for (const OwnKey& key : other->own_keys) {
+        if (key.name != name) continue;
+        owners.emplace_back(other->name);
+        flag = std::string(key.attach_flag);
+      }
+    }
+    throw UsageError(
+        fmt::format("{} is for {} targets, not {}", flag, join(owners, " and "), type));
+  }
 }
 
 /// The settings attach writes: a new target's defaults, or on --force the target's current
@@ -251,6 +280,7 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
   if (request.python_location) compute.python_location = *request.python_location;
   if (request.nvidia_docker) compute.nvidia_docker = true;
   if (kind.attach.slurm) apply_slurm_options(request, compute);
+  apply_own_options(request, kind, compute);
   return compute;
 }
 

@@ -39,6 +39,17 @@ nlohmann::ordered_json target_object(const Project& project, const std::string& 
       for (auto t : spec.applies_to) applies = applies || t == compute.type;
       if (applies && !spec.ignored) result[snake_case(spec.name)] = json_value(spec, compute);
     }
+    // The keys the target's kind owns, typed as the kind declares them.
+    if (const ComputeKind* kind = find_compute_kind(compute.type)) {
+      for (const OwnKey& key : kind->own) {
+        const auto value = compute.section.find(std::string(key.name));
+        if (value == compute.section.end()) continue;
+        nlohmann::ordered_json json = value->second;
+        if (key.kind == ValueKind::Int) json = std::stoll(value->second);
+        if (key.kind == ValueKind::Bool) json = value->second == "true";
+        result[snake_case(key.name)] = json;
+      }
+    }
     result["problem"] = nullptr;
   } catch (const Error& e) {
     if (!keep_invalid) throw;

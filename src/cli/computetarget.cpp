@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mlw/config/compute_file.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
@@ -15,7 +17,8 @@ namespace {
 /// pre-December-2017 form with --type); returns them, for the check that the two forms are not
 /// mixed.
 std::vector<CLI::Option*> add_attach_options(CLI::App* command, api::AttachRequest& request,
-                                             const AttachOptionSet& set) {
+                                             const AttachOptionSet& set,
+                                             const std::vector<const OwnKey*>& own) {
   std::vector<CLI::Option*> added;
   added.push_back(
       command->add_option("-n,--name", request.name, "Target name (letters, digits, _ and -)"));
@@ -78,6 +81,14 @@ std::vector<CLI::Option*> add_attach_options(CLI::App* command, api::AttachReque
   if (set.python) {
     optional("--python", request.python_location, "Python interpreter (default python3)");
   }
+  // The options of the keys the kind owns, each kept under its key's name.
+  for (const OwnKey* key : own) {
+    const std::string name(key->name);
+    added.push_back(command->add_option_function<std::string>(
+        std::string(key->attach_flag),
+        [&request, name](const std::string& v) { request.own[name] = v; },
+        std::string(key->attach_help)));
+  }
   flag("--force", request.force, "Replace an existing target of that name, keeping its settings");
   return added;
 }
@@ -93,15 +104,30 @@ void register_attach(CLI::App* group, Context& ctx) {
   auto legacy = std::make_shared<api::AttachRequest>();
   auto legacy_type = attach->add_option("--type", legacy->type,
                                         "The target type, in the pre-December-2017 form of attach");
+  // The 2017 form offers every option: each kind's own ones once (two kinds may share a flag).
+  std::vector<const OwnKey*> all_own;
+  for (const TargetKind* row : target_kinds()) {
+    for (const OwnKey& key : row->own_keys) {
+      if (key.attach_flag.empty()) continue;
+      const bool seen = std::any_of(all_own.begin(), all_own.end(), [&](const OwnKey* k) {
+        return k->attach_flag == key.attach_flag;
+      });
+      if (!seen) all_own.push_back(&key);
+    }
+  }
   auto legacy_options = std::make_shared<std::vector<CLI::Option*>>(add_attach_options(
-      attach, *legacy, {.remote = true, .docker = true, .slurm = true, .python = true}));
+      attach, *legacy, {.remote = true, .docker = true, .slurm = true, .python = true}, all_own));
   legacy_options->push_back(legacy_type);
   for (const TargetKind* row : target_kinds()) {
     const std::string kind(row->name);
     auto request = std::make_shared<api::AttachRequest>();
     request->type = kind;
     auto* command = attach->add_subcommand(kind, "Attach a " + kind + " target");
-    add_attach_options(command, *request, row->attach).front()->required();
+    std::vector<const OwnKey*> own;
+    for (const OwnKey& key : row->own_keys) {
+      if (!key.attach_flag.empty()) own.push_back(&key);
+    }
+    add_attach_options(command, *request, row->attach, own).front()->required();
     command->footer(examples(row->attach_examples));
     command->callback([&ctx, request, legacy_options, kind] {
       // An option this type does not have reaches attach's own (2017) options: refuse it.

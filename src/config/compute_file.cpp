@@ -6,7 +6,6 @@
 #include <regex>
 
 #include "mlw/config/names.hpp"
-#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -17,8 +16,10 @@ using C = ComputeConfig;
 /// The kinds (by name) whose row lists `key`: the kind table decides where a key applies.
 std::vector<std::string_view> kinds_with(std::string_view key) {
   std::vector<std::string_view> kinds;
-  for (const TargetKind* kind : target_kinds()) {
-    if (kind->has_key(key)) kinds.push_back(kind->name);
+  for (const ComputeKind& kind : compute_kinds()) {
+    if (std::find(kind.keys.begin(), kind.keys.end(), key) != kind.keys.end()) {
+      kinds.push_back(kind.name);
+    }
   }
   return kinds;
 }
@@ -26,11 +27,52 @@ std::vector<std::string_view> kinds_with(std::string_view key) {
 /// The values `type` accepts: every kind's name and aliases.
 std::vector<std::string_view> type_choices() {
   std::vector<std::string_view> names;
-  for (const TargetKind* kind : target_kinds()) {
-    names.push_back(kind->name);
-    names.insert(names.end(), kind->aliases.begin(), kind->aliases.end());
+  for (const ComputeKind& kind : compute_kinds()) {
+    names.push_back(kind.name);
+    names.insert(names.end(), kind.aliases.begin(), kind.aliases.end());
   }
   return names;
+}
+
+/// "local, docker, …": the kinds' names.
+std::string compute_kind_names() {
+  std::vector<std::string> names;
+  for (const ComputeKind& kind : compute_kinds()) names.emplace_back(kind.name);
+  return join(names, ", ");
+}
+
+/// `doc` without the keys that `kind` owns (the shared key table reads the rest).
+ConfigDocument without_own_keys(const ConfigDocument& doc, const ComputeKind* kind) {
+  // A fresh node: assigning to a copy of doc.root would change the document itself.
+  ConfigDocument rest{doc.display_path, YAML::Node(YAML::NodeType::Map), doc.warnings};
+  for (const auto& entry : doc.root) {
+    if (kind && find_own_key(*kind, entry.first.Scalar())) continue;
+    rest.root.force_insert(entry.first, entry.second);
+  }
+  return rest;
+}
+
+/// Reads the keys that `kind` owns into config.section, each checked at its place in the file.
+void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& config) {
+  for (const OwnKey& key : kind.own) {
+    if (!key.fallback.empty()) config.section[std::string(key.name)] = std::string(key.fallback);
+  }
+  for (const auto& entry : doc.root) {
+    const std::string name = entry.first.Scalar();
+    const OwnKey* key = find_own_key(kind, name);
+    if (!key || entry.second.IsNull()) continue;
+    std::string text;
+    if (key->kind == ValueKind::Int) {
+      text = std::to_string(int_value(doc, entry.second, name));
+    } else if (key->kind == ValueKind::Bool) {
+      text = bool_value(doc, entry.second, name) ? "true" : "false";
+    } else {
+      text = scalar_value(doc, entry.second, name);
+    }
+    const std::string problem = own_value_problem(*key, text);
+    if (!problem.empty()) fail_at(doc, entry.second, problem);
+    config.section[name] = text;
+  }
 }
 
 }  // namespace
@@ -155,18 +197,60 @@ bool is_docker_gpus(const std::string& value) {
   return true;
 }
 
+const ComputeKind* find_compute_kind(std::string_view type) {
+  for (const ComputeKind& kind : compute_kinds()) {
+    if (kind.name == type) return &kind;
+    if (std::find(kind.aliases.begin(), kind.aliases.end(), type) != kind.aliases.end()) {
+      return &kind;
+    }
+  }
+  return nullptr;
+}
+
+const OwnKey* find_own_key(const ComputeKind& kind, std::string_view name) {
+  for (const OwnKey& key : kind.own) {
+    if (key.name == name) return &key;
+  }
+  return nullptr;
+}
+
+std::string render_own_value(const OwnKey& key, const std::string& text) {
+  return key.kind == ValueKind::String ? yaml_quote(text) : text;
+}
+
+std::string own_value_problem(const OwnKey& key, std::string& text) {
+  if (key.kind == ValueKind::Int) {
+    const auto number = parse_integer(text, -2147483647LL, 2147483647LL);
+    if (!number) return fmt::format("{} must be a whole number, not \"{}\"", key.name, text);
+    text = std::to_string(*number);
+  } else if (key.kind == ValueKind::Bool) {
+    if (text != "true" && text != "false") {
+      return fmt::format("{} must be true or false, not \"{}\"", key.name, text);
+    }
+  }
+  return key.check ? key.check(text) : "";
+}
+
 ComputeConfig parse_compute(ConfigDocument& doc) {
   ComputeConfig config;
   if (!doc.root["type"]) {
-    throw Error(doc.display_path + ": the key \"type\" is missing (one of " + kind_names() + ")");
+    throw Error(doc.display_path + ": the key \"type\" is missing (one of " + compute_kind_names() +
+                ")");
   }
   if (const YAML::Node type = doc.root["type"]; type.IsScalar() && type.Scalar() == "cluster") {
     fail_at(doc, type,
             "type: cluster is a 2017 HDInsight Spark cluster, which mlw does not run; attach a "
             "machine of it as remote or remotedocker instead (docs/compute-file.md)");
   }
-  apply_key_table(doc, compute_keys(), config);
-  config.type = std::string(kind_of(config.type).name);  // an alias becomes its kind's name
+  const YAML::Node type_node = doc.root["type"];
+  const ComputeKind* kind = type_node.IsScalar() ? find_compute_kind(type_node.Scalar()) : nullptr;
+  ConfigDocument shared = without_own_keys(doc, kind);
+  apply_key_table(shared, compute_keys(), config);
+  doc.warnings = std::move(shared.warnings);
+  kind = find_compute_kind(config.type);
+  if (!kind) throw Error(fmt::format("unknown target type \"{}\"", config.type));
+  config.type = std::string(kind->name);  // an alias becomes its kind's name
+  read_own_keys(doc, *kind, config);
   // A cloned project's names reach a ProxyCommand: refused as OpenSSH refuses them, with the
   // same words as at attach, at their place in the file.
   try {
@@ -196,12 +280,59 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   return config;
 }
 
+namespace {
+
+/// One key of a file being written: its name, comment, value in YAML (before and after), and
+/// whether it belongs in a file of the target's kind.
+struct KeyText {
+  std::string_view name;
+  std::string_view help;
+  std::string before;
+  std::string after;
+  bool applies = true;
+};
+
+/// The keys of `after`'s kind, shared and own, with their text in `before` and `after`.
+std::vector<KeyText> key_texts(const ComputeConfig& before, const ComputeConfig& after) {
+  std::vector<KeyText> keys;
+  for (const auto& spec : compute_keys()) {
+    if (spec.ignored) continue;
+    bool applies = spec.applies_to.empty();
+    for (auto t : spec.applies_to) applies = applies || t == after.type;
+    keys.push_back(
+        {spec.name, spec.help, render_value(spec, before), render_value(spec, after), applies});
+  }
+  if (const ComputeKind* kind = find_compute_kind(after.type)) {
+    for (const OwnKey& key : kind->own) {
+      const std::string name(key.name);
+      const auto was = before.section.find(name);
+      const auto now = after.section.find(name);
+      keys.push_back({key.name, key.help,
+                      was == before.section.end() ? "" : render_own_value(key, was->second),
+                      now == after.section.end() ? "" : render_own_value(key, now->second),
+                      now != after.section.end()});
+    }
+  }
+  return keys;
+}
+
+}  // namespace
+
 std::string render_compute(const ComputeConfig& config, const std::string& name) {
   const std::string header = fmt::format(
       "# Compute target \"{}\", written by mlw (Azure ML Workbench compatible).\n"
       "# Each key is explained above it; see docs/compute-file.md.\n",
       name);
-  return render_with_comments(compute_keys(), config, header, config.type);
+  std::string out = render_with_comments(compute_keys(), config, header, config.type);
+  if (const ComputeKind* kind = find_compute_kind(config.type)) {
+    for (const OwnKey& key : kind->own) {
+      const auto value = config.section.find(std::string(key.name));
+      if (value == config.section.end()) continue;
+      out +=
+          fmt::format("\n# {}\n{}: {}\n", key.help, key.name, render_own_value(key, value->second));
+    }
+  }
+  return out;
 }
 
 std::string update_compute_text(const std::string& text, const std::string& display_path,
@@ -211,15 +342,14 @@ std::string update_compute_text(const std::string& text, const std::string& disp
   if (doc.root.Style() == YAML::EmitterStyle::Flow) return render_compute(after, name);
   std::vector<std::string> lines = split(text, '\n');
   std::string appended;
-  for (const auto& spec : compute_keys()) {
-    if (spec.ignored) continue;
-    const std::string value = render_value(spec, after);
-    if (value == render_value(spec, before)) continue;
+  for (const KeyText& key : key_texts(before, after)) {
+    const std::string& value = key.after;
+    if (value == key.before) continue;
     YAML::Node key_node;
     YAML::Node value_node;
     bool found = false;  // a default YAML::Node is a defined null: it cannot say "none"
     for (const auto& entry : doc.root) {
-      if (entry.first.Scalar() == spec.name) {
+      if (entry.first.Scalar() == key.name) {
         key_node = entry.first;
         value_node = entry.second;
         found = true;
@@ -233,13 +363,11 @@ std::string update_compute_text(const std::string& text, const std::string& disp
           key_node.Mark().column != 0 || line < 0 || line >= static_cast<int>(lines.size())) {
         return render_compute(after, name);
       }
-      lines[static_cast<std::size_t>(line)] = std::string(spec.name) + ": " + value;
+      lines[static_cast<std::size_t>(line)] = std::string(key.name) + ": " + value;
       continue;
     }
-    bool applies = spec.applies_to.empty();
-    for (auto t : spec.applies_to) applies = applies || t == after.type;
-    if (!applies) continue;
-    appended += fmt::format("# {}\n{}{}{}\n", spec.help, spec.name, one_line ? ": " : ":", value);
+    if (!key.applies) continue;
+    appended += fmt::format("# {}\n{}{}{}\n", key.help, key.name, one_line ? ": " : ":", value);
   }
   std::string out = join(lines, "\n");
   if (!appended.empty()) out += (out.empty() || out.ends_with('\n') ? "" : "\n") + appended;

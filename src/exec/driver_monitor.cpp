@@ -4,10 +4,10 @@
 
 #include <chrono>
 
+#include "mlw/exec/monitor_driver.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
-#include "monitor_driver.hpp"
 
 namespace mlw {
 

@@ -5,11 +5,11 @@
 
 #include <map>
 
+#include "mlw/exec/monitor_driver.hpp"
 #include "mlw/exec/slurm.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
-#include "monitor_driver.hpp"
 
 namespace mlw {
 

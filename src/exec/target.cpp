@@ -170,7 +170,7 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
   if (is_local_docker(m_type)) {
     prepare_local_run_dir(plan, env);
     make_directories(paths.share_dir);
-  } else if (m_facts.ship_code == 0 && m_type != "slurm" &&
+  } else if (m_facts.ship_code == 0 && !kind_of(m_type).batch &&
              (!uses_image(m_type) || m_facts.image_present == env.tag)) {
     // The probe found every object in the store and nothing is to be built: the monitor's
     // launch makes the run folder (no ship step).
@@ -325,7 +325,8 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
         "cd " + store +
         " 2>/dev/null || exit 0\n"
         "n=$(ls objects 2>/dev/null | wc -l); rm -rf objects incoming; echo \"objects $n\"\n"
-        "for r in runs/*/; do { [ -e \"$r/exit_code\" ] || [ -e \"$r/slurm_state\" ]; } && "
+        "for r in runs/*/; do { [ -e \"$r/exit_code\" ] || [ -e \"$r/slurm_state\" ] || "
+        "[ -e \"$r/batch_state\" ]; } && "
         "rm -rf \"$r\" && echo \"run $r\"; done; "
         "exit 0");
     for (const auto& line : split(trim(files.output), '\n')) {

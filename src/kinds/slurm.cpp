@@ -126,6 +126,7 @@ const TargetKind& slurm_kind() {
       .name = "slurm",
       .uses_ssh = true,
       .runs_detached = true,
+      .batch = true,
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "pythonLocation", "partition", "nodes", "gpusPerNode",
                "timeLimit", "account", "container", "containerRuntime"},

@@ -22,8 +22,31 @@ const std::vector<const TargetKind*>& target_kinds() {
   return table;
 }
 
+const std::vector<ComputeKind>& compute_kinds() {
+  static const std::vector<ComputeKind> kinds = [] {
+    std::vector<ComputeKind> out;
+    for (const TargetKind* kind : target_kinds()) {
+      out.push_back({kind->name, kind->aliases, kind->keys, kind->own_keys});
+    }
+    return out;
+  }();
+  return kinds;
+}
+
 bool TargetKind::has_key(std::string_view key) const {
-  return std::find(keys.begin(), keys.end(), key) != keys.end();
+  if (std::find(keys.begin(), keys.end(), key) != keys.end()) return true;
+  return std::any_of(own_keys.begin(), own_keys.end(),
+                     [&](const OwnKey& own) { return own.name == key; });
+}
+
+std::string TargetKind::own(const ComputeConfig& compute, std::string_view key) const {
+  if (const auto found = compute.section.find(std::string(key)); found != compute.section.end()) {
+    return found->second;
+  }
+  for (const OwnKey& own : own_keys) {
+    if (own.name == key) return std::string(own.fallback);
+  }
+  return "";
 }
 
 const TargetKind* find_kind(std::string_view type) {

@@ -204,6 +204,8 @@ TargetFacts parse_probe(const std::string& output) {
         facts.disk_free_kb = std::stoull(value);
       } catch (const std::exception&) {
       }
+    } else if (facts.section.size() < 4096) {
+      facts.section.emplace_back(key, value);  // the kind's own lines (its probe section)
     }
   }
   return facts;

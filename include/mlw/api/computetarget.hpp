@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,8 @@ struct AttachRequest {
   std::optional<std::string> account;
   std::optional<std::string> container;
   std::optional<std::string> container_runtime;  ///< docker, pyxis or apptainer
+  /// The options of keys a kind owns (OwnKey::attach_flag), by key name, as typed.
+  std::map<std::string, std::string> own;
 };
 
 /// Writes aml_config/NAME.compute and NAME.runconfig (and the password into the secret store).

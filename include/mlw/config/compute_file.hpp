@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,47 @@ struct ComputeConfig {
   std::string container;
   std::string container_runtime = "docker";
   std::string unused;  ///< sink for 2017 keys that are accepted and ignored
+  /// The keys that the target's kind owns (its section, OwnKey), as text: the kind reads them
+  /// into its own struct (src/kinds/<kind>/). Checked when the file is read.
+  std::map<std::string, std::string> section;
 };
+
+/// A key that one kind owns: the kind declares it (src/kinds/<kind>/), the file's reader checks
+/// and keeps it as text in ComputeConfig::section, attach offers it as an option.
+struct OwnKey {
+  std::string_view name;                                     ///< the key as written in the file
+  ValueKind kind = ValueKind::String;                        ///< String, Int or Bool
+  std::string_view help;                                     ///< its comment in the file
+  std::string_view fallback;                                 ///< its value when absent ("": none)
+  std::string (*check)(const std::string& value) = nullptr;  ///< the problem with a value, or ""
+  std::string_view attach_flag;  ///< the attach option that sets it ("--queue"), or none
+  std::string_view attach_help;  ///< that option's help
+};
+
+/// What the .compute file knows of one kind of target: its names, the shared keys it uses and
+/// the keys it owns.
+struct ComputeKind {
+  std::string_view name;
+  std::vector<std::string_view> aliases;
+  std::vector<std::string_view> keys;  ///< the shared keys of compute_keys() it uses
+  std::vector<OwnKey> own;             ///< the keys it owns
+};
+
+/// Every kind, in the table's order. Defined by the kind table (src/kinds/table.cpp), so that
+/// this layer names no kind.
+const std::vector<ComputeKind>& compute_kinds();
+
+/// The kind named `type` (or an alias) as the .compute file knows it; nullptr when none.
+const ComputeKind* find_compute_kind(std::string_view type);
+
+/// The own key `name` of `kind`; nullptr when it has none.
+const OwnKey* find_own_key(const ComputeKind& kind, std::string_view name);
+
+/// The YAML text of an own key's value (`text` as kept in ComputeConfig::section).
+std::string render_own_value(const OwnKey& key, const std::string& text);
+
+/// Checks and normalises the text of an own key's value ("4", "true"); the problem, or "".
+std::string own_value_problem(const OwnKey& key, std::string& text);
 
 /// Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
 bool is_slurm_time(const std::string& text);

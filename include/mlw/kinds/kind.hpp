@@ -60,8 +60,13 @@ struct TargetKind {
   /// Its runs go on without their supervisor (on the target, in an engine, in Slurm): a Lost one
   /// can be followed again (history logs -f starts a new supervisor).
   bool runs_detached = false;
+  /// A batch system queues its runs (sbatch, qsub): the run folder is shipped ahead of the
+  /// job, not made by a monitor's launch.
+  bool batch = false;
   /// The .compute keys of this kind besides those every kind has (type, nativeSharedDirectory).
   std::vector<std::string_view> keys{};
+  /// The keys this kind owns (its section of the .compute file, with their attach options).
+  std::vector<OwnKey> own_keys{};
   AttachOptionSet attach{};                    ///< attach's option groups
   std::vector<std::string> attach_examples{};  ///< the footer of `attach <kind> --help`
   std::string (*probe_section)(const ComputeConfig&) = nullptr;  ///< its lines of the probe
@@ -71,8 +76,10 @@ struct TargetKind {
   /// How a supervisor runs it on the target (the local docker target's Engine API aside).
   std::unique_ptr<RunDriver> (*make_driver)() = nullptr;
 
-  /// Whether `key` is a .compute key of this kind.
+  /// Whether `key` is a .compute key of this kind (a shared one it uses, or its own).
   bool has_key(std::string_view key) const;
+  /// The value of an own key in `compute` (its fallback where the file has none).
+  std::string own(const ComputeConfig& compute, std::string_view key) const;
 };
 
 /// Every kind, in the order help and messages list them.

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mlw/config/compute_file.hpp"
@@ -41,8 +42,10 @@ struct TargetFacts {
   std::string slurm_partition;  ///< the partition (the compute file's, or the default) if found
   int slurm_nodes = 0;          ///< nodes in that partition
   std::vector<SlurmNode> slurm_node_list;  ///< those nodes
-  std::vector<std::string> ship_said;      ///< what a ship in the probe printed (ProbeShip)
-  std::optional<int> ship_code;            ///< how it ended, when one ran to its end
+  /// The lines of the kind's own probe section (key, value), in order, for its checks.
+  std::vector<std::pair<std::string, std::string>> section;
+  std::vector<std::string> ship_said;  ///< what a ship in the probe printed (ProbeShip)
+  std::optional<int> ship_code;        ///< how it ended, when one ran to its end
 };
 
 /// A ship in the probe's step: a script section and its stdin (ship_in_probe).

@@ -17,6 +17,12 @@ const std::vector<EmbeddedFile>& embedded_files();
 /// The dashboard's page, scripts and styles, uPlot among them (only in mlw-ui).
 const std::vector<EmbeddedFile>& embedded_web_files();
 
+/// The programs mlw runs on a target (src/**/*.sh, e.g. "src/kinds/sge/submit.sh").
+const std::vector<EmbeddedFile>& embedded_scripts();
+
+/// The embedded script at `path`; throws mlw::Error when this build has none there.
+std::string_view embedded_script(std::string_view path);
+
 /// A short hash of every embedded file, fixed at build time (names the helper's cache folder).
 std::string_view embedded_files_hash();
 
