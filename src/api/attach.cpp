@@ -96,8 +96,9 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
   const TargetKind& kind = kind_of(compute.type);
-  if (kind.attach.slurm) {
-    // The kind's checks, as submit runs them (a refused attach exits 1, not 125).
+  if (kind.batch) {
+    // A batch system's checks (scheduler, queue or partition, its size), as submit runs them
+    // (a refused attach exits 1, not 125).
     const TargetFacts facts = probe_target(*shell, compute);
     std::vector<CheckRow> rows;
     kind.checks({compute, facts, shell->host(), request.name}, rows);
@@ -106,7 +107,7 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
     } catch (const Error& e) {
       throw Error(e.what());  // a refused attach, not a run that could not start
     }
-    if (compute.gpus_per_node > 0 && !partition_has_gpus(facts)) {
+    if (kind.attach.slurm && compute.gpus_per_node > 0 && !partition_has_gpus(facts)) {
       spdlog::warn(
           "no node of partition {} on {} reports GPUs (Gres=gpu:N in slurm.conf), so Slurm will "
           "refuse a run that asks for {} per node; see: mlw computetarget doctor -n {}",

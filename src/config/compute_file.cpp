@@ -82,13 +82,25 @@ bool is_slurm_time(const std::string& text) {
   return std::regex_match(text, format);
 }
 
+/// The type key's comment: every kind, with its aliases ("docker (alias localdocker)").
+const std::string& type_help() {
+  static const std::string text = [] {
+    std::vector<std::string> names;
+    for (const ComputeKind& kind : compute_kinds()) {
+      std::string name(kind.name);
+      for (auto alias : kind.aliases) name += fmt::format(" (alias {})", alias);
+      names.push_back(name);
+    }
+    const std::string last = names.back();
+    names.pop_back();
+    return "Where the run executes: " + join(names, ", ") + " or " + last + ".";
+  }();
+  return text;
+}
+
 const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
   static const std::vector<KeySpec<ComputeConfig>> table = {
-      {"type",
-       &C::type,
-       "Where the run executes: local, docker (alias localdocker), remotedocker, remote or slurm.",
-       type_choices(),
-       {}},
+      {"type", &C::type, type_help(), type_choices(), {}},
       {"baseDockerImage",
        &C::base_docker_image,
        "The Docker image the run environment is built on.",
@@ -282,6 +294,12 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
 
 namespace {
 
+/// The text of an own key in `config`: its value, or its fallback.
+std::string own_text(const ComputeConfig& config, const OwnKey& key) {
+  const auto found = config.section.find(std::string(key.name));
+  return found == config.section.end() ? std::string(key.fallback) : found->second;
+}
+
 /// One key of a file being written: its name, comment, value in YAML (before and after), and
 /// whether it belongs in a file of the target's kind.
 struct KeyText {
@@ -304,13 +322,9 @@ std::vector<KeyText> key_texts(const ComputeConfig& before, const ComputeConfig&
   }
   if (const ComputeKind* kind = find_compute_kind(after.type)) {
     for (const OwnKey& key : kind->own) {
-      const std::string name(key.name);
-      const auto was = before.section.find(name);
-      const auto now = after.section.find(name);
       keys.push_back({key.name, key.help,
-                      was == before.section.end() ? "" : render_own_value(key, was->second),
-                      now == after.section.end() ? "" : render_own_value(key, now->second),
-                      now != after.section.end()});
+                      before.type == after.type ? render_own_value(key, own_text(before, key)) : "",
+                      render_own_value(key, own_text(after, key)), true});
     }
   }
   return keys;
@@ -326,10 +340,8 @@ std::string render_compute(const ComputeConfig& config, const std::string& name)
   std::string out = render_with_comments(compute_keys(), config, header, config.type);
   if (const ComputeKind* kind = find_compute_kind(config.type)) {
     for (const OwnKey& key : kind->own) {
-      const auto value = config.section.find(std::string(key.name));
-      if (value == config.section.end()) continue;
-      out +=
-          fmt::format("\n# {}\n{}: {}\n", key.help, key.name, render_own_value(key, value->second));
+      out += fmt::format("\n# {}\n{}: {}\n", key.help, key.name,
+                         render_own_value(key, own_text(config, key)));
     }
   }
   return out;

@@ -23,6 +23,8 @@ const std::vector<Setting>& settings() {
        "how long a Docker engine may not answer before the run is `Lost`"},
       {"MLW_SLURM_RETRY", 300, 1, "s",
        "how long the Slurm controller may not answer before the run is `Lost`"},
+      {"MLW_BATCH_RETRY", 300, 1, "s",
+       "how long another batch system (Grid Engine) may not answer before the run is `Lost`"},
       {"MLW_PROBE_TIMEOUT", 120, 1, "s",
        "how long a target may take to answer the probe (its tools: docker, perl, curl)"},
   };
