@@ -14,10 +14,12 @@ const TargetKind& docker_kind();
 const TargetKind& remotedocker_kind();
 const TargetKind& remote_kind();
 const TargetKind& slurm_kind();
+const TargetKind& sge_kind();
 
 const std::vector<const TargetKind*>& target_kinds() {
   static const std::vector<const TargetKind*> table = {
-      &local_kind(), &docker_kind(), &remotedocker_kind(), &remote_kind(), &slurm_kind(),
+      &local_kind(),  &docker_kind(), &remotedocker_kind(),
+      &remote_kind(), &slurm_kind(),  &sge_kind(),
   };
   return table;
 }

@@ -11,7 +11,7 @@
 # of the engine, which suites running beside this one use).
 source "$(dirname "$0")/lib.sh"
 
-require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_USER \
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_USER MLW_TEST_SGE_USER \
   MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE DOCKER_HOST
 export HOME="$WORK/home"
 mkdir -p "$HOME/.ssh" "$WORK/bin"
@@ -68,6 +68,12 @@ while IFS= read -r line; do
     continue
   fi
   command=${command//demo_1795282976808/$RUN_ID}
+  # The Grid Engine lines: the test cell's user, whose sessions reach it.
+  if [[ "$command" == *"attach sge"* ]]; then
+    command=${command//head.example.org/127.0.0.1:$MLW_TEST_SSH_PORT}
+    command=${command//-u me /-u $MLW_TEST_SGE_USER }
+    command=${command//< pw.txt/< $WORK/pw.txt}
+  fi
   command=${command//gpu-vm.example.com/127.0.0.1:$MLW_TEST_SSH_PORT}
   command=${command//-u me /-u $MLW_TEST_SSH_USER }
   command=${command//< pw.txt/--base-image $MLW_TEST_IMAGE < $WORK/pw.txt}
@@ -85,9 +91,12 @@ while IFS= read -r line; do
       check "README: download wrote the results folder" test -d results ;;
     "mlw experiment submit -c my_dsvm"*)
       expect_contains "README: the remote run says it completed" "$(cat "$WORK/line.out")" "Completed" ;;
+    "mlw experiment submit -c grid"*)
+      expect_contains "README: the Grid Engine run went through qsub" "$(cat "$WORK/line.out" "$WORK/line.err")" "Grid Engine job"
+      expect_contains "README: the Grid Engine run says it completed" "$(cat "$WORK/line.out")" "Completed" ;;
   esac
 done <<<"$USE"
-expect_eq "every README line that can run here ran" "$LINES_RUN" 11
+expect_eq "every README line that can run here ran" "$LINES_RUN" 13
 
 # --- -v / -vv (cli.md: debug / trace), on the README's remote target -------------------------------
 for level in "" -v -vv; do

@@ -72,7 +72,7 @@ TEST(ComputeFile, UnknownTypeSuggestsTheNearest) {
   EXPECT_EQ(
       error_of("type: remotedoker\n"),
       "aml_config/x.compute:1:7: type must be one of local, docker, localdocker, remotedocker, "
-      "remote, slurm (got \"remotedoker\") (did you mean \"remotedocker\"?)");
+      "remote, slurm, sge (got \"remotedoker\") (did you mean \"remotedocker\"?)");
 }
 
 TEST(ComputeFile, MissingTypeIsAnError) {

@@ -1,0 +1,208 @@
+// The sge kind's driver: submit.sh runs qsub on the host, monitor.sh watches the job there, the
+// log is followed as any monitor's is, and the end comes from the job's own exit code or qacct.
+
+#include <fmt/format.h>
+
+#include "mlw/exec/monitor_driver.hpp"
+#include "mlw/util/embedded.hpp"
+#include "mlw/util/settings.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+#include "sge.hpp"
+
+namespace mlw::sge {
+
+namespace {
+
+/// "N\n" and the text: one file of submit.sh's standard input.
+std::string framed(std::string_view text) {
+  return std::to_string(text.size()) + "\n" + std::string(text);
+}
+
+class Driver : public MonitorDriver {
+ public:
+  /// submit.sh (qsub): the job id recorded (Queued), the monitor started, Running once Grid
+  /// Engine runs the job. False when qsub refused it (recorded as failed).
+  bool start(RunSession& session, const std::string&) override {
+    const Config config = config_of(session.plan.compute);
+    const std::string input = framed(embedded_script("src/kinds/sge/job.sh")) +
+                              framed(embedded_script("src/kinds/sge/end.sh")) +
+                              framed(run_env(session.plan, session.paths));
+    const std::string submit(embedded_script("src/kinds/sge/submit.sh"));
+    // submit.sh itself goes first on stdin; not retried on a dropped connection (the job may
+    // have been queued already).
+    const std::string command =
+        "cd " + shell_quote(session.paths.run_dir) +
+        " && read -r n && head -c \"$n\" > submit.sh && sh ./submit.sh " +
+        shell_join({container_name(session.plan.record.run_id), config.queue, config.pe,
+                    std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY"))});
+    const ShellResult submitted = session.shell().run_with_input(command, framed(submit) + input);
+    const std::string id = trim(submitted.output);
+    if (submitted.exit_code != 0 || id.empty() ||
+        id.find_first_not_of("0123456789") != std::string::npos) {
+      session.fail(exit_code::k_cannot_start,
+                   fmt::format("qsub on {} refused the job: {}", session.shell().host(),
+                               printable(trim(trim(submitted.errors) + " " + id))));
+      return false;
+    }
+    session.record.job_id = id;
+    session.record.status = status::k_queued;
+    session.claim();
+    session.save(false);
+    session.say(fmt::format("Grid Engine job {} queued on {}.\n", id, session.shell().host()));
+    if (!start_monitor(session, std::string(embedded_script("src/kinds/sge/monitor.sh")))) {
+      return false;
+    }
+    session.save(false);
+    wait_until_started(session);
+    session.mark_running();
+    return true;
+  }
+
+  /// A monitor that gave up on a qmaster that did not answer is started again.
+  bool resume(RunSession& session) override {
+    MonitorDriver::resume(session);
+    const ShellResult alive = session.run_reconnecting(fmt::format(
+        "cd {} && if kill -0 {} 2>/dev/null; then echo alive; else rm -f batch_state; fi",
+        shell_quote(session.paths.run_dir), m_monitor_pid));
+    if (alive.output.find("alive") == std::string::npos) {
+      if (!start_monitor(session, std::string(embedded_script("src/kinds/sge/monitor.sh")))) {
+        return false;
+      }
+      session.save(false);
+    }
+    wait_until_started(session);
+    return true;
+  }
+
+  /// qdel: Grid Engine sends SIGUSR2 (qsub -notify), job.sh records 143; SIGKILL follows after
+  /// the queue's notify time.
+  void stop(RunSession& session) override {
+    session.run_reconnecting("qdel " + shell_quote(session.record.job_id) + " >/dev/null 2>&1; " +
+                             "exit 0");
+  }
+
+  RunEnding ending(RunSession& session) override {
+    std::vector<std::string> problems;
+    const End end = parse_end(m_seen == Seen::Ended ? m_end : "", session.host(), problems);
+    RunEnding ending = ending_of(end, session.record.cancel_requested || session.canceled(),
+                                 session.record.job_id, session.host());
+    ending.problems.insert(ending.problems.begin(), problems.begin(), problems.end());
+    return ending;
+  }
+
+ protected:
+  std::string end_script() const override { return "sh ./end.sh"; }
+
+ private:
+  /// Waits on the host until the monitor says the job runs (or has ended); a cancel while it
+  /// is queued goes to qdel.
+  void wait_until_started(RunSession& session) {
+    bool stop_sent = false;
+    while (true) {
+      ShellStreams streams;
+      streams.should_stop = [&] { return !stop_sent && session.canceled(); };
+      const ShellResult waited = session.run_reconnecting(
+          fmt::format("cd {} && while [ ! -e started ] && kill -0 {} 2>/dev/null; do sleep 0.2; "
+                      "done; exit 0",
+                      shell_quote(session.paths.run_dir), m_monitor_pid),
+          streams);
+      if (!stop_sent && session.canceled()) {
+        stop(session);
+        stop_sent = true;
+        continue;
+      }
+      if (waited.exit_code == 0) return;
+    }
+  }
+};
+
+}  // namespace
+
+std::string run_env(const RunPlan& plan, const TargetRunPaths& paths) {
+  std::string text = "# The variables and the command of run " + plan.record.run_id +
+                     ", written by mlw; job.sh sources it.\n";
+  for (const auto& [key, value] : run_environment(plan, paths.run_dir, paths.share_dir)) {
+    text += "export " + shell_quote(key + "=" + value) + "\n";
+  }
+  text += "set -- " + shell_join(script_command(plan, plan.compute.python_location)) + "\n";
+  return text;
+}
+
+End parse_end(const std::string& text, const std::string& host,
+              std::vector<std::string>& problems) {
+  End end;
+  for (const auto& line : split(text, '\n')) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq);
+    const std::string value = trim(line.substr(eq + 1));
+    if (key == "job_code" && !value.empty()) {
+      if (const auto code = parse_integer(value, 0, 255)) {
+        end.script_code = static_cast<int>(*code);
+      } else {
+        problems.push_back(
+            fmt::format("{} answered \"{}\" where the job's exit code (0-255) was expected", host,
+                        printable(value)));
+      }
+    } else if (key == "batch_state") {
+      end.state = value;
+    } else if (key == "sge_acct" && !value.empty()) {
+      const auto words = split(value, ' ');
+      if (const auto code = parse_integer(words[0], 0, 255)) {
+        end.exit_status = static_cast<int>(*code);
+      }
+      if (words.size() > 1) end.failed = words[1];
+    } else if (key == "sge_error") {
+      end.error = printable(value.substr(0, 1000));
+    }
+  }
+  return end;
+}
+
+RunEnding ending_of(const End& end, bool cancel_requested, const std::string& job_id,
+                    const std::string& host) {
+  RunEnding ending;
+  if (end.state == "LOST") {
+    ending.status = status::k_lost;
+    ending.lost_reason = k_lost_qmaster;
+    ending.lost_problem = fmt::format(
+        "the Grid Engine qmaster on {} did not answer for {} s (MLW_BATCH_RETRY); job {} may go "
+        "on: follow it again with mlw history logs -f",
+        host, setting("MLW_BATCH_RETRY"), job_id);
+    return ending;
+  }
+  if (cancel_requested) {
+    ending.status = status::k_canceled;
+    ending.exit_code = end.script_code.value_or(143);
+    if (!end.script_code) ending.problems.push_back("Grid Engine deleted the job (qdel)");
+    return ending;
+  }
+  if (end.script_code) {
+    ending.status = *end.script_code == 0 ? status::k_completed : status::k_failed;
+    ending.exit_code = *end.script_code;
+    return ending;
+  }
+  ending.status = status::k_failed;
+  if (!end.error.empty()) {
+    ending.exit_code = exit_code::k_cannot_start;
+    ending.problems.push_back(
+        fmt::format("Grid Engine could not run job {} on {}: {}", job_id, host, end.error));
+  } else if (end.exit_status) {
+    ending.exit_code = *end.exit_status;
+    ending.problems.push_back(
+        fmt::format("Grid Engine ended job {} before the script (qacct: exit_status {}, failed {})",
+                    job_id, *end.exit_status, end.failed.empty() ? "?" : end.failed));
+  } else {
+    ending.exit_code = exit_code::k_cannot_start;
+    ending.problems.push_back(fmt::format(
+        "Grid Engine on {} has no record of how job {} ended (qacct -j {})", host, job_id, job_id));
+  }
+  return ending;
+}
+
+std::unique_ptr<RunDriver> driver() {
+  return std::make_unique<Driver>();
+}
+
+}  // namespace mlw::sge

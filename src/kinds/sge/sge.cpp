@@ -1,0 +1,206 @@
+// The sge kind's row: its keys, attach options, probe lines and checks.
+
+#include "sge.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "mlw/exec/target.hpp"
+#include "mlw/remote/probe.hpp"
+#include "mlw/util/embedded.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw::sge {
+
+namespace {
+
+/// Grid Engine's names: no white space, no '/', ':', '@', '\\', '*', '?' (qconf refuses them).
+std::string name_problem(std::string_view key, const std::string& value) {
+  if (value.empty()) return "";
+  if (value.find_first_of(" \t\n\r/:@\\*?'\"$`") != std::string::npos) {
+    return fmt::format("{} \"{}\" is not a Grid Engine name (letters, digits, . _ -)", key,
+                       printable(value));
+  }
+  return "";
+}
+
+std::string queue_problem(const std::string& value) {
+  return name_problem("queue", value);
+}
+
+std::string pe_problem(const std::string& value) {
+  return name_problem("pe", value);
+}
+
+std::string slots_problem(const std::string& value) {
+  const auto slots = parse_integer(value, 1, 1 << 20);
+  return slots ? "" : "slots must be at least 1";
+}
+
+int number(const std::string& text) {
+  return static_cast<int>(parse_integer(text, 0, 1 << 30).value_or(0));
+}
+
+/// The commands and the qmaster; false when nothing more can be checked.
+bool scheduler_rows(const CheckInput& in, const Facts& sge, std::vector<CheckRow>& rows) {
+  const bool have = sge.missing.empty();
+  rows.push_back(
+      {"Grid Engine commands", have ? CheckResult::Ok : CheckResult::Fail,
+       have ? "qsub, qstat, qdel, qacct, qconf" : "missing: " + join(sge.missing, ", "),
+       "use a Grid Engine submit host, or put its bin folder on the PATH of SSH sessions there",
+       have ? ""
+            : fmt::format("{} has no {} on the PATH of an SSH session: is it a Grid Engine "
+                          "submit host? (source $SGE_ROOT/$SGE_CELL/common/settings.sh in "
+                          "~/.bashrc there)",
+                          in.host, join(sge.missing, ", "))});
+  if (!have) return false;
+  if (!sge.error.empty()) {
+    rows.push_back({"qmaster", CheckResult::Fail, sge.error,
+                    "start sge_qmaster, or check SGE_ROOT, SGE_CELL and SGE_QMASTER_PORT there",
+                    fmt::format("the Grid Engine qmaster does not answer on {}: {} (is "
+                                "sge_qmaster up? try: ssh {} qstat)",
+                                in.host, sge.error, in.host)});
+    return false;
+  }
+  rows.push_back({"qmaster", CheckResult::Ok,
+                  fmt::format("answers ({} {})", sge.queues.size(),
+                              sge.queues.size() == 1 ? "queue" : "queues"),
+                  ""});
+  return true;
+}
+
+/// The queue (the compute file's, or any), the parallel environment and the slots asked.
+void queue_rows(const CheckInput& in, const Facts& sge, std::vector<CheckRow>& rows) {
+  const Config config = config_of(in.compute);
+  std::vector<std::string> names;
+  int total = 0;
+  int available = 0;
+  for (const auto& queue : sge.queues) {
+    names.push_back(queue.name);
+    if (config.queue.empty() || queue.name == config.queue) {
+      total = std::max(total, queue.total);
+      available += queue.available;
+    }
+  }
+  const bool found = config.queue.empty()
+                         ? !sge.queues.empty()
+                         : std::find(names.begin(), names.end(), config.queue) != names.end();
+  const std::string queue = config.queue.empty() ? "any queue" : config.queue;
+  rows.push_back({"queue", found ? CheckResult::Ok : CheckResult::Fail,
+                  found ? fmt::format("{} ({} slots, {} free)", queue, total, available)
+                        : fmt::format("no queue {} (there are: {})", queue,
+                                      names.empty() ? "none" : join(names, ", ")),
+                  "set queue in the compute file to one that qconf -sql lists",
+                  found ? ""
+                        : fmt::format("Grid Engine on {} has no queue \"{}\" (list them with: "
+                                      "qconf -sql)",
+                                      in.host, config.queue.empty() ? "" : config.queue)});
+  if (!found) return;
+  if (!config.pe.empty()) {
+    const bool pe = std::find(sge.pes.begin(), sge.pes.end(), config.pe) != sge.pes.end();
+    rows.push_back({"parallel environment", pe ? CheckResult::Ok : CheckResult::Fail,
+                    pe ? config.pe : "no parallel environment " + config.pe,
+                    "set pe in the compute file to one that qconf -spl lists",
+                    pe ? ""
+                       : fmt::format("Grid Engine on {} has no parallel environment \"{}\" (list "
+                                     "them with: qconf -spl)",
+                                     in.host, config.pe)});
+  }
+  if (config.slots > 1 && config.pe.empty()) {
+    rows.push_back(
+        {"slots", CheckResult::Fail,
+         fmt::format("a run asks for {} slots without a parallel environment", config.slots),
+         "set pe in the compute file (qconf -spl lists them), or slots: 1",
+         fmt::format("slots: {} needs a parallel environment: set pe in the compute "
+                     "file (list them with: ssh {} qconf -spl)",
+                     config.slots, in.host)});
+    return;
+  }
+  const bool fits = config.slots <= total;
+  rows.push_back({"slots", fits ? CheckResult::Ok : CheckResult::Fail,
+                  fmt::format("a run asks for {}; {} has {}", config.slots, queue, total),
+                  "lower slots in the compute file",
+                  fits ? ""
+                       : fmt::format("the run asks for {} slots but {} on {} has {}; lower slots "
+                                     "in the compute file",
+                                     config.slots, queue, in.host, total)});
+}
+
+}  // namespace
+
+Config config_of(const ComputeConfig& compute) {
+  Config config;
+  auto value = [&](const char* key) {
+    const auto found = compute.section.find(key);
+    return found == compute.section.end() ? std::string() : found->second;
+  };
+  config.queue = value("queue");
+  config.pe = value("pe");
+  config.slots = std::max(1, number(value("slots")));
+  return config;
+}
+
+Facts facts_of(const TargetFacts& facts) {
+  Facts sge;
+  for (const auto& [key, value] : facts.section) {
+    if (key == "sge_missing") {
+      sge.missing.push_back(value);
+    } else if (key == "sge_error") {
+      sge.error = value;
+    } else if (key == "sge_queue") {
+      const auto words = split(value, ' ');
+      if (words.size() == 3) sge.queues.push_back({words[0], number(words[1]), number(words[2])});
+    } else if (key == "sge_pe") {
+      sge.pes.push_back(trim(value));
+    }
+  }
+  return sge;
+}
+
+std::string probe_section(const ComputeConfig& compute) {
+  const Config config = config_of(compute);
+  return "(\nset -- " + shell_quote(config.queue) + " " + shell_quote(config.pe) + "\n" +
+         std::string(embedded_script("src/kinds/sge/probe.sh")) + ")\n";
+}
+
+void checks(const CheckInput& in, std::vector<CheckRow>& rows) {
+  const Facts sge = facts_of(in.facts);
+  if (scheduler_rows(in, sge, rows)) queue_rows(in, sge, rows);
+  python_row(in, rows, true);
+  disk_row(in, rows);
+}
+
+}  // namespace mlw::sge
+
+namespace mlw {
+
+/// The sge kind's row.
+const TargetKind& sge_kind() {
+  static const TargetKind kind{
+      .name = "sge",
+      .uses_ssh = true,
+      .runs_detached = true,
+      .batch = true,
+      .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
+               "pythonLocation"},
+      .own_keys = {{"queue", ValueKind::String, "Grid Engine: the queue (qsub -q); empty: any.", "",
+                    sge::queue_problem, "--queue", "Grid Engine queue (default: any)"},
+                   {"pe", ValueKind::String,
+                    "Grid Engine: the parallel environment (qsub -pe); empty: none.", "",
+                    sge::pe_problem, "--pe", "Parallel environment for more than one slot"},
+                   {"slots", ValueKind::Int, "Grid Engine: the slots asked of pe.", "1",
+                    sge::slots_problem, "--slots", "Slots per run, with --pe (default 1)"}},
+      .attach = {.remote = true, .python = true},
+      .attach_examples = {"mlw computetarget attach sge -n grid -a head.example.com -u me -k "
+                          "--queue all.q --pe smp --slots 4"},
+      .probe_section = sge::probe_section,
+      .checks = sge::checks,
+      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("sge")); },
+      .make_driver = sge::driver,
+  };
+  return kind;
+}
+
+}  // namespace mlw
