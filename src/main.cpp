@@ -65,11 +65,14 @@ std::string parse_error_line(CLI::App& app, const CLI::ParseError& e,
 
 int usage_exit_code(CLI::App& app) {
   // A submit that could not start is 125, as docker run; every other command uses 2.
+  auto codes = mlw::CommandCodes::Plain;
   try {
-    if (app.get_subcommand("experiment")->get_subcommand("submit")->parsed()) return 125;
+    if (app.get_subcommand("experiment")->get_subcommand("submit")->parsed()) {
+      codes = mlw::CommandCodes::Submit;
+    }
   } catch (const CLI::Error&) {
   }
-  return mlw::exit_code::k_usage;
+  return mlw::exit_code_of(mlw::exit_code::k_usage, codes);
 }
 
 }  // namespace
@@ -116,20 +119,10 @@ int main(int argc, char** argv) {
     return usage_exit_code(app);
   } catch (const mlw::Error& e) {
     std::cerr << "mlw: error: " << e.what() << "\n";
-    int code = e.code() == mlw::exit_code::k_command_default ? ctx.failure_code : e.code();
-    // A usage error of submit found after parsing (-e without KEY=) is 125 too, as docs/cli.md
-    // says and as one CLI11 finds.
-    if (ctx.failure_code == mlw::exit_code::k_cannot_start && code == mlw::exit_code::k_usage) {
-      code = mlw::exit_code::k_cannot_start;
-    }
-    // 125-127 are submit's codes (docker's convention); every other command fails with 1.
-    if (ctx.failure_code != mlw::exit_code::k_cannot_start && code > mlw::exit_code::k_usage) {
-      return mlw::exit_code::k_failure;
-    }
-    return code;
+    return mlw::exit_code_of(e.code(), ctx.codes);
   } catch (const std::exception& e) {
     std::cerr << "mlw: error: " << e.what() << "\n";
-    return ctx.failure_code;
+    return mlw::exit_code_of(mlw::exit_code::k_command_default, ctx.codes);
   }
   std::cout.flush();
   return ctx.exit_status;

@@ -35,8 +35,9 @@ struct Context {
   std::filesystem::path config_dir;      ///< the user's mlw config folder (secret store, keys)
   /// mlw's settings in effect (`mlw config`), key by key, with where each came from.
   std::map<std::string, ConfigValue> config;
-  /// Exit code for an mlw::Error without its own code: 1, or 125 inside a waiting submit.
-  int failure_code = exit_code::k_failure;
+  /// Which exit codes the command's errors take (exit_code_of): submit's inside a waiting
+  /// submit.
+  CommandCodes codes = CommandCodes::Plain;
   /// The exit code a successful command chose (submit: the script's).
   int exit_status = exit_code::k_success;
 

@@ -370,7 +370,7 @@ std::string wait_until_started(const RunPlan& plan, const RunHandle& handle) {
 }  // namespace
 
 int submit(Context& ctx, const SubmitRequest& given) {
-  ctx.failure_code = exit_code::k_cannot_start;
+  ctx.codes = CommandCodes::Submit;
   SubmitRequest request = given;
   if (request.run_config.empty()) {
     const auto it = ctx.config.find("defaults.target");

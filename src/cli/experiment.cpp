@@ -67,7 +67,7 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
                 "mlw experiment submit -c local -e SEED=1 -a train.py",
                 "mlw -o json experiment submit -c local train.py > run.json"}));
   submit->callback([&ctx, request, submit] {
-    ctx.failure_code = exit_code::k_cannot_start;  // a usage error of submit is 125, as docker run
+    ctx.codes = CommandCodes::Submit;  // a usage error of submit is 125, as docker run
     auto words = submit->remaining();
     if (words.empty())
       throw UsageError("no script given: mlw experiment submit -c NAME SCRIPT [ARGS...]");

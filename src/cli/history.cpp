@@ -88,7 +88,7 @@ void register_history(CLI::App& app, Context& ctx) {
   serve->add_flag("--open", dashboard->open, "Open the dashboard in a browser (xdg-open)");
   serve->footer(examples({"mlw history ui", "mlw history ui --port 0 --open",
                           "mlw history ui --host 0.0.0.0 --port 8717"}));
-  serve->callback([&ctx, dashboard] { ui::serve(ctx, *dashboard); });
+  serve->callback([&ctx, dashboard] { ui::history_ui(ctx, *dashboard); });
 }
 
 }  // namespace mlw::cli

@@ -281,8 +281,9 @@ RunRecord HistoryStore::load(const std::string& run_id) {
     }
     std::vector<std::string> ids;
     for (const auto& row : list({"", "", 200})) ids.push_back(row.run_id);
-    throw Error(fmt::format("no run \"{}\" in this project's history{}; see: mlw history list",
-                            run_id, did_you_mean(run_id, ids)));
+    throw NotFoundError(
+        fmt::format("no run \"{}\" in this project's history{}; see: mlw history list", run_id,
+                    did_you_mean(run_id, ids)));
   }
   if (!status::is_final(record->status)) merge_final_index_row(*record);
   return *record;

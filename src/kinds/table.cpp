@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "mlw/exec/executor.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -64,6 +65,10 @@ const TargetKind* find_kind(std::string_view type) {
 const TargetKind& kind_of(std::string_view type) {
   if (const TargetKind* kind = find_kind(type)) return *kind;
   throw Error(fmt::format("unknown target type \"{}\"", type));
+}
+
+std::unique_ptr<Executor> make_executor(const std::string& type) {
+  return kind_of(type).make_executor();
 }
 
 std::vector<std::string> kind_name_list() {

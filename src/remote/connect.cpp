@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "conversation.hpp"
-#include "linger.hpp"
+#include "kept.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/remote/frame.hpp"
 #include "mlw/remote/known_hosts.hpp"
@@ -96,7 +96,7 @@ ShellStreams replaying(const ShellStreams& streams, std::string taken) {
   return again;
 }
 
-/// A shell over a kept connection (linger.hpp); when that connection is gone before a
+/// A shell over a kept connection (kept.hpp); when that connection is gone before a
 /// command, the command logs in itself (`direct`), so no command fails for it.
 class KeptShell : public Shell {
  public:
@@ -114,7 +114,7 @@ class KeptShell : public Shell {
     const auto started = std::chrono::steady_clock::now();
     std::string marker;
     bool ahead = false;
-    auto pipe = linger_open(m_socket, m_timeout_ms, fresh, marker, ahead);
+    auto pipe = kept_open(m_socket, m_timeout_ms, fresh, marker, ahead);
     if (!pipe) return false;
     m_conversation = std::make_unique<Conversation>(std::move(pipe), m_where, marker, ahead);
     spdlog::trace("ssh {}: through the kept connection {}, {} in {} ms", m_where, m_socket.string(),
@@ -236,13 +236,13 @@ std::unique_ptr<Shell> SystemConnector::connect(Context& ctx, const std::string&
   }
   const bool reuse = request.reuse && !request.attaching && !request.only_key_file &&
                      !request.password && !request.accept_new_host_key &&
-                     setting("MLW_SSH_LINGER") > 0;
+                     setting("MLW_SSH_KEPT") > 0;
   std::optional<std::filesystem::path> socket;
   if (reuse)
-    socket = linger_socket(ctx.config_dir / "connections", connection_key(endpoint, options));
+    socket = kept_socket(ctx.config_dir / "connections", connection_key(endpoint, options));
   if (!socket) return SshShell::connect(endpoint, options);
-  options.linger_socket = *socket;
-  options.linger_s = static_cast<int>(setting("MLW_SSH_LINGER"));
+  options.kept_socket = *socket;
+  options.kept_s = static_cast<int>(setting("MLW_SSH_KEPT"));
   auto direct = [endpoint, options]() -> std::unique_ptr<Shell> {
     return SshShell::connect(endpoint, options);
   };

@@ -11,7 +11,7 @@
 namespace mlw {
 
 /// A two-way byte stream to one `/bin/sh` on a target, with two outputs: an SSH channel, or
-/// one that a lingering connection relays. Every call returns at once.
+/// one that a kept connection relays. Every call returns at once.
 class ShellPipe {
  public:
   virtual ~ShellPipe() = default;

@@ -20,7 +20,7 @@
 #include <set>
 #include <thread>
 
-#include "linger.hpp"
+#include "kept.hpp"
 #include "mlw/config/names.hpp"
 #include "mlw/remote/frame.hpp"
 #include "mlw/remote/known_hosts.hpp"
@@ -439,7 +439,7 @@ std::int64_t ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 SshShell::~SshShell() {
-  if (m_impl && m_impl->session && !linger()) account("closed");
+  if (m_impl && m_impl->session && !keep()) account("closed");
 }
 
 namespace {
@@ -455,7 +455,7 @@ bool single_threaded() {
   return threads == 1;
 }
 
-/// In the lingering process: nothing of the command's files or terminal is kept open.
+/// In the kept process: nothing of the command's files or terminal is kept open.
 void detach_from_command(int keep_a, int keep_b) {
   ::setsid();
   ::prctl(PR_SET_NAME, "mlw-ssh-kept");  // what ps shows
@@ -471,15 +471,15 @@ void detach_from_command(int keep_a, int keep_b) {
 
 }  // namespace
 
-bool SshShell::linger() {
+bool SshShell::keep() {
   Impl& s = *m_impl;
-  if (s.options.linger_socket.empty() || s.options.linger_s <= 0 || s.proxy_pid > 0 ||
+  if (s.options.kept_socket.empty() || s.options.kept_s <= 0 || s.proxy_pid > 0 ||
       !single_threaded()) {
     return false;
   }
-  const int listen_fd = linger_listen(s.options.linger_socket);
+  const int listen_fd = kept_listen(s.options.kept_socket);
   if (listen_fd < 0) return false;
-  account("left to linger");
+  account("left to be kept");
   std::fflush(nullptr);
   const pid_t child = ::fork();
   if (child == 0) {
@@ -487,7 +487,7 @@ bool SshShell::linger() {
     detach_from_command(s.socket, listen_fd);
     try {
       s.conversation.reset();  // its channel is closed: the shell there ends
-      linger_serve(s.link(), listen_fd, s.options.linger_socket, s.options.linger_s);
+      kept_serve(s.link(), listen_fd, s.options.kept_socket, s.options.kept_s);
     } catch (...) {
     }
     s.session.reset();  // the goodbye
@@ -497,11 +497,11 @@ bool SshShell::linger() {
   if (child > 0) ::waitpid(child, nullptr, 0);
   if (s.conversation) s.conversation->forget();
   s.conversation.reset();
-  // The lingering process owns the protocol state now (as in abandon).
+  // The kept process owns the protocol state now (as in abandon).
   if (s.socket >= 0) ::close(s.socket);
   s.socket = -1;
   free_quietly(s.session);
-  if (child < 0) ::unlink(s.options.linger_socket.c_str());
+  if (child < 0) ::unlink(s.options.kept_socket.c_str());
   return child > 0;
 }
 

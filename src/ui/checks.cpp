@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 
 #include "mlw/ui/server.hpp"
+#include "mlw/util/error.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw::ui {
@@ -58,6 +59,26 @@ std::vector<std::string> output_path_components(const std::string& path) {
     parts.push_back(part);
   }
   return parts;
+}
+
+int http_status_of(std::exception_ptr error, std::string& message) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const UsageError& e) {
+    message = e.what();
+    return 400;  // a malformed parameter
+  } catch (const NotFoundError& e) {
+    message = e.what();
+    return 404;  // no such run, output or file
+  } catch (const Error& e) {
+    message = e.what();
+    return 500;  // the history could not be read (damaged, locked, a full disk)
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "internal error";
+  }
+  return 500;
 }
 
 }  // namespace mlw::ui

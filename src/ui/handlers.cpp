@@ -89,7 +89,7 @@ std::string_view web_file(std::string_view path) {
   for (const auto& file : embedded_web_files()) {
     if (file.path == path) return file.contents;
   }
-  throw Error(fmt::format("{} is not in this build", path));
+  throw NotFoundError(fmt::format("{} is not in this build", path));
 }
 
 std::int64_t int_param(const httplib::Request& req, const char* name, std::int64_t fallback,

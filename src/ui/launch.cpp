@@ -38,7 +38,7 @@ std::vector<std::string> own_arguments() {
 
 }  // namespace
 
-void serve(Context& ctx, const UiOptions&) {
+void history_ui(Context& ctx, const UiOptions&) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) throw Error("cannot find the mlw program's folder (/proc/self/exe)");

@@ -452,23 +452,10 @@ void Dashboard::start_cancel(const std::string& run_id) {
   });
 }
 
-void serve(Context& ctx, const UiOptions& options) {
-  if (options.port < -1 || options.port > 65535) {
-    throw UsageError("--port must be 0 (any free port) to 65535");
-  }
-  // The stop signals go to one thread that stops the server: blocked here, before any thread
-  // starts, so that no thread of the server is killed by them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, s);
-  sigset_t previous;
-  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
-  struct Restore {
-    sigset_t mask;
-    ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
-  } restore{previous};
-  Dashboard board(ctx, random_hex(24), random_hex(24), "/" + random_hex(16) + "/");
-  GuardedServer server;
+namespace {
+
+/// The server's limits, socket options and the headers of every answer.
+void configure(GuardedServer& server) {
   server.set_payload_max_length(64 * 1024);
   // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second dashboard (or
   // any process of the user) binds the same port and takes a share of its connections.
@@ -486,8 +473,14 @@ void serve(Context& ctx, const UiOptions& options) {
        {"Content-Security-Policy",
         "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
         "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"}});
+  server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
+  });
+}
+
+/// Binds the port the options ask for (-1: the first free default port); returns it.
+int bind_port(GuardedServer& server, const UiOptions& options) {
   int port = options.port;
-  const std::string machine = host_name();
   bool bound = false;
   if (port == -1) {
     for (int p = k_default_port; !bound && p < k_default_port + k_default_ports; ++p) {
@@ -500,21 +493,26 @@ void serve(Context& ctx, const UiOptions& options) {
   } else {
     bound = server.bind_to_port(options.host, port);
   }
-  if (!bound) {
-    throw Error(options.port == -1
-                    ? fmt::format("cannot listen on {} ports {}-{} (all in use?); choose one with "
-                                  "--port, or --port 0 for any free port",
-                                  options.host, k_default_port,
-                                  k_default_port + k_default_ports - 1)
-                    : fmt::format("cannot listen on {} port {}: in use, or not an address of "
-                                  "this machine; choose another with --port (0: any free port)",
-                                  options.host, options.port));
-  }
+  if (bound) return port;
+  throw Error(options.port == -1
+                  ? fmt::format("cannot listen on {} ports {}-{} (all in use?); choose one with "
+                                "--port, or --port 0 for any free port",
+                                options.host, k_default_port, k_default_port + k_default_ports - 1)
+                  : fmt::format("cannot listen on {} port {}: in use, or not an address of "
+                                "this machine; choose another with --port (0: any free port)",
+                                options.host, options.port));
+}
+
+/// Every request passes here first: the Host header, the token (from the URL or the cookie),
+/// and the token's move from the address bar into a cookie.
+void guard_requests(GuardedServer& server, const Dashboard& board, const UiOptions& options,
+                    int port) {
   // The cookie is scoped to the dashboard's secret base path: cookies are not port-scoped, so
   // one with Path=/ would go to every server on this address (another user's too); one scoped to
   // /<random>/ goes only where that path is asked for, which no other server learns.
   const std::string cookie_name = fmt::format("mlw_token_{}", port);
-  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+  server.set_pre_routing_handler([&board, &options, cookie_name, port, machine = host_name()](
+                                     const httplib::Request& req, httplib::Response& res) {
     if (!host_header_allowed(req.get_header_value("Host"), options.host, port, machine)) {
       res.status = 403;
       res.set_content("mlw: refused: the Host header does not name this server\n", "text/plain");
@@ -544,29 +542,42 @@ void serve(Context& ctx, const UiOptions& options) {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+}
+
+}  // namespace
+
+void history_ui(Context& ctx, const UiOptions& options) {
+  serve_dashboard(ctx, options);
+}
+
+void serve_dashboard(Context& ctx, const UiOptions& options) {
+  if (options.port < -1 || options.port > 65535) {
+    throw UsageError("--port must be 0 (any free port) to 65535");
+  }
+  // The stop signals go to one thread that stops the server: blocked here, before any thread
+  // starts, so that no thread of the server is killed by them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (const int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, s);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+  struct Restore {
+    sigset_t mask;
+    ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{previous};
+  Dashboard board(ctx, random_hex(24), random_hex(24), "/" + random_hex(16) + "/");
+  GuardedServer server;
+  configure(server);
+  const int port = bind_port(server, options);
+  guard_requests(server, board, options, port);
   server.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
-        int status = 500;
-        std::string message = "internal error";
-        try {
-          std::rethrow_exception(error);
-        } catch (const UsageError& e) {
-          status = 400;
-          message = e.what();
-        } catch (const Error& e) {
-          status = 404;
-          message = e.what();
-        } catch (const std::exception& e) {
-          message = e.what();
-        }
-        res.status = status;
+        std::string message;
+        res.status = http_status_of(error, message);
         res.set_content(nlohmann::json({{"error", message}})
                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                         "application/json");
       });
-  server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    spdlog::debug("{} {} -> {}", req.method, req.path, res.status);
-  });
   board.add_routes(server);
   serve_until_signal(ctx, options, server, port, board, stop_signals);
 }

@@ -13,8 +13,10 @@ namespace mlw {
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = {
       {"MLW_SSH_CONNECT_TIMEOUT", 10, 1, "s", "how long an SSH server may take to answer"},
-      {"MLW_SSH_LINGER", 300, 0, "s",
-       "how long an SSH connection is kept for the next command (0: closed after each)"},
+      {"MLW_SSH_KEPT", 300, 0, "s",
+       "how long an SSH connection is kept for the next command (0: closed after each; its older "
+       "name MLW_SSH_LINGER is read too)",
+       "MLW_SSH_LINGER"},
       {"MLW_HISTORY_LOCK_TIMEOUT_MS", 10000, 0, "ms",
        "how long a command waits for the history's write lock"},
       {"MLW_RECONNECT_TIMEOUT", 300, 0, "s",
@@ -34,13 +36,18 @@ const std::vector<Setting>& settings() {
 int setting(std::string_view name) {
   for (const Setting& row : settings()) {
     if (row.name != name) continue;
-    const char* value = std::getenv(std::string(name).c_str());
+    std::string variable(name);
+    const char* value = std::getenv(variable.c_str());
+    if ((!value || !*value) && !row.alias.empty()) {
+      variable = std::string(row.alias);
+      value = std::getenv(variable.c_str());
+    }
     if (!value || !*value) return row.default_value;
     const std::string_view text(value);
     int number = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error != std::errc() || end != text.data() + text.size() || number < row.minimum) {
-      throw Error(fmt::format("{} must be a whole number of {} (at least {}), not \"{}\"", name,
+      throw Error(fmt::format("{} must be a whole number of {} (at least {}), not \"{}\"", variable,
                               row.unit == "s" ? "seconds" : "milliseconds", row.minimum, text));
     }
     return number;

@@ -10,6 +10,28 @@
 
 namespace mlw {
 
+int exit_code_of(int code, CommandCodes command) {
+  struct Row {
+    int error;   ///< the code the error was raised with
+    int plain;   ///< its exit code in every command but submit
+    int submit;  ///< in a waiting submit
+  };
+  using namespace exit_code;
+  static constexpr Row k_table[] = {
+      {k_command_default, k_failure, k_cannot_start},
+      {k_failure, k_failure, k_failure},
+      {k_usage, k_usage, k_cannot_start},  // a usage error of submit is 125, as docker run
+      {k_cannot_start, k_failure, k_cannot_start},
+      {k_not_executable, k_failure, k_not_executable},
+      {k_not_found, k_failure, k_not_found},
+  };
+  for (const Row& row : k_table) {
+    if (row.error == code) return command == CommandCodes::Submit ? row.submit : row.plain;
+  }
+  // Any other code: as raised in submit; past 2 it is a failure in every other command.
+  return command == CommandCodes::Submit || code <= k_usage ? code : k_failure;
+}
+
 std::string errno_text(int err) {
   return std::strerror(err);
 }

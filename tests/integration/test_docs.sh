@@ -56,10 +56,12 @@ while IFS= read -r line; do
     bash -c "exec $command" >"$WORK/line.out" 2>"$WORK/line.err" </dev/null &
     ui_pid=$!
     STARTED_PIDS+=("$ui_pid")
-    for _ in $(seq 100); do [ -s "$WORK/line.out" ] && break; sleep 0.1; done
+    # The URL's whole line (a server slow to start under load has printed nothing yet).
+    for _ in $(seq 300); do grep -q '^http.*token=' "$WORK/line.out" && break; sleep 0.1; done
     ui_url=$(head -1 "$WORK/line.out")
-    expect_eq "README: $command serves the dashboard at the URL it prints" \
-      "$(curl -s -o "$WORK/ui.html" -w '%{http_code}' --max-time 10 -L -c "$WORK/jar" -b "$WORK/jar" "$ui_url")" 200
+    ui_code=$(curl -s -o "$WORK/ui.html" -w '%{http_code}' --max-time 10 -L -c "$WORK/jar" -b "$WORK/jar" "$ui_url")
+    expect_eq "README: $command serves the dashboard at the URL it prints" "$ui_code" 200
+    [ "$ui_code" = 200 ] || { echo "the dashboard's URL: [$ui_url]"; cat "$WORK/line.out" "$WORK/line.err"; }
     expect_contains "README: … the project's dashboard" "$(cat "$WORK/ui.html")" "<title>demo · mlw</title>"
     kill -INT "$ui_pid"
     wait "$ui_pid"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kept SSH connections (MLW_SSH_LINGER, issue 15), against the real sshd of
+# Kept SSH connections (MLW_SSH_KEPT, issue 15), against the real sshd of
 # tests/fixtures/servers.sh, through the link emulator (bench/linkproxy.py) as a user's slow link
 # would be: the next command reuses the connection, its folder and socket are this user's only,
 # a kept connection whose peer vanished is replaced without a failed command, and killing it
@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD
 export HOME="$WORK/home"
 mkdir -p "$HOME"
-export MLW_SSH_LINGER=120 MLW_RECONNECT_TIMEOUT=60
+export MLW_SSH_KEPT=120 MLW_RECONNECT_TIMEOUT=60
 start_link "$MLW_TEST_SSH_PORT"
 LINK_LISTEN=$LINK_PORT
 ADDR="127.0.0.1:$LINK_PORT"
@@ -115,11 +115,11 @@ expect_eq "the submit after the link dropped" "$?" 0
 expect_contains "its output" "$(cat "$WORK/o")" "hello after"
 expect_contains "it logged in again" "$(cat "$WORK/e")" "logged in as mlwtest"
 
-# MLW_SSH_LINGER=0: no connection is kept.
+# MLW_SSH_KEPT=0: no connection is kept.
 stop_kept
 rm -f "$CONNS"/*.sock
-MLW_SSH_LINGER=0 "$MLW" experiment submit -c rm hello.py none >/dev/null 2>&1
-expect_eq "MLW_SSH_LINGER=0 runs" "$?" 0
-check "MLW_SSH_LINGER=0 keeps nothing" bash -c "! ls '$CONNS'/*.sock 2>/dev/null"
+MLW_SSH_KEPT=0 "$MLW" experiment submit -c rm hello.py none >/dev/null 2>&1
+expect_eq "MLW_SSH_KEPT=0 runs" "$?" 0
+check "MLW_SSH_KEPT=0 keeps nothing" bash -c "! ls '$CONNS'/*.sock 2>/dev/null"
 
 finish

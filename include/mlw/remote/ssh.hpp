@@ -40,10 +40,10 @@ struct SshOptions {
       fix_hint;  ///< appended to connection errors, e.g. "run: mlw computetarget doctor -n X"
   /// How login errors name the password (given to attach, or kept in the secret store).
   std::string password_label = "the stored password";
-  /// Where the connection waits for the next command once this one is done (linger.hpp);
+  /// Where the connection waits for the next command once this one is done (kept.hpp);
   /// empty: it is closed.
-  std::filesystem::path linger_socket;
-  int linger_s = 0;  ///< MLW_SSH_LINGER: how long it waits with no command
+  std::filesystem::path kept_socket;
+  int kept_s = 0;  ///< MLW_SSH_LINGER: how long it waits with no command
 };
 
 /// How messages name an endpoint: the address as the user gave it ("gpu-vm:2222"), with the
@@ -75,8 +75,8 @@ class SshShell : public Shell {
   /// Logs (-vv) what the connection cost: commands, their time, waits for the server.
   void account(const char* how) const;
   /// Leaves the connection behind in a process of its own that serves the next commands of
-  /// this user (options.linger_socket); false when it cannot (then it is closed).
-  bool linger();
+  /// this user (options.kept_socket); false when it cannot (then it is closed).
+  bool keep();
   std::unique_ptr<Impl> m_impl;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,18 @@ struct UiOptions {
   bool open = false;               ///< open the URL in a browser (xdg-open)
 };
 
+/// What `mlw history ui` does in this program, defined once per binary (the same command line is
+/// linked into both): in mlw it execs mlw-ui with the same arguments (src/ui/launch.cpp); in
+/// mlw-ui it is serve_dashboard (src/ui/server.cpp).
+void history_ui(Context& ctx, const UiOptions& options);
+
 /// Serves the project's history as a dashboard until SIGINT/SIGTERM: prints its URL (with an
-/// access token) on stdout. Throws mlw::Error when the address cannot be bound.
-void serve(Context& ctx, const UiOptions& options);
+/// access token) on stdout. Throws mlw::Error when the address cannot be bound. Only in mlw-ui.
+void serve_dashboard(Context& ctx, const UiOptions& options);
+
+/// The HTTP status of an error a request handler raised, and its message: 400 for a malformed
+/// parameter (UsageError), 404 for what does not exist (NotFoundError), 500 for the rest.
+int http_status_of(std::exception_ptr error, std::string& message);
 
 /// True for an address that binds every interface (0.0.0.0, ::).
 bool is_wildcard(const std::string& host);

@@ -17,6 +17,14 @@ inline constexpr int k_not_found = 127;
 inline constexpr int k_command_default = -1;
 }  // namespace exit_code
 
+/// Which exit codes a command's errors take: submit follows `docker run` (125-127), every other
+/// command 1 and 2 (docs/cli.md "Exit codes").
+enum class CommandCodes { Plain, Submit };
+
+/// The exit code of an error raised with `code` (an exit_code::…, or k_command_default) in a
+/// command of `command`: the one table of that mapping.
+int exit_code_of(int code, CommandCodes command);
+
 /// An expected failure with a one-line message for the user; caught only in main.
 class Error : public std::runtime_error {
  public:
@@ -35,6 +43,14 @@ class UsageError : public Error {
  public:
   /// Creates a usage error with its message.
   explicit UsageError(const std::string& message) : Error(message, exit_code::k_usage) {}
+};
+
+/// Something asked for by name that does not exist (a run, an output, a file): the dashboard
+/// answers 404; a command fails as with any Error.
+class NotFoundError : public Error {
+ public:
+  /// Creates a not-found error with its message.
+  explicit NotFoundError(const std::string& message) : Error(message) {}
 };
 
 /// Text of errno `err`, e.g. "No such file or directory".

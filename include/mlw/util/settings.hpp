@@ -12,6 +12,7 @@ struct Setting {
   int minimum;               ///< the smallest value accepted
   std::string_view unit;     ///< "s" or "ms"
   std::string_view meaning;  ///< one line, as docs/cli.md says it
+  std::string_view alias{};  ///< an older name read when this one is unset, e.g. MLW_SSH_LINGER
 };
 
 /// The table of every such variable: the one place mlw reads them from.

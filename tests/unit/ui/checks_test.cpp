@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "mlw/util/error.hpp"
+
 #include "mlw/ui/server.hpp"
 
 namespace mlw::ui {
@@ -53,6 +55,20 @@ TEST(OutputPath, RefusesEverythingThatCouldLeaveOutputs) {
   for (const auto& bad : refused) {
     EXPECT_TRUE(output_path_components(bad).empty()) << bad;
   }
+}
+
+TEST(UiChecks, EachErrorHasItsHttpStatus) {
+  std::string message;
+  EXPECT_EQ(
+      http_status_of(std::make_exception_ptr(UsageError("limit must be a whole number")), message),
+      400);
+  EXPECT_EQ(message, "limit must be a whole number");
+  EXPECT_EQ(http_status_of(std::make_exception_ptr(NotFoundError("no run \"x\"")), message), 404);
+  EXPECT_EQ(
+      http_status_of(std::make_exception_ptr(Error("the record of run x is damaged")), message),
+      500);
+  EXPECT_EQ(message, "the record of run x is damaged");
+  EXPECT_EQ(http_status_of(std::make_exception_ptr(std::runtime_error("boom")), message), 500);
 }
 
 }  // namespace mlw::ui

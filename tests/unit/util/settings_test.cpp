@@ -58,6 +58,22 @@ TEST(Settings, AnythingElseIsAnErrorNamingTheVariable) {
   EXPECT_THROW(check_settings(), Error);
 }
 
+TEST(Settings, TheKeptConnectionsOlderNameIsReadToo) {
+  ScopedEnv unset("MLW_SSH_KEPT", nullptr);
+  ScopedEnv old("MLW_SSH_LINGER", "0");
+  EXPECT_EQ(setting("MLW_SSH_KEPT"), 0);
+  ScopedEnv now("MLW_SSH_KEPT", "7");
+  EXPECT_EQ(setting("MLW_SSH_KEPT"), 7);  // the new name wins
+  ScopedEnv bad("MLW_SSH_KEPT", nullptr);
+  ScopedEnv bad_old("MLW_SSH_LINGER", "soon");
+  try {
+    setting("MLW_SSH_KEPT");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("MLW_SSH_LINGER must be", 0), 0U) << e.what();
+  }
+}
+
 TEST(Settings, DocsCliMdListsEachWithItsDefault) {
   std::ifstream file(std::string(MLW_TEST_DATA_DIR) + "/../../docs/cli.md");
   std::stringstream text;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "mlw/util/error.hpp"
+
 namespace mlw {
 
 TEST(EditDistance, CountsInsertionsDeletionsAndSubstitutions) {
@@ -50,6 +52,21 @@ TEST(Printable, EscapesControlAndNonUtf8BytesAndCuts) {
   EXPECT_EQ(printable("r\xe9sum\xc3\xa9\n\x1b[31m"), "r\\xe9sum\xc3\xa9\\x0a\\x1b[31m");
   EXPECT_EQ(printable(std::string(100, 'a'), 10), std::string(10, 'a') + "…");
   EXPECT_EQ(printable("exactly10!", 10), "exactly10!");
+}
+
+TEST(ExitCodes, OneTableForEveryCommandAndSubmit) {
+  using namespace exit_code;
+  const CommandCodes plain = CommandCodes::Plain;
+  const CommandCodes submit = CommandCodes::Submit;
+  EXPECT_EQ(exit_code_of(k_command_default, plain), 1);
+  EXPECT_EQ(exit_code_of(k_command_default, submit), 125);
+  EXPECT_EQ(exit_code_of(k_usage, plain), 2);
+  EXPECT_EQ(exit_code_of(k_usage, submit), 125);  // as docker run
+  EXPECT_EQ(exit_code_of(k_failure, submit), 1);
+  for (const int code : {k_cannot_start, k_not_executable, k_not_found}) {
+    EXPECT_EQ(exit_code_of(code, plain), 1) << code;  // 125-127 are submit's only
+    EXPECT_EQ(exit_code_of(code, submit), code) << code;
+  }
 }
 
 }  // namespace mlw

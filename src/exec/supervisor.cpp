@@ -1,3 +1,5 @@
+// The supervisor's fork: the process that outlives a submit and records its run's end.
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,7 +12,6 @@
 #include <functional>
 
 #include "mlw/exec/executor.hpp"
-#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 
 namespace mlw {
@@ -47,10 +48,6 @@ RunHandle start_supervisor(const RunPlan& plan, const std::function<int(int live
   }
   ::close(live[1]);
   return {live[0], pid};
-}
-
-std::unique_ptr<Executor> make_executor(const std::string& type) {
-  return kind_of(type).make_executor();
 }
 
 }  // namespace mlw

@@ -1,4 +1,4 @@
-// The lingering connection's side (see linger.cpp for the protocol): one process, one loop,
+// The kept connection's side (see kept.cpp for the protocol): one process, one loop,
 // a channel of the session for each client.
 
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <list>
 #include <string>
 
-#include "linger.hpp"
+#include "kept.hpp"
 #include "mlw/remote/frame.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -253,8 +253,8 @@ class Master {
 
 }  // namespace
 
-void linger_serve(const SshLink& link, int listen_fd, const std::filesystem::path& socket,
-                  int idle_s) {
+void kept_serve(const SshLink& link, int listen_fd, const std::filesystem::path& socket,
+                int idle_s) {
   struct stat bound {};
   ::lstat(socket.c_str(), &bound);
   Master master(link);

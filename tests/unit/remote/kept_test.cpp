@@ -1,7 +1,7 @@
 // Kept connections: where their socket may live, and the client's side of the protocol against
 // a stand-in for the kept process.
 
-#include "../../../src/remote/linger.hpp"
+#include "../../../src/remote/kept.hpp"
 
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,41 +42,41 @@ void stand_in(int listen_fd, std::string reply, std::string* asked) {
   ::close(fd);
 }
 
-TEST(Linger, TheFolderIsMadeForTheUserAloneAndAnOpenOneIsRefused) {
-  test::TempDir dir("mlw-linger");
+TEST(Kept, TheFolderIsMadeForTheUserAloneAndAnOpenOneIsRefused) {
+  test::TempDir dir("mlw-kept");
   const fs::path folder = dir.path() / "config" / "connections";
-  const auto socket = linger_socket(folder, "user@host:22");
+  const auto socket = kept_socket(folder, "user@host:22");
   ASSERT_TRUE(socket);
   EXPECT_EQ(socket->parent_path(), folder);
   EXPECT_EQ(socket->extension(), ".sock");
   struct stat info {};
   ASSERT_EQ(::stat(folder.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0700u);
-  EXPECT_EQ(linger_socket(folder, "user@host:22"), socket);  // the same login, the same socket
-  EXPECT_NE(linger_socket(folder, "other@host:22"), socket);
+  EXPECT_EQ(kept_socket(folder, "user@host:22"), socket);  // the same login, the same socket
+  EXPECT_NE(kept_socket(folder, "other@host:22"), socket);
   ::chmod(folder.c_str(), 0755);
-  EXPECT_FALSE(linger_socket(folder, "user@host:22"));  // others may enter it
+  EXPECT_FALSE(kept_socket(folder, "user@host:22"));  // others may enter it
   ::chmod(folder.c_str(), 0700);
   const fs::path link = dir.path() / "link";
   fs::create_directory_symlink(folder, link);
-  EXPECT_FALSE(linger_socket(link, "user@host:22"));                     // not a real folder
-  EXPECT_FALSE(linger_socket(dir.path() / std::string(120, 'x'), "k"));  // too long a path
+  EXPECT_FALSE(kept_socket(link, "user@host:22"));                     // not a real folder
+  EXPECT_FALSE(kept_socket(dir.path() / std::string(120, 'x'), "k"));  // too long a path
 }
 
-TEST(Linger, AClientGetsTheConversationsMarkerOrLogsInItself) {
-  test::TempDir dir("mlw-linger");
-  const auto socket = linger_socket(dir.path() / "c", "k");
+TEST(Kept, AClientGetsTheConversationsMarkerOrLogsInItself) {
+  test::TempDir dir("mlw-kept");
+  const auto socket = kept_socket(dir.path() / "c", "k");
   ASSERT_TRUE(socket);
   std::string marker = "unset";
   bool ahead = true;
-  EXPECT_EQ(linger_open(*socket, 1000, false, marker, ahead), nullptr);  // nobody kept a connection
+  EXPECT_EQ(kept_open(*socket, 1000, false, marker, ahead), nullptr);  // nobody kept a connection
   EXPECT_EQ(marker, "unset");
 
-  int listen_fd = linger_listen(*socket);
+  int listen_fd = kept_listen(*socket);
   ASSERT_GE(listen_fd, 0);
   std::string asked;
   std::thread ready(stand_in, listen_fd, frame('r', "mlw-frame-00") + frame('o', "hi"), &asked);
-  auto pipe = linger_open(*socket, 2000, false, marker, ahead);
+  auto pipe = kept_open(*socket, 2000, false, marker, ahead);
   if (!pipe) ready.join();
   ASSERT_NE(pipe, nullptr);
   EXPECT_EQ(marker, "mlw-frame-00");
@@ -90,7 +90,7 @@ TEST(Linger, AClientGetsTheConversationsMarkerOrLogsInItself) {
 
   // A shell started ahead says so ('a'); a client that wants one started now says "cnow".
   std::thread early(stand_in, listen_fd, frame('a', "mlw-frame-01"), &asked);
-  pipe = linger_open(*socket, 2000, true, marker, ahead);
+  pipe = kept_open(*socket, 2000, true, marker, ahead);
   if (!pipe) early.join();
   ASSERT_NE(pipe, nullptr);
   EXPECT_EQ(marker, "mlw-frame-01");
@@ -100,12 +100,12 @@ TEST(Linger, AClientGetsTheConversationsMarkerOrLogsInItself) {
   EXPECT_EQ(asked, "cnow\n");
 
   std::thread busy(stand_in, listen_fd, frame('f', "busy with another command"), &asked);
-  EXPECT_EQ(linger_open(*socket, 2000, false, marker, ahead),
+  EXPECT_EQ(kept_open(*socket, 2000, false, marker, ahead),
             nullptr);  // refused: the caller logs in
   busy.join();
-  EXPECT_EQ(linger_listen(*socket), -1);  // one answers there already
+  EXPECT_EQ(kept_listen(*socket), -1);  // one answers there already
   ::close(listen_fd);
-  EXPECT_EQ(linger_open(*socket, 2000, false, marker, ahead),
+  EXPECT_EQ(kept_open(*socket, 2000, false, marker, ahead),
             nullptr);                 // nobody listens: left over
   EXPECT_FALSE(fs::exists(*socket));  // and removed
 }

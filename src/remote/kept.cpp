@@ -1,4 +1,4 @@
-// Lingering SSH connections (issue 15), as OpenSSH's ControlPersist: the process that logged in
+// Kept SSH connections (issue 15), as OpenSSH's ControlPersist: the process that logged in
 // stays behind for a while and opens channels on its session for the next commands of the same
 // user, over a Unix socket in a folder only that user may enter. A client says "conv\n" (give me
 // a conversation, conversation.hpp; "cnow\n": one started now, not ahead), then sends the
@@ -7,7 +7,7 @@
 // started ahead (conversation_command's `ahead`), 'f' it could not be (why), 'o' stdout,
 // 'e' stderr, 'x' the channel ended (its exit status).
 
-#include "linger.hpp"
+#include "kept.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -52,11 +52,11 @@ std::optional<uid_t> peer_uid(int fd) {
   return credentials.uid;
 }
 
-/// A client's end: a channel of the lingering connection, as a ShellPipe.
-class LingerPipe : public ShellPipe {
+/// A client's end: a channel of the kept connection, as a ShellPipe.
+class KeptPipe : public ShellPipe {
  public:
-  explicit LingerPipe(int fd) : m_fd(fd) {}
-  ~LingerPipe() override { ::close(m_fd); }
+  explicit KeptPipe(int fd) : m_fd(fd) {}
+  ~KeptPipe() override { ::close(m_fd); }
 
   /// Pumps the socket until the master said 'r' (true) or 'f', closed, or `timeout_ms` passed.
   bool await_ready(int timeout_ms) {
@@ -179,7 +179,7 @@ class LingerPipe : public ShellPipe {
 
 }  // namespace
 
-std::optional<fs::path> linger_socket(const fs::path& folder, const std::string& key) {
+std::optional<fs::path> kept_socket(const fs::path& folder, const std::string& key) {
   struct stat info {};
   if (::lstat(folder.c_str(), &info) != 0) {
     std::error_code ec;
@@ -208,8 +208,8 @@ std::optional<fs::path> linger_socket(const fs::path& folder, const std::string&
   return socket;
 }
 
-std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms, bool fresh,
-                                       std::string& marker, bool& ahead) {
+std::unique_ptr<ShellPipe> kept_open(const fs::path& socket, int timeout_ms, bool fresh,
+                                     std::string& marker, bool& ahead) {
   struct stat info {};
   if (::lstat(socket.c_str(), &info) != 0) return nullptr;
   if (!S_ISSOCK(info.st_mode) || info.st_uid != ::geteuid()) {
@@ -220,7 +220,7 @@ std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms, b
   fill_address(socket, address);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return nullptr;
-  auto pipe = std::make_unique<LingerPipe>(fd);
+  auto pipe = std::make_unique<KeptPipe>(fd);
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     // Nobody listens: a connection that ended without removing its socket.
     if (errno == ECONNREFUSED) ::unlink(socket.c_str());
@@ -236,7 +236,7 @@ std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms, b
     return nullptr;
   }
   if (!pipe->await_ready(timeout_ms)) {
-    spdlog::debug("the lingering SSH connection {} did not open a channel{}; logging in again",
+    spdlog::debug("the kept SSH connection {} did not open a channel{}; logging in again",
                   socket.filename().string(),
                   pipe->refusal().empty() ? "" : " (" + pipe->refusal() + ")");
     return nullptr;
@@ -246,7 +246,7 @@ std::unique_ptr<ShellPipe> linger_open(const fs::path& socket, int timeout_ms, b
   return pipe;
 }
 
-int linger_listen(const fs::path& socket) {
+int kept_listen(const fs::path& socket) {
   sockaddr_un address{};
   if (!fill_address(socket, address)) return -1;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
