@@ -6,6 +6,7 @@
 #include "cli/app.hpp"
 #include "cli/completion.hpp"
 #include "cli/manual.hpp"
+#include "mlw/exec/executor.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -88,6 +89,7 @@ int main(int argc, char** argv) {
   ctx.clock = std::make_shared<mlw::SystemClock>();
   ctx.processes = std::make_shared<mlw::SystemProcessRunner>();
   ctx.connector = std::make_shared<mlw::SystemConnector>();
+  ctx.executors = mlw::kind_executors();
   std::error_code ec;
   ctx.working_dir = std::filesystem::current_path(ec);
 

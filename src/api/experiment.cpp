@@ -196,7 +196,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   plan.compute = load_compute(plan.project, plan.target_name);
   note_ignored_keys(plan.project, ignored);
   plan.extra_env = parse_env(request.env);
-  executor = make_executor(plan.compute.type);
+  executor = ctx.executor(plan.compute.type);
   plan.script = resolve_script(ctx, plan.project, request.script);
   plan.arguments = request.arguments;
   plan.record.run_config = request.run_config;
@@ -409,7 +409,7 @@ void cancel(Context& ctx, const std::string& run_id) {
   if (status::is_final(record.status)) {
     throw Error(fmt::format("run {} has already ended ({})", run_id, record.status));
   }
-  auto executor = make_executor(record.target_type);
+  auto executor = ctx.executor(record.target_type);
   request_cancel(store, run_id);
   try {
     bool signalled = false;
@@ -477,7 +477,7 @@ void prepare(Context& ctx, const std::string& run_config) {
                                   plan.compute.type)}});
     return;
   }
-  const auto executor = make_executor(plan.compute.type);
+  const auto executor = ctx.executor(plan.compute.type);
   plan.record.run_id = fmt::format("prepare-{}-{}", ctx.clock->now_ms(), ::getpid());
   plan.record.run_config = run_config;
   // The snapshot is read while the connection is made (the probe needs both).
@@ -511,7 +511,7 @@ void prepare(Context& ctx, const std::string& run_config) {
 
 void clean(Context& ctx, const std::string& run_config) {
   const auto [name, compute] = target_of(ctx, run_config);
-  const auto removed = make_executor(compute.type)->clean(ctx, name, compute);
+  const auto removed = ctx.executor(compute.type)->clean(ctx, name, compute);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& line : removed) list.push_back(line);
   ctx.output().print_object({{"target", name}, {"removed", list}});

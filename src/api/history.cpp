@@ -178,7 +178,7 @@ bool reattach_if_lost(Context& ctx, const std::string& run_id) {
                     "cannot be followed there",
                     run_id, type, plan.target_name, plan.compute.type));
   }
-  make_executor(type)->reattach(ctx, plan);
+  ctx.executor(type)->reattach(ctx, plan);
   if (!ctx.quiet) {
     *ctx.err << fmt::format("Run {} had lost its supervisor; following it on {} again.\n", run_id,
                             plan.target_name);

@@ -67,8 +67,14 @@ const TargetKind& kind_of(std::string_view type) {
   throw Error(fmt::format("unknown target type \"{}\"", type));
 }
 
-std::unique_ptr<Executor> make_executor(const std::string& type) {
-  return kind_of(type).make_executor();
+std::shared_ptr<ExecutorSource> kind_executors() {
+  class Table : public ExecutorSource {
+   public:
+    std::unique_ptr<Executor> make(const std::string& type) override {
+      return kind_of(type).make_executor();
+    }
+  };
+  return std::make_shared<Table>();
 }
 
 std::vector<std::string> kind_name_list() {

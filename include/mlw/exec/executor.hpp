@@ -56,8 +56,8 @@ struct PrepareResult {
 using OutputSink = std::function<void(std::string_view)>;
 
 /// What runs a kind of compute target (spec §7): api/ reaches executors only through this
-/// interface, made by make_executor from the kind table (src/kinds/). Executors return data and
-/// never print; a problem is an mlw::Error.
+/// interface, made through Context::executor (the kind table's rows in src/kinds/, or a fake
+/// kind's in unit tests). Executors return data and never print; a problem is an mlw::Error.
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -91,8 +91,7 @@ class Executor {
 /// Returns the read end and the supervisor's pid.
 RunHandle start_supervisor(const RunPlan& plan, const std::function<int(int live_fd)>& supervise);
 
-/// Creates the executor for a target type, from the table of known types; throws mlw::Error for
-/// types this build cannot run yet.
-std::unique_ptr<Executor> make_executor(const std::string& type);
+/// The kind table's executors (src/kinds/table.cpp), for Context::executors.
+std::shared_ptr<ExecutorSource> kind_executors();
 
 }  // namespace mlw

@@ -9,25 +9,25 @@
 namespace mlw {
 
 TEST(ExecutorTable, LocalTargetsHaveTheLocalExecutor) {
-  auto executor = make_executor("local");
+  auto executor = kind_executors()->make("local");
   EXPECT_NE(dynamic_cast<LocalExecutor*>(executor.get()), nullptr);
 }
 
 TEST(ExecutorTable, DockerAndSshTargetsHaveTheTargetExecutor) {
   for (const char* type : {"docker", "remotedocker", "remote"}) {
-    auto executor = make_executor(type);
+    auto executor = kind_executors()->make(type);
     EXPECT_NE(dynamic_cast<TargetExecutor*>(executor.get()), nullptr) << type;
   }
 }
 
 TEST(ExecutorTable, EveryTargetTypeHasAnExecutor) {
   for (const TargetKind* kind : target_kinds()) {
-    EXPECT_NE(make_executor(std::string(kind->name)), nullptr) << kind->name;
+    EXPECT_NE(kind_executors()->make(std::string(kind->name)), nullptr) << kind->name;
   }
 }
 
 TEST(ExecutorTable, UnknownTypeIsAnError) {
-  EXPECT_THROW(make_executor("cloud"), Error);
+  EXPECT_THROW(kind_executors()->make("cloud"), Error);
 }
 
 }  // namespace mlw
