@@ -8,7 +8,6 @@
 #include "mlw/config/names.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
-#include "mlw/exec/slurm.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
@@ -107,11 +106,11 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
     } catch (const Error& e) {
       throw Error(e.what());  // a refused attach, not a run that could not start
     }
-    if (kind.attach.slurm && compute.gpus_per_node > 0 && !partition_has_gpus(facts)) {
-      spdlog::warn(
-          "no node of partition {} on {} reports GPUs (Gres=gpu:N in slurm.conf), so Slurm will "
-          "refuse a run that asks for {} per node; see: mlw computetarget doctor -n {}",
-          facts.slurm_partition, shell->host(), compute.gpus_per_node, request.name);
+    // What fails without refusing (the batch system would refuse such a job later) is said now.
+    for (const CheckRow& row : rows) {
+      if (row.result == CheckResult::Fail && row.refusal.empty() && !row.warning.empty()) {
+        spdlog::warn("{}", row.warning);
+      }
     }
   }
   if (!request.use_ssh_key) return shell->auth_method();
@@ -148,35 +147,6 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   return "key " + compute.private_key_file;
 }
 
-/// The slurm options of attach, checked as the compute file would check them.
-void apply_slurm_options(const AttachRequest& request, ComputeConfig& compute) {
-  if (request.nodes && *request.nodes < 1) throw UsageError("--nodes must be at least 1");
-  if (request.gpus_per_node && *request.gpus_per_node < 0) {
-    throw UsageError("--gpus-per-node must not be negative");
-  }
-  if (request.time_limit && !is_slurm_time(*request.time_limit)) {
-    throw UsageError("--time must be HH:MM:SS (or minutes, MM:SS, D-HH, D-HH:MM:SS), not \"" +
-                     *request.time_limit + "\"");
-  }
-  const std::vector<std::string> runtimes = {"docker", "pyxis", "apptainer"};
-  if (request.container_runtime &&
-      std::find(runtimes.begin(), runtimes.end(), *request.container_runtime) == runtimes.end()) {
-    throw UsageError(fmt::format("--container-runtime must be one of {}, not \"{}\"",
-                                 join(runtimes, ", "), *request.container_runtime));
-  }
-  if (request.container_runtime && !request.container && compute.container.empty()) {
-    throw UsageError("--container-runtime goes with --container IMAGE");
-  }
-  // Only what the command names: the rest is the target's (on --force) or the default.
-  if (request.partition) compute.partition = *request.partition;
-  if (request.nodes) compute.nodes = *request.nodes;
-  if (request.gpus_per_node) compute.gpus_per_node = *request.gpus_per_node;
-  if (request.time_limit) compute.time_limit = *request.time_limit;
-  if (request.account) compute.account = *request.account;
-  if (request.container) compute.container = *request.container;
-  if (request.container_runtime) compute.container_runtime = *request.container_runtime;
-}
-
 /// The options of the keys the kind owns, checked as the compute file checks them.
 void apply_own_options(const AttachRequest& request, const TargetKind& kind,
                        ComputeConfig& compute) {
@@ -185,7 +155,7 @@ void apply_own_options(const AttachRequest& request, const TargetKind& kind,
       if (key.name != name) continue;
       std::string text = value;
       const std::string problem = own_value_problem(key, text);
-      if (!problem.empty()) throw UsageError(fmt::format("{}: {}", key.attach_flag, problem));
+      if (!problem.empty()) throw UsageError(fmt::format("{} {}", key.attach_flag, problem));
       compute.section[name] = text;
     }
   }
@@ -220,14 +190,6 @@ void check_attach_options(const AttachRequest& request, const std::string& type)
   }
   if (request.nvidia_docker && !kind->attach.docker) {
     throw UsageError("--nvidia-docker is for docker and remotedocker targets");
-  }
-  const bool slurm_option = request.partition || request.nodes || request.gpus_per_node ||
-                            request.time_limit || request.account || request.container ||
-                            request.container_runtime;
-  if (slurm_option && !kind->attach.slurm) {
-    throw UsageError(
-        "--partition, --nodes, --gpus-per-node, --time, --account, --container and "
-        "--container-runtime are for slurm targets");
   }
   // An option of a key that another kind owns (the 2017 form offers them all).
   for (const auto& [name, value] : request.own) {
@@ -280,8 +242,11 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
   }
   if (request.python_location) compute.python_location = *request.python_location;
   if (request.nvidia_docker) compute.nvidia_docker = true;
-  if (kind.attach.slurm) apply_slurm_options(request, compute);
   apply_own_options(request, kind, compute);
+  if (kind.check_keys) {
+    const std::string problem = kind.check_keys(compute);
+    if (!problem.empty()) throw UsageError(problem);
+  }
   return compute;
 }
 
@@ -304,16 +269,7 @@ nlohmann::ordered_json attach_result(Context& ctx, const std::string& name,
     if (!login_with.empty()) result["login"] = login_with;
   }
   if (!compute.base_docker_image.empty()) result["base_docker_image"] = compute.base_docker_image;
-  if (kind_of(compute.type).attach.slurm) {
-    result["partition"] = compute.partition.empty() ? "(the default)" : compute.partition;
-    result["nodes"] = compute.nodes;
-    if (compute.gpus_per_node > 0) result["gpus_per_node"] = compute.gpus_per_node;
-    if (!compute.time_limit.empty()) result["time_limit"] = compute.time_limit;
-    if (!compute.account.empty()) result["account"] = compute.account;
-    if (!compute.container.empty()) {
-      result["container"] = compute.container + " (" + compute.container_runtime + ")";
-    }
-  }
+  if (const TargetKind& kind = kind_of(compute.type); kind.describe) kind.describe(compute, result);
   return result;
 }
 

@@ -348,7 +348,7 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
 }
 
 /// For -a: returns the run's status once the supervisor has recorded it as started, queued (a
-/// Slurm job) or ended, so that the record never names the exiting submit process as the run's
+/// batch job) or ended, so that the record never names the exiting submit process as the run's
 /// owner.
 std::string wait_until_started(const RunPlan& plan, const RunHandle& handle) {
   using namespace std::chrono;

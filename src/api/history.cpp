@@ -137,8 +137,8 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
   ctx.output().print_list(rows, columns);
 }
 
-/// A docker, remotedocker, remote or slurm run goes on on its target when the process that
-/// supervised it is gone, or a Slurm controller stopped answering (the record says Lost): following
+/// A run on a target goes on there when the process that
+/// supervised it is gone, or a batch system stopped answering (the record says Lost): following
 /// it starts a new supervisor there, once (a lock in the run folder, held by that supervisor).
 /// Opens and closes its own history connection, so none crosses the supervisor's fork. True when it
 /// started one.

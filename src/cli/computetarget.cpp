@@ -27,11 +27,6 @@ std::vector<CLI::Option*> add_attach_options(CLI::App* command, api::AttachReque
     added.push_back(command->add_option_function<std::string>(
         flags, [&target](const std::string& v) { target = v; }, help));
   };
-  auto optional_int = [&](const std::string& flags, std::optional<int>& target,
-                          const std::string& help) {
-    added.push_back(command->add_option_function<int>(
-        flags, [&target](int v) { target = v; }, help));
-  };
   auto flag = [&](const std::string& flags, bool& target, const std::string& help) {
     added.push_back(command->add_flag(flags, target, help));
   };
@@ -66,17 +61,6 @@ std::vector<CLI::Option*> add_attach_options(CLI::App* command, api::AttachReque
   if (set.docker) {
     optional("--base-image", request.base_image, "Base Docker image (default python:3.11-slim)");
     flag("--nvidia-docker", request.nvidia_docker, "Run the container with the GPUs");
-  }
-  if (set.slurm) {
-    optional("--partition", request.partition, "Slurm partition (default: the cluster's default)");
-    optional_int("--nodes", request.nodes, "Nodes per run (default 1)");
-    optional_int("--gpus-per-node", request.gpus_per_node,
-                 "GPUs per node (--gpus-per-node for sbatch)");
-    optional("--time", request.time_limit, "Time limit, HH:MM:SS");
-    optional("--account", request.account, "Slurm account to charge");
-    optional("--container", request.container, "Run the script in this image on the nodes");
-    optional("--container-runtime", request.container_runtime,
-             "docker (default), pyxis or apptainer");
   }
   if (set.python) {
     optional("--python", request.python_location, "Python interpreter (default python3)");
@@ -116,7 +100,7 @@ void register_attach(CLI::App* group, Context& ctx) {
     }
   }
   auto legacy_options = std::make_shared<std::vector<CLI::Option*>>(add_attach_options(
-      attach, *legacy, {.remote = true, .docker = true, .slurm = true, .python = true}, all_own));
+      attach, *legacy, {.remote = true, .docker = true, .python = true}, all_own));
   legacy_options->push_back(legacy_type);
   for (const TargetKind* row : target_kinds()) {
     const std::string kind(row->name);

@@ -42,24 +42,34 @@ std::string compute_kind_names() {
 }
 
 /// `doc` without the keys that `kind` owns (the shared key table reads the rest).
-ConfigDocument without_own_keys(const ConfigDocument& doc, const ComputeKind* kind) {
+/// The kind that owns the key `name`, and its declaration; {nullptr, nullptr} for a shared key.
+std::pair<const ComputeKind*, const OwnKey*> owner_of(std::string_view name) {
+  for (const ComputeKind& kind : compute_kinds()) {
+    if (const OwnKey* key = find_own_key(kind, name)) return {&kind, key};
+  }
+  return {nullptr, nullptr};
+}
+
+/// `doc` without the keys that kinds own (the shared key table reads the rest).
+ConfigDocument without_own_keys(const ConfigDocument& doc) {
   // A fresh node: assigning to a copy of doc.root would change the document itself.
   ConfigDocument rest{doc.display_path, YAML::Node(YAML::NodeType::Map), doc.warnings};
   for (const auto& entry : doc.root) {
-    if (kind && find_own_key(*kind, entry.first.Scalar())) continue;
+    if (owner_of(entry.first.Scalar()).first) continue;
     rest.root.force_insert(entry.first, entry.second);
   }
   return rest;
 }
 
 /// Reads the keys that `kind` owns into config.section, each checked at its place in the file.
+/// Another kind's key is checked the same way and warned about: this target does not use it.
 void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& config) {
   for (const OwnKey& key : kind.own) {
     if (!key.fallback.empty()) config.section[std::string(key.name)] = std::string(key.fallback);
   }
   for (const auto& entry : doc.root) {
     const std::string name = entry.first.Scalar();
-    const OwnKey* key = find_own_key(kind, name);
+    const auto [owner, key] = owner_of(name);
     if (!key || entry.second.IsNull()) continue;
     std::string text;
     if (key->kind == ValueKind::Int) {
@@ -70,17 +80,19 @@ void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& 
       text = scalar_value(doc, entry.second, name);
     }
     const std::string problem = own_value_problem(*key, text);
-    if (!problem.empty()) fail_at(doc, entry.second, problem);
-    config.section[name] = text;
+    if (!problem.empty()) fail_at(doc, entry.second, name + " " + problem);
+    if (find_own_key(kind, name)) {
+      config.section[name] = text;
+    } else {
+      doc.warnings.push_back(fmt::format("{}: {} is a key of {} targets; this one is {}, which "
+                                         "does not use it",
+                                         doc.position_of(entry.first).to_string(false), name,
+                                         owner->name, kind.name));
+    }
   }
 }
 
 }  // namespace
-
-bool is_slurm_time(const std::string& text) {
-  static const std::regex format(R"(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2})");
-  return std::regex_match(text, format);
-}
 
 /// The type key's comment: every kind, with its aliases ("docker (alias localdocker)").
 const std::string& type_help() {
@@ -174,21 +186,6 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
        "true: run docker through sudo -n on the target.",
        {},
        kinds_with("useSudo")},
-      {"partition", &C::partition, "Slurm partition.", {}, kinds_with("partition")},
-      {"nodes", &C::nodes, "Slurm: number of nodes.", {}, kinds_with("nodes")},
-      {"gpusPerNode", &C::gpus_per_node, "Slurm: GPUs per node.", {}, kinds_with("gpusPerNode")},
-      {"timeLimit", &C::time_limit, "Slurm: time limit, HH:MM:SS.", {}, kinds_with("timeLimit")},
-      {"account", &C::account, "Slurm: account to charge.", {}, kinds_with("account")},
-      {"container",
-       &C::container,
-       "Slurm: container image to run in.",
-       {},
-       kinds_with("container")},
-      {"containerRuntime",
-       &C::container_runtime,
-       "Slurm: what runs the container on the nodes: docker, pyxis or apptainer.",
-       {"docker", "pyxis", "apptainer"},
-       kinds_with("containerRuntime")},
       // 2017 HDInsight cluster files: accepted so that they load, not used (docs/compute-file.md).
       {"yarnDeployMode", &C::unused, "", {}, {}, true},
   };
@@ -233,11 +230,11 @@ std::string render_own_value(const OwnKey& key, const std::string& text) {
 std::string own_value_problem(const OwnKey& key, std::string& text) {
   if (key.kind == ValueKind::Int) {
     const auto number = parse_integer(text, -2147483647LL, 2147483647LL);
-    if (!number) return fmt::format("{} must be a whole number, not \"{}\"", key.name, text);
+    if (!number) return fmt::format("must be a whole number, not \"{}\"", text);
     text = std::to_string(*number);
   } else if (key.kind == ValueKind::Bool) {
     if (text != "true" && text != "false") {
-      return fmt::format("{} must be true or false, not \"{}\"", key.name, text);
+      return fmt::format("must be true or false, not \"{}\"", text);
     }
   }
   return key.check ? key.check(text) : "";
@@ -254,12 +251,10 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
             "type: cluster is a 2017 HDInsight Spark cluster, which mlw does not run; attach a "
             "machine of it as remote or remotedocker instead (docs/compute-file.md)");
   }
-  const YAML::Node type_node = doc.root["type"];
-  const ComputeKind* kind = type_node.IsScalar() ? find_compute_kind(type_node.Scalar()) : nullptr;
-  ConfigDocument shared = without_own_keys(doc, kind);
+  ConfigDocument shared = without_own_keys(doc);
   apply_key_table(shared, compute_keys(), config);
   doc.warnings = std::move(shared.warnings);
-  kind = find_compute_kind(config.type);
+  const ComputeKind* kind = find_compute_kind(config.type);
   if (!kind) throw Error(fmt::format("unknown target type \"{}\"", config.type));
   config.type = std::string(kind->name);  // an alias becomes its kind's name
   read_own_keys(doc, *kind, config);
@@ -275,19 +270,10 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   } catch (const UsageError& e) {
     fail_at(doc, doc.root["username"], e.what());
   }
-  if (config.nodes < 1) fail_at(doc, doc.root["nodes"], "nodes must be at least 1");
-  if (config.gpus_per_node < 0) {
-    fail_at(doc, doc.root["gpusPerNode"], "gpusPerNode must not be negative");
-  }
   if (!config.gpus.empty() && !is_docker_gpus(config.gpus)) {
     fail_at(doc, doc.root["gpus"],
             "gpus must be all, a count (1 or more) or device=0,1 (as docker run --gpus), not \"" +
                 config.gpus + "\"");
-  }
-  if (!config.time_limit.empty() && !is_slurm_time(config.time_limit)) {
-    fail_at(doc, doc.root["timeLimit"],
-            "timeLimit must be HH:MM:SS (or minutes, MM:SS, D-HH, D-HH:MM:SS), not \"" +
-                config.time_limit + "\"");
   }
   return config;
 }

@@ -269,7 +269,7 @@ std::vector<std::string> container_command(const RunPlan& plan) {
 std::vector<std::string> script_command(const RunPlan& plan, const std::string& python) {
   std::vector<std::string> words = {python};
   if (plan.run_config.framework == "PySpark") {
-    // Where the run starts without an image built for it (remote, slurm, a prebuilt image), a
+    // Where the run starts without an image built for it (remote, a batch job, a prebuilt image), a
     // missing spark-submit is explained as on the local target, not as tini's exec failure.
     words = {"/bin/sh", "-c",
              "command -v spark-submit >/dev/null 2>&1 || { echo \"mlw: error: $0\" >&2; exit 127; "

@@ -26,7 +26,7 @@ bool is_local_docker(const std::string& type) {
   return !kind_of(type).uses_ssh;
 }
 
-/// docker and remotedocker runs build and use an environment image; remote and slurm do not.
+/// Whether the kind builds and uses an environment image (docker, remotedocker).
 bool uses_image(const std::string& type) {
   return kind_of(type).uses_image;
 }
@@ -325,8 +325,7 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
         "cd " + store +
         " 2>/dev/null || exit 0\n"
         "n=$(ls objects 2>/dev/null | wc -l); rm -rf objects incoming; echo \"objects $n\"\n"
-        "for r in runs/*/; do { [ -e \"$r/exit_code\" ] || [ -e \"$r/slurm_state\" ] || "
-        "[ -e \"$r/batch_state\" ]; } && "
+        "for r in runs/*/; do { [ -e \"$r/exit_code\" ] || [ -e \"$r/batch_state\" ]; } && "
         "rm -rf \"$r\" && echo \"run $r\"; done; "
         "exit 0");
     for (const auto& line : split(trim(files.output), '\n')) {

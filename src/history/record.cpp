@@ -100,7 +100,7 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"boot_id", boot_id},
       {"cancel_requested", cancel_requested},
   };
-  if (!job_id.empty()) out["job_id"] = job_id;  // slurm runs only
+  if (!job_id.empty()) out["job_id"] = job_id;  // batch jobs only (slurm, sge)
   if (!lost_reason.empty()) {
     out["lost_reason"] = lost_reason;
     out["lost_problem"] = lost_problem;

@@ -175,22 +175,6 @@ TargetFacts parse_probe(const std::string& output) {
       if (parts.size() > 1) gpu.memory = trim(parts[1]);
       if (parts.size() > 2) gpu.driver = trim(parts[2]);
       facts.gpus.push_back(gpu);
-    } else if (key == "slurm_missing") {
-      facts.slurm_missing.push_back(value);
-    } else if (key == "slurm_error") {
-      facts.slurm_error = value;
-    } else if (key == "slurm_partition") {
-      facts.slurm_partition = value;
-    } else if (key == "slurm_node") {
-      const auto parts = split(value, '|');
-      SlurmNode node;
-      node.name = parts.empty() ? value : parts[0];
-      if (parts.size() > 1) node.state = parts[1];
-      if (parts.size() > 2 && parts[2] != "(null)") node.gres = parts[2];
-      const bool seen = std::any_of(facts.slurm_node_list.begin(), facts.slurm_node_list.end(),
-                                    [&](const SlurmNode& n) { return n.name == node.name; });
-      if (!seen) facts.slurm_node_list.push_back(node);
-      facts.slurm_nodes = static_cast<int>(facts.slurm_node_list.size());
     } else if (key == "ship") {
       if (starts_with(value, "end ")) {
         if (const auto code = parse_integer(value.substr(4), 0, 255)) {

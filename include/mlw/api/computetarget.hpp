@@ -26,14 +26,6 @@ struct AttachRequest {
   std::optional<std::string> python_location;
   bool nvidia_docker = false;
   bool force = false;
-  // slurm
-  std::optional<std::string> partition;
-  std::optional<int> nodes;
-  std::optional<int> gpus_per_node;
-  std::optional<std::string> time_limit;
-  std::optional<std::string> account;
-  std::optional<std::string> container;
-  std::optional<std::string> container_runtime;  ///< docker, pyxis or apptainer
   /// The options of keys a kind owns (OwnKey::attach_flag), by key name, as typed.
   std::map<std::string, std::string> own;
 };

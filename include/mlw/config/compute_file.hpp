@@ -27,13 +27,6 @@ struct ComputeConfig {
   std::string spark_submit_location = "spark-submit";  ///< Framework PySpark on local targets
   bool user_managed_environment = false;
   bool use_sudo = false;
-  std::string partition;
-  int nodes = 1;
-  int gpus_per_node = 0;
-  std::string time_limit;
-  std::string account;
-  std::string container;
-  std::string container_runtime = "docker";
   std::string unused;  ///< sink for 2017 keys that are accepted and ignored
   /// The keys that the target's kind owns (its section, OwnKey), as text: the kind reads them
   /// into its own struct (src/kinds/<kind>/). Checked when the file is read.
@@ -43,11 +36,13 @@ struct ComputeConfig {
 /// A key that one kind owns: the kind declares it (src/kinds/<kind>/), the file's reader checks
 /// and keeps it as text in ComputeConfig::section, attach offers it as an option.
 struct OwnKey {
-  std::string_view name;                                     ///< the key as written in the file
-  ValueKind kind = ValueKind::String;                        ///< String, Int or Bool
-  std::string_view help;                                     ///< its comment in the file
-  std::string_view fallback;                                 ///< its value when absent ("": none)
-  std::string (*check)(const std::string& value) = nullptr;  ///< the problem with a value, or ""
+  std::string_view name;               ///< the key as written in the file
+  ValueKind kind = ValueKind::String;  ///< String, Int or Bool
+  std::string_view help;               ///< its comment in the file
+  std::string_view fallback;           ///< its value when absent ("": none)
+  /// The problem with a value, without the key's name ("must be at least 1"), or "": the file's
+  /// reader puts the key's name before it, attach the option's.
+  std::string (*check)(const std::string& value) = nullptr;
   std::string_view attach_flag;  ///< the attach option that sets it ("--queue"), or none
   std::string_view attach_help;  ///< that option's help
 };
@@ -74,11 +69,9 @@ const OwnKey* find_own_key(const ComputeKind& kind, std::string_view name);
 /// The YAML text of an own key's value (`text` as kept in ComputeConfig::section).
 std::string render_own_value(const OwnKey& key, const std::string& text);
 
-/// Checks and normalises the text of an own key's value ("4", "true"); the problem, or "".
+/// Checks and normalises the text of an own key's value ("4", "true"); the problem (without the
+/// key's name), or "".
 std::string own_value_problem(const OwnKey& key, std::string& text);
-
-/// Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
-bool is_slurm_time(const std::string& text);
 
 /// The key table of `.compute` files: parsing, validation, generated comments and docs.
 const std::vector<KeySpec<ComputeConfig>>& compute_keys();

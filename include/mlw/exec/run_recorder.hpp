@@ -22,7 +22,7 @@ struct RunEnding {
   std::string lost_reason;            ///< lost_reason::… when Lost
   std::string lost_problem;           ///< what to tell the user about that
   std::vector<std::string> problems;  ///< other things to tell the user, in order
-  std::vector<std::optional<int>> node_exit_codes;  ///< by rank (Slurm)
+  std::vector<std::optional<int>> node_exit_codes;  ///< by rank (multi-node batch jobs)
 };
 
 /// The end of a run whose script exited with `code` on this machine.

@@ -14,10 +14,10 @@
 #include "mlw/remote/probe.hpp"
 #include "mlw/remote/shell.hpp"
 
-// The life cycle of a run on a docker, remotedocker, remote or slurm target, in the supervisor
-// process: one RunSession (record transitions, the connection, the log, results, the end) and
-// one RunDriver per strategy (Engine API, detached monitor, Slurm) that starts, resumes, stops
-// and reads the end of the run (docs/architecture.md).
+// The life cycle of a run on a target (every kind but local), in the supervisor process: one
+// RunSession (record transitions, the connection, the log, results, the end) and one RunDriver
+// per way of running (the Engine API, a detached monitor, or a kind's own, e.g. a batch job)
+// that starts, resumes, stops and reads the end of the run (docs/architecture.md).
 
 namespace mlw {
 
@@ -40,8 +40,8 @@ bool image_exists(Shell& shell, const ComputeConfig& compute, const TargetFacts&
 class RunSession;
 class ResultsFetch;
 
-/// One way of running on a target: the Docker Engine API, a detached monitor on the target, or
-/// a Slurm job. The session calls start (or resume), then follow, then ending.
+/// One way of running on a target: the Docker Engine API, a detached monitor on the target, or a
+/// kind's own (a batch job). The session calls start (or resume), then follow, then ending.
 class RunDriver {
  public:
   virtual ~RunDriver() = default;
@@ -144,7 +144,5 @@ std::unique_ptr<RunDriver> engine_driver(std::unique_ptr<DockerEngine> engine);
 /// The driver of a run that a detached monitor on the target runs (a container through the
 /// docker command, or the script).
 std::unique_ptr<RunDriver> monitor_driver();
-/// The driver of a Slurm job.
-std::unique_ptr<RunDriver> slurm_driver();
 
 }  // namespace mlw

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "mlw/config/compute_file.hpp"
 #include "mlw/util/error.hpp"
 
@@ -30,9 +32,11 @@ struct CheckRow {
   std::string detail{};                  ///< what was found
   std::string fix{};                     ///< what to do when it failed
   /// What submit says when this row stops a run (empty: it does not). Set where the row fails,
-  /// except for rows that only inform (GPU list, disk) or where Slurm would queue the run.
+  /// except for rows that only inform (GPU list, disk) or where a batch system would queue the run.
   std::string refusal{};
   int exit_code = exit_code::k_cannot_start;  ///< submit's exit code for that refusal
+  /// What attach warns of when this row fails without a refusal (the target is written).
+  std::string warning{};
 };
 
 /// What a kind's checks look at.
@@ -47,7 +51,6 @@ struct CheckInput {
 struct AttachOptionSet {
   bool remote = false;  ///< address, login, password, keys
   bool docker = false;  ///< base image, GPUs
-  bool slurm = false;   ///< partition, nodes, …
   bool python = false;  ///< --python
 };
 
@@ -57,8 +60,8 @@ struct TargetKind {
   std::vector<std::string_view> aliases{};  ///< other names `type` accepts (2017's localdocker)
   bool uses_ssh = false;                    ///< reached over SSH (address, login keys)
   bool uses_image = false;  ///< runs in an environment image built from baseDockerImage
-  /// Its runs go on without their supervisor (on the target, in an engine, in Slurm): a Lost one
-  /// can be followed again (history logs -f starts a new supervisor).
+  /// Its runs go on without their supervisor (on the target, in an engine, in a batch system): a
+  /// Lost one can be followed again (history logs -f starts a new supervisor).
   bool runs_detached = false;
   /// A batch system queues its runs (sbatch, qsub): the run folder is shipped ahead of the
   /// job, not made by a monitor's launch.
@@ -70,6 +73,10 @@ struct TargetKind {
   AttachOptionSet attach{};                    ///< attach's option groups
   std::vector<std::string> attach_examples{};  ///< the footer of `attach <kind> --help`
   std::string (*probe_section)(const ComputeConfig&) = nullptr;  ///< its lines of the probe
+  /// A problem between its own keys that attach refuses as a usage error, or "".
+  std::string (*check_keys)(const ComputeConfig&) = nullptr;
+  /// Adds its settings to what attach prints (the files, address and login are there already).
+  void (*describe)(const ComputeConfig&, nlohmann::ordered_json&) = nullptr;
   /// Its checks, in doctor's order, from the probe's facts.
   void (*checks)(const CheckInput&, std::vector<CheckRow>&) = nullptr;
   std::unique_ptr<Executor> (*make_executor)() = nullptr;  ///< runs, cancels, follows its runs

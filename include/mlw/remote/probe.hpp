@@ -18,30 +18,18 @@ struct GpuInfo {
   std::string driver;  ///< driver version
 };
 
-/// One node of a Slurm partition as sinfo reports it.
-struct SlurmNode {
-  std::string name;   ///< e.g. "gpu-017"
-  std::string state;  ///< idle, mixed, allocated, down, drained, …
-  std::string gres;   ///< e.g. "gpu:a100:4"; empty when the node has none
-};
-
 /// What one round trip learns about a target's machine (for runs and for doctor).
 struct TargetFacts {
-  std::string home;                        ///< the login user's home folder
-  bool docker_ok = false;                  ///< the docker daemon answers the user
-  std::string docker_detail;               ///< its server version, or why it does not answer
-  bool nvidia_runtime = false;             ///< the daemon lists the nvidia runtime
-  bool nvidia_docker_binary = false;       ///< an nvidia-docker command exists
-  std::vector<GpuInfo> gpus;               ///< empty: no nvidia-smi or no GPU
-  std::uint64_t disk_free_kb = 0;          ///< free space under home
-  bool python_ok = false;                  ///< pythonLocation runs
-  std::string python_detail;               ///< its --version, or the error
-  std::string image_present;               ///< the image named to the probe, when it exists there
-  std::vector<std::string> slurm_missing;  ///< Slurm commands the login node lacks
-  std::string slurm_error;      ///< why the Slurm controller did not answer, when it did not
-  std::string slurm_partition;  ///< the partition (the compute file's, or the default) if found
-  int slurm_nodes = 0;          ///< nodes in that partition
-  std::vector<SlurmNode> slurm_node_list;  ///< those nodes
+  std::string home;                   ///< the login user's home folder
+  bool docker_ok = false;             ///< the docker daemon answers the user
+  std::string docker_detail;          ///< its server version, or why it does not answer
+  bool nvidia_runtime = false;        ///< the daemon lists the nvidia runtime
+  bool nvidia_docker_binary = false;  ///< an nvidia-docker command exists
+  std::vector<GpuInfo> gpus;          ///< empty: no nvidia-smi or no GPU
+  std::uint64_t disk_free_kb = 0;     ///< free space under home
+  bool python_ok = false;             ///< pythonLocation runs
+  std::string python_detail;          ///< its --version, or the error
+  std::string image_present;          ///< the image named to the probe, when it exists there
   /// The lines of the kind's own probe section (key, value), in order, for its checks.
   std::vector<std::pair<std::string, std::string>> section;
   std::vector<std::string> ship_said;  ///< what a ship in the probe printed (ProbeShip)

@@ -17,26 +17,18 @@ namespace mlw::sge {
 namespace {
 
 /// Grid Engine's names: no white space, no '/', ':', '@', '\\', '*', '?' (qconf refuses them).
-std::string name_problem(std::string_view key, const std::string& value) {
+std::string name_problem(const std::string& value) {
   if (value.empty()) return "";
   if (value.find_first_of(" \t\n\r/:@\\*?'\"$`") != std::string::npos) {
-    return fmt::format("{} \"{}\" is not a Grid Engine name (letters, digits, . _ -)", key,
+    return fmt::format("\"{}\" is not a Grid Engine name (letters, digits, . _ -)",
                        printable(value));
   }
   return "";
 }
 
-std::string queue_problem(const std::string& value) {
-  return name_problem("queue", value);
-}
-
-std::string pe_problem(const std::string& value) {
-  return name_problem("pe", value);
-}
-
 std::string slots_problem(const std::string& value) {
   const auto slots = parse_integer(value, 1, 1 << 20);
-  return slots ? "" : "slots must be at least 1";
+  return slots ? "" : "must be at least 1";
 }
 
 int number(const std::string& text) {
@@ -186,10 +178,10 @@ const TargetKind& sge_kind() {
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "pythonLocation"},
       .own_keys = {{"queue", ValueKind::String, "Grid Engine: the queue (qsub -q); empty: any.", "",
-                    sge::queue_problem, "--queue", "Grid Engine queue (default: any)"},
+                    sge::name_problem, "--queue", "Grid Engine queue (default: any)"},
                    {"pe", ValueKind::String,
                     "Grid Engine: the parallel environment (qsub -pe); empty: none.", "",
-                    sge::pe_problem, "--pe", "Parallel environment for more than one slot"},
+                    sge::name_problem, "--pe", "Parallel environment for more than one slot"},
                    {"slots", ValueKind::Int, "Grid Engine: the slots asked of pe.", "1",
                     sge::slots_problem, "--slots", "Slots per run, with --pe (default 1)"}},
       .attach = {.remote = true, .python = true},

@@ -1,5 +1,7 @@
 #include "mlw/config/compute_file.hpp"
 
+#include "kinds/slurm/slurm.hpp"
+
 #include <gtest/gtest.h>
 
 #include "mlw/util/error.hpp"
@@ -132,8 +134,8 @@ TEST(ComputeFile, NamesOpenSshRefusesAreRefusedWithTheirPlace) {
 TEST(ComputeFile, SlurmTimeLimitAndRuntimeAreChecked) {
   const ComputeConfig ok =
       parse("type: slurm\naddress: login\ntimeLimit: \"1-02:00:00\"\ncontainerRuntime: pyxis\n");
-  EXPECT_EQ(ok.time_limit, "1-02:00:00");
-  EXPECT_EQ(ok.container_runtime, "pyxis");
+  EXPECT_EQ(ok.section.at("timeLimit"), "1-02:00:00");
+  EXPECT_EQ(ok.section.at("containerRuntime"), "pyxis");
   for (const char* good : {"90", "30:00", "02:00:00", "2-12"}) {
     EXPECT_TRUE(is_slurm_time(good)) << good;
   }

@@ -3,6 +3,8 @@
 
 #include "mlw/exec/run_session.hpp"
 
+#include "kinds/slurm/slurm.hpp"
+
 #include <gtest/gtest.h>
 
 #include <deque>

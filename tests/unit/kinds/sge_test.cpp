@@ -102,11 +102,15 @@ TEST(SgeKind, OwnKeysAreReadCheckedAtTheirPlaceAndWrittenBack) {
   EXPECT_EQ(error_of("type: sge\naddress: head\nqueue: \"all.q; rm -rf ~\"\n"),
             "aml_config/g.compute:3:8: queue \"all.q; rm -rf ~\" is not a Grid Engine name "
             "(letters, digits, . _ -)");
-  // Another kind's file does not know sge's keys.
+  // Another kind's file does not use sge's keys: said, and the value is still checked.
   std::vector<std::string> warnings;
-  parse("type: remote\naddress: head\nqueue: all.q\n", &warnings);
+  EXPECT_TRUE(parse("type: remote\naddress: head\nqueue: all.q\n", &warnings).section.empty());
   ASSERT_EQ(warnings.size(), 1U);
-  EXPECT_NE(warnings[0].find("unknown key \"queue\""), std::string::npos) << warnings[0];
+  EXPECT_EQ(warnings[0],
+            "aml_config/g.compute:3: queue is a key of sge targets; this one is remote, which "
+            "does not use it");
+  EXPECT_EQ(error_of("type: remote\naddress: head\nslots: 0\n"),
+            "aml_config/g.compute:3:8: slots must be at least 1");
   // Written and read back the same; an update rewrites the changed key in place.
   const std::string text = render_compute(config, "g");
   EXPECT_NE(text.find("slots: 4\n"), std::string::npos) << text;

@@ -1,4 +1,4 @@
-#include "mlw/exec/slurm.hpp"
+#include "kinds/slurm/slurm.hpp"
 
 #include "mlw/exec/container.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -26,11 +26,11 @@ RunPlan slurm_plan() {
   plan.project = {"/tmp/p", "demo"};
   plan.target_name = "hpc";
   plan.compute.type = "slurm";
-  plan.compute.nodes = 2;
-  plan.compute.gpus_per_node = 4;
-  plan.compute.partition = "gpu";
-  plan.compute.time_limit = "01:30:00";
-  plan.compute.account = "proj42";
+  plan.compute.section["nodes"] = "2";
+  plan.compute.section["gpusPerNode"] = "4";
+  plan.compute.section["partition"] = "gpu";
+  plan.compute.section["timeLimit"] = "01:30:00";
+  plan.compute.section["account"] = "proj42";
   plan.run_config = default_run_config("hpc");
   plan.run_config.environment_variables = {{"SECRET_TOKEN", "s3cr3t value"}};
   plan.script = "train.py";
@@ -63,10 +63,10 @@ TEST(Slurm, SbatchScriptAsksForWhatTheComputeFileSays) {
 
 TEST(Slurm, UnsetOptionsAreLeftToSlurm) {
   RunPlan plan = slurm_plan();
-  plan.compute.gpus_per_node = 0;
-  plan.compute.partition.clear();
-  plan.compute.time_limit.clear();
-  plan.compute.account.clear();
+  plan.compute.section["gpusPerNode"] = "0";
+  plan.compute.section.erase("partition");
+  plan.compute.section.erase("timeLimit");
+  plan.compute.section.erase("account");
   const std::string script = sbatch_script(plan, k_paths);
   for (const char* absent : {"--gpus-per-node", "--partition", "--time", "--account"}) {
     EXPECT_FALSE(contains(script, absent)) << absent;
@@ -81,13 +81,13 @@ TEST(Slurm, ArgumentsAndValuesAreQuotedOnce) {
 
 TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
   RunPlan plan = slurm_plan();
-  plan.compute.container = "nvcr.io/nvidia/pytorch:24.01-py3";
+  plan.compute.section["container"] = "nvcr.io/nvidia/pytorch:24.01-py3";
   auto joined = [](const std::vector<std::string>& words) {
     std::string text;
     for (const auto& w : words) text += w + " ";
     return text;
   };
-  plan.compute.container_runtime = "docker";
+  plan.compute.section["containerRuntime"] = "docker";
   SlurmNodeCommand node = slurm_node_command(plan, k_paths);
   EXPECT_TRUE(node.srun_options.empty());
   EXPECT_TRUE(contains(joined(node.command), "docker run --rm --init --network host"));
@@ -99,7 +99,7 @@ TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
   EXPECT_FALSE(contains(joined(node.command), "s3cr3t"));  // values stay in the environment
   EXPECT_TRUE(contains(sbatch_script(plan, k_paths), "--user \"$(id -u):$(id -g)\""));
 
-  plan.compute.container_runtime = "pyxis";
+  plan.compute.section["containerRuntime"] = "pyxis";
   node = slurm_node_command(plan, k_paths);
   EXPECT_EQ(node.srun_options,
             std::vector<std::string>(
@@ -109,7 +109,7 @@ TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
                  "--container-workdir=/mlw/run/snapshot"}));
   EXPECT_EQ(node.command.front(), "python3");
 
-  plan.compute.container_runtime = "apptainer";
+  plan.compute.section["containerRuntime"] = "apptainer";
   node = slurm_node_command(plan, k_paths);
   EXPECT_TRUE(contains(joined(node.command), "apptainer exec --bind"));
   EXPECT_TRUE(contains(joined(node.command), "--nv docker://nvcr.io/nvidia/pytorch:24.01-py3"));
@@ -117,8 +117,8 @@ TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
 
 TEST(Slurm, DockerOnTheNodesGetsBytesThatAreNotUtf8ThroughAnAsciiScript) {
   RunPlan plan = slurm_plan();
-  plan.compute.container = "img:1";
-  plan.compute.container_runtime = "docker";
+  plan.compute.section["container"] = "img:1";
+  plan.compute.section["containerRuntime"] = "docker";
   plan.arguments = {"caf\xe9", "ok"};
   plan.run_config.environment_variables = {{"ODD", "v\xe9"}, {"FINE", "plain"}};
   const SlurmNodeCommand node = slurm_node_command(plan, k_paths);
@@ -134,7 +134,7 @@ TEST(Slurm, DockerOnTheNodesGetsBytesThatAreNotUtf8ThroughAnAsciiScript) {
   EXPECT_EQ(std::count(node.command.begin(), image, "ODD"), 0);
   EXPECT_EQ(std::count(node.command.begin(), image, "FINE"), 1);
   // pyxis and apptainer pass words and the environment as bytes: unchanged.
-  plan.compute.container_runtime = "apptainer";
+  plan.compute.section["containerRuntime"] = "apptainer";
   const auto plain = slurm_node_command(plan, k_paths).command;
   EXPECT_EQ(plain.back(), "ok");
   EXPECT_EQ(*(plain.end() - 2), "caf\xe9");
@@ -168,20 +168,19 @@ TEST(Slurm, FinalStatesMapIntoHistory) {
 TEST(Slurm, TargetsThatCannotTakeTheRunAreRefused) {
   ComputeConfig compute;
   compute.type = "slurm";
-  compute.partition = "gpu";
-  compute.nodes = 4;
-  TargetFacts facts;
-  facts.slurm_missing = {"sbatch"};
+  compute.section["partition"] = "gpu";
+  compute.section["nodes"] = "4";
+  // The probe's slurm lines, as the login node prints them.
+  TargetFacts facts = parse_probe("slurm_missing=sbatch\n");
   EXPECT_THROW(check_slurm(compute, facts, "login"), Error);
-  facts.slurm_missing.clear();
-  facts.slurm_error = "Unable to contact slurm controller (connect failure)";
+  facts = parse_probe("slurm_error=Unable to contact slurm controller (connect failure)\n");
   try {
     check_slurm(compute, facts, "login");
     FAIL() << "an unanswering controller passed";
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), "does not answer on login: Unable to contact")) << e.what();
   }
-  facts.slurm_error.clear();
+  facts = parse_probe("");
   try {
     check_slurm(compute, facts, "login");
     FAIL() << "a missing partition passed";
@@ -189,24 +188,24 @@ TEST(Slurm, TargetsThatCannotTakeTheRunAreRefused) {
     EXPECT_TRUE(contains(e.what(), "no partition \"gpu\"")) << e.what();
     EXPECT_EQ(e.code(), exit_code::k_cannot_start);
   }
-  facts.slurm_partition = "gpu";
-  facts.slurm_nodes = 2;
+  facts =
+      parse_probe("slurm_partition=gpu\nslurm_node=n1|idle|(null)\nslurm_node=n2|idle|(null)\n");
   try {
     check_slurm(compute, facts, "login");
     FAIL() << "too many nodes passed";
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), "asks for 4 nodes but partition gpu on login has 2"));
   }
-  compute.nodes = 2;
+  compute.section["nodes"] = "2";
   EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
 }
 
 TEST(Slurm, APartitionHasGpusWhenOneOfItsNodesReportsAGpuGres) {
-  TargetFacts facts;
+  SlurmFacts facts;
   EXPECT_FALSE(partition_has_gpus(facts));
-  facts.slurm_node_list = {{"n1", "idle", ""}, {"n2", "idle", "mps:100"}};
+  facts.nodes = {{"n1", "idle", ""}, {"n2", "idle", "mps:100"}};
   EXPECT_FALSE(partition_has_gpus(facts));
-  facts.slurm_node_list.push_back({"n3", "mixed", "gpu:a100:4"});
+  facts.nodes.push_back({"n3", "mixed", "gpu:a100:4"});
   EXPECT_TRUE(partition_has_gpus(facts));
 }
 
@@ -223,6 +222,21 @@ TEST(Slurm, AProjectNameWithSpacesAndOddNamesCannotBreakTheScript) {
   const std::string script = sbatch_script(plan, k_paths);
   EXPECT_TRUE(contains(script, "#SBATCH --job-name=" + container_name(plan.record.run_id) + "\n"));
   EXPECT_TRUE(contains(script, "export 'A=x'\\''$(id)'\n")) << script;
+}
+
+TEST(SlurmKeys, AValueOfAnSbatchLineIsOneWord) {
+  // A cloned project's account with a newline would add a line to the job script.
+  ConfigDocument doc =
+      parse_config_text("type: slurm\naddress: login\naccount: \"x\\nrm -rf ~\"\n", "a.compute");
+  try {
+    parse_compute(doc);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "a.compute:3:10: account must be one word, not \"x\\x0arm -rf ~\"");
+  }
+  ConfigDocument partition = parse_config_text("type: slurm\npartition: a b\n", "a.compute");
+  EXPECT_THROW(parse_compute(partition), Error);
 }
 
 }  // namespace mlw

@@ -6,10 +6,10 @@
 #include <map>
 
 #include "mlw/exec/monitor_driver.hpp"
-#include "mlw/exec/slurm.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "slurm.hpp"
 
 namespace mlw {
 
@@ -59,9 +59,10 @@ class SlurmDriver : public MonitorDriver {
   /// where Slurm has it.
   bool resume(RunSession& session) override {
     MonitorDriver::resume(session);
-    const ShellResult alive = session.run_reconnecting(fmt::format(
-        "cd {} && if kill -0 {} 2>/dev/null; then echo alive; else rm -f slurm_state; fi",
-        shell_quote(session.paths.run_dir), m_monitor_pid));
+    const ShellResult alive =
+        session.run_reconnecting(fmt::format("cd {} && if kill -0 {} 2>/dev/null; then echo alive; "
+                                             "else rm -f slurm_state batch_state; fi",
+                                             shell_quote(session.paths.run_dir), m_monitor_pid));
     if (alive.output.find("alive") == std::string::npos) {
       const std::string monitor =
           session
@@ -96,7 +97,8 @@ class SlurmDriver : public MonitorDriver {
                       session.host(), printable(values["job_code"])));
     }
     // Every rank's own exit code (none where Slurm stopped the rank after another failed).
-    for (int rank = 0; rank < session.plan.compute.nodes && rank < 4096; ++rank) {
+    const int nodes = slurm_config(session.plan.compute).nodes;
+    for (int rank = 0; rank < nodes && rank < 4096; ++rank) {
       const auto code = parse_integer(values["rank_" + std::to_string(rank)], 0, 255);
       ending.node_exit_codes.push_back(code ? std::optional<int>(static_cast<int>(*code))
                                             : std::nullopt);

@@ -1,8 +1,9 @@
-#include "mlw/exec/slurm.hpp"
+#include "slurm.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 
 #include "mlw/exec/container.hpp"
 #include "mlw/util/error.hpp"
@@ -20,16 +21,64 @@ const std::vector<std::string> k_node_variables = {
     "MLW_NODE_RANK", "MLW_NUM_NODES", "MLW_GPUS_PER_NODE", "MASTER_ADDR", "MASTER_PORT"};
 
 bool in_container(const RunPlan& plan) {
-  return !plan.compute.container.empty();
+  return !slurm_config(plan.compute).container.empty();
+}
+
+int number(const std::string& text, int fallback) {
+  return static_cast<int>(parse_integer(text, 0, 1 << 30).value_or(fallback));
 }
 
 }  // namespace
 
+SlurmConfig slurm_config(const ComputeConfig& compute) {
+  SlurmConfig config;
+  auto value = [&](const char* key, const std::string& fallback = "") {
+    const auto found = compute.section.find(key);
+    return found == compute.section.end() ? fallback : found->second;
+  };
+  config.partition = value("partition");
+  config.nodes = number(value("nodes"), 1);
+  config.gpus_per_node = number(value("gpusPerNode"), 0);
+  config.time_limit = value("timeLimit");
+  config.account = value("account");
+  config.container = value("container");
+  config.container_runtime = value("containerRuntime", "docker");
+  return config;
+}
+
+bool is_slurm_time(const std::string& text) {
+  static const std::regex format(R"(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2})");
+  return std::regex_match(text, format);
+}
+
+SlurmFacts slurm_facts(const TargetFacts& facts) {
+  SlurmFacts slurm;
+  for (const auto& [key, value] : facts.section) {
+    if (key == "slurm_missing") {
+      slurm.missing.push_back(value);
+    } else if (key == "slurm_error") {
+      slurm.error = value;
+    } else if (key == "slurm_partition") {
+      slurm.partition = value;
+    } else if (key == "slurm_node") {
+      const auto parts = split(value, '|');
+      SlurmNode node;
+      node.name = parts.empty() ? value : parts[0];
+      if (parts.size() > 1) node.state = parts[1];
+      if (parts.size() > 2 && parts[2] != "(null)") node.gres = parts[2];
+      const bool seen = std::any_of(slurm.nodes.begin(), slurm.nodes.end(),
+                                    [&](const SlurmNode& n) { return n.name == node.name; });
+      if (!seen) slurm.nodes.push_back(node);
+    }
+  }
+  return slurm;
+}
+
 SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& paths) {
   SlurmNodeCommand node;
-  const ComputeConfig& compute = plan.compute;
+  const SlurmConfig compute = slurm_config(plan.compute);
   if (!in_container(plan)) {
-    node.command = script_command(plan, compute.python_location);
+    node.command = script_command(plan, plan.compute.python_location);
     return node;
   }
   const std::string mounts = paths.run_dir + ":/mlw/run," + paths.share_dir + ":/mlw/share";
@@ -70,7 +119,7 @@ SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& p
 }
 
 std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
-  const ComputeConfig& compute = plan.compute;
+  const SlurmConfig compute = slurm_config(plan.compute);
   const std::string run = shell_quote(paths.run_dir);
   std::string script = "#!/bin/sh\n";
   auto directive = [&](const std::string& option) { script += "#SBATCH " + option + "\n"; };
@@ -145,6 +194,7 @@ std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string&
       "    [ -n \"$down\" ] || down=$(date +%s)\n"
       "    if [ $(($(date +%s) - down)) -ge {retry} ]; then\n"
       "      echo LOST > slurm_state.tmp && mv slurm_state.tmp slurm_state\n"
+      "      echo LOST > batch_state\n"
       "      exit 0\n"
       "    fi\n"
       "  fi\n"
@@ -161,13 +211,14 @@ std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string&
       "  exit_field=${{line#*|}}\n"
       "fi\n"
       "echo \"$exit_field\" > slurm_exit\n"
-      "echo \"${{state:-UNKNOWN}}\" > slurm_state.tmp && mv slurm_state.tmp slurm_state\n",
+      "echo \"${{state:-UNKNOWN}}\" > slurm_state.tmp && mv slurm_state.tmp slurm_state\n"
+      "echo done > batch_state\n",
       fmt::arg("job", job_id), fmt::arg("run", shell_quote(paths.run_dir)),
       fmt::arg("retry", std::max(1, retry_seconds)));
 }
 
-bool partition_has_gpus(const TargetFacts& facts) {
-  return std::any_of(facts.slurm_node_list.begin(), facts.slurm_node_list.end(),
+bool partition_has_gpus(const SlurmFacts& facts) {
+  return std::any_of(facts.nodes.begin(), facts.nodes.end(),
                      [](const SlurmNode& node) { return node.gres.starts_with("gpu"); });
 }
 
