@@ -98,7 +98,7 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   if (kind.batch) {
     // A batch system's checks (scheduler, queue or partition, its size), as submit runs them
     // (a refused attach exits 1, not 125).
-    const TargetFacts facts = probe_target(*shell, compute);
+    const TargetFacts facts = probe_target(*shell, compute, probe_ask(compute));
     std::vector<CheckRow> rows;
     kind.checks({compute, facts, shell->host(), request.name}, rows);
     try {

@@ -78,8 +78,8 @@ int doctor(Context& ctx, const std::string& name) {
     // (Perl, else curl, else the docker CLI), so that a replaced tool that never returns fails
     // here too, bounded by MLW_PROBE_TIMEOUT, instead of doctor saying all is well.
     try {
-      const TargetFacts facts =
-          probe_target(*shell, compute, kind.uses_image ? "mlw_env:doctor" : "");
+      const TargetFacts facts = probe_target(*shell, compute, probe_ask(compute),
+                                             kind.uses_image ? "mlw_env:doctor" : "");
       kind.checks({compute, facts, shell->host(), name}, rows);
     } catch (const Error& e) {
       line("probe", false, e.what(),

@@ -4,12 +4,24 @@
 #include <spdlog/spdlog.h>
 
 #include "mlw/config/names.hpp"
-#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
+
+namespace {
+
+/// "local|docker|…": the kinds, as the .compute file knows them.
+std::string kind_list() {
+  std::string names;
+  for (const ComputeKind& kind : compute_kinds()) {
+    names += (names.empty() ? "" : "|") + std::string(kind.name);
+  }
+  return names;
+}
+
+}  // namespace
 
 namespace {
 
@@ -35,7 +47,7 @@ ComputeConfig load_compute(const Project& project, const std::string& name) {
   const fs::path path = project.compute_path(name);
   if (name.empty() || name.find('/') != std::string::npos || !fs::exists(path)) {
     unknown("compute target", name, project.compute_names(),
-            "; attach one with: mlw computetarget attach " + kind_names("|") + " -n NAME");
+            "; attach one with: mlw computetarget attach " + kind_list() + " -n NAME");
   }
   ConfigDocument doc = load_document(project, path);
   ComputeConfig config = parse_compute(doc);

@@ -133,7 +133,8 @@ void TargetExecutor::connect(Context& ctx, const std::string& target_name,
     m_shell = ctx.connector->connect(ctx, target_name, compute);
   }
   // A run's probe does not ask the free disk (only doctor shows it; two processes less).
-  if (!m_engine) m_facts = probe_target(*m_shell, compute, image_tag, ship, false);
+  if (!m_engine)
+    m_facts = probe_target(*m_shell, compute, probe_ask(compute), image_tag, ship, false);
   // The kind's checks, as doctor shows them: the first that refuses stops the submit.
   std::vector<CheckRow> rows;
   kind_of(m_type).checks({compute, m_facts, m_shell->host(), target_name}, rows);

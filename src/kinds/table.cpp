@@ -77,6 +77,12 @@ std::shared_ptr<ExecutorSource> kind_executors() {
   return std::make_shared<Table>();
 }
 
+ProbeAsk probe_ask(const ComputeConfig& compute) {
+  const TargetKind& kind = kind_of(compute.type);
+  return {kind.uses_image, kind.has_key("pythonLocation"),
+          kind.probe_section ? kind.probe_section(compute) : std::string()};
+}
+
 std::vector<std::string> kind_name_list() {
   std::vector<std::string> names;
   for (const TargetKind* kind : target_kinds()) names.emplace_back(kind->name);

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <sstream>
 
-#include "mlw/kinds/kind.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -83,10 +82,9 @@ std::string engine_socket_lookup() {
          "}\n";
 }
 
-std::string probe_script(const ComputeConfig& compute, const std::string& image_tag,
-                         const std::string& ship, bool disk) {
-  const TargetKind& kind = kind_of(compute.type);
-  const bool uses_docker = kind.uses_image;
+std::string probe_script(const ComputeConfig& compute, const ProbeAsk& ask,
+                         const std::string& image_tag, const std::string& ship, bool disk) {
+  const bool uses_docker = ask.docker;
   std::string script = "echo \"home=$HOME\"\n";
   // The engine's answer about the image (mlw_http starts in ~9 ms, the docker CLI in ~60) is
   // asked first and read on fd 4 once the ship is done: the two run side by side.
@@ -133,8 +131,8 @@ std::string probe_script(const ComputeConfig& compute, const std::string& image_
                   : "if [ \"$image\" = yes ]; then echo docker=ok; else " + info + "fi\n";
     script += "fi\ncommand -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
   }
-  if (kind.probe_section) script += kind.probe_section(compute);
-  if (kind.has_key("pythonLocation")) {
+  script += ask.section;
+  if (ask.python) {
     script += "if v=$(" + shell_quote(compute.python_location) +
               " --version 2>&1); then "
               "echo \"python=ok $v\"; else echo \"python=fail $(echo \"$v\" | tail -n 1)\"; fi\n";
@@ -195,8 +193,8 @@ TargetFacts parse_probe(const std::string& output) {
   return facts;
 }
 
-TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::string& image_tag,
-                         const ProbeShip* ship, bool disk) {
+TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const ProbeAsk& ask,
+                         const std::string& image_tag, const ProbeShip* ship, bool disk) {
   const std::string question = ship ? ship->input : "";
   // The probe prints a few lines, and one per object asked about: more is a target that lies.
   const std::size_t bound = 65536 + 2 * question.size();
@@ -230,7 +228,7 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const std::
     return timed_out;
   };
   result.exit_code =
-      shell.run(probe_script(compute, image_tag, ship ? ship->script : "", disk), streams)
+      shell.run(probe_script(compute, ask, image_tag, ship ? ship->script : "", disk), streams)
           .exit_code;
   if (timed_out) {
     throw Error(fmt::format("cannot inspect {}: the probe (docker, perl and curl there) did not "

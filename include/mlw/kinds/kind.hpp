@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlw/config/compute_file.hpp"
+#include "mlw/remote/probe.hpp"
 #include "mlw/util/error.hpp"
 
 // The kinds of compute target (docs/architecture.md, "Adding a target kind"): each is one file in
@@ -88,6 +89,10 @@ struct TargetKind {
   /// The value of an own key in `compute` (its fallback where the file has none).
   std::string own(const ComputeConfig& compute, std::string_view key) const;
 };
+
+/// What the probe asks for a target of `compute`'s kind: the engine where it uses an image,
+/// pythonLocation where it has that key, and its own section.
+ProbeAsk probe_ask(const ComputeConfig& compute);
 
 /// Every kind, in the order help and messages list them.
 const std::vector<const TargetKind*>& target_kinds();

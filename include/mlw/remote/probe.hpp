@@ -36,6 +36,14 @@ struct TargetFacts {
   std::optional<int> ship_code;        ///< how it ended, when one ran to its end
 };
 
+/// What the probe asks besides the machine's basics (home, GPUs, disk): the kind decides
+/// (probe_ask in src/kinds/), so that this layer names no kind.
+struct ProbeAsk {
+  bool docker = false;  ///< the Docker engine, its NVIDIA runtime and the environment image
+  bool python = false;  ///< pythonLocation's --version
+  std::string section;  ///< the kind's own lines of the probe (its probe_section)
+};
+
 /// A ship in the probe's step: a script section and its stdin (ship_in_probe).
 struct ProbeShip {
   std::string script;  ///< run in a subshell, its output lines read back as ship=LINE
@@ -58,15 +66,16 @@ std::string engine_socket_lookup();
 /// daemon is taken as working without asking it for its version and runtimes.
 /// With `ship`, a ship section (ProbeShip::script) runs first on the step's stdin. Without
 /// `disk`, the free disk is not asked (a run's probe: only doctor and attach show it).
-std::string probe_script(const ComputeConfig& compute, const std::string& image_tag = "",
-                         const std::string& ship = "", bool disk = true);
+std::string probe_script(const ComputeConfig& compute, const ProbeAsk& ask,
+                         const std::string& image_tag = "", const std::string& ship = "",
+                         bool disk = true);
 
 /// Reads the probe's output.
 TargetFacts parse_probe(const std::string& output);
 
 /// Runs the probe on `shell` (its answer bounded); with `ship`, that ship runs in the same
 /// round trip (its lines in ship_said, its end in ship_code).
-TargetFacts probe_target(Shell& shell, const ComputeConfig& compute,
+TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const ProbeAsk& ask,
                          const std::string& image_tag = "", const ProbeShip* ship = nullptr,
                          bool disk = true);
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "mlw/kinds/kind.hpp"
+
 #include <sys/stat.h>
 #include <algorithm>
 #include <cstdlib>
@@ -248,7 +250,7 @@ TEST(Ship, InTheProbeWhatTheRecordDoesNotNameGoesAheadAndTheStoreSaysWhatItLacks
   HomeShell shell(f.store.parent_path().string());  // its ~/.mlw is the fixture's store
   // No record: only the names go; the store lacks both.
   ProbeShip ship = ship_in_probe(f.plan, shell);
-  TargetFacts facts = probe_target(shell, f.plan.compute, "", &ship);
+  TargetFacts facts = probe_target(shell, f.plan.compute, probe_ask(f.plan.compute), "", &ship);
   EXPECT_EQ(facts.ship_code, 3);
   EXPECT_EQ(facts.ship_said.size(), 3U);
   ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{},
@@ -258,7 +260,7 @@ TEST(Ship, InTheProbeWhatTheRecordDoesNotNameGoesAheadAndTheStoreSaysWhatItLacks
   f.plan.manifest = build_snapshot(f.plan.project.root, f.plan.project.state_dir() / "objects",
                                    f.plan.project.root / ".mlw" / "hashes.tsv");
   ship = ship_in_probe(f.plan, shell);
-  facts = probe_target(shell, f.plan.compute, "", &ship);
+  facts = probe_target(shell, f.plan.compute, probe_ask(f.plan.compute), "", &ship);
   EXPECT_EQ(facts.ship_code, 0) << join(facts.ship_said, "\n");
   EXPECT_EQ(read_file(f.store / "objects" / f.entry("a.txt").sha256), "changed\n");
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "mlw/kinds/kind.hpp"
+
 #include <fstream>
 #include <optional>
 
@@ -66,7 +68,8 @@ class FakeDocker {
                                                 : "unix://" + m_socket;
     const std::string path = "PATH=" + shell_quote((m_dir.path() / "bin").string()) +
                              ":$PATH\nDOCKER_HOST=" + shell_quote(host) + "\nexport DOCKER_HOST\n";
-    const std::string script = path + probe_script(compute, tag, ship ? ship->script : "");
+    const std::string script =
+        path + probe_script(compute, probe_ask(compute), tag, ship ? ship->script : "");
     return parse_probe(
         (ship ? shell.run_with_input(script, ship->input) : shell.run(script)).output);
   }
@@ -91,7 +94,8 @@ TEST(Probe, DockerIsCalledAsRunsCallItWithSudoWhenAsked) {
   EXPECT_EQ(docker_words(compute), std::vector<std::string>{"docker"});
   compute.use_sudo = true;
   EXPECT_EQ(docker_words(compute), (std::vector<std::string>{"sudo", "-n", "docker"}));
-  EXPECT_NE(probe_script(compute, "").find("sudo -n docker info"), std::string::npos);
+  EXPECT_NE(probe_script(compute, probe_ask(compute), "").find("sudo -n docker info"),
+            std::string::npos);
 }
 
 TEST(Probe, AnExistingImageStandsForAWorkingDaemonWithoutAskingItMore) {
@@ -162,7 +166,8 @@ TEST(Probe, AnyOtherAnswerOrAnotherEngineFallsBackToTheCli) {
   sudo.engine_answers("404");
   ComputeConfig with_sudo = docker_target(false);
   with_sudo.use_sudo = true;
-  EXPECT_EQ(probe_script(with_sudo, "mlw_env:abc").find("curl"), std::string::npos);
+  EXPECT_EQ(probe_script(with_sudo, probe_ask(with_sudo), "mlw_env:abc").find("curl"),
+            std::string::npos);
 }
 
 TEST(Probe, AMissingImageAsksTheDaemonForItsVersion) {
@@ -210,11 +215,12 @@ TEST(Probe, AShipInTheProbeReadsTheStepsInputAndItsLinesComeBack) {
   LocalShell shell;
   const ProbeShip ship{"while read -r l; do echo \"got $l\"; done; echo :missing; exit 3",
                        "a\nb\n"};
-  const TargetFacts facts = probe_target(shell, compute, "", &ship);
+  const TargetFacts facts = probe_target(shell, compute, probe_ask(compute), "", &ship);
   EXPECT_EQ(facts.ship_said, (std::vector<std::string>{"got a", "got b", ":missing"}));
   EXPECT_EQ(facts.ship_code, 3);
   EXPECT_TRUE(facts.python_ok) << "the rest of the probe ran: " << facts.python_detail;
-  EXPECT_FALSE(probe_target(shell, compute, "").ship_code) << "no ship, no ship lines";
+  EXPECT_FALSE(probe_target(shell, compute, probe_ask(compute), "").ship_code)
+      << "no ship, no ship lines";
 }
 
 TEST(Probe, TheEnginesAnswerAskedBesideTheShipIsReadAfterIt) {
