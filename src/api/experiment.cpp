@@ -262,11 +262,9 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
     return handle;
   } catch (const Error& e) {
     if (!store) store.emplace(plan.history_dir);
-    record.status = status::k_failed;
-    record.exit_code = exit_code::k_cannot_start;
-    record.end_ms = ctx.clock->now_ms();
-    record.pid = 0;
-    record.problems.push_back(std::string("the run could not start: ") + e.what());
+    record.exit_code.reset();
+    record.mark_failed(exit_code::k_cannot_start,
+                       std::string("the run could not start: ") + e.what(), ctx.clock->now_ms());
     // Say what the history holds now, not what was meant (on a full disk the record may not
     // have been written: the run then reads as Lost).
     std::string recorded = "its record could not be written";

@@ -149,8 +149,10 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
 }
 
 std::map<std::string, std::string> run_environment(const RunPlan& plan, const std::string& run_dir,
-                                                   const std::string& share_dir) {
-  std::map<std::string, std::string> env;
+                                                   const std::string& share_dir,
+                                                   const std::string& helper_dir,
+                                                   const std::map<std::string, std::string>& base) {
+  std::map<std::string, std::string> env = base;
   for (const auto& [k, v] : plan.run_config.environment_variables) env[k] = v;
   for (const auto& [k, v] : plan.extra_env) env[k] = v;
   env["MLW_RUN_ID"] = plan.record.run_id;
@@ -163,7 +165,7 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
   env["PYTHONUNBUFFERED"] = "1";
   const auto existing = env.find("PYTHONPATH");
   env["PYTHONPATH"] =
-      run_dir + "/helper" +
+      (helper_dir.empty() ? run_dir + "/helper" : helper_dir) +
       (existing != env.end() && !existing->second.empty() ? ":" + existing->second : std::string());
   return env;
 }

@@ -181,25 +181,11 @@ ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpre
   for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
     spec.argv.push_back(std::move(word));
   }
-  spec.env = base_env;
-  for (const auto& [k, v] : plan.run_config.environment_variables) spec.env[k] = v;
-  for (const auto& [k, v] : plan.extra_env) spec.env[k] = v;
   const fs::path snapshot = plan.run_dir / "snapshot";
   const std::string share =
       share_folder(expand_user(plan.compute.native_shared_directory).string(), plan);
-  spec.env["MLW_RUN_ID"] = plan.record.run_id;
-  spec.env["MLW_TARGET"] = plan.target_name;
-  spec.env["MLW_PROJECT"] = plan.project.name;
-  spec.env["MLW_OUTPUTS_DIR"] = (snapshot / "outputs").string();
-  spec.env["MLW_METRICS_FILE"] = (plan.run_dir / "metrics.jsonl").string();
-  spec.env["MLW_SHARE_DIR"] = share_variable(share);
-  spec.env["AZUREML_NATIVE_SHARE_DIRECTORY"] = share_variable(share);
-  spec.env["PYTHONUNBUFFERED"] = "1";
-  const auto existing = spec.env.find("PYTHONPATH");
-  spec.env["PYTHONPATH"] =
-      plan.helper_dir.string() + (existing != spec.env.end() && !existing->second.empty()
-                                      ? ":" + existing->second
-                                      : std::string());
+  spec.env =
+      run_environment(plan, plan.run_dir.string(), share, plan.helper_dir.string(), base_env);
   spec.cwd = snapshot;
   return spec;
 }

@@ -56,10 +56,9 @@ void RunRecorder::cancel_before_start() {
 }
 
 void RunRecorder::fail(int code, const std::string& problem) {
-  record.status = canceled() ? status::k_canceled : status::k_failed;
-  record.exit_code = code;
-  record.problems.push_back(problem);
-  end();
+  record.exit_code.reset();  // the failure's code, not one seen before it
+  record.mark_failed(code, problem, ctx.clock->now_ms(), canceled());
+  save(true);
 }
 
 void RunRecorder::apply(const RunEnding& ending) {

@@ -190,11 +190,7 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
         HistoryStore store(plan.history_dir);
         RunRecord record = store.load(plan.record.run_id);
         if (!status::is_final(record.status)) {
-          record.status = status::k_failed;
-          record.exit_code = record.exit_code.value_or(exit_code::k_cannot_start);
-          record.problems.push_back(e.what());
-          record.end_ms = ctx.clock->now_ms();
-          record.pid = 0;
+          record.mark_failed(exit_code::k_cannot_start, e.what(), ctx.clock->now_ms());
           store.save(record);
         }
       } catch (const std::exception&) {

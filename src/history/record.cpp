@@ -36,6 +36,16 @@ std::int64_t ms_from(const nlohmann::ordered_json& json, const char* key) {
 }
 }  // namespace
 
+void RunRecord::mark_failed(int code, const std::string& problem, std::int64_t now_ms,
+                            bool canceled) {
+  status = canceled ? status::k_canceled : status::k_failed;
+  exit_code = exit_code.value_or(code);
+  problems.push_back(problem);
+  end_ms = now_ms;
+  pid = 0;
+  process_group = 0;
+}
+
 void RunRecord::mark_lost(const std::string& reason, const std::string& problem) {
   status = status::k_lost;
   lost_reason = reason;

@@ -83,10 +83,13 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
                                const TargetFacts& facts, const std::string& image,
                                const std::string& user);
 
-/// The variables a run sees (spec §5), with the paths they have inside the container or on the
-/// target machine.
-std::map<std::string, std::string> run_environment(const RunPlan& plan, const std::string& run_dir,
-                                                   const std::string& share_dir);
+/// The variables a run sees (spec §5), with the paths they have inside the container, on the
+/// target machine or here: the one place they are written, for every kind. `helper_dir` holds
+/// the helper (default: the run folder's helper/); `base` is the environment they go over (a
+/// local run's own; none on a target), its PYTHONPATH kept after the helper.
+std::map<std::string, std::string> run_environment(
+    const RunPlan& plan, const std::string& run_dir, const std::string& share_dir,
+    const std::string& helper_dir = "", const std::map<std::string, std::string>& base = {});
 
 /// The monitor: a POSIX sh script started detached on the target that runs the container (or,
 /// for `remote`, the script), writes driver_log.txt, then exit_code (and `oom`), and survives a

@@ -74,6 +74,11 @@ struct RunRecord {
   std::string lost_reason;
   std::string lost_problem;
 
+  /// The run failed (`canceled`: it was being canceled, so Canceled) with `code` and
+  /// `problem`, ending at `now_ms` with no owner: the one way a failure is recorded. A code
+  /// already recorded (the script's) is kept.
+  void mark_failed(int code, const std::string& problem, std::int64_t now_ms,
+                   bool canceled = false);
   /// Records the run as Lost for `reason`, with `problem` (what to tell the user).
   void mark_lost(const std::string& reason, const std::string& problem);
   /// A new supervisor takes the run over: the Lost reason and its problem are gone.
