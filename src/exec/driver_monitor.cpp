@@ -52,6 +52,10 @@ std::string launch_script(const std::string& run_dir, bool tree) {
 
 }  // namespace
 
+std::string stdin_file(std::string_view text) {
+  return std::to_string(text.size()) + "\n" + std::string(text);
+}
+
 bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
   const std::string launch = launch_command(session.paths.run_dir) + "echo \"$p\"";
   const ShellResult launched = session.run_reconnecting([&] { return launch; }, {}, monitor);

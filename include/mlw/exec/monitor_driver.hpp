@@ -1,10 +1,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "mlw/exec/run_session.hpp"
 
 namespace mlw {
+
+/// One file of a step's standard input as a kind's submit.sh reads it: a line with its length
+/// in bytes, then its bytes (`read -r n && head -c "$n" > FILE`).
+std::string stdin_file(std::string_view text);
 
 /// Runs and follows a run through a detached monitor on the target (monitor.sh in the run
 /// folder): it runs the container or the script and writes driver_log.txt, then exit_code (and

@@ -14,20 +14,15 @@ namespace mlw::sge {
 
 namespace {
 
-/// "N\n" and the text: one file of submit.sh's standard input.
-std::string framed(std::string_view text) {
-  return std::to_string(text.size()) + "\n" + std::string(text);
-}
-
 class Driver : public MonitorDriver {
  public:
   /// submit.sh (qsub): the job id recorded (Queued), the monitor started, Running once Grid
   /// Engine runs the job. False when qsub refused it (recorded as failed).
   bool start(RunSession& session, const std::string&) override {
     const Config config = config_of(session.plan.compute);
-    const std::string input = framed(embedded_script("src/kinds/sge/job.sh")) +
-                              framed(embedded_script("src/kinds/sge/end.sh")) +
-                              framed(run_env(session.plan, session.paths));
+    const std::string input = stdin_file(embedded_script("src/kinds/sge/job.sh")) +
+                              stdin_file(embedded_script("src/kinds/sge/end.sh")) +
+                              stdin_file(run_env(session.plan, session.paths));
     const std::string submit(embedded_script("src/kinds/sge/submit.sh"));
     // submit.sh itself goes first on stdin; not retried on a dropped connection (the job may
     // have been queued already).
@@ -36,7 +31,8 @@ class Driver : public MonitorDriver {
         " && read -r n && head -c \"$n\" > submit.sh && sh ./submit.sh " +
         shell_join({container_name(session.plan.record.run_id), config.queue, config.pe,
                     std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY"))});
-    const ShellResult submitted = session.shell().run_with_input(command, framed(submit) + input);
+    const ShellResult submitted =
+        session.shell().run_with_input(command, stdin_file(submit) + input);
     const std::string id = trim(submitted.output);
     if (submitted.exit_code != 0 || id.empty() ||
         id.find_first_not_of("0123456789") != std::string::npos) {

@@ -118,103 +118,35 @@ SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& p
   return node;
 }
 
-std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths) {
+std::vector<std::string> sbatch_options(const RunPlan& plan) {
   const SlurmConfig compute = slurm_config(plan.compute);
-  const std::string run = shell_quote(paths.run_dir);
-  std::string script = "#!/bin/sh\n";
-  auto directive = [&](const std::string& option) { script += "#SBATCH " + option + "\n"; };
-  directive("--job-name=" + container_name(plan.record.run_id));
-  directive(fmt::format("--nodes={}", compute.nodes));
-  directive("--ntasks-per-node=1");
-  if (compute.gpus_per_node > 0)
-    directive(fmt::format("--gpus-per-node={}", compute.gpus_per_node));
-  if (!compute.partition.empty()) directive("--partition=" + compute.partition);
-  if (!compute.time_limit.empty()) directive("--time=" + compute.time_limit);
-  if (!compute.account.empty()) directive("--account=" + compute.account);
-  // Relative to the folder sbatch runs in (the run's): a directive line has no quoting, and
-  // the run's path may hold a space.
-  directive("--output=driver_log.txt");
-  directive("--open-mode=append");
-  script += "# Run " + plan.record.run_id + ", written by mlw.\ncd " + run +
-            "/snapshot || exit 125\n" + "mkdir -p " + shell_quote(paths.share_dir) +
-            " 2>/dev/null\n";
-  const auto env = in_container(plan) ? run_environment(plan, "/mlw/run", "/mlw/share")
-                                      : run_environment(plan, paths.run_dir, paths.share_dir);
-  for (const auto& [key, value] : env) script += "export " + shell_quote(key + "=" + value) + "\n";
-  script += fmt::format(
-      "export MLW_NUM_NODES=\"${{SLURM_JOB_NUM_NODES:-{}}}\"\n"
-      "export MLW_GPUS_PER_NODE={}\n"
-      "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" 2>/dev/null | head -n 1)\n"
-      "export MASTER_ADDR=\"${{MASTER_ADDR:-$(hostname)}}\"\n"
-      "export MASTER_PORT=$((20000 + ${{SLURM_JOB_ID:-0}} % 20000))\n",
-      compute.nodes, compute.gpus_per_node);
-  const SlurmNodeCommand node = slurm_node_command(plan, paths);
-  std::vector<std::string> srun = {"srun", "--kill-on-bad-exit=1"};
-  srun.insert(srun.end(), node.srun_options.begin(), node.srun_options.end());
-  // Each rank records its own exit code and when it ended ($0 is the run folder): when one
-  // fails, srun stops the others (143), and the job reports the first failure, not the last.
-  srun.insert(srun.end(),
-              {"sh", "-c",
-               "MLW_NODE_RANK=\"$SLURM_NODEID\"; export MLW_NODE_RANK; \"$@\"; c=$?; "
-               "echo \"$c $(date +%s%N)\" > \"$0/rank_exit.$MLW_NODE_RANK\"; exit \"$c\"",
-               paths.run_dir});
-  srun.insert(srun.end(), node.command.begin(), node.command.end());
-  std::string line = shell_join(srun);
-  const std::string placeholder = shell_quote(k_user_placeholder);
-  if (const auto at = line.find(placeholder); at != std::string::npos) {
-    line.replace(at, placeholder.size(), "\"$(id -u):$(id -g)\"");
+  std::vector<std::string> options = {"--job-name=" + container_name(plan.record.run_id),
+                                      fmt::format("--nodes={}", compute.nodes),
+                                      "--ntasks-per-node=1"};
+  if (compute.gpus_per_node > 0) {
+    options.push_back(fmt::format("--gpus-per-node={}", compute.gpus_per_node));
   }
-  script += line + " </dev/null\ncode=$?\n" + "first=$(for f in " + run +
-            "/rank_exit.*; do [ -e \"$f\" ] && read -r c t < \"$f\" && [ \"$c\" != 0 ] && "
-            "echo \"$t $c\"; done | sort -n | head -n 1)\n"
-            "[ -n \"$first\" ] && code=${first#* }\n" +
-            "echo \"$code\" > " + run + "/exit_code.job.tmp && mv " + run + "/exit_code.job.tmp " +
-            run + "/exit_code.job\nexit \"$code\"\n";
-  return script;
+  if (!compute.partition.empty()) options.push_back("--partition=" + compute.partition);
+  if (!compute.time_limit.empty()) options.push_back("--time=" + compute.time_limit);
+  if (!compute.account.empty()) options.push_back("--account=" + compute.account);
+  // Relative to the folder sbatch runs in (the run's).
+  options.insert(options.end(), {"--output=driver_log.txt", "--open-mode=append"});
+  return options;
 }
 
-std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string& job_id,
-                                 int retry_seconds) {
-  return fmt::format(
-      "#!/bin/sh\n"
-      "# The monitor of Slurm job {job} (run folder {run}), written by mlw.\n"
-      "cd {run} || exit 0\n"
-      "job={job}\n"
-      "down=\n"
-      "while :; do\n"
-      "  if state=$(squeue -h -j \"$job\" -o %T 2>squeue.err); then\n"
-      "    down=\n"
-      "    [ -n \"$state\" ] || break\n"
-      "    case \"$state\" in\n"
-      "      RUNNING|COMPLETING|STAGE_OUT|SIGNALING) [ -e started ] || : > started ;;\n"
-      "    esac\n"
-      "  elif grep -qi 'invalid job id' squeue.err; then\n"
-      "    break\n"
-      "  else\n"
-      "    [ -n \"$down\" ] || down=$(date +%s)\n"
-      "    if [ $(($(date +%s) - down)) -ge {retry} ]; then\n"
-      "      echo LOST > slurm_state.tmp && mv slurm_state.tmp slurm_state\n"
-      "      echo LOST > batch_state\n"
-      "      exit 0\n"
-      "    fi\n"
-      "  fi\n"
-      "  sleep 0.2\n"
-      "done\n"
-      "[ -e started ] || : > started\n"
-      "info=$(scontrol -o show job \"$job\" 2>/dev/null)\n"
-      "state=$(printf '%s\\n' \"$info\" | sed -n 's/.*JobState=\\([A-Z_]*\\).*/\\1/p')\n"
-      "exit_field=$(printf '%s\\n' \"$info\" | sed -n 's/.* ExitCode=\\([0-9:]*\\).*/\\1/p')\n"
-      "if [ -z \"$state\" ]; then\n"
-      "  line=$(sacct -n -X -P -j \"$job\" -o State,ExitCode 2>/dev/null | head -n 1)\n"
-      "  state=${{line%%|*}}\n"
-      "  state=${{state%% *}}\n"
-      "  exit_field=${{line#*|}}\n"
-      "fi\n"
-      "echo \"$exit_field\" > slurm_exit\n"
-      "echo \"${{state:-UNKNOWN}}\" > slurm_state.tmp && mv slurm_state.tmp slurm_state\n"
-      "echo done > batch_state\n",
-      fmt::arg("job", job_id), fmt::arg("run", shell_quote(paths.run_dir)),
-      fmt::arg("retry", std::max(1, retry_seconds)));
+std::string slurm_run_env(const RunPlan& plan, const TargetRunPaths& paths) {
+  const SlurmConfig compute = slurm_config(plan.compute);
+  std::string text = "# Run " + plan.record.run_id + ", written by mlw; job.sh sources it.\n";
+  const auto env = in_container(plan) ? run_environment(plan, "/mlw/run", "/mlw/share")
+                                      : run_environment(plan, paths.run_dir, paths.share_dir);
+  for (const auto& [key, value] : env) text += "export " + shell_quote(key + "=" + value) + "\n";
+  const SlurmNodeCommand node = slurm_node_command(plan, paths);
+  text +=
+      "mlw_share=" + shell_quote(paths.share_dir) + "\n" +
+      fmt::format("mlw_nodes={}\nmlw_gpus_per_node={}\n", compute.nodes, compute.gpus_per_node) +
+      "srun_options=(" + shell_join(node.srun_options) + ")\n" + "command=(" +
+      shell_join(node.command) + ")\n";
+  return text;
 }
 
 bool partition_has_gpus(const SlurmFacts& facts) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "mlw/exec/monitor_driver.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -25,14 +26,17 @@ class SlurmDriver : public MonitorDriver {
   /// sbatch, the job id recorded (Queued), a monitor that watches the job, Running once Slurm
   /// runs it. False when sbatch refused the job (recorded as failed).
   bool start(RunSession& session, const std::string&) override {
-    const std::string run = shell_quote(session.paths.run_dir);
-    const std::string job = sbatch_script(session.plan, session.paths);
-    // Not retried on a dropped connection: the job may have been queued already.
+    // submit.sh first on stdin, then job.sh and run.env for it to write; not retried on a
+    // dropped connection (the job may have been queued already).
+    std::vector<std::string> words = {"sh", "./submit.sh", std::to_string(slurm_retry_seconds())};
+    const std::vector<std::string> options = sbatch_options(session.plan);
+    words.insert(words.end(), options.begin(), options.end());
     const ShellResult submitted = session.shell().run_with_input(
-        "cd " + run +
-            " && cat > job.sh && { sbatch --parsable job.sh || { c=$?; echo 125 > exit_code; "
-            "exit $c; }; }",
-        job);
+        "cd " + shell_quote(session.paths.run_dir) +
+            " && read -r n && head -c \"$n\" > submit.sh && " + shell_join(words),
+        stdin_file(embedded_script("src/kinds/slurm/submit.sh")) +
+            stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
+            stdin_file(slurm_run_env(session.plan, session.paths)));
     const std::string id = trim(submitted.output.substr(0, submitted.output.find(';')));
     if (submitted.exit_code != 0 || id.empty() ||
         id.find_first_not_of("0123456789") != std::string::npos) {
@@ -46,7 +50,7 @@ class SlurmDriver : public MonitorDriver {
     session.claim();
     session.save(false);
     session.say(fmt::format("Slurm job {} queued on {}.\n", id, session.shell().host()));
-    if (!start_monitor(session, slurm_monitor_script(session.paths, id, slurm_retry_seconds()))) {
+    if (!start_monitor(session, std::string(embedded_script("src/kinds/slurm/monitor.sh")))) {
       return false;
     }
     session.save(false);

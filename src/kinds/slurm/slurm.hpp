@@ -65,19 +65,15 @@ struct SlurmNodeCommand {
 /// The node command of `plan` (its compute's container and containerRuntime).
 SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& paths);
 
-/// The sbatch script of a run (spec §8): `--job-name=mlw-<run>`, nodes, one task per node, GPUs
-/// per node, time, account, partition, output into the run folder's driver_log.txt; the run's
-/// variables (values in the script, never on a command line), MLW_NUM_NODES, MLW_GPUS_PER_NODE,
-/// MASTER_ADDR (the first node) and MASTER_PORT, then `srun` runs slurm_node_command on every
-/// node with MLW_NODE_RANK set, and the script's exit code is written to `exit_code.job`.
-std::string sbatch_script(const RunPlan& plan, const TargetRunPaths& paths);
+/// sbatch's options for a run (spec §8): `--job-name=mlw-<run>`, nodes, one task per node, GPUs
+/// per node, partition, time, account (each only when set), output appended to the run folder's
+/// driver_log.txt.
+std::vector<std::string> sbatch_options(const RunPlan& plan);
 
-/// The monitor of a slurm run on the login node: polls the job (squeue) until it leaves the
-/// queue, touching `started` when it runs, then writes its final Slurm state and ExitCode
-/// (`slurm_state`, `slurm_exit`, from scontrol or else sacct). A controller that does not answer
-/// for `retry_seconds` makes the state LOST.
-std::string slurm_monitor_script(const TargetRunPaths& paths, const std::string& job_id,
-                                 int retry_seconds);
+/// run.env, which job.sh sources: the run's variables exported (values in the file, never on a
+/// command line), the host's share folder, node count and GPUs, and the arrays srun_options and
+/// command (slurm_node_command; `@MLW_USER@` becomes the job's uid:gid there).
+std::string slurm_run_env(const RunPlan& plan, const TargetRunPaths& paths);
 
 /// Whether a node of the probed partition reports GPUs (a `gpu` gres).
 bool partition_has_gpus(const SlurmFacts& facts);

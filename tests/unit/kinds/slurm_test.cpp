@@ -7,8 +7,14 @@
 
 #include <algorithm>
 
+#include <cstdlib>
+#include <fstream>
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/json_text.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "temp_dir.hpp"
 
 namespace mlw {
 
@@ -41,24 +47,34 @@ RunPlan slurm_plan() {
 
 const TargetRunPaths k_paths{"/home/u/.mlw/runs/demo_1700000000000", "/home/u/.mlw/share", ""};
 
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& word : words) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
 }  // namespace
 
-TEST(Slurm, SbatchScriptAsksForWhatTheComputeFileSays) {
-  const std::string script = sbatch_script(slurm_plan(), k_paths);
-  for (const char* line : {"#SBATCH --job-name=mlw-demo_1700000000000\n", "#SBATCH --nodes=2\n",
-                           "#SBATCH --ntasks-per-node=1\n", "#SBATCH --gpus-per-node=4\n",
-                           "#SBATCH --partition=gpu\n", "#SBATCH --time=01:30:00\n",
-                           "#SBATCH --account=proj42\n", "#SBATCH --output=driver_log.txt\n"}) {
-    EXPECT_TRUE(contains(script, line)) << line << "\n" << script;
+TEST(Slurm, SbatchAsksForWhatTheComputeFileSays) {
+  const std::string options = joined(sbatch_options(slurm_plan())) + " ";
+  for (const char* option : {"--job-name=mlw-demo_1700000000000 ", "--nodes=2 ",
+                             "--ntasks-per-node=1 ", "--gpus-per-node=4 ", "--partition=gpu ",
+                             "--time=01:30:00 ", "--account=proj42 ", "--output=driver_log.txt "}) {
+    EXPECT_TRUE(contains(options, option)) << option << "\n" << options;
   }
-  EXPECT_TRUE(contains(script, "export MLW_GPUS_PER_NODE=4\n"));
-  EXPECT_TRUE(contains(script, "export MASTER_ADDR="));
-  EXPECT_TRUE(contains(script, "export MASTER_PORT="));
-  EXPECT_TRUE(contains(script, "MLW_NODE_RANK=\"$SLURM_NODEID\""));
+  const std::string env = slurm_run_env(slurm_plan(), k_paths);
+  EXPECT_TRUE(contains(env, "mlw_gpus_per_node=4\n")) << env;
+  EXPECT_TRUE(contains(env, "mlw_nodes=2\n")) << env;
+  // job.sh, the same for every run, sets the rendezvous and each rank's number.
+  const std::string job(embedded_script("src/kinds/slurm/job.sh"));
+  EXPECT_TRUE(contains(job, "export MLW_GPUS_PER_NODE=\"$mlw_gpus_per_node\"\n"));
+  EXPECT_TRUE(contains(job, "export MASTER_ADDR="));
+  EXPECT_TRUE(contains(job, "export MASTER_PORT="));
+  EXPECT_TRUE(contains(job, "MLW_NODE_RANK=\"$SLURM_NODEID\""));
 }
 
 TEST(Slurm, UnsetOptionsAreLeftToSlurm) {
@@ -67,16 +83,16 @@ TEST(Slurm, UnsetOptionsAreLeftToSlurm) {
   plan.compute.section.erase("partition");
   plan.compute.section.erase("timeLimit");
   plan.compute.section.erase("account");
-  const std::string script = sbatch_script(plan, k_paths);
+  const std::string options = joined(sbatch_options(plan));
   for (const char* absent : {"--gpus-per-node", "--partition", "--time", "--account"}) {
-    EXPECT_FALSE(contains(script, absent)) << absent;
+    EXPECT_FALSE(contains(options, absent)) << absent;
   }
 }
 
 TEST(Slurm, ArgumentsAndValuesAreQuotedOnce) {
-  const std::string script = sbatch_script(slurm_plan(), k_paths);
-  EXPECT_TRUE(contains(script, "export 'SECRET_TOKEN=s3cr3t value'\n"));
-  EXPECT_TRUE(contains(script, "python3 train.py 'it'\\''s' '$(id)'"));
+  const std::string env = slurm_run_env(slurm_plan(), k_paths);
+  EXPECT_TRUE(contains(env, "export 'SECRET_TOKEN=s3cr3t value'\n"));
+  EXPECT_TRUE(contains(env, "command=(python3 train.py 'it'\\''s' '$(id)')\n")) << env;
 }
 
 TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
@@ -97,7 +113,7 @@ TEST(Slurm, ContainersRunThroughTheChosenRuntime) {
   EXPECT_TRUE(contains(joined(node.command),
                        "nvcr.io/nvidia/pytorch:24.01-py3 python3 train.py it's $(id)"));
   EXPECT_FALSE(contains(joined(node.command), "s3cr3t"));  // values stay in the environment
-  EXPECT_TRUE(contains(sbatch_script(plan, k_paths), "--user \"$(id -u):$(id -g)\""));
+  EXPECT_TRUE(contains(slurm_run_env(plan, k_paths), " --user @MLW_USER@ "));  // job.sh: uid:gid
 
   plan.compute.section["containerRuntime"] = "pyxis";
   node = slurm_node_command(plan, k_paths);
@@ -219,9 +235,8 @@ TEST(Slurm, AProjectNameWithSpacesAndOddNamesCannotBreakTheScript) {
   RunPlan plan = slurm_plan();
   plan.record.run_id = "my project_1700000000000";
   plan.run_config.environment_variables["A"] = "x'$(id)";
-  const std::string script = sbatch_script(plan, k_paths);
-  EXPECT_TRUE(contains(script, "#SBATCH --job-name=" + container_name(plan.record.run_id) + "\n"));
-  EXPECT_TRUE(contains(script, "export 'A=x'\\''$(id)'\n")) << script;
+  EXPECT_EQ(sbatch_options(plan).front(), "--job-name=" + container_name(plan.record.run_id));
+  EXPECT_TRUE(contains(slurm_run_env(plan, k_paths), "export 'A=x'\\''$(id)'\n"));
 }
 
 TEST(SlurmKeys, AValueOfAnSbatchLineIsOneWord) {
@@ -237,6 +252,33 @@ TEST(SlurmKeys, AValueOfAnSbatchLineIsOneWord) {
   }
   ConfigDocument partition = parse_config_text("type: slurm\npartition: a b\n", "a.compute");
   EXPECT_THROW(parse_compute(partition), Error);
+}
+
+TEST(SlurmScripts, JobShRunsEachRankAndKeepsTheFirstFailure) {
+  test::TempDir dir("slurm-job");
+  const fs::path d = dir.path();
+  fs::create_directories(d / "snapshot");
+  fs::create_directories(d / "bin");
+  std::ofstream(d / "job.sh") << embedded_script("src/kinds/slurm/job.sh");
+  // A fake srun: its options dropped, the command run once, as rank 0.
+  std::ofstream(d / "bin/srun") << "#!/bin/sh\nwhile case \"$1\" in --*) true;; *) false;; esac; "
+                                   "do shift; done\nSLURM_NODEID=0 exec \"$@\"\n";
+  fs::permissions(d / "bin/srun", fs::perms::owner_all, fs::perm_options::add);
+  std::ofstream(d / "run.env")
+      << "export 'ODD=a b'\\''c'\nmlw_share=" << (d / "share").string()
+      << "\nmlw_nodes=1\nmlw_gpus_per_node=0\nsrun_options=()\n"
+         "command=(sh -c 'echo \"$ODD $MLW_NODE_RANK\" > ../seen; exit 3')\n";
+  const std::string line = "cd " + shell_quote(d.string()) +
+                           " && PATH=" + shell_quote((d / "bin").string()) +
+                           ":$PATH bash ./job.sh >out 2>&1";
+  const int status = std::system(line.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  std::ifstream seen(d / "seen");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(seen), {}), "a b'c 0\n");
+  std::ifstream code(d / "exit_code.job");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(code), {}), "3\n");
+  EXPECT_TRUE(fs::exists(d / "rank_exit.0"));
+  EXPECT_TRUE(fs::is_directory(d / "share"));
 }
 
 }  // namespace mlw

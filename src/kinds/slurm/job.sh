@@ -1,0 +1,29 @@
+#!/bin/bash
+# An mlw run as a Slurm batch job: sbatch runs it from the run folder (its options are on
+# sbatch's command line). run.env, written by mlw, holds the run's variables (exported), the
+# node count and GPUs, the share folder, and two arrays: srun's extra options and the command
+# each node runs. Every rank records its own exit code and when it ended; when one fails srun
+# stops the others (143), and the job's code is the first failure, not the last.
+# shellcheck disable=SC2154 source=/dev/null  # run.env sets mlw_* and the two arrays
+. ./run.env || exit 125
+run=$PWD
+mkdir -p "$mlw_share" 2>/dev/null
+export MLW_NUM_NODES="${SLURM_JOB_NUM_NODES:-$mlw_nodes}"
+export MLW_GPUS_PER_NODE="$mlw_gpus_per_node"
+MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | head -n 1)
+export MASTER_ADDR="${MASTER_ADDR:-$(hostname)}"
+export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))
+# A container runs as the job's user.
+for i in "${!command[@]}"; do
+  [ "${command[$i]}" = @MLW_USER@ ] && command[i]="$(id -u):$(id -g)"
+done
+cd snapshot || exit 125
+# shellcheck disable=SC2016
+srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c 'MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK; "$@"; c=$?; echo "$c $(date +%s%N)" > "$0/rank_exit.$MLW_NODE_RANK"; exit "$c"' "$run" "${command[@]}" </dev/null
+code=$?
+first=$(for f in "$run"/rank_exit.*; do
+  [ -e "$f" ] && read -r c t <"$f" && [ "$c" != 0 ] && echo "$t $c"
+done | sort -n | head -n 1)
+[ -n "$first" ] && code=${first#* }
+echo "$code" >"$run/exit_code.job.tmp" && mv "$run/exit_code.job.tmp" "$run/exit_code.job"
+exit "$code"

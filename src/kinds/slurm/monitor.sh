@@ -1,0 +1,40 @@
+#!/bin/sh
+# The monitor of an mlw run on Slurm, started detached in the run folder: it polls the job
+# (job_id) with squeue until it leaves the queue, marking `started` once it runs, then writes its
+# final state and ExitCode (slurm_state, slurm_exit: from scontrol, else sacct) and batch_state
+# last. A controller that does not answer for slurm_retry seconds makes the state LOST.
+job=$(cat job_id) || exit 0
+retry=$(cat slurm_retry 2>/dev/null) || retry=300
+down=
+while :; do
+  if state=$(squeue -h -j "$job" -o %T 2>squeue.err); then
+    down=
+    [ -n "$state" ] || break
+    case "$state" in
+      RUNNING | COMPLETING | STAGE_OUT | SIGNALING) [ -e started ] || : >started ;;
+    esac
+  elif grep -qi 'invalid job id' squeue.err; then
+    break
+  else
+    [ -n "$down" ] || down=$(date +%s)
+    if [ $(($(date +%s) - down)) -ge "$retry" ]; then
+      echo LOST >slurm_state.tmp && mv slurm_state.tmp slurm_state
+      echo LOST >batch_state
+      exit 0
+    fi
+  fi
+  sleep 0.2
+done
+[ -e started ] || : >started
+info=$(scontrol -o show job "$job" 2>/dev/null)
+state=$(printf '%s\n' "$info" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+exit_field=$(printf '%s\n' "$info" | sed -n 's/.* ExitCode=\([0-9:]*\).*/\1/p')
+if [ -z "$state" ]; then
+  line=$(sacct -n -X -P -j "$job" -o State,ExitCode 2>/dev/null | head -n 1)
+  state=${line%%|*}
+  state=${state%% *}
+  exit_field=${line#*|}
+fi
+echo "$exit_field" >slurm_exit
+echo "${state:-UNKNOWN}" >slurm_state.tmp && mv slurm_state.tmp slurm_state
+echo "done" >batch_state
