@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fakes.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -17,44 +19,7 @@
 namespace mlw {
 namespace {
 
-/// A shell on this machine whose PATH starts with `bin`.
-class PathShell : public Shell {
- public:
-  explicit PathShell(std::filesystem::path bin) : m_bin(std::move(bin)) {}
-  std::string host() const override { return "this machine"; }
-  ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    return m_local.run("PATH=" + shell_quote(m_bin.string()) + ":$PATH\n" + script, streams);
-  }
-
- private:
-  std::filesystem::path m_bin;
-  LocalShell m_local;
-};
-
-/// Records what mlw asked for; SSH logins are refused, and there is no Docker engine socket (so
-/// the probe goes through the shell).
-class RecordingConnector : public Connector {
- public:
-  explicit RecordingConnector(std::filesystem::path bin) : m_bin(std::move(bin)) {}
-  std::vector<std::string> asked;
-
-  std::unique_ptr<Shell> connect(Context&, const std::string& target, const ComputeConfig&,
-                                 const ConnectRequest&) override {
-    asked.push_back("ssh " + target);
-    throw Error("no SSH in this test");
-  }
-  std::unique_ptr<Shell> local_shell() override {
-    asked.push_back("local shell");
-    return std::make_unique<PathShell>(m_bin);
-  }
-  std::unique_ptr<DockerEngine> local_engine() override {
-    asked.push_back("local engine");
-    return nullptr;
-  }
-
- private:
-  std::filesystem::path m_bin;
-};
+using test::RecordingConnector;
 
 class DoctorTest : public ::testing::Test {
  protected:

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "fake_kind.hpp"
+#include "fakes.hpp"
 #include "mlw/api/experiment.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/util/fs.hpp"

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fakes.hpp"
+
 #include <string>
 #include <vector>
 
@@ -22,61 +24,7 @@ std::string frame(int stream, const std::string& payload) {
   return out + payload;
 }
 
-/// An engine whose container printed `lines`; stream call k (0-based) breaks after
-/// `break_after[k]` bytes when given, pings fail `failing_pings` times after each break.
-class BreakingEngine : public DockerEngine {
- public:
-  std::string log;
-  std::vector<std::size_t> break_after;
-  int failing_pings = 0;
-  bool forget_after_break = false;
-  bool never_back = false;
-  std::string wait_body = R"({"StatusCode":3})";
-  int streams = 0, pings = 0, stops = 0;
-
-  std::string where() const override { return "unix:///fake.sock"; }
-
-  EngineResponse request(const std::string& method, const std::string& path,
-                         const std::string& = "") override {
-    if (path == "/_ping") {
-      ++pings;
-      if (never_back || m_pings_left-- > 0) throw Error("cannot reach the Docker engine");
-      return {200, "OK"};
-    }
-    if (method == "POST" && path.find("/stop") != std::string::npos) {
-      ++stops;
-      return {204, ""};
-    }
-    if (path.find("/wait") != std::string::npos) {
-      if (m_forgotten) return {404, R"({"message":"No such container"})"};
-      return {200, wait_body};
-    }
-    return {404, ""};
-  }
-
-  int stream(const std::string&, const std::string&,
-             const std::function<void(std::string_view)>& on_body,
-             const std::function<void()>& on_idle) override {
-    const std::size_t call = static_cast<std::size_t>(streams++);
-    if (m_forgotten) return 404;
-    if (on_idle) on_idle();
-    const std::size_t limit = call < break_after.size() ? break_after[call] : log.size();
-    // Delivered in small pieces, as a socket would.
-    for (std::size_t at = 0; at < limit; at += 5) {
-      on_body(std::string_view(log).substr(at, std::min<std::size_t>(5, limit - at)));
-    }
-    if (limit < log.size()) {
-      m_pings_left = failing_pings;
-      m_forgotten = forget_after_break;
-      throw Error("the Docker engine closed the connection mid-answer");
-    }
-    return 200;
-  }
-
- private:
-  int m_pings_left = 0;
-  bool m_forgotten = false;
-};
+using test::BreakingEngine;
 
 struct Followed {
   EngineFollowResult result;

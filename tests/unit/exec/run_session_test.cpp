@@ -9,6 +9,7 @@
 
 #include <deque>
 
+#include "fakes.hpp"
 #include "temp_dir.hpp"
 
 #include "mlw/history/store.hpp"
@@ -74,22 +75,16 @@ struct FakeTarget {
   }
 };
 
-class FakeShell : public Shell {
- public:
-  explicit FakeShell(FakeTarget& target) : m_target(target) { ++target.connections; }
-  std::string host() const override { return "fake-host"; }
-  ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    return m_target.answer(script, streams);
-  }
+/// A connection to the fake target.
+std::unique_ptr<Shell> fake_shell(FakeTarget& target) {
+  ++target.connections;
+  return std::make_unique<test::AnsweringShell>(
+      "fake-host", [&target](const std::string& script, const ShellStreams& streams) {
+        return target.answer(script, streams);
+      });
+}
 
- private:
-  FakeTarget& m_target;
-};
-
-class FixedClock : public Clock {
- public:
-  std::int64_t now_ms() const override { return 1'700'000'000'000; }
-};
+using test::FixedClock;
 
 /// A run of a `type` target, recorded as Preparing in a fresh history.
 struct Fixture {
@@ -114,9 +109,9 @@ struct Fixture {
   }
 
   RunSession session() {
-    return RunSession(ctx, plan, std::make_unique<FakeShell>(target), TargetFacts{},
+    return RunSession(ctx, plan, fake_shell(target), TargetFacts{},
                       {"/home/u/.mlw/runs/p_1", "/home/u/share", ""}, -1, true,
-                      [this] { return std::make_unique<FakeShell>(target); });
+                      [this] { return fake_shell(target); });
   }
 
   RunRecord record() { return HistoryStore(plan.history_dir).load("p_1"); }

@@ -14,6 +14,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "fakes.hpp"
 #include "temp_dir.hpp"
 
 #include "mlw/snapshot/manifest.hpp"
@@ -139,18 +140,7 @@ TEST(Ship, TheStoreNamesWhatItLacksAndMakesNothingThen) {
 namespace {
 
 /// This machine's /bin/sh as the target, counting the steps a ship takes.
-class CountingShell : public Shell {
- public:
-  int steps = 0;
-  std::string host() const override { return "counted"; }
-  ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    ++steps;
-    return m_shell.run(script, streams);
-  }
-
- private:
-  LocalShell m_shell;
-};
+using CountingShell = test::LocalTargetShell;
 
 }  // namespace
 
@@ -198,20 +188,18 @@ TEST(Ship, WhatTheProbeFoundLackingGoesAheadWithoutAsking) {
 namespace {
 
 /// A target whose store "lacks" a name nobody asked about.
-class StrangeName : public Shell {
- public:
-  std::string host() const override { return "odd"; }
-  ShellResult run(const std::string&, const ShellStreams& streams) override {
+test::AnsweringShell strange_name() {
+  return test::AnsweringShell("odd", [](const std::string&, const ShellStreams& streams) {
     streams.on_output("../../etc/passwd\n:missing\n");
-    return {3, "", ""};
-  }
-};
+    return ShellResult{3, "", ""};
+  });
+}
 
 }  // namespace
 
 TEST(Ship, ANameTheSnapshotDoesNotHoldIsRefused) {
   ShipFixture f;
-  StrangeName odd;
+  test::AnsweringShell odd = strange_name();
   try {
     ship_snapshot(f.ctx, odd, f.plan, f.store.string(), EnvironmentSpec{},
                   (f.store / "runs" / "r1").string());
@@ -228,18 +216,9 @@ TEST(Ship, ANameTheSnapshotDoesNotHoldIsRefused) {
 namespace {
 
 /// This machine's /bin/sh as a target whose HOME is the fixture's.
-class HomeShell : public Shell {
- public:
-  explicit HomeShell(std::string home) : m_home(std::move(home)) {}
-  std::string host() const override { return "here"; }
-  ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    return m_shell.run("HOME=" + shell_quote(m_home) + "\nexport HOME\n" + script, streams);
-  }
-
- private:
-  std::string m_home;
-  LocalShell m_shell;
-};
+test::LocalTargetShell home_shell(const std::string& home) {
+  return test::LocalTargetShell("here", home);
+}
 
 }  // namespace
 
@@ -247,7 +226,8 @@ TEST(Ship, InTheProbeWhatTheRecordDoesNotNameGoesAheadAndTheStoreSaysWhatItLacks
   ShipFixture f;
   f.plan.compute.type = "remote";
   f.plan.compute.python_location = "python3";
-  HomeShell shell(f.store.parent_path().string());  // its ~/.mlw is the fixture's store
+  test::LocalTargetShell shell =
+      home_shell(f.store.parent_path().string());  // its ~/.mlw is the fixture's store
   // No record: only the names go; the store lacks both.
   ProbeShip ship = ship_in_probe(f.plan, shell);
   TargetFacts facts = probe_target(shell, f.plan.compute, probe_ask(f.plan.compute), "", &ship);
@@ -361,27 +341,25 @@ namespace mlw {
 namespace {
 
 /// A target that answers the ship's question with object names for ever (here: 64 MiB of them,
-/// in 64 KiB chunks, unless mlw stops reading first).
-class EndlessAnswer : public Shell {
- public:
-  std::size_t sent = 0;
-  std::string host() const override { return "liar"; }
-  ShellResult run(const std::string&, const ShellStreams& streams) override {
+/// in 64 KiB chunks, unless mlw stops reading first), counting what it sent.
+test::AnsweringShell endless_answer(std::size_t& sent) {
+  return test::AnsweringShell("liar", [&sent](const std::string&, const ShellStreams& streams) {
     std::string chunk;
     while (chunk.size() < 65536) chunk += std::string(64, '0') + "\n";
     for (int i = 0; i < 1024; ++i) {
       streams.on_output(chunk);
       sent += chunk.size();
     }
-    return {0, "", ""};
-  }
-};
+    return ShellResult{0, "", ""};
+  });
+}
 
 }  // namespace
 
 TEST(Ship, AnAnswerLongerThanAnyListOfTheFilesAskedAboutStopsTheShip) {
   ShipFixture f;
-  EndlessAnswer liar;
+  std::size_t sent = 0;
+  test::AnsweringShell liar = endless_answer(sent);
   try {
     ship_snapshot(f.ctx, liar, f.plan, f.store.string(), EnvironmentSpec{},
                   (f.store / "runs" / "r1").string());
@@ -392,7 +370,7 @@ TEST(Ship, AnAnswerLongerThanAnyListOfTheFilesAskedAboutStopsTheShip) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_LE(liar.sent, 2u * 65536);  // read no further than the bound
+  EXPECT_LE(sent, 2u * 65536);  // read no further than the bound
 }
 
 }  // namespace mlw
