@@ -124,6 +124,25 @@ void MonitorDriver::stop(RunSession& session) {
   session.run_reconnecting(script);
 }
 
+void MonitorDriver::wait_until_started(RunSession& session) {
+  bool stop_sent = false;
+  while (true) {
+    ShellStreams streams;
+    streams.should_stop = [&] { return !stop_sent && session.canceled(); };
+    const ShellResult waited = session.run_reconnecting(
+        fmt::format("cd {} && while [ ! -e started ] && kill -0 {} 2>/dev/null; do sleep 0.2; "
+                    "done; exit 0",
+                    shell_quote(session.paths.run_dir), m_monitor_pid),
+        streams);
+    if (!stop_sent && session.canceled()) {
+      stop(session);
+      stop_sent = true;
+      continue;
+    }
+    if (waited.exit_code == 0) return;
+  }
+}
+
 std::string MonitorDriver::end_script() const {
   // The shell's own read, not cat: one process less at the end of every run.
   return "c=; [ -f exit_code ] && { read -r c || :; } <exit_code; echo \"$c\"; [ -e oom ] && "

@@ -139,6 +139,10 @@ slurm_lock() {
 }
 slurm_unlock() { touch "$WORK/slurm-lock.release"; }
 
+# run_state RUN_ID: "STATUS EXIT_CODE" of a run; run_is RUN_ID STATUS: whether it is in it.
+run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["exit_code"])'; }
+run_is() { [[ "$(run_state "$1")" == $2* ]]; }
+
 # wait_for SECONDS COMMAND...: polls (bounded) until the command succeeds.
 wait_for() {
   local limit=$1 i

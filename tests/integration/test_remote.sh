@@ -348,7 +348,6 @@ run_mlw -o json experiment submit -c docker -a slow.py 600 0.2
 RID=$(json_get "$OUT" 'd["run_id"]')
 check "the engine run printed before its container is killed" wait_for 30 grep -q "line 1" ".mlw/runs/$RID/driver_log.txt"
 docker kill --signal KILL "$(docker ps --filter label=mlw.run=$RID -q)" >/dev/null
-run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["exit_code"])'; }
 run_ended() { [[ "$(run_state "$1")" != Running* ]]; }
 check "the killed engine run ended" wait_for 30 run_ended "$RID"
 expect_eq "engine run killed by SIGKILL: 137" "$(run_state "$RID")" "Failed 137"

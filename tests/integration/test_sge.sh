@@ -42,8 +42,6 @@ for i in range(int(sys.argv[1])):
     time.sleep(float(sys.argv[2]))
 print("done", flush=True)
 PY
-run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["exit_code"])'; }
-run_is() { [[ "$(run_state "$1")" == $2* ]]; }
 job_of() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("job_id", ""))'; }
 in_qstat() { qstat -u '*' 2>/dev/null | awk -v j="$1" '$1 == j { f = 1 } END { exit !f }'; }
 

@@ -44,8 +44,6 @@ for i in range(int(sys.argv[1])):
     time.sleep(float(sys.argv[2]))
 print("done", flush=True)
 PY
-run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["exit_code"])'; }
-run_is() { [[ "$(run_state "$1")" == $2* ]]; }
 
 # --- attach and its refusals ------------------------------------------------------------------
 attach() { "$MLW" computetarget attach slurm -a "$ADDR" -u "$SUSER" --password-stdin --accept-host-key "$@" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"; }

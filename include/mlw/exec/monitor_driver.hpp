@@ -29,6 +29,9 @@ class MonitorDriver : public RunDriver {
   /// Starts the detached monitor (`monitor` as monitor.sh); false when it could not start (the
   /// run is recorded as failed).
   bool start_monitor(RunSession& session, const std::string& monitor);
+  /// Waits on the target until the monitor says the job runs (its `started` file) or has
+  /// ended; a cancel while it waits (queued in a batch system) goes to stop().
+  void wait_until_started(RunSession& session);
   /// The script that prints the end once the monitor is gone (after `cd` into the run folder).
   virtual std::string end_script() const;
 

@@ -89,28 +89,6 @@ class Driver : public MonitorDriver {
 
  protected:
   std::string end_script() const override { return "sh ./end.sh"; }
-
- private:
-  /// Waits on the host until the monitor says the job runs (or has ended); a cancel while it
-  /// is queued goes to qdel.
-  void wait_until_started(RunSession& session) {
-    bool stop_sent = false;
-    while (true) {
-      ShellStreams streams;
-      streams.should_stop = [&] { return !stop_sent && session.canceled(); };
-      const ShellResult waited = session.run_reconnecting(
-          fmt::format("cd {} && while [ ! -e started ] && kill -0 {} 2>/dev/null; do sleep 0.2; "
-                      "done; exit 0",
-                      shell_quote(session.paths.run_dir), m_monitor_pid),
-          streams);
-      if (!stop_sent && session.canceled()) {
-        stop(session);
-        stop_sent = true;
-        continue;
-      }
-      if (waited.exit_code == 0) return;
-    }
-  }
 };
 
 }  // namespace

@@ -127,28 +127,6 @@ class SlurmDriver : public MonitorDriver {
            "2>/dev/null)\"; for f in rank_exit.*; do [ -e \"$f\" ] && read -r c t < \"$f\" "
            "&& echo \"rank_${f#rank_exit.}=$c\"; done";
   }
-
- private:
-  /// Waits on the target until the monitor says the job runs (or has ended); a cancel while it
-  /// is queued goes to scancel.
-  void wait_until_started(RunSession& session) {
-    bool stop_sent = false;
-    while (true) {
-      ShellStreams streams;
-      streams.should_stop = [&] { return !stop_sent && session.canceled(); };
-      const ShellResult waited = session.run_reconnecting(
-          fmt::format("cd {} && while [ ! -e started ] && kill -0 {} 2>/dev/null; do sleep 0.2; "
-                      "done; exit 0",
-                      shell_quote(session.paths.run_dir), m_monitor_pid),
-          streams);
-      if (!stop_sent && session.canceled()) {
-        stop(session);
-        stop_sent = true;
-        continue;
-      }
-      if (waited.exit_code == 0) return;
-    }
-  }
 };
 
 }  // namespace
