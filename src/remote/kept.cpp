@@ -72,10 +72,20 @@ class KeptPipe : public ShellPipe {
   }
 
   std::size_t write(std::string_view data) override {
+    if (m_write_closed) return data.size();  // the other end is gone: nothing more goes
     const ssize_t n = ::send(m_fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     m_want_write = n < static_cast<ssize_t>(data.size());  // wait() then waits for room too
     if (n >= 0) return static_cast<std::size_t>(n);
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+    if (errno == EPIPE || errno == ECONNRESET) {
+      // The kept process closed the channel: a shell that ended before it read all of the
+      // step (one started ahead finding a login file changed exits 86), or a lost connection.
+      // What it sent before closing says which; the rest of the input is dropped.
+      m_write_closed = true;
+      m_want_write = false;
+      pump();
+      return data.size();
+    }
     throw Error("the connection was lost (the kept connection: " + errno_text(errno) + ")");
   }
 
@@ -171,6 +181,7 @@ class KeptPipe : public ShellPipe {
   bool m_ahead = false;
   bool m_ended = false;
   bool m_want_write = false;
+  bool m_write_closed = false;  ///< the kept process closed the channel while input was going
   int m_status = -1;
   int m_waits = 0;
   std::string m_refusal;

@@ -410,9 +410,10 @@ KILLED=0
 for _ in $(seq 1 12000); do
   if ls "$USER_HOME/.mlw/incoming/" 2>/dev/null | grep -q '^rproj'; then
     # The whole connection: each sshd session process and the child serving its channels.
+    # A session whose channel child was killed may be gone before its own kill: either counts.
     for child in $(ssh_sessions_of mlwtest); do
-      for grandchild in $(pgrep -P "$child"); do kill -9 "$grandchild"; done
-      kill -9 "$child" && KILLED=$((KILLED + 1))
+      for grandchild in $(pgrep -P "$child"); do kill -9 "$grandchild" && KILLED=$((KILLED + 1)); done
+      kill -9 "$child" 2>/dev/null && KILLED=$((KILLED + 1))
     done
     break
   fi

@@ -110,5 +110,49 @@ TEST(Kept, AClientGetsTheConversationsMarkerOrLogsInItself) {
   EXPECT_FALSE(fs::exists(*socket));  // and removed
 }
 
+TEST(Kept, AShellThatEndedWhileTheStepWasSentIsAnEndNotALostConnection) {
+  // A shell started ahead that found a login file changed exits 86 at once, and the kept
+  // process closes the channel: the client, still sending the step, must read that end (and
+  // ask for a shell started now), not fail with "Broken pipe" (seen once in CI).
+  test::TempDir dir("mlw-kept");
+  const auto socket = kept_socket(dir.path() / "c", "k");
+  ASSERT_TRUE(socket);
+  const int listen_fd = kept_listen(*socket);
+  ASSERT_GE(listen_fd, 0);
+  // The kept process: the shell started ahead; it reads the step's first bytes, ends (86) and
+  // the channel closes while the client is still sending.
+  std::thread stale([listen_fd] {
+    int fd = -1;
+    for (int i = 0; i < 200 && fd < 0; ++i) {
+      fd = ::accept(listen_fd, nullptr, nullptr);
+      if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (fd < 0) return;
+    char buffer[64];
+    ::recv(fd, buffer, sizeof buffer, 0);
+    const std::string ready = frame('a', "mlw-frame-02");
+    ::send(fd, ready.data(), ready.size(), MSG_NOSIGNAL);
+    ::recv(fd, buffer, sizeof buffer, 0);  // the step has begun to arrive
+    const std::string end = frame('x', "86");
+    ::send(fd, end.data(), end.size(), MSG_NOSIGNAL);
+    ::close(fd);
+  });
+  std::string marker;
+  bool ahead = false;
+  auto pipe = kept_open(*socket, 2000, false, marker, ahead);
+  ASSERT_NE(pipe, nullptr);
+  const std::string step(1 << 20, 's');
+  std::size_t sent = 0;
+  for (int i = 0; i < 100 && sent < step.size(); ++i) {
+    EXPECT_NO_THROW(sent += pipe->write(std::string_view(step).substr(sent)));
+    pipe->wait(10);
+  }
+  for (int i = 0; i < 100 && !pipe->ended(); ++i) pipe->wait(10);
+  EXPECT_TRUE(pipe->ended());
+  EXPECT_EQ(pipe->exit_status(), 86);
+  stale.join();
+  ::close(listen_fd);
+}
+
 }  // namespace
 }  // namespace mlw
