@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <regex>
 
 #include "mlw/config/names.hpp"
 #include "mlw/util/error.hpp"
@@ -32,13 +31,6 @@ std::vector<std::string_view> type_choices() {
     names.insert(names.end(), kind.aliases.begin(), kind.aliases.end());
   }
   return names;
-}
-
-/// "local, docker, …": the kinds' names.
-std::string compute_kind_names() {
-  std::vector<std::string> names;
-  for (const ComputeKind& kind : compute_kinds()) names.emplace_back(kind.name);
-  return join(names, ", ");
 }
 
 /// `doc` without the keys that `kind` owns (the shared key table reads the rest).
@@ -84,10 +76,10 @@ void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& 
     if (find_own_key(kind, name)) {
       config.section[name] = text;
     } else {
-      doc.warnings.push_back(fmt::format("{}: {} is a key of {} targets; this one is {}, which "
-                                         "does not use it",
-                                         doc.position_of(entry.first).to_string(false), name,
-                                         owner->name, kind.name));
+      doc.warnings.push_back(
+          fmt::format("{}: {} is a key of {} targets; this one is {}, which "
+                      "does not use it",
+                      doc.position_of(entry.first).to_string(false), name, owner->name, kind.name));
     }
   }
 }
@@ -216,6 +208,21 @@ const ComputeKind* find_compute_kind(std::string_view type) {
   return nullptr;
 }
 
+std::string compute_kind_names(std::string_view separator) {
+  std::vector<std::string> names;
+  for (const ComputeKind& kind : compute_kinds()) names.emplace_back(kind.name);
+  return join(names, std::string(separator));
+}
+
+std::string own_value(const ComputeConfig& compute, std::string_view key) {
+  if (const auto found = compute.section.find(std::string(key)); found != compute.section.end()) {
+    return found->second;
+  }
+  const ComputeKind* kind = find_compute_kind(compute.type);
+  const OwnKey* own = kind ? find_own_key(*kind, key) : nullptr;
+  return own ? std::string(own->fallback) : std::string();
+}
+
 const OwnKey* find_own_key(const ComputeKind& kind, std::string_view name) {
   for (const OwnKey& key : kind.own) {
     if (key.name == name) return &key;
@@ -280,12 +287,6 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
 
 namespace {
 
-/// The text of an own key in `config`: its value, or its fallback.
-std::string own_text(const ComputeConfig& config, const OwnKey& key) {
-  const auto found = config.section.find(std::string(key.name));
-  return found == config.section.end() ? std::string(key.fallback) : found->second;
-}
-
 /// One key of a file being written: its name, comment, value in YAML (before and after), and
 /// whether it belongs in a file of the target's kind.
 struct KeyText {
@@ -308,9 +309,10 @@ std::vector<KeyText> key_texts(const ComputeConfig& before, const ComputeConfig&
   }
   if (const ComputeKind* kind = find_compute_kind(after.type)) {
     for (const OwnKey& key : kind->own) {
-      keys.push_back({key.name, key.help,
-                      before.type == after.type ? render_own_value(key, own_text(before, key)) : "",
-                      render_own_value(key, own_text(after, key)), true});
+      keys.push_back(
+          {key.name, key.help,
+           before.type == after.type ? render_own_value(key, own_value(before, key.name)) : "",
+           render_own_value(key, own_value(after, key.name)), true});
     }
   }
   return keys;
@@ -327,7 +329,7 @@ std::string render_compute(const ComputeConfig& config, const std::string& name)
   if (const ComputeKind* kind = find_compute_kind(config.type)) {
     for (const OwnKey& key : kind->own) {
       out += fmt::format("\n# {}\n{}: {}\n", key.help, key.name,
-                         render_own_value(key, own_text(config, key)));
+                         render_own_value(key, own_value(config, key.name)));
     }
   }
   return out;

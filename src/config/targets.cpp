@@ -12,19 +12,6 @@ namespace mlw {
 
 namespace {
 
-/// "local|docker|…": the kinds, as the .compute file knows them.
-std::string kind_list() {
-  std::string names;
-  for (const ComputeKind& kind : compute_kinds()) {
-    names += (names.empty() ? "" : "|") + std::string(kind.name);
-  }
-  return names;
-}
-
-}  // namespace
-
-namespace {
-
 [[noreturn]] void unknown(const std::string& what, const std::string& name,
                           const std::vector<std::string>& known, const std::string& hint) {
   throw Error(fmt::format("no {} named \"{}\" in aml_config/{}; known: {}{}", what, name,
@@ -47,7 +34,7 @@ ComputeConfig load_compute(const Project& project, const std::string& name) {
   const fs::path path = project.compute_path(name);
   if (name.empty() || name.find('/') != std::string::npos || !fs::exists(path)) {
     unknown("compute target", name, project.compute_names(),
-            "; attach one with: mlw computetarget attach " + kind_list() + " -n NAME");
+            "; attach one with: mlw computetarget attach " + compute_kind_names("|") + " -n NAME");
   }
   ConfigDocument doc = load_document(project, path);
   ComputeConfig config = parse_compute(doc);

@@ -124,6 +124,48 @@ void MonitorDriver::stop(RunSession& session) {
   session.run_reconnecting(script);
 }
 
+bool MonitorDriver::start_batch_job(RunSession& session, const BatchSubmit& job) {
+  std::vector<std::string> words = {"sh", "./submit.sh"};
+  words.insert(words.end(), job.arguments.begin(), job.arguments.end());
+  const ShellResult submitted = session.shell().run_with_input(
+      "cd " + shell_quote(session.paths.run_dir) +
+          " && read -r n && head -c \"$n\" > submit.sh && " + shell_join(words),
+      stdin_file(job.submit) + job.files);
+  const std::string id = trim(submitted.output);
+  if (submitted.exit_code != 0 || id.empty() ||
+      id.find_first_not_of("0123456789") != std::string::npos) {
+    session.fail(exit_code::k_cannot_start,
+                 fmt::format("{} on {} refused the job: {}", job.tool, session.shell().host(),
+                             printable(trim(trim(submitted.errors) + " " + id))));
+    return false;
+  }
+  session.record.job_id = id;
+  session.record.status = status::k_queued;
+  session.claim();
+  session.save(false);
+  session.say(fmt::format("{} job {} queued on {}.\n", job.system, id, session.shell().host()));
+  if (!start_monitor(session, job.monitor)) return false;
+  session.save(false);
+  wait_until_started(session);
+  session.mark_running();
+  return true;
+}
+
+bool MonitorDriver::resume_batch_job(RunSession& session, const std::string& stale,
+                                     const std::function<std::string()>& monitor) {
+  MonitorDriver::resume(session);
+  const ShellResult alive = session.run_reconnecting(
+      fmt::format("cd {} && if kill -0 {} 2>/dev/null; then echo alive; else rm -f {}; fi",
+                  shell_quote(session.paths.run_dir), m_monitor_pid, stale));
+  if (alive.output.find("alive") == std::string::npos) {
+    const std::string text = monitor();
+    if (text.empty() || !start_monitor(session, text)) return false;
+    session.save(false);
+  }
+  wait_until_started(session);
+  return true;
+}
+
 void MonitorDriver::wait_until_started(RunSession& session) {
   bool stop_sent = false;
   while (true) {

@@ -42,16 +42,6 @@ bool TargetKind::has_key(std::string_view key) const {
                      [&](const OwnKey& own) { return own.name == key; });
 }
 
-std::string TargetKind::own(const ComputeConfig& compute, std::string_view key) const {
-  if (const auto found = compute.section.find(std::string(key)); found != compute.section.end()) {
-    return found->second;
-  }
-  for (const OwnKey& own : own_keys) {
-    if (own.name == key) return std::string(own.fallback);
-  }
-  return "";
-}
-
 const TargetKind* find_kind(std::string_view type) {
   for (const TargetKind* kind : target_kinds()) {
     if (kind->name == type) return kind;
@@ -90,7 +80,7 @@ std::vector<std::string> kind_name_list() {
 }
 
 std::string kind_names(std::string_view separator) {
-  return join(kind_name_list(), std::string(separator));
+  return compute_kind_names(separator);
 }
 
 }  // namespace mlw

@@ -66,6 +66,13 @@ const ComputeKind* find_compute_kind(std::string_view type);
 /// The own key `name` of `kind`; nullptr when it has none.
 const OwnKey* find_own_key(const ComputeKind& kind, std::string_view name);
 
+/// The text of the own key `key` in `compute`: the file's value, else the fallback its kind
+/// declares ("" when the kind has no such key). Kinds read their own struct through it.
+std::string own_value(const ComputeConfig& compute, std::string_view key);
+
+/// The kinds' names joined with `separator` ("local, docker, …"), in the table's order.
+std::string compute_kind_names(std::string_view separator = ", ");
+
 /// The YAML text of an own key's value (`text` as kept in ComputeConfig::section).
 std::string render_own_value(const OwnKey& key, const std::string& text);
 

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mlw/exec/run_session.hpp"
 
@@ -29,6 +31,25 @@ class MonitorDriver : public RunDriver {
   /// Starts the detached monitor (`monitor` as monitor.sh); false when it could not start (the
   /// run is recorded as failed).
   bool start_monitor(RunSession& session, const std::string& monitor);
+  /// A batch kind's submit step, for start_batch_job.
+  struct BatchSubmit {
+    std::string_view submit;             ///< its submit.sh, sent first on stdin
+    std::vector<std::string> arguments;  ///< the words after `sh ./submit.sh`
+    std::string files;                   ///< the rest of stdin: stdin_file()s submit.sh reads
+    std::string tool;                    ///< named when the job is refused ("qsub")
+    std::string system;                  ///< named when it is queued ("Grid Engine")
+    std::string monitor;                 ///< its monitor.sh
+  };
+  /// Runs submit.sh in the run folder (not retried on a dropped connection: the job may have
+  /// been queued already), records the job id it printed (Queued), starts the monitor and waits
+  /// until the job runs (Running). False when the job was refused or the monitor could not
+  /// start (recorded as failed).
+  bool start_batch_job(RunSession& session, const BatchSubmit& job);
+  /// Picks up a batch job whose supervisor is gone: a monitor that gave up on a scheduler that
+  /// did not answer is started again (`monitor` gives its text) once the end files `stale` are
+  /// removed; then waits until the job runs. False when the monitor could not start.
+  bool resume_batch_job(RunSession& session, const std::string& stale,
+                        const std::function<std::string()>& monitor);
   /// Waits on the target until the monitor says the job runs (its `started` file) or has
   /// ended; a cancel while it waits (queued in a batch system) goes to stop().
   void wait_until_started(RunSession& session);

@@ -86,8 +86,6 @@ struct TargetKind {
 
   /// Whether `key` is a .compute key of this kind (a shared one it uses, or its own).
   bool has_key(std::string_view key) const;
-  /// The value of an own key in `compute` (its fallback where the file has none).
-  std::string own(const ComputeConfig& compute, std::string_view key) const;
 };
 
 /// What the probe asks for a target of `compute`'s kind: the engine where it uses an image,

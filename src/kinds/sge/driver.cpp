@@ -20,55 +20,23 @@ class Driver : public MonitorDriver {
   /// Engine runs the job. False when qsub refused it (recorded as failed).
   bool start(RunSession& session, const std::string&) override {
     const Config config = config_of(session.plan.compute);
-    const std::string input = stdin_file(embedded_script("src/kinds/sge/job.sh")) +
-                              stdin_file(embedded_script("src/kinds/sge/end.sh")) +
-                              stdin_file(run_env(session.plan, session.paths));
-    const std::string submit(embedded_script("src/kinds/sge/submit.sh"));
-    // submit.sh itself goes first on stdin; not retried on a dropped connection (the job may
-    // have been queued already).
-    const std::string command =
-        "cd " + shell_quote(session.paths.run_dir) +
-        " && read -r n && head -c \"$n\" > submit.sh && sh ./submit.sh " +
-        shell_join({container_name(session.plan.record.run_id), config.queue, config.pe,
-                    std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY"))});
-    const ShellResult submitted =
-        session.shell().run_with_input(command, stdin_file(submit) + input);
-    const std::string id = trim(submitted.output);
-    if (submitted.exit_code != 0 || id.empty() ||
-        id.find_first_not_of("0123456789") != std::string::npos) {
-      session.fail(exit_code::k_cannot_start,
-                   fmt::format("qsub on {} refused the job: {}", session.shell().host(),
-                               printable(trim(trim(submitted.errors) + " " + id))));
-      return false;
-    }
-    session.record.job_id = id;
-    session.record.status = status::k_queued;
-    session.claim();
-    session.save(false);
-    session.say(fmt::format("Grid Engine job {} queued on {}.\n", id, session.shell().host()));
-    if (!start_monitor(session, std::string(embedded_script("src/kinds/sge/monitor.sh")))) {
-      return false;
-    }
-    session.save(false);
-    wait_until_started(session);
-    session.mark_running();
-    return true;
+    return start_batch_job(
+        session, {embedded_script("src/kinds/sge/submit.sh"),
+                  {container_name(session.plan.record.run_id), config.queue, config.pe,
+                   std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY"))},
+                  stdin_file(embedded_script("src/kinds/sge/job.sh")) +
+                      stdin_file(embedded_script("src/kinds/sge/end.sh")) +
+                      stdin_file(run_env(session.plan, session.paths)),
+                  "qsub",
+                  "Grid Engine",
+                  std::string(embedded_script("src/kinds/sge/monitor.sh"))});
   }
 
   /// A monitor that gave up on a qmaster that did not answer is started again.
   bool resume(RunSession& session) override {
-    MonitorDriver::resume(session);
-    const ShellResult alive = session.run_reconnecting(fmt::format(
-        "cd {} && if kill -0 {} 2>/dev/null; then echo alive; else rm -f batch_state; fi",
-        shell_quote(session.paths.run_dir), m_monitor_pid));
-    if (alive.output.find("alive") == std::string::npos) {
-      if (!start_monitor(session, std::string(embedded_script("src/kinds/sge/monitor.sh")))) {
-        return false;
-      }
-      session.save(false);
-    }
-    wait_until_started(session);
-    return true;
+    return resume_batch_job(session, "batch_state", [] {
+      return std::string(embedded_script("src/kinds/sge/monitor.sh"));
+    });
   }
 
   /// qdel: Grid Engine sends SIGUSR2 (qsub -notify), job.sh records 143; SIGKILL follows after

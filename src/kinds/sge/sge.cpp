@@ -124,13 +124,9 @@ void queue_rows(const CheckInput& in, const Facts& sge, std::vector<CheckRow>& r
 
 Config config_of(const ComputeConfig& compute) {
   Config config;
-  auto value = [&](const char* key) {
-    const auto found = compute.section.find(key);
-    return found == compute.section.end() ? std::string() : found->second;
-  };
-  config.queue = value("queue");
-  config.pe = value("pe");
-  config.slots = std::max(1, number(value("slots")));
+  config.queue = own_value(compute, "queue");
+  config.pe = own_value(compute, "pe");
+  config.slots = std::max(1, number(own_value(compute, "slots")));
   return config;
 }
 

@@ -32,17 +32,14 @@ int number(const std::string& text, int fallback) {
 
 SlurmConfig slurm_config(const ComputeConfig& compute) {
   SlurmConfig config;
-  auto value = [&](const char* key, const std::string& fallback = "") {
-    const auto found = compute.section.find(key);
-    return found == compute.section.end() ? fallback : found->second;
-  };
+  auto value = [&](const char* key) { return own_value(compute, key); };
   config.partition = value("partition");
   config.nodes = number(value("nodes"), 1);
   config.gpus_per_node = number(value("gpusPerNode"), 0);
   config.time_limit = value("timeLimit");
   config.account = value("account");
   config.container = value("container");
-  config.container_runtime = value("containerRuntime", "docker");
+  config.container_runtime = value("containerRuntime");
   return config;
 }
 

@@ -26,58 +26,26 @@ class SlurmDriver : public MonitorDriver {
   /// sbatch, the job id recorded (Queued), a monitor that watches the job, Running once Slurm
   /// runs it. False when sbatch refused the job (recorded as failed).
   bool start(RunSession& session, const std::string&) override {
-    // submit.sh first on stdin, then job.sh and run.env for it to write; not retried on a
-    // dropped connection (the job may have been queued already).
-    std::vector<std::string> words = {"sh", "./submit.sh", std::to_string(slurm_retry_seconds())};
+    std::vector<std::string> arguments = {std::to_string(slurm_retry_seconds())};
     const std::vector<std::string> options = sbatch_options(session.plan);
-    words.insert(words.end(), options.begin(), options.end());
-    const ShellResult submitted = session.shell().run_with_input(
-        "cd " + shell_quote(session.paths.run_dir) +
-            " && read -r n && head -c \"$n\" > submit.sh && " + shell_join(words),
-        stdin_file(embedded_script("src/kinds/slurm/submit.sh")) +
-            stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
-            stdin_file(slurm_run_env(session.plan, session.paths)));
-    const std::string id = trim(submitted.output.substr(0, submitted.output.find(';')));
-    if (submitted.exit_code != 0 || id.empty() ||
-        id.find_first_not_of("0123456789") != std::string::npos) {
-      session.fail(exit_code::k_cannot_start,
-                   fmt::format("sbatch on {} refused the job: {}", session.shell().host(),
-                               trim(trim(submitted.errors) + " " + trim(submitted.output))));
-      return false;
-    }
-    session.record.job_id = id;
-    session.record.status = status::k_queued;
-    session.claim();
-    session.save(false);
-    session.say(fmt::format("Slurm job {} queued on {}.\n", id, session.shell().host()));
-    if (!start_monitor(session, std::string(embedded_script("src/kinds/slurm/monitor.sh")))) {
-      return false;
-    }
-    session.save(false);
-    wait_until_started(session);
-    session.mark_running();
-    return true;
+    arguments.insert(arguments.end(), options.begin(), options.end());
+    return start_batch_job(
+        session, {embedded_script("src/kinds/slurm/submit.sh"), arguments,
+                  stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
+                      stdin_file(slurm_run_env(session.plan, session.paths)),
+                  "sbatch", "Slurm", std::string(embedded_script("src/kinds/slurm/monitor.sh"))});
   }
 
   /// A monitor that gave up on an unanswering controller is started again; it picks the job up
-  /// where Slurm has it.
+  /// where Slurm has it. The run folder's own monitor.sh: a run an older mlw started keeps the
+  /// monitor it was started with.
   bool resume(RunSession& session) override {
-    MonitorDriver::resume(session);
-    const ShellResult alive =
-        session.run_reconnecting(fmt::format("cd {} && if kill -0 {} 2>/dev/null; then echo alive; "
-                                             "else rm -f slurm_state batch_state; fi",
-                                             shell_quote(session.paths.run_dir), m_monitor_pid));
-    if (alive.output.find("alive") == std::string::npos) {
-      const std::string monitor =
-          session
-              .run_reconnecting("cat " + shell_quote(session.paths.run_dir + "/monitor.sh") +
-                                "; exit 0")
-              .output;
-      if (monitor.empty() || !start_monitor(session, monitor)) return false;
-      session.save(false);
-    }
-    wait_until_started(session);
-    return true;
+    return resume_batch_job(session, "slurm_state batch_state", [&session] {
+      return session
+          .run_reconnecting("cat " + shell_quote(session.paths.run_dir + "/monitor.sh") +
+                            "; exit 0")
+          .output;
+    });
   }
 
   void stop(RunSession& session) override {

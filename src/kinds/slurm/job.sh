@@ -4,7 +4,11 @@
 # node count and GPUs, the share folder, and two arrays: srun's extra options and the command
 # each node runs. Every rank records its own exit code and when it ended; when one fails srun
 # stops the others (143), and the job's code is the first failure, not the last.
-# shellcheck disable=SC2154 source=/dev/null  # run.env sets mlw_* and the two arrays
+# What run.env sets, empty until it does.
+mlw_share='' mlw_nodes=1 mlw_gpus_per_node=0
+srun_options=()
+command=()
+# shellcheck source=/dev/null
 . ./run.env || exit 125
 run=$PWD
 mkdir -p "$mlw_share" 2>/dev/null

@@ -25,13 +25,19 @@ std::string frame(char type, const std::string& data) {
   return out + data;
 }
 
-/// Accepts one client on `listen_fd`, reads its request, answers `reply`, then echoes stdout.
-void stand_in(int listen_fd, std::string reply, std::string* asked) {
+/// The next client on `listen_fd` (waiting up to 2 s); -1 when none came.
+int accept_client(int listen_fd) {
   int fd = -1;
   for (int i = 0; i < 200 && fd < 0; ++i) {
     fd = ::accept(listen_fd, nullptr, nullptr);
     if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  return fd;
+}
+
+/// Accepts one client on `listen_fd`, reads its request, answers `reply`, then echoes stdout.
+void stand_in(int listen_fd, std::string reply, std::string* asked) {
+  const int fd = accept_client(listen_fd);
   if (fd < 0) return;
   char buffer[64];
   const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
@@ -122,11 +128,7 @@ TEST(Kept, AShellThatEndedWhileTheStepWasSentIsAnEndNotALostConnection) {
   // The kept process: the shell started ahead; it reads the step's first bytes, ends (86) and
   // the channel closes while the client is still sending.
   std::thread stale([listen_fd] {
-    int fd = -1;
-    for (int i = 0; i < 200 && fd < 0; ++i) {
-      fd = ::accept(listen_fd, nullptr, nullptr);
-      if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    const int fd = accept_client(listen_fd);
     if (fd < 0) return;
     char buffer[64];
     ::recv(fd, buffer, sizeof buffer, 0);
