@@ -8,6 +8,7 @@
 #include "mlw/config/names.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
@@ -95,7 +96,7 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   spdlog::info("logged in to {} as {} ({})", compute.address, compute.username,
                shell->auth_method());
   const TargetKind& kind = kind_of(compute.type);
-  if (kind.batch) {
+  if (kind.runner.batch) {
     // A batch system's checks (scheduler, queue or partition, its size), as submit runs them
     // (a refused attach exits 1, not 125).
     const TargetFacts facts = probe_target(*shell, compute, probe_ask(compute));
@@ -215,7 +216,7 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
   ComputeConfig compute = previous.value_or(ComputeConfig{});
   compute.type = type;
   const TargetKind& kind = kind_of(type);
-  if (kind.uses_ssh) {
+  if (kind.place->connects()) {
     if (request.address) {
       parse_address(*request.address);  // refuses a malformed address before anything is written
       compute.address = *request.address;
@@ -237,7 +238,7 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
   }
   if (request.private_key_file) compute.private_key_file = *request.private_key_file;
   if (request.base_image) compute.base_docker_image = *request.base_image;
-  if (kind.uses_image && compute.base_docker_image.empty()) {
+  if (kind.runner.image && compute.base_docker_image.empty()) {
     compute.base_docker_image = "python:3.11-slim";
   }
   if (request.python_location) compute.python_location = *request.python_location;
@@ -259,7 +260,7 @@ nlohmann::ordered_json attach_result(Context& ctx, const std::string& name,
       {"type", compute.type},
       {"compute_file", project.display(project.compute_path(name))},
       {"run_config_file", project.display(project.run_config_path(name))}};
-  if (kind_of(compute.type).uses_ssh) {
+  if (kind_of(compute.type).place->connects()) {
     result["address"] = compute.address;
     result["username"] = compute.username;
     result["password"] = compute.password.empty()
@@ -281,7 +282,7 @@ void attach(Context& ctx, const AttachRequest& request) {
   const TargetKind* found = find_kind(request.type);  // an alias becomes its kind's name
   const std::string type = found ? std::string(found->name) : request.type;
   check_attach_options(request, type);
-  const bool remote = kind_of(type).uses_ssh;
+  const bool remote = kind_of(type).place->connects();
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
   if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {

@@ -6,6 +6,7 @@
 
 #include "mlw/api/computetarget.hpp"
 #include "mlw/config/targets.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
@@ -43,7 +44,7 @@ int doctor(Context& ctx, const std::string& name) {
     rows.push_back({check, ok ? CheckResult::Ok : CheckResult::Fail, detail, fix});
   };
   std::unique_ptr<Shell> shell;
-  if (kind.uses_ssh) {
+  if (kind.place->connects()) {
     const SshEndpoint endpoint = target_endpoint(compute);
     bool resolved = false;
     const auto [error, reached] = check_reachable(endpoint, resolved);
@@ -71,7 +72,7 @@ int doctor(Context& ctx, const std::string& name) {
       }
     }
   } else {
-    shell = ctx.connector->local_shell();
+    shell = kind.place->open(ctx, name, compute);
   }
   if (shell) {
     // The probe as a submit's asks it: for a kind with images, the engine is asked for one
@@ -79,7 +80,7 @@ int doctor(Context& ctx, const std::string& name) {
     // here too, bounded by MLW_PROBE_TIMEOUT, instead of doctor saying all is well.
     try {
       const TargetFacts facts = probe_target(*shell, compute, probe_ask(compute),
-                                             kind.uses_image ? "mlw_env:doctor" : "");
+                                             kind.runner.image ? "mlw_env:doctor" : "");
       kind.checks({compute, facts, shell->host(), name}, rows);
     } catch (const Error& e) {
       line("probe", false, e.what(),

@@ -18,6 +18,7 @@
 #include "mlw/config/names.hpp"
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/snapshot/ignore.hpp"
@@ -203,7 +204,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   // TrackedRun: false keeps the run out of the project's history: same machinery, own store.
   plan.history_dir = plan.run_config.tracked_run ? plan.project.state_dir()
                                                  : plan.project.state_dir() / "untracked";
-  if (kind_of(plan.compute.type).uses_ssh) {
+  if (kind_of(plan.compute.type).place->connects()) {
     // Taken before the probe, which then asks the target's store about it in its own round trip
     // (a ship step less); a snapshot that fails here is taken again, and fails, once the run is
     // recorded.
@@ -468,7 +469,7 @@ void prepare(Context& ctx, const std::string& run_config) {
   RunPlan plan;
   plan.project = ctx.project();
   std::tie(plan.target_name, plan.compute) = target_of(ctx, run_config, &plan.run_config);
-  if (!kind_of(plan.compute.type).uses_image) {
+  if (!kind_of(plan.compute.type).runner.image) {
     ctx.output().print_object(
         {{"target", plan.target_name},
          {"prepared", fmt::format("nothing to prepare: {} targets use no environment image",

@@ -152,7 +152,7 @@ bool reattach_if_lost(Context& ctx, const std::string& run_id) {
   const std::string type = plan.record.target_type;
   const TargetKind* kind = find_kind(type);
   if (plan.record.status != status::k_lost || plan.record.host != host_name() || !kind ||
-      !kind->runs_detached) {
+      !kind->runner.detached) {
     return false;
   }
   const int lock =

@@ -422,7 +422,7 @@ std::string engine_create(const RunPlan& plan, const TargetRunPaths& paths,
 
 std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
                            const TargetFacts& facts, const std::string& image) {
-  const bool container = plan.compute.type != "remote";
+  const bool container = !image.empty();
   const std::string run = shell_quote(paths.run_dir);
   std::string script = "#!/bin/sh\n# The monitor of run " + plan.record.run_id +
                        ", written by mlw: it outlives the SSH connection.\ncd " + run +

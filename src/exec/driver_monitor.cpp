@@ -113,7 +113,7 @@ bool MonitorDriver::resume(RunSession& session) {
 void MonitorDriver::stop(RunSession& session) {
   const std::string run = shell_quote(session.paths.run_dir);
   const std::string script =
-      kind_of(session.plan.compute.type).uses_image
+      !session.record.image_tag.empty()
           ? "cd " + run + " && [ -s container ] && " +
                 shell_join(docker_words(session.plan.compute, session.facts)) +
                 " stop -t 10 \"$(cat container)\" >/dev/null 2>&1; exit 0"

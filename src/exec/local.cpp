@@ -1,4 +1,5 @@
 #include "mlw/exec/local.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 
 #include "mlw/exec/container.hpp"
@@ -17,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "mlw/exec/run_recorder.hpp"
+#include "mlw/exec/run_session.hpp"
 #include "mlw/history/collect.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/util/fs.hpp"
@@ -32,9 +33,9 @@ std::string interpreter_name(const RunPlan& plan) {
                                                 : plan.compute.python_location;
 }
 
-/// Drains the script's output into driver_log.txt and the submitting terminal until the script
-/// has exited and its output is closed. Returns the script's exit code.
-int pump_output(pid_t script, int script_fd, int log_fd, int& live_fd, RunRecord& record) {
+/// Drains the script's output into driver_log.txt and the live output until the script has
+/// exited and its output is closed. Returns the script's exit code.
+int pump_output(pid_t script, int script_fd, int log_fd, RunSession& session) {
   bool log_failed = false;
   std::uint64_t logged = 0;
   std::optional<int> exit_code;
@@ -51,7 +52,7 @@ int pump_output(pid_t script, int script_fd, int log_fd, int& live_fd, RunRecord
         const ssize_t written = ::write(log_fd, buffer, static_cast<std::size_t>(n));
         if (written != n) {
           log_failed = true;
-          record.problems.push_back(fmt::format(
+          session.record.problems.push_back(fmt::format(
               "driver_log.txt could not be written after {} bytes: {}; the rest of the output "
               "was not saved",
               logged + (written > 0 ? written : 0), errno_text(written < 0 ? errno : ENOSPC)));
@@ -59,21 +60,7 @@ int pump_output(pid_t script, int script_fd, int log_fd, int& live_fd, RunRecord
           logged += static_cast<std::uint64_t>(n);
         }
       }
-      if (live_fd >= 0) {
-        const char* data = buffer;
-        std::size_t left = static_cast<std::size_t>(n);
-        while (left > 0) {
-          const ssize_t w = ::write(live_fd, data, left);
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) {
-            ::close(live_fd);
-            live_fd = -1;
-            break;
-          }
-          data += w;
-          left -= static_cast<std::size_t>(w);
-        }
-      }
+      session.say(std::string_view(buffer, static_cast<std::size_t>(n)));
       continue;
     }
     if (!exit_code) {
@@ -106,71 +93,100 @@ void record_git_state(Context& ctx, const fs::path& root, RunRecord& record) {
   }
 }
 
-/// The supervisor: runs in its own session, outlives the submitting mlw, and records the end.
-int supervise(Context& ctx, const RunPlan& plan, const ProcessSpec& spec, int live_fd) {
-  RunRecorder run(ctx, plan);
-  const fs::path reserve = plan.run_dir / ".reserve";
-  {
-    // Room for the final record even when the disk fills up during the run.
-    const int fd = ::open(reserve.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      ::posix_fallocate(fd, 0, 256 * 1024);
-      ::close(fd);
+/// The local Runner: the script as a process of its own session on this machine, its output
+/// pumped into driver_log.txt and the live output by the supervisor (the RunSession's process).
+class ProcessDriver : public RunDriver {
+ public:
+  explicit ProcessDriver(ProcessSpec spec) : m_spec(std::move(spec)) {}
+  ProcessDriver(const ProcessDriver&) = delete;
+  ProcessDriver& operator=(const ProcessDriver&) = delete;
+
+  ~ProcessDriver() override {
+    if (m_helper.joinable()) m_helper.join();
+    for (const int fd : {m_output, m_log}) {
+      if (fd >= 0) ::close(fd);
     }
   }
-  if (run.canceled()) {
-    ::unlink(reserve.c_str());
-    run.cancel_before_start();
-    return 0;
-  }
-  auto not_started = [&](const std::string& problem) {
-    ::unlink(reserve.c_str());
-    run.fail(exit_code::k_cannot_start, problem);
-    return 0;
-  };
-  int script_pipe[2];
-  if (::pipe2(script_pipe, O_CLOEXEC) != 0) {
-    return not_started("cannot create a pipe: " + errno_text(errno));
-  }
-  const int log_fd = ::open((plan.run_dir / "driver_log.txt").c_str(),
-                            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  pid_t script = -1;
-  try {
-    script = spawn(spec,
-                   {.stdout_fd = script_pipe[1], .stderr_fd = script_pipe[1], .new_session = true});
-  } catch (const Error& e) {
+
+  bool start(RunSession& session, const std::string&) override {
+    const RunPlan& plan = session.plan;
+    m_reserve = plan.run_dir / ".reserve";
+    {
+      // Room for the final record even when the disk fills up during the run.
+      const int fd = ::open(m_reserve.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        ::posix_fallocate(fd, 0, 256 * 1024);
+        ::close(fd);
+      }
+    }
+    int script_pipe[2];
+    if (::pipe2(script_pipe, O_CLOEXEC) != 0) {
+      return not_started(session, "cannot create a pipe: " + errno_text(errno));
+    }
+    m_output = script_pipe[0];
+    m_log = ::open((plan.run_dir / "driver_log.txt").c_str(),
+                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    try {
+      m_script = spawn(
+          m_spec, {.stdout_fd = script_pipe[1], .stderr_fd = script_pipe[1], .new_session = true});
+    } catch (const Error& e) {
+      ::close(script_pipe[1]);
+      return not_started(session, e.what());
+    }
     ::close(script_pipe[1]);
-    return not_started(e.what());
+    session.record.process_group = m_script;
+    session.mark_running();  // the run goes on even when this cannot be saved
+    // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
+    m_helper = std::thread([this, &session, &plan] {
+      record_git_state(session.ctx, plan.project.root, m_git);
+      m_git_done.set_value();
+      prepare_tree(plan.manifest, plan.record.snapshot_hash, plan.project.state_dir() / "trees",
+                   plan.project.state_dir() / "objects", plan.project.root);
+    });
+    return true;
   }
-  ::close(script_pipe[1]);
-  run.record.process_group = script;
-  run.mark_running();  // the run goes on even when this cannot be saved
 
-  // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
-  RunRecord git_state;
-  std::promise<void> git_done;
-  std::thread helper([&] {
-    record_git_state(ctx, plan.project.root, git_state);
-    git_done.set_value();
-    prepare_tree(plan.manifest, plan.record.snapshot_hash, plan.project.state_dir() / "trees",
-                 plan.project.state_dir() / "objects", plan.project.root);
-  });
-  const int code = pump_output(script, script_pipe[0], log_fd, live_fd, run.record);
-  git_done.get_future().wait();
-  run.record.git_commit = git_state.git_commit;
-  run.record.git_dirty = git_state.git_dirty;
-  ::close(script_pipe[0]);
-  if (log_fd >= 0) ::close(log_fd);
+  /// A local run ends with its supervisor (LocalExecutor::reattach refuses first).
+  bool resume(RunSession&) override { return false; }
 
-  run.record.cancel_requested = run.canceled();
-  run.apply(local_ending(code, run.record.cancel_requested));
-  run.collect_results(true);
-  ::unlink(reserve.c_str());
-  run.end();
-  if (live_fd >= 0) ::close(live_fd);  // the submitting mlw is done; the tree may still be building
-  helper.join();
-  return 0;
-}
+  void follow(RunSession& session) override {
+    m_code = pump_output(m_script, m_output, m_log, session);
+  }
+
+  /// Nothing here: `experiment cancel` signals the script's process group (LocalExecutor::stop).
+  void stop(RunSession&) override {}
+
+  RunEnding ending(RunSession& session) override {
+    m_git_done.get_future().wait();
+    session.record.git_commit = m_git.git_commit;
+    session.record.git_dirty = m_git.git_dirty;
+    ::unlink(m_reserve.c_str());
+    return local_ending(m_code, session.record.cancel_requested);
+  }
+
+  /// The submitting mlw is done; the tree may still be building.
+  void after_finish(RunSession& session) override {
+    session.close_live();
+    if (m_helper.joinable()) m_helper.join();
+  }
+
+ private:
+  bool not_started(RunSession& session, const std::string& problem) {
+    ::unlink(m_reserve.c_str());
+    session.fail(exit_code::k_cannot_start, problem);
+    return false;
+  }
+
+  ProcessSpec m_spec;
+  fs::path m_reserve;
+  pid_t m_script = -1;
+  int m_output = -1;
+  int m_log = -1;
+  int m_code = 0;
+  RunRecord m_git;  ///< the git state, from the helper thread
+  std::promise<void> m_git_done;
+  std::thread m_helper;
+};
 
 }  // namespace
 
@@ -224,7 +240,16 @@ RunHandle LocalExecutor::start(Context& ctx, RunPlan& plan) {
       build_local_command(plan, fs::absolute(*interpreter).string(), current_environment());
   make_directories(spec.env.at("MLW_SHARE_DIR"));
   make_directories(spec.cwd / "outputs");
-  return start_supervisor(plan, [&](int live_fd) { return supervise(ctx, plan, spec, live_fd); });
+  return start_supervisor(plan, [&](int live_fd) {
+    // One life cycle for every kind: a RunSession on this machine with the process Runner.
+    TargetRunPaths paths;
+    paths.run_dir = plan.run_dir.string();
+    paths.share_dir = spec.env.at("MLW_SHARE_DIR");
+    RunSession session(ctx, plan, nullptr, TargetFacts{}, paths, live_fd, false, this_machine(),
+                       nullptr);
+    ProcessDriver driver(spec);
+    return session.run(driver, nullptr);
+  });
 }
 
 void LocalExecutor::stop(Context&, const RunRecord& record, bool force) {
@@ -250,7 +275,7 @@ std::vector<std::string> LocalExecutor::clean(Context&, const std::string& targe
                                               const ComputeConfig&) {
   std::vector<std::string> others;
   for (const TargetKind* kind : target_kinds()) {
-    if (kind->uses_ssh || kind->uses_image) others.emplace_back(kind->name);
+    if (kind->place->connects() || kind->runner.image) others.emplace_back(kind->name);
   }
   const std::string last = others.back();
   others.pop_back();

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <cerrno>
 
 #include <fmt/format.h>
 
@@ -15,7 +16,6 @@
 #include <thread>
 
 #include "mlw/history/collect.hpp"
-#include "mlw/kinds/kind.hpp"
 #include "mlw/remote/tar.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/settings.hpp"
@@ -56,13 +56,11 @@ RunEnding exit_code_ending(const std::string& text, bool cancel_requested,
 
 ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
                          const EnvironmentSpec& env, const TargetRunPaths& paths,
+                         const std::string& locks,
                          const std::function<void(std::string_view)>& on_output) {
   // The probe's answer holds only for the same tag (before the snapshot, wheels are unknown).
   if (facts.image_present == env.tag) return ShellResult{0, "", ""};
   const std::string docker = shell_join(docker_words(plan.compute, facts));
-  const std::string locks = !kind_of(plan.compute.type).uses_ssh
-                                ? (plan.project.state_dir() / "locks").string()
-                                : facts.home + "/.mlw/locks";
   const std::string tag = shell_quote(env.tag);
   const std::string script =
       "mkdir -p " + shell_quote(locks) + " && exec 9>" + shell_quote(locks + "/" + env.hash) +
@@ -90,12 +88,13 @@ bool image_exists(Shell& shell, const ComputeConfig& compute, const TargetFacts&
 
 RunSession::RunSession(Context& context, RunPlan& run_plan, std::unique_ptr<Shell> shell,
                        TargetFacts target_facts, TargetRunPaths run_paths, int live_fd,
-                       bool copy_log, Reconnect reconnect)
+                       bool copy_log, const Place& place, Reconnect reconnect)
     : RunRecorder(context, run_plan),
       plan(run_plan),
       facts(std::move(target_facts)),
       paths(std::move(run_paths)),
       m_shell(std::move(shell)),
+      m_place(place),
       m_reconnect(std::move(reconnect)),
       m_live_fd(live_fd),
       m_copy_log(copy_log) {}
@@ -114,8 +113,15 @@ std::string RunSession::host() const {
 }
 
 void RunSession::say(std::string_view text) {
-  if (m_live_fd < 0) return;
-  if (::write(m_live_fd, text.data(), text.size()) < 0) close_live();
+  while (m_live_fd >= 0 && !text.empty()) {
+    const ssize_t n = ::write(m_live_fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close_live();
+      return;
+    }
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
 }
 
 void RunSession::close_live() {
@@ -221,16 +227,17 @@ int RunSession::build_environment(const EnvironmentSpec& env) {
   std::string tail;
   bool announced = false;
   const ShellResult result =
-      ensure_image(shell(), plan, facts, env, paths, [&](std::string_view chunk) {
-        if (build_log >= 0) write_fully(build_log, chunk);
-        if (!announced) {
-          announced = true;
-          note(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…", env.tag,
-                           record.run_id));
-        }
-        tail.append(chunk);
-        if (tail.size() > 4000) tail.erase(0, tail.size() - 4000);
-      });
+      ensure_image(shell(), plan, facts, env, paths, m_place.lock_folder(plan, facts),
+                   [&](std::string_view chunk) {
+                     if (build_log >= 0) write_fully(build_log, chunk);
+                     if (!announced) {
+                       announced = true;
+                       note(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…",
+                                        env.tag, record.run_id));
+                     }
+                     tail.append(chunk);
+                     if (tail.size() > 4000) tail.erase(0, tail.size() - 4000);
+                   });
   if (build_log >= 0) ::close(build_log);
   if (result.exit_code == 0) return 0;
   build_failed(env, result.exit_code, tail);
@@ -263,7 +270,7 @@ int RunSession::build_failed(const EnvironmentSpec& env, int build_exit, const s
 }
 
 int RunSession::finish(RunDriver& driver) {
-  const bool remote = kind_of(plan.compute.type).uses_ssh;
+  const bool remote = !m_place.shares_run_folder();
   if (remote) fetch_results();
   if (m_local_log >= 0) ::close(m_local_log);
   m_local_log = -1;

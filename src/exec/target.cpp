@@ -22,61 +22,15 @@ namespace mlw {
 
 namespace {
 
-bool is_local_docker(const std::string& type) {
-  return !kind_of(type).uses_ssh;
-}
-
-/// Whether the kind builds and uses an environment image (docker, remotedocker).
-bool uses_image(const std::string& type) {
-  return kind_of(type).uses_image;
-}
-
-std::string expand_on_target(const std::string& path, const std::string& home) {
-  if (path == "~") return home;
-  if (starts_with(path, "~/")) return home + path.substr(1);
-  return path;
-}
-
-TargetRunPaths run_paths(const RunPlan& plan, const TargetFacts& facts) {
-  TargetRunPaths paths;
-  if (is_local_docker(plan.compute.type)) {
-    paths.run_dir = fs::absolute(plan.run_dir).string();
-    paths.share_dir =
-        share_folder(expand_user(plan.compute.native_shared_directory).string(), plan);
-  } else {
-    paths.run_dir = facts.home + "/.mlw/runs/" + plan.record.run_id;
-    paths.share_dir =
-        share_folder(expand_on_target(plan.compute.native_shared_directory, facts.home), plan);
-  }
-  return paths;
-}
-
-/// The docker target: the snapshot is already in the run's history folder; adds the helper and
-/// the environment's build files beside it.
-void prepare_local_run_dir(const RunPlan& plan, const EnvironmentSpec& env) {
-  const fs::path run = plan.run_dir;
-  for (const auto& [path, contents] : run_folder_files(env)) {
-    make_directories((run / path).parent_path());
-    atomic_write_file(run / path, contents);
-  }
-  make_directories(run / "env" / "files");
-  for (const auto& entry : env.local_files) {
-    const fs::path target = run / "env" / "files" / entry.path;
-    make_directories(target.parent_path());
-    std::error_code ec;
-    fs::copy_file(run / "snapshot" / entry.path, target, ec);
-  }
-  make_directories(run / "snapshot" / "outputs");
-  if (!fs::exists(run / "driver_log.txt")) atomic_write_file(run / "driver_log.txt", "");
-}
-
-/// The local docker target's facts from the Engine API (no process started): the image, and the
-/// daemon's version and runtimes when they matter. Nothing where the API cannot be used or does
-/// not answer (the shell probe then gives the facts, and its clear error).
-std::unique_ptr<DockerEngine> probe_engine(Context& ctx, const ComputeConfig& compute,
-                                           const std::string& tag, TargetFacts& facts) {
+/// The facts of a place whose Docker engine mlw speaks to directly, from its API (no process
+/// started): the image, and the daemon's version and runtimes when they matter. Nothing where the
+/// API cannot be used or does not answer (the shell probe then gives the facts, and its clear
+/// error).
+std::unique_ptr<DockerEngine> probe_engine(Context& ctx, const Place& place,
+                                           const ComputeConfig& compute, const std::string& tag,
+                                           TargetFacts& facts) {
   if (compute.use_sudo) return nullptr;
-  auto engine = ctx.connector->local_engine();
+  auto engine = place.engine(ctx);
   if (!engine) return nullptr;
   TargetFacts found;
   try {
@@ -106,13 +60,7 @@ std::unique_ptr<DockerEngine> probe_engine(Context& ctx, const ComputeConfig& co
   return engine;
 }
 
-/// How a supervisor connects again after the connection dropped (nothing on this machine).
-Reconnect reconnect_to(Context& ctx, const RunPlan& plan) {
-  if (!kind_of(plan.compute.type).uses_ssh) return nullptr;
-  return [&ctx, &plan] { return ctx.connector->connect(ctx, plan.target_name, plan.compute); };
-}
-
-/// Whether a local docker run goes through the Engine API: the default container (shared
+/// Whether a run goes through the place's Docker Engine API: the default container (shared
 /// volumes, no extra docker run arguments, no nvidia-docker wrapper); else the docker command.
 bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
   return compute.shared_volumes && compute.docker_run_args.empty() && !compute.use_sudo &&
@@ -121,70 +69,61 @@ bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
 
 }  // namespace
 
-TargetExecutor::TargetExecutor(std::string type) : m_type(std::move(type)) {}
+TargetExecutor::TargetExecutor(const TargetKind& kind) : TargetExecutor(kind, *kind.place) {}
+
+TargetExecutor::TargetExecutor(const TargetKind& kind, const Place& place)
+    : m_kind(kind), m_place(place) {}
 
 void TargetExecutor::connect(Context& ctx, const std::string& target_name,
                              const ComputeConfig& compute, const std::string& image_tag,
-                             const ProbeShip* ship) {
-  if (is_local_docker(m_type)) {
-    m_shell = ctx.connector->local_shell();
-    m_engine = probe_engine(ctx, compute, image_tag, m_facts);
-  } else if (!m_shell) {
-    m_shell = ctx.connector->connect(ctx, target_name, compute);
-  }
+                             ProbeShip* ship) {
+  if (!m_shell) m_shell = m_place.open(ctx, target_name, compute);
+  if (m_kind.runner.image) m_engine = probe_engine(ctx, m_place, compute, image_tag, m_facts);
   // A run's probe does not ask the free disk (only doctor shows it; two processes less).
-  if (!m_engine)
+  if (!m_engine) {
     m_facts = probe_target(*m_shell, compute, probe_ask(compute), image_tag, ship, false);
+    if (ship) m_ship = read_ship_answer(*ship);
+  }
   // The kind's checks, as doctor shows them: the first that refuses stops the submit.
   std::vector<CheckRow> rows;
-  kind_of(m_type).checks({compute, m_facts, m_shell->host(), target_name}, rows);
+  m_kind.checks({compute, m_facts, m_shell->host(), target_name}, rows);
   refuse_first(rows);
 }
 
 void TargetExecutor::open(Context& ctx, const std::string& target_name,
                           const ComputeConfig& compute) {
-  if (!is_local_docker(m_type) && !m_shell)
-    m_shell = ctx.connector->connect(ctx, target_name, compute);
+  if (m_place.connects() && !m_shell) m_shell = m_place.open(ctx, target_name, compute);
 }
 
 void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
-  if (uses_image(m_type) && plan.compute.base_docker_image.empty()) {
+  if (m_kind.runner.image && plan.compute.base_docker_image.empty()) {
     throw Error(fmt::format("aml_config/{}.compute sets no baseDockerImage", plan.target_name),
                 exit_code::k_cannot_start);
   }
   // A malformed dependency file fails here, before connecting. The spec is made again in start:
   // its files from the project (pip wheels) come from the snapshot, which is not taken yet.
-  const std::string tag = uses_image(m_type) ? environment_spec(plan).tag : "";
-  // With the snapshot taken (prepare), the content ships in the probe's round trip.
-  if (is_local_docker(m_type) || plan.manifest.entries.empty()) {
-    connect(ctx, plan.target_name, plan.compute, tag);
-    return;
-  }
+  const std::string tag = m_kind.runner.image ? environment_spec(plan).tag : "";
   open(ctx, plan.target_name, plan.compute);
-  const ProbeShip ship = ship_in_probe(plan, *m_shell);
-  connect(ctx, plan.target_name, plan.compute, tag, &ship);
+  // With the snapshot taken, the content ships in the probe's round trip.
+  std::optional<ProbeShip> ship;
+  if (m_shell) ship = m_place.probe_ship(plan, *m_shell);
+  connect(ctx, plan.target_name, plan.compute, tag, ship ? &*ship : nullptr);
 }
 
 RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
-  const EnvironmentSpec env = uses_image(m_type) ? environment_spec(plan) : EnvironmentSpec{};
-  TargetRunPaths paths = run_paths(plan, m_facts);
-  if (is_local_docker(m_type)) {
-    prepare_local_run_dir(plan, env);
-    make_directories(paths.share_dir);
-  } else if (m_facts.ship_code == 0 && !kind_of(m_type).batch &&
-             (!uses_image(m_type) || m_facts.image_present == env.tag)) {
-    // The probe found every object in the store and nothing is to be built: the monitor's
-    // launch makes the run folder (no ship step).
-    paths.tree = run_tree_tar(plan, env, m_facts.home + "/.mlw");
-    remember_shipped(plan, *m_shell);
-  } else {
-    ship_after_probe(ctx, plan, env, paths, true);
-  }
+  const bool image = m_kind.runner.image;
+  const EnvironmentSpec env = image ? environment_spec(plan) : EnvironmentSpec{};
+  TargetRunPaths paths = m_place.run_paths(plan, m_facts);
+  // Where the store holds every object and nothing is to be built, a monitor's launch makes the
+  // run folder (no ship step); a batch job is queued with its folder in place.
+  Staging how;
+  how.build = true;
+  how.launch_can_make_folder = !m_kind.runner.batch && (!image || m_facts.image_present == env.tag);
+  m_place.stage(ctx, *m_shell, plan, env, m_ship, paths, how);
   const bool in_engine = runs_in_engine(plan.compute, m_facts) && m_engine;
   RunHandle handle = start_supervisor(plan, [&](int live_fd) {
     try {
-      return supervise(ctx, plan, paths, live_fd, in_engine, uses_image(m_type) ? &env : nullptr,
-                       false);
+      return supervise(ctx, plan, paths, live_fd, in_engine, image ? &env : nullptr, false);
     } catch (const std::exception& e) {
       try {
         HistoryStore store(plan.history_dir);
@@ -204,8 +143,9 @@ RunHandle TargetExecutor::start(Context& ctx, RunPlan& plan) {
 
 void TargetExecutor::reattach(Context& ctx, RunPlan& plan) {
   connect(ctx, plan.target_name, plan.compute);
-  const TargetRunPaths paths = run_paths(plan, m_facts);
-  const bool in_engine = is_local_docker(m_type) && plan.record.process_group == 0 &&
+  const TargetRunPaths paths = m_place.run_paths(plan, m_facts);
+  // A run the place's engine API started has no monitor: its container is followed there.
+  const bool in_engine = m_place.shares_run_folder() && plan.record.process_group == 0 &&
                          fs::exists(plan.run_dir / "container");
   if (in_engine && !m_engine) {
     throw Error(
@@ -227,64 +167,31 @@ void TargetExecutor::reattach(Context& ctx, RunPlan& plan) {
 int TargetExecutor::supervise(Context& ctx, RunPlan& plan, const TargetRunPaths& paths, int live_fd,
                               bool in_engine, const EnvironmentSpec* env, bool resume) {
   ctx.stdin_is_terminal = ctx.stderr_is_terminal = ctx.stdout_is_terminal = false;
-  // The supervisor writes driver_log.txt unless a monitor on this machine does.
+  // The supervisor writes driver_log.txt unless a monitor writes it into this run folder.
   RunSession session(ctx, plan, std::move(m_shell), m_facts, paths, live_fd,
-                     !is_local_docker(m_type) || in_engine, reconnect_to(ctx, plan));
-  const auto driver =
-      in_engine ? engine_driver(std::move(m_engine)) : kind_of(m_type).make_driver();
+                     !m_place.shares_run_folder() || in_engine, m_place,
+                     m_place.reconnect(ctx, plan));
+  const auto driver = in_engine ? engine_driver(std::move(m_engine)) : m_kind.runner.make_driver();
   return resume ? session.resume(*driver) : session.run(*driver, env);
 }
 
 void TargetExecutor::stop(Context&, const RunRecord&, bool) {}
 
-void TargetExecutor::ship_after_probe(Context& ctx, const RunPlan& plan, const EnvironmentSpec& env,
-                                      const TargetRunPaths& paths, bool build) {
-  // The probe's ship: 0, the store holds it all; 3, it named what it lacks (sent now, ahead).
-  const std::optional<int> code = m_facts.ship_code;
-  if (code == 0 && !build) {
-    remember_shipped(plan, *m_shell);
-    return;
-  }
-  std::vector<std::string> lacking;
-  for (const auto& line : m_facts.ship_said) {
-    if (line != ":missing") lacking.push_back(line);
-  }
-  if (code == 3 && !m_facts.ship_said.empty() && m_facts.ship_said.back() == ":missing") {
-    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build, &lacking);
-  } else if (code == 0) {
-    lacking.clear();
-    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build, &lacking);
-  } else {
-    if (code) {
-      spdlog::debug("the ship in the probe ended {}: {}", *code, join(m_facts.ship_said, "; "));
-    }
-    ship_snapshot(ctx, *m_shell, plan, m_facts.home + "/.mlw", env, paths.run_dir, build);
-  }
-}
-
 PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) {
   const EnvironmentSpec env = environment_spec(plan);
-  const TargetRunPaths paths = run_paths(plan, m_facts);
+  const TargetRunPaths paths = m_place.run_paths(plan, m_facts);
   // With the image there, nothing is built: only the content is shipped (for the next submit).
   const bool build = m_facts.image_present != env.tag;
-  if (is_local_docker(m_type)) {
-    if (build) {
-      materialize_snapshot(plan.manifest, plan.project.state_dir() / "objects", plan.project.root,
-                           plan.run_dir / "snapshot");
-      prepare_local_run_dir(plan, env);
-    }
-  } else {
-    ship_after_probe(ctx, plan, env, paths, build);
-  }
+  TargetRunPaths staged = paths;
+  m_place.stage(ctx, *m_shell, plan, env, m_ship, staged, {.build = build, .prepare = true});
   std::string log;
   const ShellResult result =
-      ensure_image(*m_shell, plan, m_facts, env, paths, [&](std::string_view chunk) {
-        log.append(chunk);
-        on_output(chunk);
-      });
-  if (!is_local_docker(m_type) && build) {
-    m_shell->run("rm -rf " + shell_quote(paths.run_dir) + " >/dev/null 2>&1 </dev/null &");
-  }
+      ensure_image(*m_shell, plan, m_facts, env, paths, m_place.lock_folder(plan, m_facts),
+                   [&](std::string_view chunk) {
+                     log.append(chunk);
+                     on_output(chunk);
+                   });
+  m_place.after_prepare(*m_shell, paths, build);
   if (result.exit_code != 0) {
     const BuildFailure reason = build_failure_reason(log);
     const std::string base =
@@ -304,7 +211,7 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
                                                const ComputeConfig& compute) {
   connect(ctx, target_name, compute);
   std::vector<std::string> removed;
-  if (uses_image(m_type)) {
+  if (m_kind.runner.image) {
     const std::string docker = shell_join(docker_words(compute, m_facts));
     const ShellResult images =
         m_shell->run(docker +
@@ -316,19 +223,7 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
         removed.push_back("image " + trim(line).substr(trim(line).find(' ') + 1));
     }
   }
-  if (!is_local_docker(m_type)) {
-    const std::string store = shell_quote(m_facts.home + "/.mlw");
-    const ShellResult files = m_shell->run(
-        "cd " + store +
-        " 2>/dev/null || exit 0\n"
-        "n=$(ls objects 2>/dev/null | wc -l); rm -rf objects incoming; echo \"objects $n\"\n"
-        "for r in runs/*/; do { [ -e \"$r/exit_code\" ] || [ -e \"$r/batch_state\" ]; } && "
-        "rm -rf \"$r\" && echo \"run $r\"; done; "
-        "exit 0");
-    for (const auto& line : split(trim(files.output), '\n')) {
-      if (!trim(line).empty()) removed.push_back(trim(line));
-    }
-  }
+  for (auto& line : m_place.clean(*m_shell, m_facts)) removed.push_back(std::move(line));
   return removed;
 }
 

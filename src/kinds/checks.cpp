@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/probe.hpp"
 
@@ -50,7 +51,7 @@ std::string nvidia_refusal(const ComputeConfig& compute, const TargetFacts& fact
 void docker_rows(const CheckInput& in, std::vector<CheckRow>& rows) {
   const ComputeConfig& compute = in.compute;
   const TargetFacts& facts = in.facts;
-  const bool local = !kind_of(compute.type).uses_ssh;
+  const bool local = !kind_of(compute.type).place->connects();
   CheckRow docker{"docker", result_of(facts.docker_ok),
                   facts.docker_ok ? "server " + facts.docker_detail : facts.docker_detail,
                   local ? "start the Docker engine, or set DOCKER_HOST"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "mlw/exec/executor.hpp"
+#include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -61,7 +61,9 @@ std::shared_ptr<ExecutorSource> kind_executors() {
   class Table : public ExecutorSource {
    public:
     std::unique_ptr<Executor> make(const std::string& type) override {
-      return kind_of(type).make_executor();
+      const TargetKind& kind = kind_of(type);
+      if (kind.make_executor) return kind.make_executor();
+      return std::make_unique<TargetExecutor>(kind);
     }
   };
   return std::make_shared<Table>();
@@ -69,7 +71,7 @@ std::shared_ptr<ExecutorSource> kind_executors() {
 
 ProbeAsk probe_ask(const ComputeConfig& compute) {
   const TargetKind& kind = kind_of(compute.type);
-  return {kind.uses_image, kind.has_key("pythonLocation"),
+  return {kind.runner.image, kind.has_key("pythonLocation"),
           kind.probe_section ? kind.probe_section(compute) : std::string()};
 }
 

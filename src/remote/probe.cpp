@@ -141,7 +141,7 @@ std::string probe_script(const ComputeConfig& compute, const ProbeAsk& ask,
   return script;
 }
 
-TargetFacts parse_probe(const std::string& output) {
+TargetFacts parse_probe(const std::string& output, ProbeShip* ship) {
   TargetFacts facts;
   std::istringstream lines(output);
   std::string line;
@@ -174,12 +174,13 @@ TargetFacts parse_probe(const std::string& output) {
       if (parts.size() > 2) gpu.driver = trim(parts[2]);
       facts.gpus.push_back(gpu);
     } else if (key == "ship") {
+      if (!ship) continue;  // a ship's lines where none was asked for: a target that lies
       if (starts_with(value, "end ")) {
         if (const auto code = parse_integer(value.substr(4), 0, 255)) {
-          facts.ship_code = static_cast<int>(*code);
+          ship->ended = static_cast<int>(*code);
         }
-      } else if (facts.ship_said.size() < (1U << 20)) {
-        facts.ship_said.push_back(value);
+      } else if (ship->heard.size() < (1U << 20)) {
+        ship->heard.push_back(value);
       }
     } else if (key == "disk_free_kb") {
       try {
@@ -194,7 +195,7 @@ TargetFacts parse_probe(const std::string& output) {
 }
 
 TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const ProbeAsk& ask,
-                         const std::string& image_tag, const ProbeShip* ship, bool disk) {
+                         const std::string& image_tag, ProbeShip* ship, bool disk) {
   const std::string question = ship ? ship->input : "";
   // The probe prints a few lines, and one per object asked about: more is a target that lies.
   const std::size_t bound = 65536 + 2 * question.size();
@@ -241,7 +242,11 @@ TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const Probe
     throw Error("cannot inspect " + shell.host() + ": " + trim(result.errors),
                 exit_code::k_cannot_start);
   }
-  TargetFacts facts = parse_probe(result.output);
+  if (ship) {
+    ship->heard.clear();
+    ship->ended.reset();
+  }
+  TargetFacts facts = parse_probe(result.output, ship);
   if (facts.home.empty()) {
     throw Error("cannot inspect " + shell.host() + ": the login shell printed no HOME",
                 exit_code::k_cannot_start);

@@ -8,6 +8,7 @@
 
 #include "mlw/exec/container.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/exec/run_recorder.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/remote/docker_engine.hpp"
@@ -29,8 +30,10 @@ RunEnding exit_code_ending(const std::string& text, bool cancel_requested,
 
 /// Builds mlw_env:<hash> unless it exists, under a lock on the target so that concurrent submits
 /// build it once. The build's output goes to `on_output`.
+/// `locks` is the place's lock folder.
 ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& facts,
                          const EnvironmentSpec& env, const TargetRunPaths& paths,
+                         const std::string& locks,
                          const std::function<void(std::string_view)>& on_output);
 
 /// Whether the environment image `tag` is on the target (PrepareEnvironment: false).
@@ -68,9 +71,11 @@ using Reconnect = std::function<std::unique_ptr<Shell>()>;
 class RunSession : public RunRecorder {
  public:
   /// `copy_log`: the supervisor writes driver_log.txt (the run's log is elsewhere: on the target
-  /// or in the engine). `reconnect`: nothing for a target on this machine.
+  /// or in the engine). `place`: where the run is (its lock folder; whether its results are to
+  /// be brought back). `reconnect`: nothing for a target on this machine.
   RunSession(Context& ctx, RunPlan& plan, std::unique_ptr<Shell> shell, TargetFacts facts,
-             TargetRunPaths paths, int live_fd, bool copy_log, Reconnect reconnect);
+             TargetRunPaths paths, int live_fd, bool copy_log, const Place& place,
+             Reconnect reconnect);
   ~RunSession();
   RunSession(const RunSession&) = delete;
   RunSession& operator=(const RunSession&) = delete;
@@ -131,6 +136,7 @@ class RunSession : public RunRecorder {
   void fetch_results();
 
   std::unique_ptr<Shell> m_shell;
+  const Place& m_place;
   Reconnect m_reconnect;
   int m_live_fd;
   bool m_copy_log;

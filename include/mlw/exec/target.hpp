@@ -5,20 +5,25 @@
 
 #include "mlw/exec/container.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/exec/place.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/remote/docker_engine.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/remote/shell.hpp"
 
 namespace mlw {
 
-/// The docker, remotedocker and remote targets: one connection (SSH, or this machine for
-/// docker) serves the whole submit; the snapshot is shipped to the target's content store, the
-/// environment image built once, and a detached monitor runs the container or script there
-/// while a local supervisor follows its log (reconnecting when the connection drops).
+/// The executor of a kind's Place and Runner (every kind but local): one connection (SSH, or
+/// this machine's shell) serves the whole submit; the Place stages the run folder (the snapshot
+/// shipped to the target's content store), the environment image is built once where the
+/// Runner uses one, and a supervisor here follows the run through the Runner's driver (or the
+/// Place's Docker engine API), reconnecting when the connection drops.
 class TargetExecutor : public Executor {
  public:
-  /// An executor for `type` (docker, remotedocker or remote).
-  explicit TargetExecutor(std::string type);
+  /// The executor of `kind` (its place and runner).
+  explicit TargetExecutor(const TargetKind& kind);
+  /// The executor of `kind`'s runner at another place (the conformance suite's recording one).
+  TargetExecutor(const TargetKind& kind, const Place& place);
   void open(Context& ctx, const std::string& target_name, const ComputeConfig& compute) override;
   void validate(Context& ctx, const RunPlan& plan) override;
   RunHandle start(Context& ctx, RunPlan& plan) override;
@@ -33,20 +38,18 @@ class TargetExecutor : public Executor {
  private:
   /// Connects and probes; with `ship`, the probe also ships (experiment prepare).
   void connect(Context& ctx, const std::string& target_name, const ComputeConfig& compute,
-               const std::string& image_tag = "", const ProbeShip* ship = nullptr);
-  /// Prepare's ship after the probe's: nothing more when the store holds it all (and no
-  /// build needs the run folder), else what it said it lacks.
-  void ship_after_probe(Context& ctx, const RunPlan& plan, const EnvironmentSpec& env,
-                        const TargetRunPaths& paths, bool build);
+               const std::string& image_tag = "", ProbeShip* ship = nullptr);
   /// The supervisor's work (in the forked process): a RunSession over this connection and the
   /// run's driver (the Engine API's, else the kind's); a new run with `env` (image kinds), or
   /// with `resume` one whose supervisor is gone.
   int supervise(Context& ctx, RunPlan& plan, const TargetRunPaths& paths, int live_fd,
                 bool in_engine, const EnvironmentSpec* env, bool resume);
-  std::string m_type;
+  const TargetKind& m_kind;
+  const Place& m_place;
   std::unique_ptr<Shell> m_shell;
   std::unique_ptr<DockerEngine> m_engine;  ///< the local docker target's Engine API, when usable
   TargetFacts m_facts;
+  ShipAnswer m_ship;  ///< what the probe's ship said (validate, with a snapshot taken)
 };
 
 }  // namespace mlw

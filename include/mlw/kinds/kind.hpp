@@ -20,6 +20,7 @@ namespace mlw {
 
 struct TargetFacts;
 class Executor;
+class Place;
 class RunDriver;
 
 /// How one check came out: doctor's RESULT column ("ok", "fail", "-").
@@ -55,18 +56,26 @@ struct AttachOptionSet {
   bool python = false;  ///< --python
 };
 
-/// One kind of compute target: everything that differs by kind, in one row.
-struct TargetKind {
-  std::string_view name{};                  ///< the `type` in .compute files
-  std::vector<std::string_view> aliases{};  ///< other names `type` accepts (2017's localdocker)
-  bool uses_ssh = false;                    ///< reached over SSH (address, login keys)
-  bool uses_image = false;  ///< runs in an environment image built from baseDockerImage
+/// How a kind runs its runs (the Runner of docs/architecture.md): its traits and its driver.
+struct Runner {
+  bool image = false;  ///< runs in an environment image built from baseDockerImage
   /// Its runs go on without their supervisor (on the target, in an engine, in a batch system): a
   /// Lost one can be followed again (history logs -f starts a new supervisor).
-  bool runs_detached = false;
+  bool detached = false;
   /// A batch system queues its runs (sbatch, qsub): the run folder is shipped ahead of the
   /// job, not made by a monitor's launch.
   bool batch = false;
+  /// How a supervisor runs it on the target (the local Docker engine's API aside).
+  std::unique_ptr<RunDriver> (*make_driver)() = nullptr;
+};
+
+/// One kind of compute target: a Place times a Runner, and everything else that differs by
+/// kind, in one row.
+struct TargetKind {
+  std::string_view name{};                  ///< the `type` in .compute files
+  std::vector<std::string_view> aliases{};  ///< other names `type` accepts (2017's localdocker)
+  const Place* place = nullptr;             ///< where its runs happen
+  Runner runner{};                          ///< how they run there
   /// The .compute keys of this kind besides those every kind has (type, nativeSharedDirectory).
   std::vector<std::string_view> keys{};
   /// The keys this kind owns (its section of the .compute file, with their attach options).
@@ -80,9 +89,8 @@ struct TargetKind {
   void (*describe)(const ComputeConfig&, nlohmann::ordered_json&) = nullptr;
   /// Its checks, in doctor's order, from the probe's facts.
   void (*checks)(const CheckInput&, std::vector<CheckRow>&) = nullptr;
-  std::unique_ptr<Executor> (*make_executor)() = nullptr;  ///< runs, cancels, follows its runs
-  /// How a supervisor runs it on the target (the local docker target's Engine API aside).
-  std::unique_ptr<RunDriver> (*make_driver)() = nullptr;
+  /// Runs, cancels and follows its runs; nullptr: the executor of its Place and Runner.
+  std::unique_ptr<Executor> (*make_executor)() = nullptr;
 
   /// Whether `key` is a .compute key of this kind (a shared one it uses, or its own).
   bool has_key(std::string_view key) const;

@@ -32,8 +32,6 @@ struct TargetFacts {
   std::string image_present;          ///< the image named to the probe, when it exists there
   /// The lines of the kind's own probe section (key, value), in order, for its checks.
   std::vector<std::pair<std::string, std::string>> section;
-  std::vector<std::string> ship_said;  ///< what a ship in the probe printed (ProbeShip)
-  std::optional<int> ship_code;        ///< how it ended, when one ran to its end
 };
 
 /// What the probe asks besides the machine's basics (home, GPUs, disk): the kind decides
@@ -44,10 +42,13 @@ struct ProbeAsk {
   std::string section;  ///< the kind's own lines of the probe (its probe_section)
 };
 
-/// A ship in the probe's step: a script section and its stdin (ship_in_probe).
+/// A ship in the probe's step: a script section and its stdin (ship_in_probe), and what it
+/// printed (read by the Place into a typed answer: read_ship_answer).
 struct ProbeShip {
-  std::string script;  ///< run in a subshell, its output lines read back as ship=LINE
-  std::string input;   ///< its stdin
+  std::string script;                ///< run in a subshell, its output lines read back as ship=LINE
+  std::string input;                 ///< its stdin
+  std::vector<std::string> heard{};  ///< its output lines, as the probe read them
+  std::optional<int> ended{};        ///< its exit code, when it ran to its end
 };
 
 /// The words that run docker on the target: `docker`, `sudo -n docker` (useSudo), or
@@ -70,13 +71,13 @@ std::string probe_script(const ComputeConfig& compute, const ProbeAsk& ask,
                          const std::string& image_tag = "", const std::string& ship = "",
                          bool disk = true);
 
-/// Reads the probe's output.
-TargetFacts parse_probe(const std::string& output);
+/// Reads the probe's output; a ship's lines go to `ship`.
+TargetFacts parse_probe(const std::string& output, ProbeShip* ship = nullptr);
 
 /// Runs the probe on `shell` (its answer bounded); with `ship`, that ship runs in the same
-/// round trip (its lines in ship_said, its end in ship_code).
+/// round trip (its lines and end into `ship`).
 TargetFacts probe_target(Shell& shell, const ComputeConfig& compute, const ProbeAsk& ask,
-                         const std::string& image_tag = "", const ProbeShip* ship = nullptr,
+                         const std::string& image_tag = "", ProbeShip* ship = nullptr,
                          bool disk = true);
 
 }  // namespace mlw

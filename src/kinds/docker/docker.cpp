@@ -1,8 +1,8 @@
 // The docker kind (2017's localdocker): the run in a container of this machine's Docker engine,
 // in an environment image built from baseDockerImage.
 
+#include "mlw/exec/place.hpp"
 #include "mlw/exec/run_session.hpp"
-#include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 
 namespace mlw {
@@ -12,16 +12,14 @@ const TargetKind& docker_kind() {
   static const TargetKind kind{
       .name = "docker",
       .aliases = {"localdocker"},
-      .uses_image = true,
-      .runs_detached = true,
+      .place = &this_machine(),
+      .runner = {.image = true, .detached = true, .make_driver = monitor_driver},
       .keys = {"baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs"},
       .attach = {.docker = true},
       .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",
                           "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "
                           "--nvidia-docker"},
       .checks = container_checks,
-      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("docker")); },
-      .make_driver = monitor_driver,
   };
   return kind;
 }

@@ -1,6 +1,7 @@
 // The local kind: runs the script with a Python interpreter of this machine.
 
 #include "mlw/exec/local.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 
 namespace mlw {
@@ -20,6 +21,7 @@ void local_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
 const TargetKind& local_kind() {
   static const TargetKind kind{
       .name = "local",
+      .place = &this_machine(),
       .keys = {"pythonLocation", "sparkSubmitLocation"},
       .attach = {.python = true},
       .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",

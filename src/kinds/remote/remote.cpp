@@ -1,7 +1,7 @@
 // The remote kind: the script with the Python of a Linux machine reached over SSH, no container.
 
+#include "mlw/exec/place.hpp"
 #include "mlw/exec/run_session.hpp"
-#include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 
 namespace mlw {
@@ -20,8 +20,8 @@ void remote_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
 const TargetKind& remote_kind() {
   static const TargetKind kind{
       .name = "remote",
-      .uses_ssh = true,
-      .runs_detached = true,
+      .place = &ssh_host(),
+      .runner = {.detached = true, .make_driver = monitor_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "pythonLocation", "userManagedEnvironment"},
       .attach = {.remote = true, .python = true},
@@ -30,8 +30,6 @@ const TargetKind& remote_kind() {
                           "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
                           "--private-key-file ~/.ssh/id_ed25519"},
       .checks = remote_checks,
-      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("remote")); },
-      .make_driver = monitor_driver,
   };
   return kind;
 }

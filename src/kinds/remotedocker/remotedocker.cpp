@@ -1,8 +1,8 @@
 // The remotedocker kind: the run in a container on a Linux machine reached over SSH, in an
 // environment image built there (nvidia-docker for GPUs).
 
+#include "mlw/exec/place.hpp"
 #include "mlw/exec/run_session.hpp"
-#include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 
 namespace mlw {
@@ -11,9 +11,8 @@ namespace mlw {
 const TargetKind& remotedocker_kind() {
   static const TargetKind kind{
       .name = "remotedocker",
-      .uses_ssh = true,
-      .uses_image = true,
-      .runs_detached = true,
+      .place = &ssh_host(),
+      .runner = {.image = true, .detached = true, .make_driver = monitor_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs",
                "useSudo"},
@@ -23,8 +22,6 @@ const TargetKind& remotedocker_kind() {
                           "mlw computetarget attach remote -n box -a [::1]:2222 -u me "
                           "--private-key-file ~/.ssh/id_ed25519"},
       .checks = container_checks,
-      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("remotedocker")); },
-      .make_driver = monitor_driver,
   };
   return kind;
 }

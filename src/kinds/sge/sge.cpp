@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "mlw/exec/target.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -168,9 +168,8 @@ namespace mlw {
 const TargetKind& sge_kind() {
   static const TargetKind kind{
       .name = "sge",
-      .uses_ssh = true,
-      .runs_detached = true,
-      .batch = true,
+      .place = &ssh_host(),
+      .runner = {.detached = true, .batch = true, .make_driver = sge::driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "pythonLocation"},
       .own_keys = {{"queue", ValueKind::String, "Grid Engine: the queue (qsub -q); empty: any.", "",
@@ -185,8 +184,6 @@ const TargetKind& sge_kind() {
                           "--queue all.q --pe smp --slots 4"},
       .probe_section = sge::probe_section,
       .checks = sge::checks,
-      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("sge")); },
-      .make_driver = sge::driver,
   };
   return kind;
 }

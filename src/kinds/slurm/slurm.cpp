@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "mlw/exec/target.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 #include "slurm.hpp"
@@ -182,9 +182,8 @@ void describe(const ComputeConfig& compute, nlohmann::ordered_json& result) {
 const TargetKind& slurm_kind() {
   static const TargetKind kind{
       .name = "slurm",
-      .uses_ssh = true,
-      .runs_detached = true,
-      .batch = true,
+      .place = &ssh_host(),
+      .runner = {.detached = true, .batch = true, .make_driver = slurm_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "pythonLocation"},
       .own_keys = {{"partition", ValueKind::String, "Slurm partition.", "", word_problem,
@@ -210,8 +209,6 @@ const TargetKind& slurm_kind() {
       .check_keys = keys_problem,
       .describe = describe,
       .checks = slurm_checks,
-      .make_executor = [] { return std::unique_ptr<Executor>(new TargetExecutor("slurm")); },
-      .make_driver = slurm_driver,
   };
   return kind;
 }

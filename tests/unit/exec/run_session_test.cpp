@@ -110,7 +110,7 @@ struct Fixture {
 
   RunSession session() {
     return RunSession(ctx, plan, fake_shell(target), TargetFacts{},
-                      {"/home/u/.mlw/runs/p_1", "/home/u/share", ""}, -1, true,
+                      {"/home/u/.mlw/runs/p_1", "/home/u/share", ""}, -1, true, ssh_host(),
                       [this] { return fake_shell(target); });
   }
 

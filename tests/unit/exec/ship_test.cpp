@@ -1,4 +1,5 @@
 #include "mlw/exec/ship.hpp"
+#include "mlw/exec/place.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -230,9 +231,10 @@ TEST(Ship, InTheProbeWhatTheRecordDoesNotNameGoesAheadAndTheStoreSaysWhatItLacks
       home_shell(f.store.parent_path().string());  // its ~/.mlw is the fixture's store
   // No record: only the names go; the store lacks both.
   ProbeShip ship = ship_in_probe(f.plan, shell);
-  TargetFacts facts = probe_target(shell, f.plan.compute, probe_ask(f.plan.compute), "", &ship);
-  EXPECT_EQ(facts.ship_code, 3);
-  EXPECT_EQ(facts.ship_said.size(), 3U);
+  probe_target(shell, f.plan.compute, probe_ask(f.plan.compute), "", &ship);
+  ShipAnswer answer = read_ship_answer(ship);
+  EXPECT_EQ(answer.state, ShipAnswer::State::Lacks);
+  EXPECT_EQ(answer.lacking.size(), 2U);
   ship_snapshot(f.ctx, shell, f.plan, f.store.string(), EnvironmentSpec{},
                 (f.store / "runs" / "p").string(), false);
   // A change: its object goes with the probe, and the store then holds it all.
@@ -240,8 +242,9 @@ TEST(Ship, InTheProbeWhatTheRecordDoesNotNameGoesAheadAndTheStoreSaysWhatItLacks
   f.plan.manifest = build_snapshot(f.plan.project.root, f.plan.project.state_dir() / "objects",
                                    f.plan.project.root / ".mlw" / "hashes.tsv");
   ship = ship_in_probe(f.plan, shell);
-  facts = probe_target(shell, f.plan.compute, probe_ask(f.plan.compute), "", &ship);
-  EXPECT_EQ(facts.ship_code, 0) << join(facts.ship_said, "\n");
+  probe_target(shell, f.plan.compute, probe_ask(f.plan.compute), "", &ship);
+  answer = read_ship_answer(ship);
+  EXPECT_EQ(answer.state, ShipAnswer::State::Holds) << join(ship.heard, "\n");
   EXPECT_EQ(read_file(f.store / "objects" / f.entry("a.txt").sha256), "changed\n");
 }
 

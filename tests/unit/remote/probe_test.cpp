@@ -61,7 +61,7 @@ class FakeDocker {
   /// Runs the probe with the stand-ins first on PATH; DOCKER_HOST names the stand-in engine's
   /// socket, or one that does not exist (the CLI is then asked).
   TargetFacts probe(const ComputeConfig& compute, const std::string& tag,
-                    const std::string& docker_host = "", const ProbeShip* ship = nullptr) {
+                    const std::string& docker_host = "", ProbeShip* ship = nullptr) {
     LocalShell shell;
     const std::string host = !docker_host.empty() ? docker_host
                              : m_socket.empty() ? "unix://" + (m_dir.path() / "none.sock").string()
@@ -71,7 +71,7 @@ class FakeDocker {
     const std::string script =
         path + probe_script(compute, probe_ask(compute), tag, ship ? ship->script : "");
     return parse_probe(
-        (ship ? shell.run_with_input(script, ship->input) : shell.run(script)).output);
+        (ship ? shell.run_with_input(script, ship->input) : shell.run(script)).output, ship);
   }
 
   std::string calls() const { return read_file_if_exists(m_dir.path() / "calls").value_or(""); }
@@ -213,14 +213,14 @@ TEST(Probe, AShipInTheProbeReadsTheStepsInputAndItsLinesComeBack) {
   compute.type = "remote";
   compute.python_location = "python3";
   LocalShell shell;
-  const ProbeShip ship{"while read -r l; do echo \"got $l\"; done; echo :missing; exit 3",
-                       "a\nb\n"};
+  ProbeShip ship{"while read -r l; do echo \"got $l\"; done; echo :missing; exit 3", "a\nb\n"};
   const TargetFacts facts = probe_target(shell, compute, probe_ask(compute), "", &ship);
-  EXPECT_EQ(facts.ship_said, (std::vector<std::string>{"got a", "got b", ":missing"}));
-  EXPECT_EQ(facts.ship_code, 3);
+  EXPECT_EQ(ship.heard, (std::vector<std::string>{"got a", "got b", ":missing"}));
+  EXPECT_EQ(ship.ended, 3);
   EXPECT_TRUE(facts.python_ok) << "the rest of the probe ran: " << facts.python_detail;
-  EXPECT_FALSE(probe_target(shell, compute, probe_ask(compute), "").ship_code)
-      << "no ship, no ship lines";
+  // Ship lines where no ship was asked for (a target that lies) are not taken as anything.
+  const TargetFacts lied = parse_probe("home=/h\nship=end 0\nship=x\n");
+  EXPECT_TRUE(lied.section.empty()) << "no ship, no ship lines";
 }
 
 TEST(Probe, TheEnginesAnswerAskedBesideTheShipIsReadAfterIt) {
@@ -228,10 +228,10 @@ TEST(Probe, TheEnginesAnswerAskedBesideTheShipIsReadAfterIt) {
   // is done: both come back, and the ship still reads every byte of its input.
   FakeDocker docker("up", false);
   docker.engine_answers("200");
-  const ProbeShip ship{"n=0; while read -r l; do n=$((n+1)); done; echo \"read $n\"", "a\nb\nc\n"};
+  ProbeShip ship{"n=0; while read -r l; do n=$((n+1)); done; echo \"read $n\"", "a\nb\nc\n"};
   const TargetFacts facts = docker.probe(docker_target(false), "mlw_env:abc", "", &ship);
-  EXPECT_EQ(facts.ship_said, (std::vector<std::string>{"read 3"}));
-  EXPECT_EQ(facts.ship_code, 0);
+  EXPECT_EQ(ship.heard, (std::vector<std::string>{"read 3"}));
+  EXPECT_EQ(ship.ended, 0);
   EXPECT_EQ(facts.image_present, "mlw_env:abc");
   EXPECT_TRUE(facts.docker_ok);
   EXPECT_EQ(docker.calls().find("image inspect"), std::string::npos) << docker.calls();

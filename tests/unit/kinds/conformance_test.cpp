@@ -1,0 +1,313 @@
+// The conformance suite every kind of target must pass (docs/architecture.md): for each row of
+// the kind table, `api::submit` runs real scripts through the kind's executor and Runner at a
+// recording fake Place — this machine's /bin/sh playing the target, with the kind's stand-in
+// tools (tests/data/standins/<kind>/: a fake docker, Grid Engine, Slurm) first on its PATH.
+// Each run's record, log, outputs and metrics are checked as a user sees them. Adding a row to
+// the table runs it here; a kind with no stand-ins named below fails until it has them.
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "fakes.hpp"
+#include "mlw/api/experiment.hpp"
+#include "mlw/exec/place.hpp"
+#include "mlw/exec/target.hpp"
+#include "mlw/history/store.hpp"
+#include "mlw/kinds/kind.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/strings.hpp"
+#include "temp_dir.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// Each kind's stand-in tools (a folder of tests/data/standins) and what its .compute says
+/// besides `type`. A new kind adds its line here.
+struct KindSetup {
+  std::string standins;  ///< "" when it needs none (a shell and python3 are the target's)
+  std::string compute;   ///< the rest of aml_config/t.compute
+};
+
+const std::map<std::string, KindSetup>& setups() {
+  static const std::map<std::string, KindSetup> table = {
+      {"local", {"", "pythonLocation: python3\n"}},
+      {"remote", {"", "address: fake-host\nusername: u\npythonLocation: python3\n"}},
+  };
+  return table;
+}
+
+/// A step that drops its connection once it has received `after` bytes (the run goes on at
+/// the place, as after a dropped SSH connection).
+struct Drop {
+  int step = -1;  ///< the step (1-based, over every shell the place opened) that drops
+  std::size_t after = 1;
+};
+
+/// The place's shell: this machine's /bin/sh with the place's HOME and stand-ins, no Docker
+/// engine socket (DOCKER_HOST names none), counting its steps for Drop.
+class StandInShell : public Shell {
+ public:
+  StandInShell(std::string prefix, int& steps, const Drop& drop)
+      : m_prefix(std::move(prefix)), m_steps(steps), m_drop(drop) {}
+  std::string host() const override { return "fake-host"; }
+  ShellResult run(const std::string& script, const ShellStreams& streams) override {
+    const bool drops = ++m_steps == m_drop.step;
+    if (!drops) return m_shell.run(m_prefix + script, streams);
+    ShellStreams cut = streams;
+    std::size_t seen = 0;
+    cut.on_output = [&](std::string_view chunk) {
+      const std::string_view kept = chunk.substr(0, m_drop.after - std::min(seen, m_drop.after));
+      seen += chunk.size();
+      if (!kept.empty() && streams.on_output) streams.on_output(kept);
+    };
+    cut.should_stop = [&] { return seen >= m_drop.after; };
+    m_shell.run(m_prefix + script, cut);
+    throw Error("fake-host: the connection dropped (the conformance suite's Drop)");
+  }
+
+ private:
+  std::string m_prefix;
+  int& m_steps;
+  const Drop& m_drop;
+  LocalShell m_shell;
+};
+
+/// A Place that plays `real` (this machine or an SSH host) on this machine and records what the
+/// executor asked of it, one line each in `record` (the supervisor is a forked process).
+class RecordingPlace : public Place {
+ public:
+  RecordingPlace(const Place& real, std::string prefix, fs::path record)
+      : m_real(real), m_prefix(std::move(prefix)), m_record(std::move(record)) {}
+  mutable int steps = 0;
+  Drop drop;
+
+  bool connects() const override { return m_real.connects(); }
+  std::unique_ptr<Shell> open(Context&, const std::string&, const ComputeConfig&) const override {
+    ask("open");
+    return shell();
+  }
+  std::unique_ptr<DockerEngine> engine(Context&) const override { return nullptr; }
+  std::optional<ProbeShip> probe_ship(const RunPlan& plan, const Shell& shell) const override {
+    return m_real.probe_ship(plan, shell);
+  }
+  TargetRunPaths run_paths(const RunPlan& plan, const TargetFacts& facts) const override {
+    return m_real.run_paths(plan, facts);
+  }
+  bool shares_run_folder() const override { return m_real.shares_run_folder(); }
+  void stage(Context& ctx, Shell& shell, const RunPlan& plan, const EnvironmentSpec& env,
+             const ShipAnswer& ship, TargetRunPaths& paths, Staging how) const override {
+    ask("stage");
+    m_real.stage(ctx, shell, plan, env, ship, paths, how);
+  }
+  void after_prepare(Shell& shell, const TargetRunPaths& paths, bool built) const override {
+    m_real.after_prepare(shell, paths, built);
+  }
+  std::function<std::unique_ptr<Shell>()> reconnect(Context&, const RunPlan&) const override {
+    if (!m_real.connects()) return nullptr;
+    return [this]() -> std::unique_ptr<Shell> {
+      ask("reconnect");
+      return shell();
+    };
+  }
+  std::string lock_folder(const RunPlan& plan, const TargetFacts& facts) const override {
+    return m_real.lock_folder(plan, facts);
+  }
+  std::vector<std::string> clean(Shell& shell, const TargetFacts& facts) const override {
+    return m_real.clean(shell, facts);
+  }
+
+  /// What was asked, in order.
+  std::string asked() const { return read_file_if_exists(m_record).value_or(""); }
+
+ private:
+  void ask(const std::string& what) const {
+    std::ofstream(m_record, std::ios::app) << what << " (step " << steps << ")\n";
+  }
+  std::unique_ptr<Shell> shell() const {
+    return std::make_unique<StandInShell>(m_prefix, steps, drop);
+  }
+  const Place& m_real;
+  std::string m_prefix;
+  fs::path m_record;
+};
+
+/// The kind's executors, with its Runner at the recording place.
+class RecordingKinds : public ExecutorSource {
+ public:
+  explicit RecordingKinds(const RecordingPlace& place) : m_place(place) {}
+  std::unique_ptr<Executor> make(const std::string& type) override {
+    const TargetKind& kind = kind_of(type);
+    if (kind.make_executor) return kind.make_executor();
+    return std::make_unique<TargetExecutor>(kind, m_place);
+  }
+
+ private:
+  const RecordingPlace& m_place;
+};
+
+class Conformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const auto found = setups().find(GetParam());
+    ASSERT_NE(found, setups().end())
+        << "kind " << GetParam()
+        << " has no stand-ins for the conformance suite: add them to tests/data/standins and "
+           "its line to setups() in this file";
+    const fs::path root = m_dir.path() / "proj";
+    fs::create_directories(root / "aml_config");
+    atomic_write_file(root / "aml_config/t.compute",
+                      "type: " + GetParam() + "\n" + found->second.compute);
+    atomic_write_file(root / "aml_config/t.runconfig", "Target: t\nFramework: Python\n");
+    atomic_write_file(root / "run.py", k_script);
+    fs::create_directories(m_dir.path() / "home");
+    std::string prefix = "HOME=" + shell_quote((m_dir.path() / "home").string()) +
+                         "\nexport HOME\nDOCKER_HOST=unix://" +
+                         shell_quote((m_dir.path() / "no-engine.sock").string()) +
+                         "\nexport DOCKER_HOST\n";
+    if (!found->second.standins.empty()) {
+      prefix +=
+          "PATH=" +
+          shell_quote(std::string(MLW_TEST_DATA_DIR) + "/standins/" + found->second.standins) +
+          ":$PATH\n";
+    }
+    m_place = std::make_unique<RecordingPlace>(*kind_of(GetParam()).place, prefix,
+                                               m_dir.path() / "asked");
+    m_ctx.working_dir = root;
+    m_ctx.out = &m_out;
+    m_ctx.err = &m_err;
+    m_ctx.clock = std::make_shared<SystemClock>();
+    m_ctx.processes = std::make_shared<SystemProcessRunner>();
+    m_ctx.connector = std::make_shared<test::RecordingConnector>(m_dir.path() / "bin");
+    m_ctx.executors = std::make_shared<RecordingKinds>(*m_place);
+  }
+
+  /// Submits run.py with `arguments` (its behaviour: see k_script).
+  int submit(std::vector<std::string> arguments, bool async = false) {
+    api::SubmitRequest request;
+    request.run_config = "t";
+    request.script = "run.py";
+    request.arguments = std::move(arguments);
+    request.async = async;
+    return api::submit(m_ctx, request);
+  }
+
+  RunRecord last_run() {
+    HistoryStore store(m_ctx.project().state_dir());
+    return store.load(store.list({"", "", 1}).at(0).run_id);
+  }
+
+  /// The last run once it has ended (bounded: 30 s).
+  RunRecord ended_run() {
+    for (int i = 0; i < 300; ++i) {
+      const RunRecord record = last_run();
+      if (status::is_final(record.status)) return record;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return last_run();
+  }
+
+  /// What the run printed, from its history folder.
+  std::string log_of(const RunRecord& record) {
+    return read_file_if_exists(m_ctx.project().state_dir() / "runs" / record.run_id /
+                               "driver_log.txt")
+        .value_or("");
+  }
+
+  /// Waits until the run's log holds `text` (bounded: 30 s).
+  bool wait_for_log(const std::string& text) {
+    for (int i = 0; i < 300; ++i) {
+      if (log_of(last_run()).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  /// The script every scenario runs: `ok` prints two lines, writes an output and a metric;
+  /// `exit N` exits N; `kill` kills itself with SIGKILL; `sleep` prints and waits.
+  static constexpr const char* k_script =
+      "import os, sys, time\n"
+      "what = sys.argv[1]\n"
+      "print('mlw-conformance: ' + what, flush=True)\n"
+      "if what == 'ok':\n"
+      "    print('second line', flush=True)\n"
+      "    with open(os.path.join(os.environ['MLW_OUTPUTS_DIR'], 'model.txt'), 'w') as f:\n"
+      "        f.write('weights\\n')\n"
+      "    with open(os.environ['MLW_METRICS_FILE'], 'a') as f:\n"
+      "        f.write('{\"name\": \"loss\", \"value\": 0.25, \"step\": 1}\\n')\n"
+      "elif what == 'exit':\n"
+      "    sys.exit(int(sys.argv[2]))\n"
+      "elif what == 'kill':\n"
+      "    os.kill(os.getpid(), 9)\n"
+      "elif what == 'sleep':\n"
+      "    time.sleep(60)\n";
+
+  test::TempDir m_dir{"conformance"};
+  std::unique_ptr<RecordingPlace> m_place;
+  std::ostringstream m_out;
+  std::ostringstream m_err;
+  Context m_ctx;
+};
+
+}  // namespace
+
+TEST_P(Conformance, ACompletedRunHasItsLogOutputsAndMetrics) {
+  EXPECT_EQ(submit({"ok"}), 0) << m_err.str();
+  const RunRecord record = last_run();
+  EXPECT_EQ(record.status, status::k_completed) << join(record.problems, "\n");
+  EXPECT_EQ(record.exit_code, 0);
+  EXPECT_NE(m_out.str().find("mlw-conformance: ok\nsecond line\n"), std::string::npos)
+      << m_out.str() << m_err.str();
+  EXPECT_NE(log_of(record).find("mlw-conformance: ok\nsecond line\n"), std::string::npos);
+  EXPECT_EQ(read_file_if_exists(m_ctx.project().state_dir() / "runs" / record.run_id /
+                                "outputs/model.txt"),
+            "weights\n");
+  ASSERT_TRUE(record.metrics.count("loss")) << GetParam();
+  EXPECT_EQ(m_place->asked().find("reconnect"), std::string::npos) << m_place->asked();
+}
+
+TEST_P(Conformance, TheScriptsExitCodeIsTheRunsAndSubmits) {
+  EXPECT_EQ(submit({"exit", "3"}), 3) << m_err.str();
+  const RunRecord record = last_run();
+  EXPECT_EQ(record.status, status::k_failed);
+  EXPECT_EQ(record.exit_code, 3);
+}
+
+TEST_P(Conformance, AScriptKilledBySignal9Ends137) {
+  EXPECT_EQ(submit({"kill"}), 137) << m_err.str();
+  EXPECT_EQ(last_run().exit_code, 137);
+  EXPECT_EQ(last_run().status, status::k_failed);
+}
+
+TEST_P(Conformance, CancelAfterTheStartEndsTheRunCanceled143) {
+  EXPECT_EQ(submit({"sleep"}, true), 0) << m_err.str();
+  ASSERT_TRUE(wait_for_log("mlw-conformance: sleep")) << log_of(last_run()) << m_err.str();
+  api::cancel(m_ctx, last_run().run_id);
+  const RunRecord record = ended_run();
+  EXPECT_EQ(record.status, status::k_canceled) << join(record.problems, "\n");
+  EXPECT_EQ(record.exit_code, 143);
+}
+
+TEST_P(Conformance, ADroppedConnectionLosesNoByteAndTheRunEndsAsUsual) {
+  if (!kind_of(GetParam()).place->connects()) GTEST_SKIP() << "no connection to drop here";
+  // The probe is step 1; the follow steps come after the start: drop the first that prints.
+  m_place->drop = {3, 10};
+  EXPECT_EQ(submit({"ok"}), 0) << m_err.str();
+  const RunRecord record = last_run();
+  EXPECT_EQ(record.status, status::k_completed) << join(record.problems, "\n");
+  EXPECT_NE(m_place->asked().find("reconnect"), std::string::npos) << m_place->asked();
+  EXPECT_NE(log_of(record).find("mlw-conformance: ok\nsecond line\n"), std::string::npos)
+      << log_of(record);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryKind, Conformance, ::testing::ValuesIn(kind_name_list()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace mlw
