@@ -40,43 +40,64 @@ const std::map<std::string, KindSetup>& setups() {
   static const std::map<std::string, KindSetup> table = {
       {"local", {"", "pythonLocation: python3\n"}},
       {"remote", {"", "address: fake-host\nusername: u\npythonLocation: python3\n"}},
+      {"docker", {"docker", "baseDockerImage: python:3.11-slim\n"}},
+      {"remotedocker",
+       {"docker", "address: fake-host\nusername: u\nbaseDockerImage: python:3.11-slim\n"}},
+      {"sge", {"sge", "address: fake-host\nusername: u\npythonLocation: python3\n"}},
+      {"slurm", {"slurm", "address: fake-host\nusername: u\npythonLocation: python3\n"}},
   };
   return table;
 }
 
-/// A step that drops its connection once it has received `after` bytes (the run goes on at
-/// the place, as after a dropped SSH connection).
+/// A connection that drops once, in the middle of the run's output: the step that prints the
+/// script's first line is cut a few bytes into it (the run goes on at the place, as after a
+/// dropped SSH connection), and the supervisor must reconnect and lose no byte.
 struct Drop {
-  int step = -1;  ///< the step (1-based, over every shell the place opened) that drops
-  std::size_t after = 1;
+  bool armed = false;
+  bool done = false;  ///< per process: the supervisor's copy drops once
 };
 
 /// The place's shell: this machine's /bin/sh with the place's HOME and stand-ins, no Docker
-/// engine socket (DOCKER_HOST names none), counting its steps for Drop.
+/// engine socket (DOCKER_HOST names none).
 class StandInShell : public Shell {
  public:
-  StandInShell(std::string prefix, int& steps, const Drop& drop)
-      : m_prefix(std::move(prefix)), m_steps(steps), m_drop(drop) {}
+  StandInShell(std::string prefix, Drop& drop) : m_prefix(std::move(prefix)), m_drop(drop) {}
   std::string host() const override { return "fake-host"; }
   ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    const bool drops = ++m_steps == m_drop.step;
-    if (!drops) return m_shell.run(m_prefix + script, streams);
+    if (!m_drop.armed || m_drop.done) return m_shell.run(m_prefix + script, streams);
     ShellStreams cut = streams;
-    std::size_t seen = 0;
+    std::string seen;
+    bool cutting = false;
     cut.on_output = [&](std::string_view chunk) {
-      const std::string_view kept = chunk.substr(0, m_drop.after - std::min(seen, m_drop.after));
-      seen += chunk.size();
-      if (!kept.empty() && streams.on_output) streams.on_output(kept);
+      if (cutting) return;
+      const std::size_t before = seen.size();
+      seen.append(chunk);
+      const auto at = seen.find("mlw-conformance: ");
+      std::string_view kept = chunk;
+      if (at != std::string::npos) {
+        cutting = true;
+        kept = chunk.substr(0, at + 5 - before);
+      }
+      if (!kept.empty() && streams.on_output)
+        streams.on_output(kept);
+      else if (!kept.empty() && !streams.on_output)
+        m_out.append(kept);
     };
-    cut.should_stop = [&] { return seen >= m_drop.after; };
-    m_shell.run(m_prefix + script, cut);
+    cut.should_stop = [&] { return cutting || (streams.should_stop && streams.should_stop()); };
+    ShellResult result = m_shell.run(m_prefix + script, cut);
+    if (!cutting) {
+      result.output = m_out + result.output;
+      m_out.clear();
+      return result;
+    }
+    m_drop.done = true;
     throw Error("fake-host: the connection dropped (the conformance suite's Drop)");
   }
 
  private:
   std::string m_prefix;
-  int& m_steps;
-  const Drop& m_drop;
+  Drop& m_drop;
+  std::string m_out;
   LocalShell m_shell;
 };
 
@@ -86,8 +107,7 @@ class RecordingPlace : public Place {
  public:
   RecordingPlace(const Place& real, std::string prefix, fs::path record)
       : m_real(real), m_prefix(std::move(prefix)), m_record(std::move(record)) {}
-  mutable int steps = 0;
-  Drop drop;
+  mutable Drop drop;
 
   bool connects() const override { return m_real.connects(); }
   std::unique_ptr<Shell> open(Context&, const std::string&, const ComputeConfig&) const override {
@@ -129,11 +149,9 @@ class RecordingPlace : public Place {
 
  private:
   void ask(const std::string& what) const {
-    std::ofstream(m_record, std::ios::app) << what << " (step " << steps << ")\n";
+    std::ofstream(m_record, std::ios::app) << what << "\n";
   }
-  std::unique_ptr<Shell> shell() const {
-    return std::make_unique<StandInShell>(m_prefix, steps, drop);
-  }
+  std::unique_ptr<Shell> shell() const { return std::make_unique<StandInShell>(m_prefix, drop); }
   const Place& m_real;
   std::string m_prefix;
   fs::path m_record;
@@ -165,7 +183,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     fs::create_directories(root / "aml_config");
     atomic_write_file(root / "aml_config/t.compute",
                       "type: " + GetParam() + "\n" + found->second.compute);
-    atomic_write_file(root / "aml_config/t.runconfig", "Target: t\nFramework: Python\n");
+    atomic_write_file(root / "aml_config/t.runconfig",
+                      "Target: t\nFramework: Python\nPrepareEnvironment: true\n");
     atomic_write_file(root / "run.py", k_script);
     fs::create_directories(m_dir.path() / "home");
     std::string prefix = "HOME=" + shell_quote((m_dir.path() / "home").string()) +
@@ -297,8 +316,7 @@ TEST_P(Conformance, CancelAfterTheStartEndsTheRunCanceled143) {
 
 TEST_P(Conformance, ADroppedConnectionLosesNoByteAndTheRunEndsAsUsual) {
   if (!kind_of(GetParam()).place->connects()) GTEST_SKIP() << "no connection to drop here";
-  // The probe is step 1; the follow steps come after the start: drop the first that prints.
-  m_place->drop = {3, 10};
+  m_place->drop.armed = true;
   EXPECT_EQ(submit({"ok"}), 0) << m_err.str();
   const RunRecord record = last_run();
   EXPECT_EQ(record.status, status::k_completed) << join(record.problems, "\n");
