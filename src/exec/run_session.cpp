@@ -187,6 +187,11 @@ int RunSession::run(RunDriver& driver, const EnvironmentSpec* env) {
     image = env->tag;
     record.image_tag = image;
     if (build_environment(*env) != 0) return 0;
+    // A cancel that came while the environment was built: the script never starts.
+    if (canceled()) {
+      cancel_before_start();
+      return 0;
+    }
   }
   if (!driver.start(*this, image)) return 0;
   driver.follow(*this);

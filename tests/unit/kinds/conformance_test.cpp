@@ -6,17 +6,20 @@
 // the table runs it here; a kind with no stand-ins named below fails until it has them.
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
 
 #include "fakes.hpp"
 #include "mlw/api/experiment.hpp"
+#include "mlw/api/history.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/exec/target.hpp"
 #include "mlw/history/store.hpp"
@@ -32,19 +35,20 @@ namespace {
 /// Each kind's stand-in tools (a folder of tests/data/standins) and what its .compute says
 /// besides `type`. A new kind adds its line here.
 struct KindSetup {
-  std::string standins;  ///< "" when it needs none (a shell and python3 are the target's)
-  std::string compute;   ///< the rest of aml_config/t.compute
+  std::string standins;    ///< "" when it needs none (a shell and python3 are the target's)
+  std::string compute;     ///< the rest of aml_config/t.compute
+  bool tells_oom = false;  ///< its place tells a kill for memory from another SIGKILL
 };
 
 const std::map<std::string, KindSetup>& setups() {
   static const std::map<std::string, KindSetup> table = {
       {"local", {"", "pythonLocation: python3\n"}},
       {"remote", {"", "address: fake-host\nusername: u\npythonLocation: python3\n"}},
-      {"docker", {"docker", "baseDockerImage: python:3.11-slim\n"}},
+      {"docker", {"docker", "baseDockerImage: python:3.11-slim\n", true}},
       {"remotedocker",
-       {"docker", "address: fake-host\nusername: u\nbaseDockerImage: python:3.11-slim\n"}},
+       {"docker", "address: fake-host\nusername: u\nbaseDockerImage: python:3.11-slim\n", true}},
       {"sge", {"sge", "address: fake-host\nusername: u\npythonLocation: python3\n"}},
-      {"slurm", {"slurm", "address: fake-host\nusername: u\npythonLocation: python3\n"}},
+      {"slurm", {"slurm", "address: fake-host\nusername: u\npythonLocation: python3\n", true}},
   };
   return table;
 }
@@ -124,7 +128,10 @@ class RecordingPlace : public Place {
   bool shares_run_folder() const override { return m_real.shares_run_folder(); }
   void stage(Context& ctx, Shell& shell, const RunPlan& plan, const EnvironmentSpec& env,
              const ShipAnswer& ship, TargetRunPaths& paths, Staging how) const override {
-    ask("stage");
+    static const char* const names[] = {"not asked", "holds", "lacks", "unclear"};
+    ask("stage: the store " + std::string(names[static_cast<int>(ship.state)]) +
+        (ship.state == ShipAnswer::State::Lacks ? " " + std::to_string(ship.lacking.size())
+                                                : std::string()));
     m_real.stage(ctx, shell, plan, env, ship, paths, how);
   }
   void after_prepare(Shell& shell, const TargetRunPaths& paths, bool built) const override {
@@ -182,7 +189,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     const fs::path root = m_dir.path() / "proj";
     fs::create_directories(root / "aml_config");
     atomic_write_file(root / "aml_config/t.compute",
-                      "type: " + GetParam() + "\n" + found->second.compute);
+                      "type: " + GetParam() + "\n" + found->second.compute +
+                          "nativeSharedDirectory: " + (m_dir.path() / "share").string() + "\n");
     atomic_write_file(root / "aml_config/t.runconfig",
                       "Target: t\nFramework: Python\nPrepareEnvironment: true\n");
     atomic_write_file(root / "run.py", k_script);
@@ -249,11 +257,42 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     return false;
   }
 
+  /// What the script wrote into the run's share folder when it started (one line per run).
+  std::string ran() const {
+    return read_file_if_exists(m_dir.path() / "share/proj/t/ran").value_or("");
+  }
+
+  /// The place's HOME, where the stand-ins keep their state and read their knobs.
+  fs::path home() const { return m_dir.path() / "home"; }
+
+  /// The objects in the place's content store.
+  std::size_t objects() const {
+    std::error_code ec;
+    std::size_t n = 0;
+    for (auto it = fs::directory_iterator(home() / ".mlw/objects", ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      ++n;
+    }
+    return n;
+  }
+
+  /// Waits until `done` says so (bounded: 30 s).
+  static bool wait_until(const std::function<bool()>& done) {
+    for (int i = 0; i < 300; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
   /// The script every scenario runs: `ok` prints two lines, writes an output and a metric;
-  /// `exit N` exits N; `kill` kills itself with SIGKILL; `sleep` prints and waits.
+  /// `exit N` exits N; `kill` kills itself with SIGKILL; `sleep` prints and waits; `slow` prints,
+  /// waits a second and prints again.
   static constexpr const char* k_script =
       "import os, sys, time\n"
       "what = sys.argv[1]\n"
+      "with open(os.path.join(os.environ['MLW_SHARE_DIR'], 'ran'), 'a') as f:\n"
+      "    f.write(what + '\\n')\n"
       "print('mlw-conformance: ' + what, flush=True)\n"
       "if what == 'ok':\n"
       "    print('second line', flush=True)\n"
@@ -266,7 +305,10 @@ class Conformance : public ::testing::TestWithParam<std::string> {
       "elif what == 'kill':\n"
       "    os.kill(os.getpid(), 9)\n"
       "elif what == 'sleep':\n"
-      "    time.sleep(60)\n";
+      "    time.sleep(60)\n"
+      "elif what == 'slow':\n"
+      "    time.sleep(1.5)\n"
+      "    print('after the wait', flush=True)\n";
 
   test::TempDir m_dir{"conformance"};
   std::unique_ptr<RecordingPlace> m_place;
@@ -285,6 +327,7 @@ TEST_P(Conformance, ACompletedRunHasItsLogOutputsAndMetrics) {
   EXPECT_NE(m_out.str().find("mlw-conformance: ok\nsecond line\n"), std::string::npos)
       << m_out.str() << m_err.str();
   EXPECT_NE(log_of(record).find("mlw-conformance: ok\nsecond line\n"), std::string::npos);
+  EXPECT_EQ(ran(), "ok\n") << "the share folder is the run's MLW_SHARE_DIR";
   EXPECT_EQ(read_file_if_exists(m_ctx.project().state_dir() / "runs" / record.run_id /
                                 "outputs/model.txt"),
             "weights\n");
@@ -315,7 +358,11 @@ TEST_P(Conformance, CancelAfterTheStartEndsTheRunCanceled143) {
 }
 
 TEST_P(Conformance, ADroppedConnectionLosesNoByteAndTheRunEndsAsUsual) {
-  if (!kind_of(GetParam()).place->connects()) GTEST_SKIP() << "no connection to drop here";
+  if (!kind_of(GetParam()).place->connects()) {
+    // Nothing to drop where it runs: no connection is made again.
+    EXPECT_FALSE(kind_of(GetParam()).place->reconnect(m_ctx, RunPlan{}));
+    return;
+  }
   m_place->drop.armed = true;
   EXPECT_EQ(submit({"ok"}), 0) << m_err.str();
   const RunRecord record = last_run();
@@ -323,6 +370,112 @@ TEST_P(Conformance, ADroppedConnectionLosesNoByteAndTheRunEndsAsUsual) {
   EXPECT_NE(m_place->asked().find("reconnect"), std::string::npos) << m_place->asked();
   EXPECT_NE(log_of(record).find("mlw-conformance: ok\nsecond line\n"), std::string::npos)
       << log_of(record);
+}
+
+TEST_P(Conformance, TheShipSendsAllThenNothingThenOneChange) {
+  if (!kind_of(GetParam()).place->connects()) {
+    // It runs where the project is: its run folder is the run's history folder, nothing shipped.
+    EXPECT_EQ(submit({"exit", "0"}), 0) << m_err.str();
+    EXPECT_TRUE(fs::is_regular_file(m_ctx.project().state_dir() / "runs" / last_run().run_id /
+                                    "snapshot/run.py"));
+    EXPECT_EQ(objects(), 0U);
+    return;
+  }
+  EXPECT_EQ(submit({"exit", "0"}), 0) << m_err.str();
+  const std::size_t all = objects();
+  EXPECT_GE(all, 1U);
+  EXPECT_NE(m_place->asked().find("stage: the store lacks " + std::to_string(all)),
+            std::string::npos)
+      << m_place->asked();
+  EXPECT_EQ(submit({"exit", "0"}), 0) << m_err.str();
+  EXPECT_EQ(objects(), all) << "nothing new, nothing shipped";
+  atomic_write_file(m_ctx.working_dir / "data.txt", "one more file\n");
+  EXPECT_EQ(submit({"exit", "0"}), 0) << m_err.str();
+  EXPECT_EQ(objects(), all + 1) << "one change, one object";
+  EXPECT_EQ(m_place->asked().find("unclear"), std::string::npos) << m_place->asked();
+}
+
+TEST_P(Conformance, ACancelBeforeTheStartEndsTheRunAndTheScriptNeverRuns) {
+  const TargetKind& kind = kind_of(GetParam());
+  if (!kind.runner.batch && !kind.runner.image) {
+    // Its script starts at once: there is no time before the start to cancel in (-a returns
+    // with the run Running; a cancel then is CancelAfterTheStart's).
+    EXPECT_EQ(submit({"sleep"}, true), 0) << m_err.str();
+    EXPECT_EQ(last_run().status, status::k_running);
+    api::cancel(m_ctx, last_run().run_id);
+    EXPECT_EQ(ended_run().status, status::k_canceled);
+    return;
+  }
+  // The stand-ins hold the job queued, or the environment's build going, while `hold` exists.
+  atomic_write_file(home() / "hold", "");
+  // -a returns once the run is queued or has started: the build holds it, so submit waits.
+  int submitted = -1;
+  std::thread submitter([&] { submitted = submit({"ok"}, true); });
+  fs::path build_log;
+  std::string id;
+  const bool held = wait_until([&] {
+    std::error_code ec;
+    if (!fs::exists(m_ctx.project().state_dir() / "runs", ec)) return false;
+    id = last_run().run_id;
+    build_log = m_ctx.project().state_dir() / "runs" / id / "build.log";
+    return !last_run().job_id.empty() ||
+           read_file_if_exists(build_log).value_or("").find("Step 1/3") != std::string::npos;
+  });
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    fs::remove(home() / "hold");
+  });
+  if (held) {
+    // Another mlw cancels it (its own output).
+    Context other = m_ctx;
+    std::ostringstream out;
+    std::ostringstream err;
+    other.out = &out;
+    other.err = &err;
+    api::cancel(other, id);
+  }
+  release.join();
+  submitter.join();
+  ASSERT_TRUE(held) << "neither queued nor building";
+  EXPECT_EQ(submitted, 0) << m_err.str();
+  const RunRecord record = ended_run();
+  EXPECT_EQ(record.status, status::k_canceled) << join(record.problems, "\n");
+  EXPECT_EQ(log_of(record).find("mlw-conformance"), std::string::npos) << log_of(record);
+  EXPECT_EQ(ran(), "") << "the script started";
+}
+
+TEST_P(Conformance, ARunWhoseSupervisorDiedIsLostOrFollowedAgainToItsEnd) {
+  EXPECT_EQ(submit({"slow"}, true), 0) << m_err.str();
+  ASSERT_TRUE(wait_for_log("mlw-conformance: slow")) << m_err.str();
+  const RunRecord running = last_run();
+  ASSERT_GT(running.pid, 0);
+  ::kill(running.pid, SIGKILL);
+  ::waitpid(running.pid, nullptr, 0);  // this process forked it
+  // `history logs -f`: a run that goes on at its place is followed again to its end.
+  std::ostringstream logs;
+  m_ctx.out = &logs;
+  api::show_logs(m_ctx, running.run_id, true);
+  m_ctx.out = &m_out;
+  const RunRecord record = ended_run();
+  if (!kind_of(GetParam()).runner.detached) {
+    EXPECT_EQ(record.status, status::k_lost);
+    return;
+  }
+  EXPECT_EQ(record.status, status::k_completed) << join(record.problems, "\n");
+  EXPECT_NE(log_of(record).find("mlw-conformance: slow\nafter the wait\n"), std::string::npos)
+      << log_of(record);
+  EXPECT_NE(logs.str().find("after the wait"), std::string::npos) << logs.str();
+}
+
+TEST_P(Conformance, ARunKilledForMemoryIsSaidToBe) {
+  atomic_write_file(home() / "oom", "");  // the stand-ins report a 137 as out of memory
+  EXPECT_EQ(submit({"kill"}), 137) << m_err.str();
+  const RunRecord record = last_run();
+  EXPECT_EQ(record.status, status::k_failed);
+  // Where the place cannot tell, a SIGKILL is not said to be for memory.
+  EXPECT_EQ(join(record.problems, "\n").find("out of memory") != std::string::npos,
+            setups().at(GetParam()).tells_oom)
+      << join(record.problems, "\n");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, Conformance, ::testing::ValuesIn(kind_name_list()),
