@@ -11,6 +11,7 @@
 #include <set>
 
 #include "mlw/remote/probe.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/json_text.hpp"
@@ -325,167 +326,37 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
   return body.dump();
 }
 
-namespace {
-
-/// Attaches to the container `$cid` the engine made, starts it and waits for it, in Perl with
-/// builtins only (`docker start -a` does the same three requests after ~60 ms of its own start):
-/// the output's frames go to stdout as they come, the container's exit code to the code file.
-/// Any failure exits non-zero (engine_start then asks the container's state). Arguments:
-/// socket, container id, code file.
-constexpr const char* k_attach_perl =
-    "$SIG{ALRM}=sub{exit 4};($s,$id,$f)=@ARGV;"
-    "sub o{socket($_[0],1,1,0)&&connect($_[0],pack(\"SZ*\",1,$s))||exit 3;binmode $_[0]}"
-    "sub w{my($h,$r,$x)=@_;while(length $r){my $n=syswrite($h,$r);defined $n||exit $x;"
-    "substr($r,0,$n)=\"\"}}"
-    "sub h{my($h,$x)=@_;my $r=\"\";alarm 60;while(index($r,\"\\r\\n\\r\\n\")<0){"
-    "length($r)<65536||exit $x;my $n=sysread($h,$r,65536,length $r);$n||exit $x}alarm 0;"
-    "$r=~m{^HTTP/1\\.[01] (\\d\\d\\d)[ \\r]}||exit $x;($1,substr($r,index($r,\"\\r\\n\\r\\n\")+4))}"
-    "sub p{\"POST /containers/$id/$_[0] HTTP/$_[1]\\r\\nHost: docker\\r\\n$_[2]"
-    "Content-Length: 0\\r\\n\\r\\n\"}"
-    "o(\\*A);w(\\*A,p(\"attach?stream=1&stdout=1&stderr=1\",\"1.1\","
-    "\"Connection: Upgrade\\r\\nUpgrade: tcp\\r\\n\"),3);"
-    "($c,$b)=h(\\*A,3);$c==101||$c==200||exit 3;"
-    "o(\\*B);w(\\*B,p(\"start\",\"1.0\",\"\"),4);($c)=h(\\*B,4);$c==204||$c==304||exit 4;close B;"
-    "while(1){while(length($b)>=8){$n=unpack(\"N\",substr($b,4,4));last if length($b)<8+$n;"
-    "$o=substr($b,8,$n);substr($b,0,8+$n)=\"\";while(length $o){$k=syswrite(STDOUT,$o);"
-    "defined $k||last;substr($o,0,$k)=\"\"}}$n=sysread(A,$b,65536,length $b);last unless $n}"
-    "close A;o(\\*C);w(\\*C,p(\"wait\",\"1.0\",\"\"),4);($c,$r)=h(\\*C,4);$c==200||exit 4;"
-    "while(sysread(C,$r,4096,length $r)){length($r)<65536||exit 4}"
-    "$r=~/\"StatusCode\":(\\d+)/||exit 4;open(F,\">\",$f)||exit 4;print F \"$1\\n\";"
-    "close F||exit 4;exit 0";
-
-/// Shell text that runs the container `$cid` to its end with its output appended to
-/// driver_log.txt and its exit code in $code: through the engine's socket with Perl where the
-/// engine made it ($e), else `docker start -a`. Where Perl did not tell the end, the container's
-/// state says what is left: still `created`, the docker CLI starts it (and says why it cannot);
-/// else its end is waited for (never started twice).
-std::string engine_start(const std::string& docker) {
-  return "if [ -n \"$e\" ] && command -v perl >/dev/null 2>&1; then\n"
-         "  perl -e " +
-         shell_quote(k_attach_perl) +
-         " \"$s\" \"$cid\" engine_code </dev/null >>driver_log.txt 2>/dev/null\n"
-         "  if [ $? != 0 ] || ! { read -r code <engine_code; } 2>/dev/null; then\n"
-         "    code=\n"
-         "    case \"$(" +
-         docker +
-         " inspect -f '{{.State.Status}}' \"$cid\" 2>/dev/null)\" in\n"
-         "      created) " +
-         docker + " start -a \"$cid\" >>driver_log.txt 2>&1; code=$?;;\n      *) code=$(" + docker +
-         " wait \"$cid\" 2>/dev/null) || code=;;\n"
-         "    esac\n"
-         "  fi\n"
-         "else\n  " +
-         docker + " start -a \"$cid\" >>driver_log.txt 2>&1\n  code=$?\nfi\n";
-}
-
-/// Shell text that creates the container through the engine's unix socket (mlw_http), where it
-/// is sure to be the engine the docker command would ask (as the probe's engine_socket_lookup),
-/// setting $cid and writing it to `container`; $cid stays empty where it did not (the docker
-/// command then creates it, and says why it cannot). One docker CLI start (~60 ms) less.
-std::string engine_create(const RunPlan& plan, const TargetRunPaths& paths,
-                          const TargetFacts& facts, const std::string& image) {
-  const ComputeConfig& compute = plan.compute;
-  const bool plain = compute.docker_run_args.empty() && !compute.use_sudo &&
-                     docker_words(compute, facts) == std::vector<std::string>{"docker"} &&
-                     (!compute.nvidia_docker || facts.nvidia_runtime);
-  if (!plain) return "cid=\n";
-  const std::string body = engine_create_body(plan, paths, facts, image, "@USER@");
-  const std::string placeholder = "\"@USER@\"";
-  const auto at = body.find(placeholder);
-  const std::string json = at == std::string::npos
-                               ? "printf '%s' " + shell_quote(body)
-                               : "printf '%s' " + shell_quote(body.substr(0, at)) +
-                                     " \"\\\"$u:$g\\\"\" " +
-                                     shell_quote(body.substr(at + placeholder.size()));
-  // Every process costs a few ms on the target: the user's ids from /proc and the container's
-  // id from the engine's answer are read by the shell itself (id and sed where that fails).
-  return "cid=\ne=\n" + engine_socket_lookup() +
-         "if mlw_engine; then\n"
-         "  u=; g=\n"
-         "  { while read -r k r f x; do case \"$k\" in Uid:) u=$f;; Gid:) g=$f;; esac; done; } "
-         "</proc/self/status 2>/dev/null\n"
-         "  case \"$u$g\" in ''|*[!0-9]*) u=$(id -u); g=$(id -g);; esac\n  " +
-         json +
-         " > create.json\n"
-         "  a=$(mlw_http 60 POST " +
-         shell_quote("/containers/create?name=" + container_name(plan.record.run_id)) +
-         " create.json create.out) || a=\n"
-         "  o=\n  [ \"$a\" = 201 ] && { IFS= read -r o || :; } <create.out\n"
-         "  if [ -n \"$o\" ]; then\n"
-         "    o=${o#*\\\"Id\\\"}; o=${o#*\\\"}; cid=${o%%\\\"*}\n"
-         "    case \"$cid\" in *[!0-9a-f]*|'') cid=;; ????????????*) e=1;; *) cid=;; esac\n"
-         "  fi\n"
-         "  [ -n \"$cid\" ] && echo \"$cid\" > container\nfi\n";
-}
-
-}  // namespace
-
 std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
                            const TargetFacts& facts, const std::string& image) {
   const bool container = !image.empty();
-  const std::string run = shell_quote(paths.run_dir);
   std::string script = "#!/bin/sh\n# The monitor of run " + plan.record.run_id +
-                       ", written by mlw: it outlives the SSH connection.\ncd " + run +
-                       " || exit 125\n";
+                       ", written by mlw: its settings, then src/exec/monitor.sh.\n";
   const auto env = container ? run_environment(plan, "/mlw/run", "/mlw/share")
                              : run_environment(plan, paths.run_dir, paths.share_dir);
   for (const auto& [key, value] : env) script += "export " + shell_quote(key + "=" + value) + "\n";
-  script +=
-      "finish() { echo \"$1\" > exit_code.tmp && mv exit_code.tmp exit_code; }\n"
-      "[ -d snapshot/outputs ] && [ -d " +
-      shell_quote(paths.share_dir) + " ] || mkdir -p snapshot/outputs " +
-      shell_quote(paths.share_dir) + "\n";
+  std::string mode = "process";
+  std::vector<std::string> words;
   if (!container) {
-    script += "cd snapshot || { finish 125; exit 0; }\n" +
-              shell_join(script_command(plan, plan.compute.python_location)) +
-              " </dev/null >>../driver_log.txt 2>&1 &\n"
-              "echo $! > ../script.pid\n"
-              "wait $!\ncode=$?\ncd ..\nfinish \"$code\"\n";
-    return script;
-  }
-  const std::string docker = shell_join(docker_words(plan.compute, facts));
-  std::vector<std::string> words = docker_run_words(plan, paths, facts, image, "@USER@");
-  std::string run_line = shell_join(words);
-  const std::string placeholder = shell_quote("@USER@");
-  if (const auto at = run_line.find(placeholder); at != std::string::npos) {
-    run_line.replace(at, placeholder.size(), "\"$(id -u):$(id -g)\"");
-  }
-  const std::string oom = "[ \"$code\" = 137 ] && [ \"$(" + docker +
-                          " inspect -f '{{.State.OOMKilled}}' \"$cid\" 2>/dev/null)\" = true ]"
-                          " && echo oom > oom\n";
-  if (plan.compute.shared_volumes) {
-    // One docker process attaches, starts, streams and waits (as `docker run` does, without
-    // -d, logs -f and wait beside it); create's own warnings stay out of the log.
-    script += engine_create(plan, paths, facts, image) + "if [ -z \"$cid\" ] && ! cid=$(" +
-              run_line +
-              " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
-              "fi\n" +
-              engine_start(docker) + oom;
+    words = script_command(plan, plan.compute.python_location);
   } else {
-    script +=
-        "if ! cid=$(" + run_line +
-        " 2>docker_run.err); then cat docker_run.err >>driver_log.txt; finish 125; exit 0; "
-        "fi\n"
-        "echo \"$cid\" > container\n"
-        "if ! tar -cf - --transform 's,^\\./,mlw/run/,' ./snapshot ./helper | " +
-        docker + " cp - \"$cid:/\" 2>>driver_log.txt; then finish 125; exit 0; fi\n" + "if ! " +
-        docker + " start \"$cid\" >/dev/null 2>>driver_log.txt; then finish 125; exit 0; fi\n" +
-        docker + " logs -f \"$cid\" >>driver_log.txt 2>&1 &\nlogs=$!\ncode=$(" + docker +
-        " wait \"$cid\")\nwait $logs\n" + oom + docker +
-        " cp \"$cid:/mlw/run/snapshot/outputs\" - 2>/dev/null | "
-        "tar -C snapshot -xf - 2>/dev/null\n" +
-        docker + " cp \"$cid:/mlw/run/metrics.jsonl\" - 2>/dev/null | tar -xf - 2>/dev/null\n";
+    mode = plan.compute.shared_volumes ? "container" : "copy";
+    const ComputeConfig& compute = plan.compute;
+    const std::vector<std::string> docker = docker_words(compute, facts);
+    words = docker_run_words(plan, paths, facts, image, "@USER@");
+    words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(docker.size()));
+    // The engine's API creates it where it is sure to be the engine the docker command asks.
+    const bool plain = compute.shared_volumes && compute.docker_run_args.empty() &&
+                       !compute.use_sudo && docker == std::vector<std::string>{"docker"} &&
+                       (!compute.nvidia_docker || facts.nvidia_runtime);
+    script += "mlw_docker=" + shell_quote(join(docker, " ")) + "\nmlw_create_json=" +
+              shell_quote(plain ? engine_create_body(plan, paths, facts, image, "@USER@") : "") +
+              "\nmlw_container_name=" + shell_quote(container_name(plan.record.run_id)) + "\n" +
+              engine_socket_lookup();
   }
-  script += "finish \"${code:-125}\"\n";
-  // A container the engine made is removed through its socket (mlw_http, not the docker CLI's
-  // ~60 ms of a core while the results are read).
-  script +=
-      plan.compute.shared_volumes
-          ? "if [ -n \"$e\" ]; then (mlw_http 60 DELETE \"/containers/$cid\" >/dev/null 2>&1 &)\n"
-            "else (" +
-                docker + " rm \"$cid\" >/dev/null 2>&1 &)\nfi\n"
-          : "(" + docker + " rm \"$cid\" >/dev/null 2>&1 &)\n";
-  return script;
+  script += "mlw_run=" + shell_quote(paths.run_dir) +
+            "\nmlw_share=" + shell_quote(paths.share_dir) + "\nmlw_mode=" + mode + "\nset -- " +
+            shell_join(words) + "\n";
+  return script + std::string(embedded_script("src/exec/monitor.sh"));
 }
 
 }  // namespace mlw

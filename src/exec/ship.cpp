@@ -101,67 +101,13 @@ void add_run_tree(TarWriter& tree, const RunPlan& plan, const EnvironmentSpec& e
 
 namespace {
 
-/// ship_script with its folders as shell words (quoted paths, or "$HOME"-relative ones).
+/// ship.sh after its arguments: the store, the nonce, the run folder and the runs folder, as
+/// shell words (quoted paths, or "$HOME"-relative ones). Its first line names the step in -vv's
+/// trace of each step.
 std::string ship_script_words(const std::string& s, const std::string& nonce, const std::string& r,
                               const std::string& runs) {
-  return "set -e\nS=" + s + "/objects\nI=" + s + "/incoming\nD=\"$I\"/" + shell_quote(nonce) +
-         "\nR=" + r + "\n[ -d \"$S\" ] && [ -d \"$I\" ] && [ -d " + runs +
-         " ] || mkdir -p \"$S\" \"$I\" " + runs +
-         "\ncd \"$I\"\n"
-         // Stores the objects named on stdin whose content has the sha256 their name says.
-         "mlw_keep() { xargs -r -n 64 sha256sum -- | awk '$1 == substr($2, 1, 64) { print $2 }' |\n"
-         "  xargs -r -n 256 mv -f -t \"$S\"/; }\n"
-         "for d in */; do\n"
-         "  [ -d \"$d\" ] || continue\n"
-         "  d=${d%/}\n"
-         "  ( flock -n 9 || exit 0\n"
-         "    cd \"$d\" && ls | grep -E '^[0-9a-f]{64}(\\.x)?$' | mlw_keep\n"
-         "    cd \"$I\" && rm -rf \"$d\" \"$d.lock\" ) 9>\"$d.lock\"\n"
-         "done\n"
-         "read u\n"
-         "if [ \"$u\" -gt 0 ]; then\n"
-         "  exec 9>\"$D.lock\"\n  flock 9\n  mkdir -p \"$D\"\n"
-         // Over 4 MiB, each object is checked and stored as soon as tar has gone on to the
-         // next (tar -v names a member as it begins it; awk holds each name back until the
-         // next one), so over a slow link the hashing hides behind the wire; a smaller upload
-         // is checked after it (two processes fewer). A failed tar fails the ship and leaves
-         // what it wrote for the next ship to recover, as a dropped upload does.
-         "  cd \"$D\"\n"
-         "  if [ \"$u\" -gt 4194304 ]; then\n"
-         "    { head -c \"$u\" | tar -x -v || : >\"$D.failed\"; } |\n"
-         "      awk '/^[0-9a-f]+(\\.x)?$/ { if (p != \"\") { print p; fflush() } p = $0 } "
-         "END { if (p != \"\") print p }' | mlw_keep\n"
-         "  else\n"
-         "    head -c \"$u\" | tar -x || : >\"$D.failed\"\n"
-         // All checked by one sha256sum -c and stored by one mv (an object is named by its
-         // hash); where one fails, or the tools are not GNU's, each is checked and stored alone.
-         "    for f in *; do printf '%s  %s\\n' \"${f%.x}\" \"$f\"; done |\n"
-         "      sha256sum -c --strict --status 2>/dev/null && mv -f -- * \"$S\"/ ||\n"
-         "      printf '%s\\n' * | mlw_keep\n"
-         "  fi\n"
-         "  [ ! -e \"$D.failed\" ] || { rm -f \"$D.failed\"; exit 2; }\n"
-         "  set -- *\n  cd \"$I\"\n"
-         "  if [ -e \"$D/$1\" ]; then\n"
-         "    printf 'damaged: %s\\n' \"$@\"\n    rm -rf \"$D\" \"$D.lock\"\n    exit 1\n"
-         "  fi\n  rm -rf \"$D\" \"$D.lock\"\nfi\n"
-         "read n\ncd \"$S\"\n"
-         // What the store still lacks: named, then ":missing", and nothing is made (exit 3).
-         // A short list is checked by the shell itself (every process costs a few ms there).
-         "if [ \"$n\" -le 16384 ]; then\n  m=\n"
-         "  while [ \"$n\" -gt 0 ] && IFS= read -r x; do\n    n=$((n - ${#x} - 1))\n"
-         "    [ -e \"$x\" ] || { printf '%s\\n' \"$x\"; m=1; }\n  done\n"
-         "  if [ -n \"$m\" ]; then echo :missing; exit 3; fi\nelse\n"
-         // The store's names, "/" (no file's name), then the names asked about: no shell
-         // started for awk's getline. A failing ls names nothing: all are missing.
-         "  { ls -f || :; echo /; head -c \"$n\"; } |\n"
-         "    awk 'p { if (!($0 in have)) { print; m = 1 }; next } $0 == \"/\" { p = 1; next } "
-         "{ have[$0] = 1 }\n"
-         "      END { if (m) print \":missing\"; exit m ? 3 : 0 }' || exit 3\nfi\n"
-         "read t\n[ \"$t\" -gt 0 ] || exit 0\n"
-         // Every process costs a few ms on the target: the folders were made at the start.
-         "[ -e \"$R.tmp\" ] && rm -rf \"$R.tmp\"\nmkdir \"$R.tmp\"\n"
-         "head -c \"$t\" | tar -x -P -C \"$R.tmp\"\n: > \"$R.tmp/driver_log.txt\"\n"
-         "mv \"$R.tmp\" \"$R\"\n";
+  return "# mlw ship\nset -- " + s + " " + shell_quote(nonce) + " " + r + " " + runs + "\n" +
+         std::string(embedded_script("src/exec/ship.sh"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -23,122 +24,26 @@ std::vector<std::string> docker_words(const ComputeConfig& compute, const Target
                           : std::vector<std::string>{"docker"};
 }
 
-namespace {
-
-/// One HTTP/1.0 request on the engine's unix socket, in Perl with builtins only (perl-base is in
-/// every Debian and Ubuntu; it starts in ~9 ms where curl takes ~20 and the docker CLI ~60).
-/// Arguments: seconds, socket, method, path, body file or "", answer file or "". Prints the
-/// status code. Exits 3 when it sent nothing (no socket, no connection: curl may try), 4 when
-/// the request may have gone out (timeout, short write, no HTTP answer): nothing is asked again.
-/// The answer is read up to 1 MiB; sockaddr_un is packed by hand (AF_UNIX 1, SOCK_STREAM 1).
-constexpr const char* k_http_perl =
-    "$SIG{ALRM}=sub{exit 4};alarm $ARGV[0];($t,$s,$m,$p,$i,$o)=@ARGV;$b=\"\";"
-    "if($i ne \"\"){open(I,\"<\",$i)||exit 3;binmode I;local $/;$b=<I>;close I}"
-    "socket(S,1,1,0)&&connect(S,pack(\"SZ*\",1,$s))||exit 3;binmode S;"
-    "$q=\"$m $p HTTP/1.0\\r\\nHost: docker\\r\\n\".($i ne \"\"?\"Content-Type: application/json"
-    "\\r\\nContent-Length: \".length($b).\"\\r\\n\":\"\").\"\\r\\n\".$b;"
-    "while(length $q){$n=syswrite(S,$q);defined $n||exit 4;substr($q,0,$n)=\"\"}"
-    "$r=\"\";while(length($r)<1048576){$n=sysread(S,$r,65536,length $r);defined $n||exit "
-    "4;$n||last}"
-    "$r=~m{^HTTP/1\\.[01] (\\d\\d\\d)[ \\r]}||exit 4;$c=$1;"
-    "if($o ne \"\"){$x=index($r,\"\\r\\n\\r\\n\");open(O,\">\",$o)||exit 4;binmode O;"
-    "print O substr($r,$x+4) if $x>=0;close O||exit 4}print $c";
-
-}  // namespace
-
 std::string engine_socket_lookup() {
-  // As local_engine_socket (docker_engine.cpp): DOCKER_HOST=unix://PATH, else the default
-  // socket unless a docker context is chosen; the socket must be one the user can write to.
-  // mlw_http SECONDS METHOD PATH [BODY [ANSWER]] asks it (Perl, else curl) and prints the status.
-  return "mlw_engine() {\n"
-         "  case \"${DOCKER_HOST:-}\" in\n"
-         "    unix://*) s=${DOCKER_HOST#unix://};;\n"
-         "    '') case \"${DOCKER_CONTEXT:-default}\" in default) ;; *) return 1;; esac\n"
-         "      c=$(sed -n 's/.*\"currentContext\" *: *\"\\([^\"]*\\)\".*/\\1/p' "
-         "\"${DOCKER_CONFIG:-$HOME/.docker}/config.json\" 2>/dev/null)\n"
-         "      case \"$c\" in ''|default) s=/var/run/docker.sock;; *) return 1;; esac;;\n"
-         "    *) return 1;;\n"
-         "  esac\n"
-         "  [ -S \"$s\" ] && [ -w \"$s\" ] && { command -v perl || command -v curl; } >/dev/null "
-         "2>&1\n"
-         "}\n"
-         "mlw_http() {\n"
-         "  if command -v perl >/dev/null 2>&1; then\n"
-         "    perl -e " +
-         shell_quote(k_http_perl) +
-         " \"$1\" \"$s\" \"$2\" \"$3\" \"${4:-}\" \"${5:-}\" </dev/null 2>/dev/null && return 0\n"
-         "    [ $? = 4 ] && return 1\n"
-         "  fi\n"
-         "  command -v curl >/dev/null 2>&1 || return 1\n"
-         "  if [ -n \"${4:-}\" ]; then\n"
-         "    curl -s --max-time \"$1\" --unix-socket \"$s\" -X \"$2\" -H 'Content-Type: "
-         "application/json' "
-         "--data-binary \"@$4\" -o \"${5:-/dev/null}\" -w '%{http_code}' \"http://docker$3\" "
-         "</dev/null 2>/dev/null\n"
-         "  else\n"
-         "    curl -s --max-time \"$1\" --unix-socket \"$s\" -X \"$2\" -o \"${5:-/dev/null}\" "
-         "-w '%{http_code}' \"http://docker$3\" </dev/null 2>/dev/null\n"
-         "  fi\n"
-         "}\n";
+  return "mlw_engine_pl=" + shell_quote(embedded_script("src/remote/engine.pl")) + "\n" +
+         std::string(embedded_script("src/remote/engine.sh"));
 }
 
 std::string probe_script(const ComputeConfig& compute, const ProbeAsk& ask,
                          const std::string& image_tag, const std::string& ship, bool disk) {
-  const bool uses_docker = ask.docker;
-  std::string script = "echo \"home=$HOME\"\n";
   // The engine's answer about the image (mlw_http starts in ~9 ms, the docker CLI in ~60) is
-  // asked first and read on fd 4 once the ship is done: the two run side by side.
-  const bool engine_query = uses_docker && !image_tag.empty() && !compute.use_sudo;
-  if (engine_query) {
-    script += engine_socket_lookup() + "exec 3<&0\n{ mlw_engine && mlw_http 10 GET /images/" +
-              shell_quote(image_tag) + "/json; } | {\nexec 4<&0 <&3 3<&-\n";
-  }
-  if (!ship.empty()) {
-    // The ship reads the step's stdin; its lines come back as ship=LINE, its end as ship=end N.
-    script += "{ ( " + ship + "); echo \"end $?\"; } 2>&1 | sed 's/^/ship=/'\ncd\n";
-  }
-  script +=
-      "{ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi "
-      "--query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | "
-      "sed 's/^/gpu=/'\n" +
-      std::string(disk ? "df -Pk \"$HOME\" 2>/dev/null | awk 'NR==2{print \"disk_free_kb=\" $4}'"
-                       : ":") +
-      "; } &\n";
-  if (uses_docker) {
-    const std::string d = shell_join(docker_words(compute));
-    const std::string info =
-        "if v=$(" + d +
-        " info --format '{{.ServerVersion}} {{json .Runtimes}}' 2>&1); then "
-        "echo \"docker=ok ${v%% *}\"; case \"$v\" in *nvidia*) echo nvidia_runtime=yes;; esac\n"
-        "  else echo \"docker=fail $(echo \"$v\" | grep -v '^ *null$' | tail -n 1)\"; fi\n";
-    script +=
-        "if ! command -v docker >/dev/null 2>&1; then echo 'docker=fail docker is not "
-        "installed'\nelse\n";
-    if (!image_tag.empty()) {
-      // The engine's own answer where its socket is at hand (mlw_http: a few ms, the docker
-      // CLI ~60); the CLI wherever that is not sure (another host or context, sudo).
-      const std::string tag = shell_quote(image_tag);
-      script += "image=\n";
-      script += std::string(engine_query ? "a=\nread -r a <&4 || :\n" : "a=\n") +
-                "case \"$a\" in 200) image=yes;; 404) ;; *) " + d + " image inspect " + tag +
-                " >/dev/null 2>&1 && image=yes;; esac\n"
-                "[ \"$image\" = yes ] && echo image=" +
-                tag + "\n";
-    }
-    // An existing image stands for a working daemon unless the runtimes matter (GPUs).
-    script += compute.nvidia_docker
-                  ? info
-                  : "if [ \"$image\" = yes ]; then echo docker=ok; else " + info + "fi\n";
-    script += "fi\ncommand -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes\n";
-  }
-  script += ask.section;
-  if (ask.python) {
-    script += "if v=$(" + shell_quote(compute.python_location) +
-              " --version 2>&1); then "
-              "echo \"python=ok $v\"; else echo \"python=fail $(echo \"$v\" | tail -n 1)\"; fi\n";
-  }
-  script += engine_query ? "wait\n}\nexit 0\n" : "wait\nexit 0\n";
-  return script;
+  // asked side by side with the ship.
+  const bool engine_query = ask.docker && !image_tag.empty() && !compute.use_sudo;
+  // Its first line names the step in -vv's trace of each step.
+  std::string script =
+      "# mlw probe\nmlw_docker=" + shell_quote(ask.docker ? join(docker_words(compute), " ") : "") +
+      "\nmlw_image=" + shell_quote(ask.docker ? image_tag : "") +
+      "\nmlw_engine_query=" + (engine_query ? "1" : "") +
+      "\nmlw_nvidia=" + (compute.nvidia_docker ? "1" : "") + "\nmlw_disk=" + (disk ? "1" : "") +
+      "\nmlw_python=" + shell_quote(ask.python ? compute.python_location : "") +
+      "\nmlw_ship=" + shell_quote(ship) + "\nmlw_section=" + shell_quote(ask.section) + "\n";
+  if (engine_query) script += engine_socket_lookup();
+  return script + std::string(embedded_script("src/remote/probe.sh"));
 }
 
 TargetFacts parse_probe(const std::string& output, ProbeShip* ship) {

@@ -51,7 +51,7 @@ PY
 "$MLW" -vv experiment submit -c rm hello.py first >"$WORK/o" 2>"$WORK/e"
 expect_eq "first submit" "$?" 0
 expect_contains "first submit logs in" "$(cat "$WORK/e")" "logged in as mlwtest"
-expect_contains "-vv: each command's time and waits" "$(cat "$WORK/e")" "waits for the server: echo \"home=\$HOME\""
+expect_contains "-vv: each command's time and waits" "$(cat "$WORK/e")" "waits for the server: # mlw probe"
 expect_contains "-vv: what the connection cost in all" "$(cat "$WORK/e")" "commands on 1 channel(s)"
 check "the run's connection is kept: a socket in the folder" wait_for 10 bash -c "ls '$CONNS'/*.sock"
 expect_eq "the folder is the user's alone (0700)" "$(stat -c %a "$CONNS")" 700

@@ -163,17 +163,17 @@ expect_eq "prepare with the image present" "$CODE" 0
 expect_contains "prepare names the image" "$OUT" "mlw_env:"
 # prepare ships in the probe's step: the store (the submit filled it) lacks nothing, so there
 # is no ship step; after a change, its object goes with the probe, and still no ship step.
-expect_not_contains "nothing changed: prepare ships nothing" "$ERR" "for the server: set -e"
+expect_not_contains "nothing changed: prepare ships nothing" "$ERR" "for the server: # mlw ship"
 echo "# one line more" >>use_wheel.py
 run_mlw -vv experiment prepare -c rd
 expect_eq "one change: its object goes with the probe" \
   "$(grep -c 'shipping 1 objects .* with the probe' <<<"$ERR")" 1
-expect_not_contains "no ship step of its own" "$ERR" "for the server: set -e"
+expect_not_contains "no ship step of its own" "$ERR" "for the server: # mlw ship"
 rm -rf .mlw/cache/shipped
 echo "# one line more" >>use_wheel.py
 run_mlw -vv experiment prepare -c rd
 expect_eq "no record: the store names what it lacks, one ship step sends it" \
-  "$(grep -c 'for the server: set -e' <<<"$ERR")" 1
+  "$(grep -c 'for the server: # mlw ship' <<<"$ERR")" 1
 # A broken requirement fails the build: 125, the log shown.
 cat >aml_config/conda_dependencies.yml <<'YML'
 dependencies:

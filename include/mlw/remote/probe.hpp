@@ -55,11 +55,10 @@ struct ProbeShip {
 /// `nvidia-docker` where the facts found it and no NVIDIA runtime (empty facts: plain docker).
 std::vector<std::string> docker_words(const ComputeConfig& compute, const TargetFacts& facts = {});
 
-/// Two shell functions: mlw_engine sets `s` to the Docker engine's unix socket and succeeds when
-/// the engine can be asked directly: DOCKER_HOST=unix://PATH, or the default socket where no
-/// docker context is chosen; the socket writable, perl or curl installed. `mlw_http SECONDS
-/// METHOD PATH [BODY_FILE [ANSWER_FILE]]` then sends one request on it (Perl's builtins, else
-/// curl where Perl is missing or could not connect) and prints the answer's status code.
+/// src/remote/engine.sh after `mlw_engine_pl=` engine.pl's text: two shell functions,
+/// mlw_engine (finds the Docker engine's unix socket where it can be asked directly) and
+/// `mlw_http SECONDS METHOD PATH [BODY_FILE [ANSWER_FILE]]` (one request on it, printing the
+/// status code); the Perl client's `attach` mode is the container monitor's.
 std::string engine_socket_lookup();
 
 /// The probe: one POSIX sh script that prints `key=value` lines for parse_probe. With an

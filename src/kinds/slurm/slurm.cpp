@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "mlw/exec/place.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 #include "slurm.hpp"
@@ -15,23 +16,8 @@ namespace {
 /// The probe's Slurm lines: missing commands, the partition (the compute file's, or the
 /// default), its nodes with their state and gres, or why the controller did not answer.
 std::string slurm_probe(const ComputeConfig& file) {
-  const SlurmConfig compute = slurm_config(file);
-  return "for c in sbatch squeue scontrol sinfo; do command -v \"$c\" >/dev/null 2>&1 || echo "
-         "\"slurm_missing=$c\"; done\n"
-         "p=" +
-         shell_quote(compute.partition) +
-         "\n"
-         "[ -n \"$p\" ] || p=$(sinfo -h -o %P 2>/dev/null | sed -n 's/\\*$//p' | head -n 1)\n"
-         "if [ -n \"$p\" ]; then\n"
-         "  if out=$(scontrol show partition \"$p\" 2>&1); then\n"
-         "    echo \"slurm_partition=$p\"\n"
-         "    sinfo -h -p \"$p\" -N -o '%N|%T|%G' 2>/dev/null | sort -u | sed 's/^/slurm_node=/'\n"
-         "  elif ! printf '%s' \"$out\" | grep -qi 'not found'; then\n"
-         "    echo \"slurm_error=$(printf '%s' \"$out\" | tail -n 1)\"\n"
-         "  fi\n"
-         "elif ! out=$(sinfo -h -o %P 2>&1); then\n"
-         "  echo \"slurm_error=$(printf '%s' \"$out\" | tail -n 1)\"\n"
-         "fi\n";
+  return "(\nset -- " + shell_quote(slurm_config(file).partition) + "\n" +
+         std::string(embedded_script("src/kinds/slurm/probe.sh")) + ")\n";
 }
 
 /// The commands, the controller, the partition, its nodes, GPUs per node (gres).

@@ -20,6 +20,7 @@
 #include "fakes.hpp"
 #include "mlw/api/experiment.hpp"
 #include "mlw/api/history.hpp"
+#include "mlw/config/targets.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/exec/target.hpp"
 #include "mlw/history/store.hpp"
@@ -102,6 +103,20 @@ class StandInShell : public Shell {
   std::string m_prefix;
   Drop& m_drop;
   std::string m_out;
+  LocalShell m_shell;
+};
+
+/// This machine's /bin/sh with `prefix` (variables) before each step.
+class LocalTargetShellWithPrefix : public Shell {
+ public:
+  explicit LocalTargetShellWithPrefix(std::string prefix) : m_prefix(std::move(prefix)) {}
+  std::string host() const override { return "fake-host"; }
+  ShellResult run(const std::string& script, const ShellStreams& streams) override {
+    return m_shell.run(m_prefix + script, streams);
+  }
+
+ private:
+  std::string m_prefix;
   LocalShell m_shell;
 };
 
@@ -205,6 +220,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
           shell_quote(std::string(MLW_TEST_DATA_DIR) + "/standins/" + found->second.standins) +
           ":$PATH\n";
     }
+    m_prefix = prefix;
     m_place = std::make_unique<RecordingPlace>(*kind_of(GetParam()).place, prefix,
                                                m_dir.path() / "asked");
     m_ctx.working_dir = root;
@@ -311,6 +327,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
       "    print('after the wait', flush=True)\n";
 
   test::TempDir m_dir{"conformance"};
+  std::string m_prefix;  ///< the place's HOME, DOCKER_HOST and stand-ins, before each step
   std::unique_ptr<RecordingPlace> m_place;
   std::ostringstream m_out;
   std::ostringstream m_err;
@@ -318,6 +335,35 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 };
 
 }  // namespace
+
+TEST_P(Conformance, TheProbeAndTheChecksPassWhereTheKindsToolsAreAndSayWhereTheyAreNot) {
+  const ComputeConfig compute = load_compute(m_ctx.project(), "t");
+  const TargetKind& kind = kind_of(GetParam());
+  auto checks = [&](const std::string& path) {
+    LocalTargetShellWithPrefix shell(m_prefix + path);
+    const TargetFacts facts = probe_target(shell, compute, probe_ask(compute), "", nullptr, true);
+    EXPECT_EQ(facts.home, (home()).string());
+    std::vector<CheckRow> rows;
+    kind.checks({compute, facts, shell.host(), "t"}, rows);
+    return rows;
+  };
+  for (const CheckRow& row : checks("")) {
+    EXPECT_NE(row.result, CheckResult::Fail) << row.name << ": " << row.detail;
+  }
+  if (setups().at(GetParam()).standins.empty()) return;
+  // Without its tools (and Docker's): a row fails and submit refuses, naming what is missing.
+  const fs::path bare = m_dir.path() / "bare";
+  fs::create_directories(bare);
+  for (const char* tool : {"sed", "awk", "df", "grep", "tail", "head", "sort", "cat", "tr"}) {
+    if (const auto found = find_executable(tool)) fs::create_symlink(*found, bare / tool);
+  }
+  const std::vector<CheckRow> rows = checks("PATH=" + shell_quote(bare.string()) + "\n");
+  std::string refusal;
+  for (const CheckRow& row : rows) {
+    if (refusal.empty()) refusal = row.refusal;
+  }
+  EXPECT_FALSE(refusal.empty()) << "no row refuses a place without the kind's tools";
+}
 
 TEST_P(Conformance, ACompletedRunHasItsLogOutputsAndMetrics) {
   EXPECT_EQ(submit({"ok"}), 0) << m_err.str();
@@ -421,8 +467,12 @@ TEST_P(Conformance, ACancelBeforeTheStartEndsTheRunAndTheScriptNeverRuns) {
     return !last_run().job_id.empty() ||
            read_file_if_exists(build_log).value_or("").find("Step 1/3") != std::string::npos;
   });
+  // A build goes on once the cancel is asked for (the run must then not start); a queued job
+  // stays queued until the cancel has ended it.
   std::thread release([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (!held || !last_run().job_id.empty()) return;
+    const fs::path asked = m_ctx.project().state_dir() / "runs" / id / "cancel_requested";
+    wait_until([&] { return fs::exists(asked); });
     fs::remove(home() / "hold");
   });
   if (held) {
@@ -435,6 +485,7 @@ TEST_P(Conformance, ACancelBeforeTheStartEndsTheRunAndTheScriptNeverRuns) {
     api::cancel(other, id);
   }
   release.join();
+  fs::remove(home() / "hold");
   submitter.join();
   ASSERT_TRUE(held) << "neither queued nor building";
   EXPECT_EQ(submitted, 0) << m_err.str();

@@ -94,8 +94,20 @@ TEST(Probe, DockerIsCalledAsRunsCallItWithSudoWhenAsked) {
   EXPECT_EQ(docker_words(compute), std::vector<std::string>{"docker"});
   compute.use_sudo = true;
   EXPECT_EQ(docker_words(compute), (std::vector<std::string>{"sudo", "-n", "docker"}));
-  EXPECT_NE(probe_script(compute, probe_ask(compute), "").find("sudo -n docker info"),
-            std::string::npos);
+  // The probe asks the engine through sudo: a stand-in sudo records what it was asked.
+  test::TempDir dir("probe-sudo");
+  fs::create_directories(dir.path() / "bin");
+  const fs::path sudo = dir.path() / "bin/sudo";
+  atomic_write_file(sudo, "#!/bin/sh\necho \"$*\" >> " +
+                              shell_quote((dir.path() / "calls").string()) + "\nexit 1\n");
+  fs::permissions(sudo, fs::perms::owner_all);
+  atomic_write_file(dir.path() / "bin/docker", "#!/bin/sh\nexit 0\n");
+  fs::permissions(dir.path() / "bin/docker", fs::perms::owner_all);
+  LocalShell().run("PATH=" + shell_quote((dir.path() / "bin").string()) + ":$PATH\n" +
+                   probe_script(compute, probe_ask(compute), ""));
+  EXPECT_NE(read_file_if_exists(dir.path() / "calls").value_or("").find("-n docker info"),
+            std::string::npos)
+      << read_file_if_exists(dir.path() / "calls").value_or("");
 }
 
 TEST(Probe, AnExistingImageStandsForAWorkingDaemonWithoutAskingItMore) {

@@ -1,0 +1,135 @@
+# shellcheck shell=sh disable=SC2154 # the mlw_ variables and `s` come from the preamble
+# The monitor of an mlw run on a target (the remote, docker and remotedocker kinds), started
+# detached in the run folder by the supervisor's launch: it outlives the SSH connection, runs the
+# script or the container with its output appended to driver_log.txt, and writes its exit code
+# into exit_code (and `oom` where the kernel killed the container for memory).
+# Run after the preamble monitor_script writes (exec/container.cpp): the run's exported
+# variables, and
+#   mlw_run, mlw_share   the run folder and the share folder
+#   mlw_mode             process: "$@" is the script's command;
+#                        container: "$@" are docker's words that create the container, @USER@
+#                        standing for the user's ids, the run folder mounted at /mlw/run;
+#                        copy: the same, with the run folder copied in and the results out
+#   mlw_docker           the words that run docker (docker, sudo -n docker, nvidia-docker)
+#   mlw_create_json      the container's create body for the engine's API ("" where the docker
+#                        command must create it), with engine.sh's functions, mlw_engine_pl
+#                        and `s`, the engine's socket that mlw_engine found
+#   mlw_container_name   its name
+cd "$mlw_run" || exit 125
+finish() { echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code; }
+if [ ! -d snapshot/outputs ] || [ ! -d "$mlw_share" ]; then
+  mkdir -p snapshot/outputs "$mlw_share"
+fi
+if [ "$mlw_mode" = process ]; then
+  cd snapshot || {
+    finish 125
+    exit 0
+  }
+  "$@" </dev/null >>../driver_log.txt 2>&1 &
+  echo $! >../script.pid
+  wait $!
+  code=$?
+  cd ..
+  finish "$code"
+  exit 0
+fi
+# docker as the compute file asks for it: its words have no space in them.
+# shellcheck disable=SC2086
+mlw_d() { $mlw_docker "$@"; }
+# The user's ids, read by the shell itself (every process costs a few ms on the target).
+u=
+g=
+{ while read -r k _ f _; do case "$k" in Uid:) u=$f ;; Gid:) g=$f ;; esac; done; } \
+  </proc/self/status 2>/dev/null
+case "$u$g" in '' | *[!0-9]*) u=$(id -u) g=$(id -g) ;; esac
+n=$#
+for w in "$@"; do
+  [ "$w" = @USER@ ] && w=$u:$g
+  set -- "$@" "$w"
+done
+shift "$n"
+oom() {
+  [ "$code" = 137 ] && [ "$(mlw_d inspect -f '{{.State.OOMKilled}}' "$cid" 2>/dev/null)" = true ] &&
+    echo oom >oom
+}
+cid=
+e=
+if [ "$mlw_mode" = copy ]; then
+  if ! cid=$(mlw_d "$@" 2>docker_run.err); then
+    cat docker_run.err >>driver_log.txt
+    finish 125
+    exit 0
+  fi
+  echo "$cid" >container
+  if ! tar -cf - --transform 's,^\./,mlw/run/,' ./snapshot ./helper |
+    mlw_d cp - "$cid:/" 2>>driver_log.txt; then
+    finish 125
+    exit 0
+  fi
+  if ! mlw_d start "$cid" >/dev/null 2>>driver_log.txt; then
+    finish 125
+    exit 0
+  fi
+  mlw_d logs -f "$cid" >>driver_log.txt 2>&1 &
+  logs=$!
+  code=$(mlw_d wait "$cid")
+  wait $logs
+  oom
+  mlw_d cp "$cid:/mlw/run/snapshot/outputs" - 2>/dev/null | tar -C snapshot -xf - 2>/dev/null
+  mlw_d cp "$cid:/mlw/run/metrics.jsonl" - 2>/dev/null | tar -xf - 2>/dev/null
+  finish "${code:-125}"
+  (mlw_d rm "$cid" >/dev/null 2>&1 &)
+  exit 0
+fi
+# The container is created through the engine's unix socket where it is sure to be the engine
+# the docker command would ask (one docker CLI start, ~60 ms, less), else by the docker command
+# (which says why it cannot).
+if [ -n "$mlw_create_json" ] && mlw_engine; then
+  printf '%s' "${mlw_create_json%%@USER@*}$u:$g${mlw_create_json#*@USER@}" >create.json
+  a=$(mlw_http 60 POST "/containers/create?name=$mlw_container_name" create.json create.out) ||
+    a=
+  o=
+  [ "$a" = 201 ] && { IFS= read -r o || :; } <create.out
+  if [ -n "$o" ]; then
+    o=${o#*\"Id\"}
+    o=${o#*\"}
+    cid=${o%%\"*}
+    case "$cid" in *[!0-9a-f]* | '') cid= ;; ????????????*) e=1 ;; *) cid= ;; esac
+  fi
+  [ -n "$cid" ] && echo "$cid" >container
+fi
+if [ -z "$cid" ] && ! cid=$(mlw_d "$@" 2>docker_run.err); then
+  cat docker_run.err >>driver_log.txt
+  finish 125
+  exit 0
+fi
+# One process attaches, starts, streams and waits (as `docker run` does, without -d, logs -f and
+# wait beside it): engine.pl where the engine made the container, else `docker start -a`. Where
+# Perl did not tell the end, the container's state says what is left: still `created`, the
+# docker command starts it (and says why it cannot); else its end is waited for (never started
+# twice).
+if [ -n "$e" ] && command -v perl >/dev/null 2>&1; then
+  if ! perl -e "$mlw_engine_pl" attach "$s" "$cid" engine_code </dev/null >>driver_log.txt \
+    2>/dev/null || ! { read -r code <engine_code; } 2>/dev/null; then
+    code=
+    case "$(mlw_d inspect -f '{{.State.Status}}' "$cid" 2>/dev/null)" in
+      created)
+        mlw_d start -a "$cid" >>driver_log.txt 2>&1
+        code=$?
+        ;;
+      *) code=$(mlw_d wait "$cid" 2>/dev/null) || code= ;;
+    esac
+  fi
+else
+  mlw_d start -a "$cid" >>driver_log.txt 2>&1
+  code=$?
+fi
+oom
+finish "${code:-125}"
+# A container the engine made is removed through its socket (not the docker command's ~60 ms of a
+# core while the results are read).
+if [ -n "$e" ]; then
+  (mlw_http 60 DELETE "/containers/$cid" >/dev/null 2>&1 &)
+else
+  (mlw_d rm "$cid" >/dev/null 2>&1 &)
+fi

@@ -1,0 +1,103 @@
+# shellcheck shell=sh
+# Ships a snapshot into a target's content store, run after `set -- STORE NONCE RUN_DIR RUNS`
+# (ship_script and ship_in_probe in exec/ship.cpp), reading its standard input:
+#   - moves the complete objects of interrupted uploads (STORE/incoming/*) into STORE/objects;
+#   - reads "U\n" and a U-byte tar of objects sent ahead: each is checked against the sha256 its
+#     name says and moved into the store; damaged ones are printed ("damaged: NAME") and fail
+#     the ship (exit 1; a tar that fails: exit 2);
+#   - reads "N\n" and N bytes of object names: when the store lacks any, prints them and
+#     ":missing" and exits 3, making nothing;
+#   - reads "T\n" and a T-byte tar that makes RUN_DIR from the store (hard links), atomically by
+#     rename (nothing when T is 0).
+set -e
+S=$1/objects
+I=$1/incoming
+D=$I/$2
+R=$3
+if [ ! -d "$S" ] || [ ! -d "$I" ] || [ ! -d "$4" ]; then mkdir -p "$S" "$I" "$4"; fi
+cd "$I"
+# Stores the objects named on stdin whose content has the sha256 their name says.
+mlw_keep() {
+  xargs -r -n 64 sha256sum -- | awk '$1 == substr($2, 1, 64) { print $2 }' |
+    xargs -r -n 256 mv -f -t "$S"/
+}
+for d in */; do
+  [ -d "$d" ] || continue
+  d=${d%/}
+  # shellcheck disable=SC2094 # the lock goes with the folder it guarded, while still held
+  (
+    flock -n 9 || exit 0
+    # shellcheck disable=SC2010 # the store's names are hashes: nothing for ls to mangle
+    cd "$d" && ls | grep -E '^[0-9a-f]{64}(\.x)?$' | mlw_keep
+    cd "$I" && rm -rf "$d" "$d.lock"
+  ) 9>"$d.lock"
+done
+read -r u
+if [ "$u" -gt 0 ]; then
+  exec 9>"$D.lock"
+  flock 9
+  mkdir -p "$D"
+  # Over 4 MiB, each object is checked and stored as soon as tar has gone on to the next (tar -v
+  # names a member as it begins it; awk holds each name back until the next one), so over a slow
+  # link the hashing hides behind the wire; a smaller upload is checked after it (two processes
+  # fewer). A failed tar fails the ship and leaves what it wrote for the next ship to recover, as
+  # a dropped upload does.
+  cd "$D"
+  if [ "$u" -gt 4194304 ]; then
+    { head -c "$u" | tar -x -v || : >"$D.failed"; } |
+      awk '/^[0-9a-f]+(\.x)?$/ { if (p != "") { print p; fflush() } p = $0 }
+        END { if (p != "") print p }' | mlw_keep
+  else
+    head -c "$u" | tar -x || : >"$D.failed"
+    # All checked by one sha256sum -c and stored by one mv (an object is named by its hash);
+    # where one fails, or the tools are not GNU's, each is checked and stored alone.
+    if ! for f in *; do printf '%s  %s\n' "${f%.x}" "$f"; done |
+      sha256sum -c --strict --status 2>/dev/null || ! mv -f -- * "$S"/; then
+      printf '%s\n' * | mlw_keep
+    fi
+  fi
+  [ ! -e "$D.failed" ] || {
+    rm -f "$D.failed"
+    exit 2
+  }
+  set -- *
+  cd "$I"
+  if [ -e "$D/$1" ]; then
+    printf 'damaged: %s\n' "$@"
+    rm -rf "$D" "$D.lock"
+    exit 1
+  fi
+  rm -rf "$D" "$D.lock"
+fi
+read -r n
+cd "$S"
+# What the store still lacks: named, then ":missing", and nothing is made (exit 3). A short list
+# is checked by the shell itself (every process costs a few ms there).
+if [ "$n" -le 16384 ]; then
+  m=
+  while [ "$n" -gt 0 ] && IFS= read -r x; do
+    n=$((n - ${#x} - 1))
+    [ -e "$x" ] || {
+      printf '%s\n' "$x"
+      m=1
+    }
+  done
+  if [ -n "$m" ]; then
+    echo :missing
+    exit 3
+  fi
+else
+  # The store's names, "/" (no file's name), then the names asked about: no shell started for
+  # awk's getline. A failing ls names nothing: all are missing.
+  { ls -f || :; echo /; head -c "$n"; } |
+    awk 'p { if (!($0 in have)) { print; m = 1 }; next } $0 == "/" { p = 1; next } { have[$0] = 1 }
+      END { if (m) print ":missing"; exit m ? 3 : 0 }' || exit 3
+fi
+read -r t
+[ "$t" -gt 0 ] || exit 0
+# Every process costs a few ms on the target: the folders were made at the start.
+[ -e "$R.tmp" ] && rm -rf "$R.tmp"
+mkdir "$R.tmp"
+head -c "$t" | tar -x -P -C "$R.tmp"
+: >"$R.tmp/driver_log.txt"
+mv "$R.tmp" "$R"
