@@ -6,6 +6,7 @@
 
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/kinds/kind.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -20,34 +21,10 @@ constexpr int k_stop_bound_s = 20;
 /// The most of the target's answer about a run's end that is read (a number, "oom").
 constexpr std::size_t k_state_bound = 4096;
 
-/// Writes stdin to monitor.sh in the run folder and starts it detached (a subshell of the
-/// waiting parent reads it: no shell started for it); sets $p to its pid, read whole before
-/// the step goes on (the started shell prints it a moment later). A waiting parent reaps the
-/// monitor at once, so `tail --pid` sees it end even where init reaps orphans late; it prints
-/// the monitor's pid, then lets go of the pipe (its stdout), which ends the reading.
+/// launch.sh and its call: monitor.sh from stdin, started detached in `run_dir`; $p its pid.
 std::string launch_command(const std::string& run_dir) {
-  return "p=$(cd " + shell_quote(run_dir) +
-         " && cat > monitor.sh && { setsid sh -c '( . ./monitor.sh ) >monitor.log 2>&1 "
-         "</dev/null & echo $!; exec >/dev/null 2>&1; wait' </dev/null & })\n";
-}
-
-/// Makes the run folder from the tree on stdin ("T\n" and T bytes of tar, its objects in the
-/// store) unless an earlier try made it; a failure ends the step with an empty pid, after what
-/// went wrong.
-std::string tree_script(const std::string& run_dir) {
-  const std::string r = shell_quote(run_dir);
-  const std::string t = shell_quote(run_dir + ".tmp");
-  return "read t\nif [ -d " + r + " ]; then head -c \"$t\" >/dev/null\nelif ! { { [ ! -e " + t +
-         " ] || rm -rf " + t + "; } && mkdir " + t + " && head -c \"$t\" | tar -x -P -C " + t +
-         " && : >" + t + "/driver_log.txt && mv " + t + " " + r +
-         "; }; then echo mlw-pid= >&2; exit 0; fi\n";
-}
-
-/// The launch for the first follow step: the pid goes to stderr (after whatever the launch
-/// printed there) as "mlw-pid=N" and into $p; the step ends when there is none.
-std::string launch_script(const std::string& run_dir, bool tree) {
-  return (tree ? tree_script(run_dir) : "") + launch_command(run_dir) +
-         "echo \"mlw-pid=$p\" >&2\ncase \"$p\" in ''|*[!0-9]*) exit 0;; esac\n";
+  return std::string(embedded_script("src/exec/launch.sh")) + "mlw_launch " + shell_quote(run_dir) +
+         "\n";
 }
 
 }  // namespace
@@ -207,14 +184,14 @@ void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::stri
 }
 
 std::string MonitorDriver::follow_script(RunSession& session, bool launching) const {
-  const std::string pid = launching ? "$p" : m_monitor_pid;
+  // Its first line names the step in -vv's trace of each step.
   return fmt::format(
-      "{}tail -c +{} -s 0.01 --pid={} -f {} 2>/dev/null\nexec >&2\n"
-      "kill -0 {} 2>/dev/null && echo mlw-state=running && exit 0; echo mlw-state=ended; "
-      "cd {} || exit 0\n{}\nprintf '\\nmlw-results\\n'\nexec 2>/dev/null\n{}",
-      launching ? launch_script(session.paths.run_dir, !session.paths.tree.empty()) : "",
-      session.offset + 1, pid, shell_quote(session.paths.run_dir + "/driver_log.txt"), pid,
-      shell_quote(session.paths.run_dir), end_script(), RunSession::results_script());
+             "# mlw follow\nmlw_run={}\nmlw_offset={}\nmlw_pid={}\nmlw_tree={}\nmlw_end={}\n",
+             shell_quote(session.paths.run_dir), session.offset + 1,
+             launching ? "" : shell_quote(m_monitor_pid),
+             launching && !session.paths.tree.empty() ? "1" : "", shell_quote(end_script())) +
+         (launching ? std::string(embedded_script("src/exec/launch.sh")) : std::string()) +
+         std::string(embedded_script("src/exec/follow.sh")) + RunSession::results_script();
 }
 
 void MonitorDriver::follow(RunSession& session) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "mlw/remote/tar.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -35,13 +36,8 @@ ResultsFetch::~ResultsFetch() {
 }
 
 std::string ResultsFetch::script() {
-  return fmt::format(
-      "m=0\n[ -s metrics.jsonl ] && {{ m=$(wc -c 2>/dev/null < metrics.jsonl) || m=0; }}\necho $m\n"
-      "[ \"$m\" -gt 0 ] 2>/dev/null && [ \"$m\" -le {} ] && head -c \"$m\" metrics.jsonl\n"
-      "cd snapshot && [ -d outputs ] || exit 0\n"
-      "for f in outputs/* outputs/.[!.]* outputs/..?*; do\n"
-      "  [ -e \"$f\" ] || [ -L \"$f\" ] && exec tar -cf - outputs\ndone\nexit 0",
-      k_max_metrics_bytes);
+  return fmt::format("mlw_max_metrics={}\n", k_max_metrics_bytes) +
+         std::string(embedded_script("src/exec/results.sh"));
 }
 
 void ResultsFetch::begin() {

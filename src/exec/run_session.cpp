@@ -17,6 +17,7 @@
 
 #include "mlw/history/collect.hpp"
 #include "mlw/remote/tar.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -60,18 +61,13 @@ ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& f
                          const std::function<void(std::string_view)>& on_output) {
   // The probe's answer holds only for the same tag (before the snapshot, wheels are unknown).
   if (facts.image_present == env.tag) return ShellResult{0, "", ""};
-  const std::string docker = shell_join(docker_words(plan.compute, facts));
-  const std::string tag = shell_quote(env.tag);
   const std::string script =
-      "mkdir -p " + shell_quote(locks) + " && exec 9>" + shell_quote(locks + "/" + env.hash) +
-      ".lock && flock 9 || exit 125\n"
-      "if " +
-      docker + " image inspect " + tag +
-      " >/dev/null 2>&1; then exit 0; fi\n"
-      "echo 'Building environment " +
-      env.tag + " from " + plan.compute.base_docker_image + "'\n" + docker +
-      " build --force-rm -t " + tag + " -f " + shell_quote(paths.run_dir + "/env/Dockerfile") +
-      " " + shell_quote(paths.run_dir + "/env") + " 2>&1\n";
+      "mlw_locks=" + shell_quote(locks) + "\nmlw_hash=" + shell_quote(env.hash) +
+      "\nmlw_tag=" + shell_quote(env.tag) +
+      "\nmlw_base=" + shell_quote(plan.compute.base_docker_image) +
+      "\nmlw_docker=" + shell_quote(join(docker_words(plan.compute, facts), " ")) +
+      "\nmlw_env_dir=" + shell_quote(paths.run_dir + "/env") + "\n" +
+      std::string(embedded_script("src/exec/build.sh"));
   ShellStreams streams;
   streams.on_output = on_output;
   streams.on_errors = on_output;

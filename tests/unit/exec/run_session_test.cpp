@@ -123,14 +123,14 @@ TEST(RunSession, AReconnectResumesTheLogAtTheByteReceived) {
   Fixture f("remote");
   // The first step starts the monitor (its pid on stderr) and follows it: it gets 6 bytes, then
   // the connection drops; the next must not start it again, and ask from byte 7.
-  f.target.on("cat > monitor.sh", {{"hello ", 0, true, "mlw-pid=4242\n"}});
-  f.target.on("tail -c +7 ", {{"world\n", 0, false, "mlw-state=ended\n0\n"}});
+  f.target.on("\nmlw_pid=\n", {{"hello ", 0, true, "mlw-pid=4242\n"}});
+  f.target.on("\nmlw_offset=7\n", {{"world\n", 0, false, "mlw-state=ended\n0\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   EXPECT_EQ(session.run(*driver, nullptr), 0);
-  EXPECT_EQ(f.target.sent("tail -c +7 ").size(), 1U);
-  EXPECT_EQ(f.target.sent("cat > monitor.sh").size(), 1U);
-  EXPECT_NE(f.target.sent("tail -c +7 ")[0].find("--pid=4242 "), std::string::npos);
+  EXPECT_EQ(f.target.sent("\nmlw_offset=7\n").size(), 1U);
+  EXPECT_EQ(f.target.sent("\nmlw_pid=\n").size(), 1U);
+  EXPECT_NE(f.target.sent("\nmlw_offset=7\n")[0].find("\nmlw_pid=4242\n"), std::string::npos);
   EXPECT_EQ(f.target.connections, 2);
   EXPECT_EQ(read_file_if_exists(f.plan.run_dir / "driver_log.txt").value_or(""), "hello world\n");
   const RunRecord record = f.record();
@@ -149,9 +149,9 @@ TEST(RunSession, TheResultsComeAfterTheEndInTheFollowStepItself) {
   std::size_t filled = 0;
   while (const std::size_t n = outputs.read(tar.data() + filled, tar.size() - filled)) filled += n;
   const std::string metrics = "{\"name\": \"acc\", \"value\": 0.9}\n";
-  f.target.on("cat > monitor.sh", {{"hi\n", 0, false,
-                                    "mlw-pid=4242\nmlw-state=ended\n0\n\nmlw-results\n" +
-                                        std::to_string(metrics.size()) + "\n" + metrics + tar}});
+  f.target.on("\nmlw_pid=\n", {{"hi\n", 0, false,
+                                "mlw-pid=4242\nmlw-state=ended\n0\n\nmlw-results\n" +
+                                    std::to_string(metrics.size()) + "\n" + metrics + tar}});
   const auto driver = monitor_driver();
   auto session = f.session();
   EXPECT_EQ(session.run(*driver, nullptr), 0);
@@ -166,8 +166,8 @@ TEST(RunSession, TheResultsComeAfterTheEndInTheFollowStepItself) {
 
 TEST(RunSession, AnEndWithoutTheResultsAsksForThemInAStepOfTheirOwn) {
   Fixture f("remote");
-  f.target.on("cat > monitor.sh", {{"hi\n", 0, false, "mlw-pid=4242\nmlw-state=ended\n0\n"}});
-  f.target.on("wc -c 2>/dev/null < metrics.jsonl", {{"3\nab\n", 0, false, ""}});
+  f.target.on("\nmlw_pid=\n", {{"hi\n", 0, false, "mlw-pid=4242\nmlw-state=ended\n0\n"}});
+  f.target.on("wc -c 2>/dev/null <metrics.jsonl", {{"3\nab\n", 0, false, ""}});
   const auto driver = monitor_driver();
   auto session = f.session();
   EXPECT_EQ(session.run(*driver, nullptr), 0);
@@ -189,7 +189,7 @@ TEST(RunSession, ACancelBeforeTheStartSendsNothingToTheTarget) {
 
 TEST(RunSession, AMonitorThatVanishesWithoutAnExitCodeFailsTheRunSayingWhere) {
   Fixture f("remote");
-  f.target.on("cat > monitor.sh", {{"", 0, false, "mlw-pid=4242\nmlw-state=ended\n"}});
+  f.target.on("\nmlw_pid=\n", {{"", 0, false, "mlw-pid=4242\nmlw-state=ended\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   session.run(*driver, nullptr);
@@ -204,7 +204,7 @@ TEST(RunSession, AMonitorThatVanishesWithoutAnExitCodeFailsTheRunSayingWhere) {
 TEST(RunSession, AMonitorThatCannotStartIsAFailedStartWithTheTargetsWords) {
   Fixture f("remote");
   // What the launch printed where the pid was expected comes back as the pid line.
-  f.target.on("cat > monitor.sh", {{"", 0, false, "mlw-pid=Welcome to the cluster!\n"}});
+  f.target.on("\nmlw_pid=\n", {{"", 0, false, "mlw-pid=Welcome to the cluster!\n"}});
   const auto driver = monitor_driver();
   auto session = f.session();
   session.run(*driver, nullptr);
@@ -254,9 +254,9 @@ RunRecord slurm_end_of(const std::string& state, const std::string& exit_field,
     f.plan.record.mark_lost(lost_reason::k_slurm, "the Slurm controller did not answer");
   }
   f.target.on("then echo alive", {{"alive\n"}});
-  f.target.on("kill -0 4242", {{"", 0, false,
-                                "mlw-state=ended\njob_code=" + job_code + "\nslurm_state=" + state +
-                                    "\nslurm_exit=" + exit_field + "\n"}});
+  f.target.on("\nmlw_pid=4242\n", {{"", 0, false,
+                                    "mlw-state=ended\njob_code=" + job_code + "\nslurm_state=" +
+                                        state + "\nslurm_exit=" + exit_field + "\n"}});
   const auto driver = slurm_driver();
   auto session = f.session();
   session.resume(*driver);

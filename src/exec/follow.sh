@@ -1,0 +1,37 @@
+# shellcheck shell=sh disable=SC2154 # the mlw_ variables come from the preamble
+# One follow step of a run that a detached monitor runs (MonitorDriver, exec/driver_monitor.cpp),
+# after the preamble: mlw_run (the run folder), mlw_offset (the first byte of its driver_log.txt
+# not yet received, counted from 1), mlw_pid (the monitor's pid; empty: start the monitor first,
+# monitor.sh on the step's stdin, after the run folder's tree when mlw_tree is 1: "T\n" and T
+# bytes of tar, its objects in the store), mlw_end (prints how the run ended, run in the run
+# folder) and the results' settings (results.sh follows this file).
+# Prints the log from mlw_offset on until the monitor ends, then on stderr: the new monitor's
+# "mlw-pid=N", then "mlw-state=running" (the monitor goes on: the step was cut short) or
+# "mlw-state=ended", the end's lines, "mlw-results" and the run's results.
+if [ -z "$mlw_pid" ]; then
+  # The run folder from the tree, unless an earlier try made it; a failure ends the step with
+  # an empty pid, after what went wrong.
+  if [ -n "$mlw_tree" ]; then
+    read -r t
+    if [ -d "$mlw_run" ]; then
+      head -c "$t" >/dev/null
+    elif ! { { [ ! -e "$mlw_run.tmp" ] || rm -rf "$mlw_run.tmp"; } && mkdir "$mlw_run.tmp" &&
+      head -c "$t" | tar -x -P -C "$mlw_run.tmp" && : >"$mlw_run.tmp/driver_log.txt" &&
+      mv "$mlw_run.tmp" "$mlw_run"; }; then
+      echo mlw-pid= >&2
+      exit 0
+    fi
+  fi
+  mlw_launch "$mlw_run"
+  echo "mlw-pid=$p" >&2
+  case "$p" in '' | *[!0-9]*) exit 0 ;; esac
+  mlw_pid=$p
+fi
+tail -c "+$mlw_offset" -s 0.01 --pid="$mlw_pid" -f "$mlw_run/driver_log.txt" 2>/dev/null
+exec >&2
+kill -0 "$mlw_pid" 2>/dev/null && echo mlw-state=running && exit 0
+echo mlw-state=ended
+cd "$mlw_run" || exit 0
+eval "$mlw_end"
+printf '\nmlw-results\n'
+exec 2>/dev/null

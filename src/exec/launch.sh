@@ -1,0 +1,15 @@
+# shellcheck shell=sh
+# `mlw_launch RUN_DIR`: writes the step's stdin to monitor.sh in the run folder and starts it
+# detached (a subshell of a waiting parent reads it: no shell started for it); sets $p to its
+# pid, read whole before the step goes on (the started shell prints it a moment later). The
+# waiting parent reaps the monitor at once, so `tail --pid` sees it end even where init reaps
+# orphans late; it prints the monitor's pid, then lets go of the pipe (its stdout), which ends
+# the reading. The monitor's own output goes to monitor.log.
+# shellcheck disable=SC2034 # p is the caller's
+mlw_launch() {
+  # shellcheck disable=SC2016 # the started shell expands $!
+  p=$(cd "$1" && cat >monitor.sh && {
+    setsid sh -c '( . ./monitor.sh ) >monitor.log 2>&1 </dev/null & echo $!; exec >/dev/null 2>&1; wait' \
+      </dev/null &
+  })
+}

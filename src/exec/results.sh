@@ -1,0 +1,14 @@
+# shellcheck shell=sh disable=SC2154 # mlw_max_metrics comes from the preamble
+# A run's results for the supervisor (ResultsFetch in exec/results_fetch.cpp), run in the
+# target's run folder after `mlw_max_metrics=BYTES`: metrics.jsonl's size and, when it is not
+# over that bound, its bytes; then outputs/ as a tar, when it holds anything.
+m=0
+[ -s metrics.jsonl ] && { m=$(wc -c 2>/dev/null <metrics.jsonl) || m=0; }
+# shellcheck disable=SC2086 # another wc may pad the number: echo trims it
+echo $m
+[ "$m" -gt 0 ] 2>/dev/null && [ "$m" -le "$mlw_max_metrics" ] && head -c "$m" metrics.jsonl
+cd snapshot && [ -d outputs ] || exit 0
+for f in outputs/* outputs/.[!.]* outputs/..?*; do
+  if [ -e "$f" ] || [ -L "$f" ]; then exec tar -cf - outputs; fi
+done
+exit 0
