@@ -119,6 +119,47 @@ struct Fixture {
 
 }  // namespace
 
+TEST(RunSession, ARunnerIsStartedFollowedAndItsEndingIsTheRecords) {
+  Fixture f("remote");
+  test::ScriptedRunner runner;
+  runner.log = "a line\n";
+  runner.end.status = status::k_failed;
+  runner.end.exit_code = 3;
+  auto session = f.session();
+  EXPECT_EQ(session.run(runner, nullptr), 0);
+  EXPECT_EQ(runner.started, 1);
+  EXPECT_EQ(runner.followed, 1);
+  EXPECT_EQ(runner.finished, 1);
+  EXPECT_EQ(read_file_if_exists(f.plan.run_dir / "driver_log.txt").value_or(""), "a line\n");
+  const RunRecord record = f.record();
+  EXPECT_EQ(record.status, status::k_failed);
+  EXPECT_EQ(record.exit_code, 3);
+  EXPECT_EQ(record.pid, 0) << "no owner once it ended";
+}
+
+TEST(RunSession, ARunCanceledBeforeItsStartNeverStartsTheRunner) {
+  Fixture f("remote");
+  atomic_write_file(f.plan.run_dir / "cancel_requested", "");
+  test::ScriptedRunner runner;
+  auto session = f.session();
+  EXPECT_EQ(session.run(runner, nullptr), 0);
+  EXPECT_EQ(runner.started, 0);
+  EXPECT_EQ(f.record().status, status::k_canceled);
+}
+
+TEST(RunSession, ARunnerThatCannotStartLeavesTheRunFailedWithItsReasonAndNoFollow) {
+  Fixture f("remote");
+  test::ScriptedRunner runner;
+  runner.refuse = "the batch system refused the job";
+  auto session = f.session();
+  EXPECT_EQ(session.run(runner, nullptr), 0);
+  EXPECT_EQ(runner.followed, 0);
+  const RunRecord record = f.record();
+  EXPECT_EQ(record.status, status::k_failed);
+  EXPECT_EQ(record.exit_code, exit_code::k_cannot_start);
+  EXPECT_EQ(join(record.problems, "\n"), "the batch system refused the job");
+}
+
 TEST(RunSession, AReconnectResumesTheLogAtTheByteReceived) {
   Fixture f("remote");
   // The first step starts the monitor (its pid on stderr) and follows it: it gets 6 bytes, then

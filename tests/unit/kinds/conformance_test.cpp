@@ -54,145 +54,6 @@ const std::map<std::string, KindSetup>& setups() {
   return table;
 }
 
-/// A connection that drops once, in the middle of the run's output: the step that prints the
-/// script's first line is cut a few bytes into it (the run goes on at the place, as after a
-/// dropped SSH connection), and the supervisor must reconnect and lose no byte.
-struct Drop {
-  bool armed = false;
-  bool done = false;  ///< per process: the supervisor's copy drops once
-};
-
-/// The place's shell: this machine's /bin/sh with the place's HOME and stand-ins, no Docker
-/// engine socket (DOCKER_HOST names none).
-class StandInShell : public Shell {
- public:
-  StandInShell(std::string prefix, Drop& drop) : m_prefix(std::move(prefix)), m_drop(drop) {}
-  std::string host() const override { return "fake-host"; }
-  ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    if (!m_drop.armed || m_drop.done) return m_shell.run(m_prefix + script, streams);
-    ShellStreams cut = streams;
-    std::string seen;
-    bool cutting = false;
-    cut.on_output = [&](std::string_view chunk) {
-      if (cutting) return;
-      const std::size_t before = seen.size();
-      seen.append(chunk);
-      const auto at = seen.find("mlw-conformance: ");
-      std::string_view kept = chunk;
-      if (at != std::string::npos) {
-        cutting = true;
-        kept = chunk.substr(0, at + 5 - before);
-      }
-      if (!kept.empty() && streams.on_output)
-        streams.on_output(kept);
-      else if (!kept.empty() && !streams.on_output)
-        m_out.append(kept);
-    };
-    cut.should_stop = [&] { return cutting || (streams.should_stop && streams.should_stop()); };
-    ShellResult result = m_shell.run(m_prefix + script, cut);
-    if (!cutting) {
-      result.output = m_out + result.output;
-      m_out.clear();
-      return result;
-    }
-    m_drop.done = true;
-    throw Error("fake-host: the connection dropped (the conformance suite's Drop)");
-  }
-
- private:
-  std::string m_prefix;
-  Drop& m_drop;
-  std::string m_out;
-  LocalShell m_shell;
-};
-
-/// This machine's /bin/sh with `prefix` (variables) before each step.
-class LocalTargetShellWithPrefix : public Shell {
- public:
-  explicit LocalTargetShellWithPrefix(std::string prefix) : m_prefix(std::move(prefix)) {}
-  std::string host() const override { return "fake-host"; }
-  ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    return m_shell.run(m_prefix + script, streams);
-  }
-
- private:
-  std::string m_prefix;
-  LocalShell m_shell;
-};
-
-/// A Place that plays `real` (this machine or an SSH host) on this machine and records what the
-/// executor asked of it, one line each in `record` (the supervisor is a forked process).
-class RecordingPlace : public Place {
- public:
-  RecordingPlace(const Place& real, std::string prefix, fs::path record)
-      : m_real(real), m_prefix(std::move(prefix)), m_record(std::move(record)) {}
-  mutable Drop drop;
-
-  bool connects() const override { return m_real.connects(); }
-  std::unique_ptr<Shell> open(Context&, const std::string&, const ComputeConfig&) const override {
-    ask("open");
-    return shell();
-  }
-  std::unique_ptr<DockerEngine> engine(Context&) const override { return nullptr; }
-  std::optional<ProbeShip> probe_ship(const RunPlan& plan, const Shell& shell) const override {
-    return m_real.probe_ship(plan, shell);
-  }
-  TargetRunPaths run_paths(const RunPlan& plan, const TargetFacts& facts) const override {
-    return m_real.run_paths(plan, facts);
-  }
-  bool shares_run_folder() const override { return m_real.shares_run_folder(); }
-  void stage(Context& ctx, Shell& shell, const RunPlan& plan, const EnvironmentSpec& env,
-             const ShipAnswer& ship, TargetRunPaths& paths, Staging how) const override {
-    static const char* const names[] = {"not asked", "holds", "lacks", "unclear"};
-    ask("stage: the store " + std::string(names[static_cast<int>(ship.state)]) +
-        (ship.state == ShipAnswer::State::Lacks ? " " + std::to_string(ship.lacking.size())
-                                                : std::string()));
-    m_real.stage(ctx, shell, plan, env, ship, paths, how);
-  }
-  void after_prepare(Shell& shell, const TargetRunPaths& paths, bool built) const override {
-    m_real.after_prepare(shell, paths, built);
-  }
-  std::function<std::unique_ptr<Shell>()> reconnect(Context&, const RunPlan&) const override {
-    if (!m_real.connects()) return nullptr;
-    return [this]() -> std::unique_ptr<Shell> {
-      ask("reconnect");
-      return shell();
-    };
-  }
-  std::string lock_folder(const RunPlan& plan, const TargetFacts& facts) const override {
-    return m_real.lock_folder(plan, facts);
-  }
-  std::vector<std::string> clean(Shell& shell, const TargetFacts& facts) const override {
-    return m_real.clean(shell, facts);
-  }
-
-  /// What was asked, in order.
-  std::string asked() const { return read_file_if_exists(m_record).value_or(""); }
-
- private:
-  void ask(const std::string& what) const {
-    std::ofstream(m_record, std::ios::app) << what << "\n";
-  }
-  std::unique_ptr<Shell> shell() const { return std::make_unique<StandInShell>(m_prefix, drop); }
-  const Place& m_real;
-  std::string m_prefix;
-  fs::path m_record;
-};
-
-/// The kind's executors, with its Runner at the recording place.
-class RecordingKinds : public ExecutorSource {
- public:
-  explicit RecordingKinds(const RecordingPlace& place) : m_place(place) {}
-  std::unique_ptr<Executor> make(const std::string& type) override {
-    const TargetKind& kind = kind_of(type);
-    if (kind.make_executor) return kind.make_executor();
-    return std::make_unique<TargetExecutor>(kind, m_place);
-  }
-
- private:
-  const RecordingPlace& m_place;
-};
-
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -221,15 +82,15 @@ class Conformance : public ::testing::TestWithParam<std::string> {
           ":$PATH\n";
     }
     m_prefix = prefix;
-    m_place = std::make_unique<RecordingPlace>(*kind_of(GetParam()).place, prefix,
-                                               m_dir.path() / "asked");
+    m_place = std::make_unique<test::RecordingPlace>(*kind_of(GetParam()).place, prefix,
+                                                     m_dir.path() / "asked");
     m_ctx.working_dir = root;
     m_ctx.out = &m_out;
     m_ctx.err = &m_err;
     m_ctx.clock = std::make_shared<SystemClock>();
     m_ctx.processes = std::make_shared<SystemProcessRunner>();
     m_ctx.connector = std::make_shared<test::RecordingConnector>(m_dir.path() / "bin");
-    m_ctx.executors = std::make_shared<RecordingKinds>(*m_place);
+    m_ctx.executors = std::make_shared<test::RecordingKinds>(*m_place);
   }
 
   /// Submits run.py with `arguments` (its behaviour: see k_script).
@@ -328,7 +189,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 
   test::TempDir m_dir{"conformance"};
   std::string m_prefix;  ///< the place's HOME, DOCKER_HOST and stand-ins, before each step
-  std::unique_ptr<RecordingPlace> m_place;
+  std::unique_ptr<test::RecordingPlace> m_place;
   std::ostringstream m_out;
   std::ostringstream m_err;
   Context m_ctx;
@@ -340,7 +201,7 @@ TEST_P(Conformance, TheProbeAndTheChecksPassWhereTheKindsToolsAreAndSayWhereThey
   const ComputeConfig compute = load_compute(m_ctx.project(), "t");
   const TargetKind& kind = kind_of(GetParam());
   auto checks = [&](const std::string& path) {
-    LocalTargetShellWithPrefix shell(m_prefix + path);
+    test::LocalTargetShellWithPrefix shell(m_prefix + path);
     const TargetFacts facts = probe_target(shell, compute, probe_ask(compute), "", nullptr, true);
     EXPECT_EQ(facts.home, (home()).string());
     std::vector<CheckRow> rows;
