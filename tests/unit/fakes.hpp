@@ -296,13 +296,23 @@ struct Drop {
 };
 
 /// The place's shell: this machine's /bin/sh with the place's HOME and stand-ins, no Docker
-/// engine socket (DOCKER_HOST names none).
+/// engine socket (DOCKER_HOST names none); a step its reader stops still runs for 300 ms.
 class StandInShell : public Shell {
  public:
   StandInShell(std::string prefix, Drop& drop) : m_prefix(std::move(prefix)), m_drop(drop) {}
   std::string host() const override { return "fake-host"; }
   ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    if (!m_drop.armed || m_drop.done) return m_shell.run(m_prefix + script, streams);
+    if (!m_drop.armed || m_drop.done) {
+      // As over SSH, a step that was sent runs on for a moment even when its reader stops at
+      // once: what it starts in that time (a monitor) has started.
+      ShellStreams sent = streams;
+      const auto begun = std::chrono::steady_clock::now();
+      sent.should_stop = [&streams, begun] {
+        return std::chrono::steady_clock::now() - begun > std::chrono::milliseconds(300) &&
+               streams.should_stop && streams.should_stop();
+      };
+      return m_shell.run(m_prefix + script, sent);
+    }
     ShellStreams cut = streams;
     std::string seen;
     bool cutting = false;
