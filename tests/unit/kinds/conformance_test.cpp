@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -320,35 +321,45 @@ TEST_P(Conformance, ACancelBeforeTheStartEndsTheRunAndTheScriptNeverRuns) {
   // The stand-ins hold the job queued, or the environment's build going, while `hold` exists.
   atomic_write_file(home() / "hold", "");
   // -a returns once the run is queued or has started: the build holds it, so submit waits.
+  // What this thread reads while the submit runs beside it: the history, through its own
+  // connection and a folder found before (the Context is the submit's).
+  const fs::path state = m_ctx.project().state_dir();
+  auto newest = [&state]() -> std::optional<RunRecord> {
+    std::error_code ec;
+    if (!fs::exists(state / "history.db", ec)) return std::nullopt;
+    HistoryStore store(state);
+    const auto rows = store.list({"", "", 1});
+    if (rows.empty()) return std::nullopt;
+    return store.load(rows[0].run_id);
+  };
+  // Another mlw cancels it (its own output).
+  Context other = m_ctx;
+  std::ostringstream out;
+  std::ostringstream err;
+  other.out = &out;
+  other.err = &err;
   int submitted = -1;
-  std::thread submitter([&] { submitted = submit({"ok"}, true); });
-  fs::path build_log;
+  // jthreads: joined however this test ends.
+  std::jthread submitter([&] { submitted = submit({"ok"}, true); });
   std::string id;
   const bool held = wait_until([&] {
-    std::error_code ec;
-    if (!fs::exists(m_ctx.project().state_dir() / "runs", ec)) return false;
-    id = last_run().run_id;
-    build_log = m_ctx.project().state_dir() / "runs" / id / "build.log";
-    return !last_run().job_id.empty() ||
-           read_file_if_exists(build_log).value_or("").find("Step 1/3") != std::string::npos;
+    const auto run = newest();
+    if (!run) return false;
+    id = run->run_id;
+    return !run->job_id.empty() ||
+           read_file_if_exists(state / "runs" / id / "build.log").value_or("").find("Step 1/3") !=
+               std::string::npos;
   });
   // A build goes on once the cancel is asked for (the run must then not start); a queued job
   // stays queued until the cancel has ended it.
-  std::thread release([&] {
-    if (!held || !last_run().job_id.empty()) return;
-    const fs::path asked = m_ctx.project().state_dir() / "runs" / id / "cancel_requested";
+  std::jthread release([&] {
+    const auto run = newest();
+    if (!held || !run || !run->job_id.empty()) return;
+    const fs::path asked = state / "runs" / id / "cancel_requested";
     wait_until([&] { return fs::exists(asked); });
     fs::remove(home() / "hold");
   });
-  if (held) {
-    // Another mlw cancels it (its own output).
-    Context other = m_ctx;
-    std::ostringstream out;
-    std::ostringstream err;
-    other.out = &out;
-    other.err = &err;
-    api::cancel(other, id);
-  }
+  if (held) api::cancel(other, id);
   release.join();
   fs::remove(home() / "hold");
   submitter.join();
