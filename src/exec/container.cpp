@@ -326,6 +326,11 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
   return body.dump();
 }
 
+bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
+  return compute.shared_volumes && compute.docker_run_args.empty() && !compute.use_sudo &&
+         (!compute.nvidia_docker || facts.nvidia_runtime);
+}
+
 std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
                            const TargetFacts& facts, const std::string& image) {
   const bool container = !image.empty();
@@ -345,9 +350,7 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
     words = docker_run_words(plan, paths, facts, image, "@USER@");
     words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(docker.size()));
     // The engine's API creates it where it is sure to be the engine the docker command asks.
-    const bool plain = compute.shared_volumes && compute.docker_run_args.empty() &&
-                       !compute.use_sudo && docker == std::vector<std::string>{"docker"} &&
-                       (!compute.nvidia_docker || facts.nvidia_runtime);
+    const bool plain = runs_in_engine(compute, facts);
     script += "mlw_docker=" + shell_quote(join(docker, " ")) + "\nmlw_create_json=" +
               shell_quote(plain ? engine_create_body(plan, paths, facts, image, "@USER@") : "") +
               "\nmlw_container_name=" + shell_quote(container_name(plan.record.run_id)) + "\n" +

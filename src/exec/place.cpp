@@ -148,23 +148,15 @@ class SshHost : public Place {
       remember_shipped(plan, shell);
       return;
     }
-    std::vector<std::string> none;
-    switch (ship.state) {
-      case State::Lacks:
-        ship_snapshot(ctx, shell, plan, store, env, paths.run_dir, how.build || !how.prepare,
-                      &ship.lacking);
-        return;
-      case State::Holds:
-        ship_snapshot(ctx, shell, plan, store, env, paths.run_dir, how.build || !how.prepare,
-                      &none);
-        return;
-      case State::Unclear:
-        spdlog::debug("the ship in the probe: {}", ship.said);
-        break;
-      case State::NotAsked:
-        break;
-    }
-    ship_snapshot(ctx, shell, plan, store, env, paths.run_dir, how.build || !how.prepare);
+    // The run folder is made by the ship, except for prepare when nothing is built. What the
+    // store lacks, where the probe's ship said (nothing where it holds all), else asked.
+    const bool make_folder = how.build || !how.prepare;
+    const std::vector<std::string> none;
+    const std::vector<std::string>* lacking = ship.state == State::Lacks   ? &ship.lacking
+                                              : ship.state == State::Holds ? &none
+                                                                           : nullptr;
+    if (ship.state == State::Unclear) spdlog::debug("the ship in the probe: {}", ship.said);
+    ship_snapshot(ctx, shell, plan, store, env, paths.run_dir, make_folder, lacking);
   }
 
   void after_prepare(Shell& shell, const TargetRunPaths& paths, bool built) const override {

@@ -60,13 +60,6 @@ std::unique_ptr<DockerEngine> probe_engine(Context& ctx, const Place& place,
   return engine;
 }
 
-/// Whether a run goes through the place's Docker Engine API: the default container (shared
-/// volumes, no extra docker run arguments, no nvidia-docker wrapper); else the docker command.
-bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
-  return compute.shared_volumes && compute.docker_run_args.empty() && !compute.use_sudo &&
-         (!compute.nvidia_docker || facts.nvidia_runtime);
-}
-
 }  // namespace
 
 TargetExecutor::TargetExecutor(const TargetKind& kind) : TargetExecutor(kind, *kind.place) {}

@@ -349,20 +349,6 @@ class StandInShell : public Shell {
   LocalShell m_shell;
 };
 
-/// This machine's /bin/sh with `prefix` (variables) before each step.
-class LocalTargetShellWithPrefix : public Shell {
- public:
-  explicit LocalTargetShellWithPrefix(std::string prefix) : m_prefix(std::move(prefix)) {}
-  std::string host() const override { return "fake-host"; }
-  ShellResult run(const std::string& script, const ShellStreams& streams) override {
-    return m_shell.run(m_prefix + script, streams);
-  }
-
- private:
-  std::string m_prefix;
-  LocalShell m_shell;
-};
-
 /// A Place that plays `real` (this machine or an SSH host) on this machine and records what the
 /// executor asked of it, one line each in `record` (the supervisor is a forked process).
 class RecordingPlace : public Place {

@@ -91,6 +91,11 @@ std::map<std::string, std::string> run_environment(
     const RunPlan& plan, const std::string& run_dir, const std::string& share_dir,
     const std::string& helper_dir = "", const std::map<std::string, std::string>& base = {});
 
+/// Whether the Docker engine's API can run the container, where mlw speaks to the engine: the
+/// default container (shared volumes, no extra docker run arguments, no sudo, no nvidia-docker
+/// wrapper); else the docker command runs it.
+bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts);
+
 /// The monitor: a POSIX sh script started detached on the target that runs the container (or,
 /// for `remote`, the script), writes driver_log.txt, then exit_code (and `oom`), and survives a
 /// dropped SSH connection.

@@ -204,7 +204,8 @@ TEST_P(Conformance, TheProbeAndTheChecksPassWhereTheKindsToolsAreAndSayWhereThey
   const ComputeConfig compute = load_compute(m_ctx.project(), "t");
   const TargetKind& kind = kind_of(GetParam());
   auto checks = [&](const std::string& path) {
-    test::LocalTargetShellWithPrefix shell(m_prefix + path);
+    test::Drop no_drop;
+    test::StandInShell shell(m_prefix + path, no_drop);
     const TargetFacts facts = probe_target(shell, compute, probe_ask(compute), "", nullptr, true);
     EXPECT_EQ(facts.home, (home()).string());
     std::vector<CheckRow> rows;
