@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `experiment clean` on a remotedocker target, against the real sshd and dockerd of
+# tests/fixtures/servers.sh. clean removes every mlw_env image of the target's engine, which the
+# other suites share: ctest runs this suite after all of them (tests/CMakeLists.txt, DEPENDS), so
+# that it neither removes an image another suite is about to run nor sees one another suite built.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+USER_HOME=$(getent passwd mlwtest | cut -d: -f6)
+rm -rf "$USER_HOME/.mlw" "$USER_HOME/.ssh"
+
+new_project cproj
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+"$MLW" computetarget attach remotedocker -n rd -a "$ADDR" -u mlwtest --password-stdin -k \
+  --accept-host-key --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach" "$?" 0
+printf 'print("hello")\n' >hello.py
+run_mlw -o json experiment submit -c rd hello.py
+expect_eq "a run that builds the environment" "$CODE" 0
+TAG=$(json_get "$OUT" 'd["image_tag"]')
+RID=$(json_get "$OUT" 'd["run_id"]')
+check "the run's image is in the engine" bash -c "docker image inspect '$TAG' >/dev/null"
+check "the target has the run's folder" test -d "$USER_HOME/.mlw/runs/$RID"
+check "the target has the snapshot's objects" test -d "$USER_HOME/.mlw/objects"
+
+run_mlw -o json experiment clean -c rd
+expect_eq "clean" "$CODE" 0
+expect_contains "clean names the image it removed" "$OUT" "$TAG"
+check "the run's image is gone" bash -c "! docker image inspect '$TAG' >/dev/null 2>&1"
+check "no mlw images left" bash -c "! docker images --format '{{.Repository}}' | grep -q mlw_env"
+check "the target's run folders are gone" test ! -e "$USER_HOME/.mlw/runs/$RID"
+check "the target's snapshot store is gone" test ! -e "$USER_HOME/.mlw/objects"
+check "the run stays in the local history" test -e ".mlw/runs/$RID/run.json"
+
+finish
