@@ -13,6 +13,7 @@
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/remote/ssh_keys.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -119,9 +120,7 @@ std::string check_login(Context& ctx, const AttachRequest& request, ComputeConfi
   auto [private_key, public_key] =
       generate_ed25519_key(fmt::format("mlw-{}@{}", request.name, host_name()));
   const ShellResult installed = shell->run_with_input(
-      "umask 077 && mkdir -p ~/.ssh && touch ~/.ssh/authorized_keys && "
-      "cat >> ~/.ssh/authorized_keys",
-      public_key);
+      std::string(embedded_script("src/remote/authorize_key.sh")), public_key);
   if (installed.exit_code != 0) {
     throw Error(fmt::format("ssh {}: installing the key in ~/.ssh/authorized_keys failed: {}",
                             compute.address, trim(installed.errors)));

@@ -141,11 +141,13 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
   }
   env.hash = sha256_hex(hashed).substr(0, 24);
   env.tag = "mlw_env:" + env.hash;
+  // The exec form's JSON array: no shell reads the words, and every one is on the RUN line.
+  nlohmann::json run = {"/bin/sh", "/mlw/env/install.sh"};
+  for (auto& word : install_arguments(plan, env)) run.push_back(std::move(word));
   env.dockerfile = fmt::format(
-      "FROM {}\nCOPY . /mlw/env/\nRUN [\"/bin/sh\", \"/mlw/env/install.sh\"]\n"
-      "LABEL mlw.env=\"{}\"\n",
-      plan.compute.base_docker_image, env.hash);
-  env.install_script = install_script(plan, env);
+      "FROM {}\nCOPY . /mlw/env/\nRUN {}\nLABEL mlw.env=\"{}\"\n", plan.compute.base_docker_image,
+      run.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), env.hash);
+  env.install_script = std::string(embedded_script("src/exec/install.sh"));
   return env;
 }
 
@@ -173,16 +175,16 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
 
 namespace {
 
-/// A printf format (single-quoted) that prints `text` byte for byte and then "x": only ASCII
+/// A printf format that prints `text` byte for byte and then "x" (words.sh reads it): only ASCII
 /// letters and digits stay as they are, every other byte is \ooo.
 std::string printf_word(const std::string& text) {
-  std::string out = "'";
+  std::string out;
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
     const bool plain = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9');
     out += plain ? std::string(1, c) : fmt::format("\\{:03o}", u);
   }
-  return out + "x'";
+  return out + "x";
 }
 
 }  // namespace
@@ -198,18 +200,14 @@ std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::stri
   const bool odd_word = std::any_of(words.begin(), words.end(),
                                     [](const auto& word) { return !passes_docker(word); });
   if (!odd_env && !odd_word) return words;
-  std::string script;
+  std::vector<std::string> wrapped = {"/bin/sh", "-c", script_body("src/exec/words.sh"),
+                                      "mlw-words"};
   for (const auto& [key, value] : env) {
-    if (passes_docker(value)) continue;
-    script +=
-        fmt::format("{0}=$(printf {1}); export {0}=\"${{{0}%x}}\"\n", key, printf_word(value));
+    if (!passes_docker(value)) wrapped.push_back(key + "=" + printf_word(value));
   }
-  script += "set --\n";
-  for (const auto& word : words) {
-    script += fmt::format("w=$(printf {}); set -- \"$@\" \"${{w%x}}\"\n", printf_word(word));
-  }
-  script += "exec \"$@\"\n";
-  return {"/bin/sh", "-c", script};
+  wrapped.push_back("--");
+  for (const auto& word : words) wrapped.push_back(printf_word(word));
+  return wrapped;
 }
 
 std::string container_name(const std::string& run_id) {
@@ -258,13 +256,7 @@ std::vector<std::string> container_command(const RunPlan& plan) {
   std::vector<std::string> words = utf8_command(plan, script_command(plan));
   if (!plan.compute.nvidia_docker) return words;
   // The run header (spec §6): the GPUs this container sees, as nvidia-smi names them there.
-  std::vector<std::string> header = {
-      "/bin/sh", "-c",
-      "if gpus=$(nvidia-smi --query-gpu=index,name,memory.total,pci.bus_id --format=csv,noheader "
-      "2>/dev/null) && [ -n \"$gpus\" ]; then echo \"mlw: GPUs seen by this run:\"; echo "
-      "\"$gpus\" | sed 's/^/mlw:   GPU /'; else echo 'mlw: GPUs seen by this run: none (nvidia-smi "
-      "lists no GPU in the container)'; fi; exec \"$@\"",
-      "mlw-gpus"};
+  std::vector<std::string> header = {"/bin/sh", "-c", script_body("src/exec/gpus.sh"), "mlw-gpus"};
   header.insert(header.end(), words.begin(), words.end());
   return header;
 }
@@ -274,9 +266,7 @@ std::vector<std::string> script_command(const RunPlan& plan, const std::string& 
   if (plan.run_config.framework == "PySpark") {
     // Where the run starts without an image built for it (remote, a batch job, a prebuilt image), a
     // missing spark-submit is explained as on the local target, not as tini's exec failure.
-    words = {"/bin/sh", "-c",
-             "command -v spark-submit >/dev/null 2>&1 || { echo \"mlw: error: $0\" >&2; exit 127; "
-             "}; exec spark-submit \"$@\"",
+    words = {"/bin/sh", "-c", script_body("src/exec/spark.sh"),
              no_spark_submit_message(plan.record.run_config, "the run's PATH")};
   }
   for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {

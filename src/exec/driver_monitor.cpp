@@ -21,11 +21,8 @@ constexpr int k_stop_bound_s = 20;
 /// The most of the target's answer about a run's end that is read (a number, "oom").
 constexpr std::size_t k_state_bound = 4096;
 
-/// launch.sh and its call: monitor.sh from stdin, started detached in `run_dir`; $p its pid.
-std::string launch_command(const std::string& run_dir) {
-  return std::string(embedded_script("src/exec/launch.sh")) + "mlw_launch " + shell_quote(run_dir) +
-         "\n";
-}
+/// The monitor runner's short steps (stop, submit, wait), functions of one file.
+constexpr std::string_view k_steps = "src/exec/steps.sh";
 
 }  // namespace
 
@@ -34,7 +31,9 @@ std::string stdin_file(std::string_view text) {
 }
 
 bool MonitorDriver::start_monitor(RunSession& session, const std::string& monitor) {
-  const std::string launch = launch_command(session.paths.run_dir) + "echo \"$p\"";
+  // monitor.sh from stdin, started detached in the run folder; its pid printed.
+  const std::string launch =
+      script_call("src/exec/launch.sh", {"mlw_launch_pid", session.paths.run_dir});
   const ShellResult launched = session.run_reconnecting([&] { return launch; }, {}, monitor);
   m_monitor_pid = trim(launched.output);
   const auto pid = parse_integer(m_monitor_pid, 2, 1LL << 31);
@@ -88,26 +87,19 @@ bool MonitorDriver::resume(RunSession& session) {
 }
 
 void MonitorDriver::stop(RunSession& session) {
-  const std::string run = shell_quote(session.paths.run_dir);
-  const std::string script =
-      !session.record.image_tag.empty()
-          ? "cd " + run + " && [ -s container ] && " +
-                shell_join(docker_words(session.plan.compute, session.facts)) +
-                " stop -t 10 \"$(cat container)\" >/dev/null 2>&1; exit 0"
-          : "cd " + run +
-                " && [ -s script.pid ] && { p=$(cat script.pid); kill -TERM \"$p\"; i=0; "
-                "while kill -0 \"$p\" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); "
-                "done; kill -KILL \"$p\" 2>/dev/null; }; exit 0";
-  session.run_reconnecting(script);
+  std::vector<std::string> words = {"mlw_stop_process", session.paths.run_dir};
+  if (!session.record.image_tag.empty()) {
+    words = {"mlw_stop_container", session.paths.run_dir};
+    for (auto& word : docker_words(session.plan.compute, session.facts)) words.push_back(word);
+  }
+  session.run_reconnecting(script_call(k_steps, words));
 }
 
 bool MonitorDriver::start_batch_job(RunSession& session, const BatchSubmit& job) {
-  std::vector<std::string> words = {"sh", "./submit.sh"};
+  std::vector<std::string> words = {"mlw_submit_job", session.paths.run_dir};
   words.insert(words.end(), job.arguments.begin(), job.arguments.end());
-  const ShellResult submitted = session.shell().run_with_input(
-      "cd " + shell_quote(session.paths.run_dir) +
-          " && read -r n && head -c \"$n\" > submit.sh && " + shell_join(words),
-      stdin_file(job.submit) + job.files);
+  const ShellResult submitted = session.shell().run_with_input(script_call(k_steps, words),
+                                                               stdin_file(job.submit) + job.files);
   const std::string id = trim(submitted.output);
   if (submitted.exit_code != 0 || id.empty() ||
       id.find_first_not_of("0123456789") != std::string::npos) {
@@ -131,9 +123,9 @@ bool MonitorDriver::start_batch_job(RunSession& session, const BatchSubmit& job)
 bool MonitorDriver::resume_batch_job(RunSession& session, const std::string& stale,
                                      const std::function<std::string()>& monitor) {
   MonitorDriver::resume(session);
-  const ShellResult alive = session.run_reconnecting(
-      fmt::format("cd {} && if kill -0 {} 2>/dev/null; then echo alive; else rm -f {}; fi",
-                  shell_quote(session.paths.run_dir), m_monitor_pid, stale));
+  std::vector<std::string> words = {"mlw_monitor_alive", session.paths.run_dir, m_monitor_pid};
+  for (auto& file : split(stale, ' ')) words.push_back(file);
+  const ShellResult alive = session.run_reconnecting(script_call(k_steps, words));
   if (alive.output.find("alive") == std::string::npos) {
     const std::string text = monitor();
     if (text.empty() || !start_monitor(session, text)) return false;
@@ -149,10 +141,7 @@ void MonitorDriver::wait_until_started(RunSession& session) {
     ShellStreams streams;
     streams.should_stop = [&] { return !stop_sent && session.canceled(); };
     const ShellResult waited = session.run_reconnecting(
-        fmt::format("cd {} && while [ ! -e started ] && kill -0 {} 2>/dev/null; do sleep 0.2; "
-                    "done; exit 0",
-                    shell_quote(session.paths.run_dir), m_monitor_pid),
-        streams);
+        script_call(k_steps, {"mlw_wait_started", session.paths.run_dir, m_monitor_pid}), streams);
     if (!stop_sent && session.canceled()) {
       stop(session);
       stop_sent = true;
@@ -163,9 +152,7 @@ void MonitorDriver::wait_until_started(RunSession& session) {
 }
 
 std::string MonitorDriver::end_script() const {
-  // The shell's own read, not cat: one process less at the end of every run.
-  return "c=; [ -f exit_code ] && { read -r c || :; } <exit_code; echo \"$c\"; [ -e oom ] && "
-         "echo oom";
+  return std::string(embedded_script("src/exec/end.sh"));
 }
 
 void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::string_view chunk) {

@@ -9,8 +9,8 @@
 #include "mlw/exec/ship.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/snapshot/manifest.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
-#include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -160,7 +160,7 @@ class SshHost : public Place {
   }
 
   void after_prepare(Shell& shell, const TargetRunPaths& paths, bool built) const override {
-    if (built) shell.run("rm -rf " + shell_quote(paths.run_dir) + " >/dev/null 2>&1 </dev/null &");
+    if (built) shell.run(script_call("src/exec/engine_steps.sh", {"mlw_forget", paths.run_dir}));
   }
 
   std::function<std::unique_ptr<Shell>()> reconnect(Context& ctx,
@@ -173,14 +173,8 @@ class SshHost : public Place {
   }
 
   std::vector<std::string> clean(Shell& shell, const TargetFacts& facts) const override {
-    const std::string store = shell_quote(facts.home + "/.mlw");
     const ShellResult files = shell.run(
-        "cd " + store +
-        " 2>/dev/null || exit 0\n"
-        "n=$(ls objects 2>/dev/null | wc -l); rm -rf objects incoming; echo \"objects $n\"\n"
-        "for r in runs/*/; do { [ -e \"$r/exit_code\" ] || [ -e \"$r/batch_state\" ]; } && "
-        "rm -rf \"$r\" && echo \"run $r\"; done; "
-        "exit 0");
+        script_call("src/exec/engine_steps.sh", {"mlw_clean_store", facts.home + "/.mlw"}));
     std::vector<std::string> removed;
     for (const auto& line : split(trim(files.output), '\n')) {
       if (!trim(line).empty()) removed.push_back(trim(line));

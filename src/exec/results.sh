@@ -1,7 +1,9 @@
 # shellcheck shell=sh disable=SC2154 # mlw_max_metrics comes from the preamble
 # A run's results for the supervisor (ResultsFetch in exec/results_fetch.cpp), run in the
-# target's run folder after `mlw_max_metrics=BYTES`: metrics.jsonl's size and, when it is not
-# over that bound, its bytes; then outputs/ as a tar, when it holds anything.
+# target's run folder (or in mlw_results_in, where the preamble sets it) after
+# `mlw_max_metrics=BYTES`: metrics.jsonl's size and, when it is not over that bound, its bytes;
+# then outputs/ as a tar, when it holds anything.
+if [ -n "${mlw_results_in-}" ]; then cd "$mlw_results_in" || exit 0; fi
 m=0
 [ -s metrics.jsonl ] && { m=$(wc -c 2>/dev/null <metrics.jsonl) || m=0; }
 # shellcheck disable=SC2086 # another wc may pad the number: echo trims it

@@ -76,10 +76,9 @@ ShellResult ensure_image(Shell& shell, const RunPlan& plan, const TargetFacts& f
 
 bool image_exists(Shell& shell, const ComputeConfig& compute, const TargetFacts& facts,
                   const std::string& tag) {
-  return shell
-             .run(shell_join(docker_words(compute, facts)) + " image inspect " + shell_quote(tag) +
-                  " >/dev/null 2>&1")
-             .exit_code == 0;
+  std::vector<std::string> words = {"mlw_has_image", tag};
+  for (auto& word : docker_words(compute, facts)) words.push_back(std::move(word));
+  return shell.run(script_call("src/exec/engine_steps.sh", words)).exit_code == 0;
 }
 
 RunSession::RunSession(Context& context, RunPlan& run_plan, std::unique_ptr<Shell> shell,
@@ -317,7 +316,7 @@ void RunSession::fetch_results() {
       run_reconnecting(
           [this] {
             m_results->begin();
-            return "cd " + shell_quote(paths.run_dir) + " || exit 0\n" + results_script();
+            return "mlw_results_in=" + shell_quote(paths.run_dir) + "\n" + results_script();
           },
           streams);
     } catch (const Error& e) {

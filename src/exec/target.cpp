@@ -14,8 +14,8 @@
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/snapshot/manifest.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
-#include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -205,12 +205,9 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
   connect(ctx, target_name, compute);
   std::vector<std::string> removed;
   if (m_kind.runner.image) {
-    const std::string docker = shell_join(docker_words(compute, m_facts));
-    const ShellResult images =
-        m_shell->run(docker +
-                     " images --filter reference='mlw_env:*' --format '{{.Repository}}:{{.Tag}}' | "
-                     "xargs -r " +
-                     docker + " rmi 2>&1 | grep -i untagged; exit 0");
+    std::vector<std::string> words = {"mlw_clean_images"};
+    for (auto& word : docker_words(compute, m_facts)) words.push_back(std::move(word));
+    const ShellResult images = m_shell->run(script_call("src/exec/engine_steps.sh", words));
     for (const auto& line : split(trim(images.output), '\n')) {
       if (!trim(line).empty())
         removed.push_back("image " + trim(line).substr(trim(line).find(' ') + 1));

@@ -19,17 +19,17 @@ struct EnvironmentSpec {
   std::vector<std::string> conda_packages;  ///< the non-pip dependencies (python= excluded)
   std::string python_pin;                   ///< the version of a `python=3.5.2` line, if any
   std::vector<ManifestEntry> local_files;   ///< project files the pip section names (wheels)
-  std::string dockerfile;
-  std::string install_script;
+  std::string dockerfile;                   ///< runs install.sh with install_arguments()
+  std::string install_script;               ///< src/exec/install.sh
 };
 
 /// Reads the dependency file (from the project) and derives the environment; throws mlw::Error
 /// with file:line for a malformed file.
 EnvironmentSpec environment_spec(const RunPlan& plan);
 
-/// install.sh for `env`, run in the image by its Dockerfile (environment_spec fills
-/// EnvironmentSpec::install_script with it).
-std::string install_script(const RunPlan& plan, const EnvironmentSpec& env);
+/// The words after `install.sh` (src/exec/install.sh) in the Dockerfile's RUN for `env`: what it
+/// says for each problem the image may have, the pinned python, the wheels to check.
+std::vector<std::string> install_arguments(const RunPlan& plan, const EnvironmentSpec& env);
 
 /// The run's share folder, `native` (nativeSharedDirectory, expanded) / project / target: in 2017
 /// the share was per project and target. No trailing slash.
@@ -68,8 +68,9 @@ bool passes_docker(const std::string& value);
 
 /// `words` as a command Docker can carry: Docker passes words and environment values as JSON,
 /// which holds only UTF-8. When a word or one of the run's environment values (its container
-/// paths) is not UTF-8, the command becomes an ASCII `/bin/sh -c` script that rebuilds those
-/// bytes with printf, exports the values and execs the words; otherwise `words` unchanged.
+/// paths) is not UTF-8, the command becomes `/bin/sh -c` of src/exec/words.sh with ASCII printf
+/// formats that rebuild those bytes: it exports the values and execs the words; otherwise `words`
+/// unchanged.
 std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::string> words);
 
 /// The command of a container run: script_command, after a header that prints the GPUs the

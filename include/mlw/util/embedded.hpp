@@ -1,5 +1,6 @@
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,13 @@ const std::vector<EmbeddedFile>& embedded_scripts();
 
 /// The embedded script at `path`; throws mlw::Error when this build has none there.
 std::string_view embedded_script(std::string_view path);
+
+/// The embedded script at `path` and a call of it: `words`, each through shell_quote, on the line
+/// after it (a function the file defines and its arguments).
+std::string script_call(std::string_view path, const std::vector<std::string>& words);
+
+/// The embedded script at `path` without its leading comment lines: the program of a `sh -c`.
+std::string script_body(std::string_view path);
 
 /// A short hash of every embedded file, fixed at build time (names the helper's cache folder).
 std::string_view embedded_files_hash();

@@ -39,11 +39,10 @@ class Driver : public MonitorDriver {
     });
   }
 
-  /// qdel: Grid Engine sends SIGUSR2 (qsub -notify), job.sh records 143; SIGKILL follows after
-  /// the queue's notify time.
+  /// qdel (stop.sh): job.sh records 143.
   void stop(RunSession& session) override {
-    session.run_reconnecting("qdel " + shell_quote(session.record.job_id) + " >/dev/null 2>&1; " +
-                             "exit 0");
+    session.run_reconnecting(
+        script_call("src/kinds/sge/stop.sh", {"mlw_stop", session.record.job_id}));
   }
 
   RunEnding ending(RunSession& session) override {

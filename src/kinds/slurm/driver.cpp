@@ -8,7 +8,6 @@
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/settings.hpp"
-#include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 #include "slurm.hpp"
 
@@ -42,14 +41,15 @@ class SlurmDriver : public MonitorDriver {
   bool resume(RunSession& session) override {
     return resume_batch_job(session, "slurm_state batch_state", [&session] {
       return session
-          .run_reconnecting("cat " + shell_quote(session.paths.run_dir + "/monitor.sh") +
-                            "; exit 0")
+          .run_reconnecting(script_call("src/exec/steps.sh",
+                                        {"mlw_print", session.paths.run_dir + "/monitor.sh"}))
           .output;
     });
   }
 
   void stop(RunSession& session) override {
-    session.run_reconnecting("scancel " + shell_quote(session.record.job_id) + " 2>&1; exit 0");
+    session.run_reconnecting(
+        script_call("src/kinds/slurm/stop.sh", {"mlw_stop", session.record.job_id}));
   }
 
   /// The job's final state, its ExitCode, the script's own exit code and every rank's.
@@ -90,10 +90,7 @@ class SlurmDriver : public MonitorDriver {
 
  protected:
   std::string end_script() const override {
-    return "printf 'job_code=%s\\nslurm_state=%s\\nslurm_exit=%s\\n' \"$(cat exit_code.job "
-           "2>/dev/null)\" \"$(cat slurm_state 2>/dev/null)\" \"$(cat slurm_exit "
-           "2>/dev/null)\"; for f in rank_exit.*; do [ -e \"$f\" ] && read -r c t < \"$f\" "
-           "&& echo \"rank_${f#rank_exit.}=$c\"; done";
+    return std::string(embedded_script("src/kinds/slurm/end.sh"));
   }
 };
 

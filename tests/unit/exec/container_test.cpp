@@ -266,75 +266,12 @@ TEST(Container, BaseImageProblemIsSaidInMlwsWords) {
             "");
 }
 
-TEST(Container, InstallScriptRefusesCondaPackagesAndAnotherPythonWithoutConda) {
-  test::TempDir dir("mlw-remote");
-  RunPlan plan = container_plan(dir.path());
-  make_directories(dir.path() / "aml_config");
-  // The 2017 GPU guide's file.
-  atomic_write_file(dir.path() / "aml_config/conda_dependencies.yml",
-                    "name: project_environment\ndependencies:\n  - python=3.5.2\n"
-                    "  - tensorflow-gpu\n");
-  const EnvironmentSpec env = environment_spec(plan);
-  EXPECT_EQ(env.python_pin, "3.5.2");
-  EXPECT_EQ(env.conda_packages, std::vector<std::string>{"tensorflow-gpu"});
-  EXPECT_NE(env.install_script.find("the base image pytorch/pytorch:latest has no "
-                                    "conda, so the conda packages of "
-                                    "aml_config/conda_dependencies.yml cannot be installed: "
-                                    "tensorflow-gpu; use a base image with conda"),
-            std::string::npos)
-      << env.install_script;
-  EXPECT_NE(env.install_script.find("asks for python=3.5.2"), std::string::npos);
-  // conda, where the image has it, runs first and takes the whole file.
-  EXPECT_LT(env.install_script.find("conda env update"), env.install_script.find("problem '"));
-}
-
-// Issue 33: without conda, every problem of the file is said in one go, before pip starts (the
-// script run by /bin/sh here, with this machine's python3 and pip standing for the image's).
-TEST(Container, InstallScriptSaysEveryProblemOfTheFileAtOnce) {
-  test::TempDir dir("mlw-remote");
-  RunPlan plan = container_plan(dir.path());
-  make_directories(dir.path() / "aml_config");
-  atomic_write_file(dir.path() / "aml_config/conda_dependencies.yml",
-                    "dependencies:\n  - python=3.5.2\n  - tensorflow-gpu\n  - pip:\n"
-                    "    - wheels/old-1.0-cp35-cp35m-win_amd64.whl\n"
-                    "    - wheels/fine-1.0-py3-none-any.whl\n");
-  std::string script = environment_spec(plan).install_script;
-  const std::string cd = "cd /mlw/env/files\n";
-  ASSERT_NE(script.find(cd), std::string::npos);
-  script.replace(script.find(cd), cd.size(), "cd " + shell_quote(dir.path().string()) + "\n");
-  atomic_write_file(dir.path() / "install.sh", script);
-  const std::string command = "PATH=/usr/local/bin:/usr/bin:/bin /bin/sh " +
-                              shell_quote((dir.path() / "install.sh").string()) + " 2>&1";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  char buffer[4096];
-  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  EXPECT_NE(::pclose(pipe), 0);
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;  // one line, before pip
-  EXPECT_EQ(build_failure_reason(out).exit_code, 125) << out;
-  const std::string said = build_failure_reason(out).message;
-  EXPECT_NE(said.find("cannot be installed: tensorflow-gpu"), std::string::npos) << said;
-  EXPECT_NE(said.find("; also: aml_config/conda_dependencies.yml asks for python=3.5.2"),
-            std::string::npos)
-      << said;
-  EXPECT_NE(said.find("; also: wheels for another platform or Python than the image has"),
-            std::string::npos)
-      << said;
-  EXPECT_NE(said.find("old-1.0-cp35-cp35m-win_amd64.whl (cp35-cp35m-win_amd64)"), std::string::npos)
-      << said;
-  EXPECT_EQ(said.find("fine-1.0"), std::string::npos) << said;
-}
-
-TEST(Container, PySparkIsCheckedWhenTheImageIsBuiltAndWhenTheRunStarts) {
+TEST(Container, PySparkRunsThroughSparkSubmit) {
   test::TempDir dir("mlw-remote");
   RunPlan plan = container_plan(dir.path());
   plan.record.run_config = "my_dsvm";
   plan.run_config.framework = "PySpark";
-  const EnvironmentSpec env = environment_spec(plan);
-  EXPECT_NE(env.install_script.find("mlw-error[127]: Framework is PySpark"), std::string::npos);
-  EXPECT_NE(env.install_script.find("set Framework: Python in aml_config/my_dsvm.runconfig"),
-            std::string::npos);
+  // The image's build checks it too (install_script_test.cpp).
   const auto words = script_command(plan);
   ASSERT_GE(words.size(), 5u);
   EXPECT_EQ(words[0], "/bin/sh");

@@ -143,9 +143,9 @@ TEST(Slurm, DockerOnTheNodesGetsBytesThatAreNotUtf8ThroughAnAsciiScript) {
   ASSERT_NE(image, node.command.end());
   EXPECT_EQ(std::vector<std::string>(image + 1, image + 3),
             (std::vector<std::string>{"/bin/sh", "-c"}));
-  const std::string script = *(image + 3);
-  EXPECT_TRUE(contains(script, "caf\\351")) << script;  // printf's octal escape
-  EXPECT_TRUE(contains(script, "export ODD=")) << script;
+  EXPECT_EQ(*(image + 4), "mlw-words");  // src/exec/words.sh (ContainerWords runs it)
+  EXPECT_EQ(std::count(image, node.command.end(), "caf\\351x"), 1);  // printf's octal escape
+  EXPECT_EQ(std::count(image, node.command.end(), "ODD=v\\351x"), 1);
   // The odd value is set in the container, not passed by name through docker's JSON.
   EXPECT_EQ(std::count(node.command.begin(), image, "ODD"), 0);
   EXPECT_EQ(std::count(node.command.begin(), image, "FINE"), 1);

@@ -1,0 +1,125 @@
+// The programs that run inside a container before the script (src/exec/words.sh, gpus.sh,
+// spark.sh), run here by /bin/sh with the words mlw gives docker; stand-ins for nvidia-smi and
+// spark-submit first on PATH.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <cstdio>
+
+#include "mlw/exec/container.hpp"
+#include "mlw/kinds/kind.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+#include "temp_dir.hpp"
+
+namespace mlw {
+
+namespace {
+
+struct Ran {
+  int status = -1;
+  std::string output;
+};
+
+/// Runs `words` (no shell reads them but the programs themselves) with `path` first on PATH.
+Ran run_words(const std::vector<std::string>& words, const std::string& path = "/nonexistent") {
+  const std::string command =
+      "PATH=" + shell_quote(path) + ":/usr/bin:/bin exec " + shell_join(words) + " 2>&1";
+  Ran ran;
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return ran;
+  char buffer[4096];
+  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) {
+    ran.output.append(buffer, n);
+  }
+  const int status = ::pclose(pipe);
+  ran.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return ran;
+}
+
+RunPlan words_plan(const fs::path& root) {
+  RunPlan plan;
+  plan.project = {root, "demo"};
+  plan.target_name = "gpu";
+  plan.record.run_id = "demo_1";
+  plan.record.run_config = "gpu";
+  plan.run_config = default_run_config("gpu");
+  plan.script = "train.py";
+  return plan;
+}
+
+void stand_in(const fs::path& dir, const std::string& name, const std::string& body) {
+  make_directories(dir);
+  atomic_write_file(dir / name, "#!/bin/sh\n" + body);
+  fs::permissions(dir / name, fs::perms::owner_all);
+}
+
+}  // namespace
+
+// Words and values that are not UTF-8 reach the command byte for byte, trailing newlines kept.
+TEST(ContainerWords, BytesThatAreNotUtf8ReachTheCommandIntact) {
+  test::TempDir dir("mlw-words");
+  RunPlan plan = words_plan(dir.path());
+  plan.run_config.environment_variables = {{"ODD", "v\xe9\n"}, {"FINE", "plain"}};
+  const std::vector<std::string> command = {
+      "/bin/sh",
+      "-c",
+      "printf '<%s>' \"$@\"; printf '[%s][%s]' \"$ODD\" \"${FINE-unset}\"",
+      "x",
+      "caf\xe9",
+      "two\nlines\n",
+      "%s 'q' $HOME \\"};
+  const auto words = utf8_command(plan, command);
+  for (const auto& word : words) EXPECT_TRUE(passes_docker(word)) << word;
+  EXPECT_EQ(words.at(3), "mlw-words");
+  const Ran ran = run_words(words);
+  EXPECT_EQ(ran.status, 0) << ran.output;
+  // FINE passes through docker by name (-e FINE), not through words.sh.
+  EXPECT_EQ(ran.output, "<caf\xe9><two\nlines\n><%s 'q' $HOME \\>[v\xe9\n][unset]");
+  // All UTF-8: the words as they were.
+  plan.run_config.environment_variables = {{"FINE", "plain"}};
+  EXPECT_EQ(utf8_command(plan, {"python3", "train.py", "héllo"}),
+            (std::vector<std::string>{"python3", "train.py", "héllo"}));
+}
+
+TEST(ContainerWords, GpuRunsPrintTheGpusNvidiaSmiListsThenRunTheScript) {
+  test::TempDir dir("mlw-words");
+  RunPlan plan = words_plan(dir.path());
+  plan.compute.nvidia_docker = true;
+  plan.run_config.framework = "Python";
+  auto words = container_command(plan);
+  ASSERT_EQ(std::vector<std::string>(words.begin() + 4, words.end()), script_command(plan));
+  words.resize(4);
+  words.insert(words.end(), {"echo", "the script", "ran"});
+  const fs::path bin = dir.path() / "bin";
+  stand_in(bin, "nvidia-smi", "printf '0, NVIDIA H100, 81559 MiB, 00000000:01:00.0\\n'\n");
+  EXPECT_EQ(run_words(words, bin.string()).output,
+            "mlw: GPUs seen by this run:\nmlw:   GPU 0, NVIDIA H100, 81559 MiB, "
+            "00000000:01:00.0\nthe script ran\n");
+  stand_in(bin, "nvidia-smi", "exit 9\n");
+  EXPECT_EQ(run_words(words, bin.string()).output,
+            "mlw: GPUs seen by this run: none (nvidia-smi lists no GPU in the container)\nthe "
+            "script ran\n");
+}
+
+TEST(ContainerWords, PySparkWithoutSparkSubmitIsExplainedWithExit127) {
+  test::TempDir dir("mlw-words");
+  RunPlan plan = words_plan(dir.path());
+  plan.record.run_config = "my_dsvm";
+  plan.run_config.framework = "PySpark";
+  const auto words = script_command(plan);
+  const Ran missing = run_words(words);
+  EXPECT_EQ(missing.status, 127);
+  EXPECT_TRUE(starts_with(missing.output, "mlw: error: Framework is PySpark")) << missing.output;
+  EXPECT_NE(missing.output.find("set Framework: Python in aml_config/my_dsvm.runconfig"),
+            std::string::npos)
+      << missing.output;
+  const fs::path bin = dir.path() / "bin";
+  stand_in(bin, "spark-submit", "echo \"spark-submit $*\"\nexit 4\n");
+  const Ran ran = run_words(words, bin.string());
+  EXPECT_EQ(ran.status, 4);
+  EXPECT_EQ(ran.output, "spark-submit train.py\n");
+}
+
+}  // namespace mlw
