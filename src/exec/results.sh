@@ -2,13 +2,19 @@
 # A run's results for the supervisor (ResultsFetch in exec/results_fetch.cpp), run in the
 # target's run folder (or in mlw_results_in, where the preamble sets it) after
 # `mlw_max_metrics=BYTES`: metrics.jsonl's size and, when it is not over that bound, its bytes;
-# then outputs/ as a tar, when it holds anything.
+# the size and the text of the list of the sockets in outputs/ (tar leaves them out: said, not
+# dropped silently; the first 100); then outputs/ as a tar, when it holds anything.
 if [ -n "${mlw_results_in-}" ]; then cd "$mlw_results_in" || exit 0; fi
 m=0
 [ -s metrics.jsonl ] && { m=$(wc -c 2>/dev/null <metrics.jsonl) || m=0; }
 # shellcheck disable=SC2086 # another wc may pad the number: echo trims it
 echo $m
 [ "$m" -gt 0 ] 2>/dev/null && [ "$m" -le "$mlw_max_metrics" ] && head -c "$m" metrics.jsonl
+s=$(cd snapshot 2>/dev/null && find outputs -type s 2>/dev/null | head -n 100)
+n=$(printf %s "$s" | wc -c)
+# shellcheck disable=SC2086 # as above
+echo $n
+printf %s "$s"
 cd snapshot && [ -d outputs ] || exit 0
 for f in outputs/* outputs/.[!.]* outputs/..?*; do
   if [ -e "$f" ] || [ -L "$f" ]; then exec tar -cf - outputs; fi

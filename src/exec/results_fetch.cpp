@@ -18,6 +18,9 @@ namespace {
 /// The most of a run's metrics.jsonl brought back from a target.
 constexpr std::uint64_t k_max_metrics_bytes = 256ULL << 20;
 
+/// The most of the list of sockets read (results.sh sends the first 100 names).
+constexpr std::uint64_t k_max_sockets_bytes = 1ULL << 20;
+
 }  // namespace
 
 ResultsFetch::ResultsFetch(fs::path run_dir, std::string host)
@@ -49,29 +52,39 @@ void ResultsFetch::begin() {
   m_metrics.open(m_part, std::ios::binary | std::ios::trunc);
   m_reader = std::make_unique<SafeTarReader>(m_incoming);
   m_size_line.clear();
-  m_metrics_left.reset();
+  m_block = 0;
+  m_left.reset();
+  m_sockets.clear();
   m_too_big = m_bad_size = false;
 }
 
 void ResultsFetch::feed(std::string_view chunk) {
-  if (m_bad_size) return;
-  if (!m_metrics_left) {
-    const auto newline = chunk.find('\n');
-    m_size_line.append(chunk.substr(0, newline));
-    if (newline == std::string_view::npos && m_size_line.size() <= 24) return;
-    const auto size = parse_integer(trim(m_size_line), 0, 1LL << 62);
-    if (!size || newline == std::string_view::npos) {
-      m_bad_size = true;
-      return;
+  while (!m_bad_size && !chunk.empty()) {
+    if (m_block == 2) return m_reader->feed(chunk);
+    if (!m_left) {  // the block's size line
+      const auto newline = chunk.find('\n');
+      m_size_line.append(chunk.substr(0, newline));
+      if (newline == std::string_view::npos && m_size_line.size() <= 24) return;
+      const auto size = parse_integer(trim(m_size_line), 0, 1LL << 62);
+      m_bad_size = !size || newline == std::string_view::npos ||
+                   (m_block == 1 && static_cast<std::uint64_t>(*size) > k_max_sockets_bytes);
+      if (m_bad_size) return;
+      chunk.remove_prefix(newline + 1);
+      m_size_line.clear();
+      // Metrics over the bound are not sent: only their size.
+      if (m_block == 0) m_too_big = static_cast<std::uint64_t>(*size) > k_max_metrics_bytes;
+      m_left = m_block == 0 && m_too_big ? 0 : static_cast<std::uint64_t>(*size);
     }
-    chunk.remove_prefix(newline + 1);
-    m_too_big = static_cast<std::uint64_t>(*size) > k_max_metrics_bytes;
-    m_metrics_left = m_too_big ? 0 : static_cast<std::uint64_t>(*size);
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*m_left, chunk.size()));
+    if (m_block == 0) m_metrics.write(chunk.data(), static_cast<std::streamsize>(n));
+    if (m_block == 1) m_sockets.append(chunk.substr(0, n));
+    chunk.remove_prefix(n);
+    *m_left -= n;
+    if (*m_left == 0) {
+      ++m_block;
+      m_left.reset();
+    }
   }
-  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*m_metrics_left, chunk.size()));
-  m_metrics.write(chunk.data(), static_cast<std::streamsize>(n));
-  *m_metrics_left -= n;
-  if (n < chunk.size()) m_reader->feed(chunk.substr(n));
 }
 
 bool ResultsFetch::failed() const {
@@ -81,8 +94,9 @@ bool ResultsFetch::failed() const {
 void ResultsFetch::finish(std::vector<std::string>& problems) {
   try {
     if (m_bad_size) {
-      throw Error(fmt::format("it sent \"{}\" where the size of metrics.jsonl was expected",
-                              printable(m_size_line)));
+      throw Error(fmt::format("it sent \"{}\" where the size of {} was expected",
+                              printable(m_size_line),
+                              m_block == 0 ? "metrics.jsonl" : "the list of sockets in outputs/"));
     }
     m_reader->finish();
   } catch (const Error& e) {
@@ -97,12 +111,16 @@ void ResultsFetch::finish(std::vector<std::string>& problems) {
                     m_host, k_max_metrics_bytes >> 20));
   }
   std::error_code ec;
-  if (m_metrics_left == std::uint64_t{0} && !m_too_big && m_metrics &&
-      fs::file_size(m_part, ec) > 0) {
+  if (m_block > 0 && !m_too_big && m_metrics && fs::file_size(m_part, ec) > 0) {
     fs::rename(m_part, m_run_dir / "metrics.jsonl", ec);
   }
   fs::remove(m_part, ec);
   for (const auto& refused : m_reader->refused()) problems.push_back("output refused: " + refused);
+  // In the words collect_outputs uses where the run folder is this machine's.
+  for (const auto& name : split(m_sockets, '\n')) {
+    if (!name.empty())
+      problems.push_back(printable(name) + " is not a regular file; it was not collected");
+  }
   if (fs::is_directory(m_incoming / "outputs")) {
     fs::rename(m_incoming / "outputs", m_run_dir / "outputs", ec);
   } else if (!m_bad_size) {

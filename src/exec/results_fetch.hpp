@@ -15,7 +15,8 @@ class SafeTarReader;
 
 /// Brings a target run folder's metrics.jsonl and outputs/ back into the run's history folder,
 /// never outside it, from what results_script() prints: the metrics' size, the metrics (unless
-/// over 256 MiB), then a tar of outputs/. What it reads is bounded and checked; a malformed
+/// over 256 MiB), the size and text of the list of sockets in outputs/ (tar leaves them out), then
+/// a tar of outputs/. What it reads is bounded and checked; a malformed
 /// answer stops it. Fed by its own step or by the end of the follow step.
 class ResultsFetch {
  public:
@@ -44,7 +45,9 @@ class ResultsFetch {
   std::ofstream m_metrics;
   std::unique_ptr<SafeTarReader> m_reader;
   std::string m_size_line;
-  std::optional<std::uint64_t> m_metrics_left;  // set once the size line is in
+  int m_block = 0;                      // 0 the metrics, 1 the sockets' names, 2 the tar
+  std::optional<std::uint64_t> m_left;  // of the block, set once its size line is in
+  std::string m_sockets;
   bool m_too_big = false;
   bool m_bad_size = false;
 };

@@ -190,9 +190,10 @@ TEST(RunSession, TheResultsComeAfterTheEndInTheFollowStepItself) {
   std::size_t filled = 0;
   while (const std::size_t n = outputs.read(tar.data() + filled, tar.size() - filled)) filled += n;
   const std::string metrics = "{\"name\": \"acc\", \"value\": 0.9}\n";
-  f.target.on("\nmlw_pid=\n", {{"hi\n", 0, false,
-                                "mlw-pid=4242\nmlw-state=ended\n0\n\nmlw-results\n" +
-                                    std::to_string(metrics.size()) + "\n" + metrics + tar}});
+  f.target.on("\nmlw_pid=\n",
+              {{"hi\n", 0, false,
+                "mlw-pid=4242\nmlw-state=ended\n0\n\nmlw-results\n" +
+                    std::to_string(metrics.size()) + "\n" + metrics + "0\n" + tar}});
   const auto driver = monitor_driver();
   auto session = f.session();
   EXPECT_EQ(session.run(*driver, nullptr), 0);

@@ -246,6 +246,11 @@ TEST_P(Conformance, ACompletedRunHasItsLogOutputsAndMetrics) {
   // The socket in outputs/ (tar warns about it on its stderr) does not break the results' stream.
   EXPECT_EQ(join(record.problems, "\n").find("could not all be brought back"), std::string::npos)
       << join(record.problems, "\n");
+  // Nor is it dropped silently: every kind says so, in the same words.
+  EXPECT_NE(
+      join(record.problems, "\n").find("outputs/s is not a regular file; it was not collected"),
+      std::string::npos)
+      << GetParam() << ": " << join(record.problems, "\n");
   EXPECT_EQ(m_place->asked().find("reconnect"), std::string::npos) << m_place->asked();
 }
 
