@@ -411,6 +411,33 @@ TEST_P(Conformance, ARunKilledForMemoryIsSaidToBe) {
       << join(record.problems, "\n");
 }
 
+// A batch kind's run whose batch system stops answering for longer than its retry setting is Lost,
+// with the reason; the job may go on (killed here at the end).
+TEST_P(Conformance, ABatchRunWhoseSystemStopsAnsweringIsLost) {
+  if (!kind_of(GetParam()).runner.batch) return;  // no batch system to stop answering
+  ::setenv("MLW_SLURM_RETRY", "1", 1);
+  ::setenv("MLW_BATCH_RETRY", "1", 1);
+  EXPECT_EQ(submit({"sleep"}, true), 0) << m_err.str();
+  ASSERT_TRUE(wait_for_log("mlw-conformance: sleep")) << m_err.str();
+  atomic_write_file(home() / "down", "");  // the stand-ins' status tools stop answering
+  const RunRecord record = ended_run();
+  ::unsetenv("MLW_SLURM_RETRY");
+  ::unsetenv("MLW_BATCH_RETRY");
+  for (const char* system : {".fake-sge", ".fake-slurm"}) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(home() / system, ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      if (it->path().extension() != ".group") continue;
+      const auto group =
+          parse_integer(trim(read_file_if_exists(it->path()).value_or("")), 2, 1LL << 31);
+      if (group) ::kill(-static_cast<pid_t>(*group), SIGKILL);
+    }
+  }
+  EXPECT_EQ(record.status, status::k_lost) << join(record.problems, "\n");
+  EXPECT_FALSE(record.lost_reason.empty());
+  EXPECT_NE(record.lost_problem.find("did not answer"), std::string::npos) << record.lost_problem;
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryKind, Conformance, ::testing::ValuesIn(kind_name_list()),
                          [](const auto& info) { return info.param; });
 
