@@ -15,6 +15,7 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/json_text.hpp"
+#include "mlw/util/settings.hpp"
 #include "mlw/util/sha256.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -343,7 +344,8 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
     const bool plain = runs_in_engine(compute, facts);
     script += "mlw_docker=" + shell_quote(join(docker, " ")) + "\nmlw_create_json=" +
               shell_quote(plain ? engine_create_body(plan, paths, facts, image, "@USER@") : "") +
-              "\nmlw_container_name=" + shell_quote(container_name(plan.record.run_id)) + "\n" +
+              "\nmlw_container_name=" + shell_quote(container_name(plan.record.run_id)) +
+              "\nmlw_engine_retry=" + std::to_string(setting("MLW_ENGINE_RETRY")) + "\n" +
               engine_socket_lookup();
   }
   script += "mlw_run=" + shell_quote(paths.run_dir) +

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/embedded.hpp"
+#include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -261,10 +264,33 @@ RunEnding MonitorDriver::ending(RunSession& session) {
         session.host(), k_stop_bound_s));
     return ending;
   }
-  return exit_code_ending(m_end, session.record.cancel_requested, session.host(),
-                          fmt::format("the run's monitor on {} ended without an exit code (see "
-                                      "{}/monitor.log there)",
-                                      session.host(), session.paths.run_dir));
+  // end.sh's words after the exit code: the Docker engine did not answer again, or for a while.
+  const std::vector<std::string> lines = split(trim(m_end), '\n');
+  const auto said = [&lines](const char* word) {
+    return std::find(lines.begin(), lines.end(), word) != lines.end();
+  };
+  if (said("lost")) {
+    RunEnding lost;
+    lost.status = status::k_lost;
+    lost.lost_reason = lost_reason::k_engine;
+    lost.lost_problem = fmt::format(
+        "the Docker engine on {} did not answer for {} s (MLW_ENGINE_RETRY); the container may go "
+        "on there (docker ps -a --filter label=mlw.run={})",
+        session.host(), setting("MLW_ENGINE_RETRY"), session.record.run_id);
+    return lost;
+  }
+  RunEnding ending = exit_code_ending(
+      m_end, session.record.cancel_requested, session.host(),
+      fmt::format("the run's monitor on {} ended without an exit code (see {}/monitor.log there)",
+                  session.host(), session.paths.run_dir));
+  if (said("outage")) {
+    ending.problems.push_back(
+        fmt::format("the Docker engine on {} stopped answering during the run; its end was read "
+                    "after it answered again, and what the script printed while it was away may "
+                    "be missing from the log",
+                    session.host()));
+  }
+  return ending;
 }
 
 std::unique_ptr<RunDriver> monitor_driver() {

@@ -1,7 +1,10 @@
 # shellcheck shell=sh
 # How a run a monitor ran ended, printed in its run folder (follow.sh evaluates it): the script's
-# exit code, then "oom" where the kernel killed it for memory.
+# exit code, then "oom" where the kernel killed it for memory, "lost" where the Docker engine did
+# not answer again, "outage" where it stopped answering for a while.
 c=
 [ -f exit_code ] && { read -r c || :; } <exit_code
 echo "$c"
 [ -e oom ] && echo oom
+[ -e lost ] && echo lost
+[ -e outage ] && echo outage

@@ -15,6 +15,7 @@
 #                        command must create it), with engine.sh's functions, mlw_engine_pl
 #                        and `s`, the engine's socket that mlw_engine found
 #   mlw_container_name   its name
+#   mlw_engine_retry     how long the engine may not answer before the run is lost (s)
 cd "$mlw_run" || exit 125
 finish() { echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code; }
 if [ ! -d snapshot/outputs ] || [ ! -d "$mlw_share" ]; then
@@ -52,6 +53,36 @@ oom() {
   [ "$code" = 137 ] && [ "$(mlw_d inspect -f '{{.State.OOMKilled}}' "$cid" 2>/dev/null)" = true ] &&
     echo oom >oom
 }
+# settle: the container's end as the engine records it, where what ended may have been the docker
+# command's connection rather than the container (its failure looks like an exit code). Asked
+# again each second while the engine does not answer, at most mlw_engine_retry s: then `lost` (the
+# container may go on) and a false return. A container that goes on is attached to again; what
+# it printed while the engine was away is said to be missing (the file `outage`).
+settle() {
+  t=0
+  while :; do
+    if st=$(mlw_d inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$cid" 2>/dev/null); then
+      case "$st" in
+        exited\ * | dead\ *)
+          code=${st#* }
+          return 0
+          ;;
+        running\ * | paused\ * | restarting\ *)
+          : >outage
+          mlw_d attach --no-stdin --sig-proxy=false "$cid" >>driver_log.txt 2>&1
+          sleep 1
+          t=0
+          ;;
+        *) return 0 ;;
+      esac
+    else
+      [ "$t" -ge "${mlw_engine_retry:-60}" ] && : >lost && return 1
+      : >outage
+      sleep 1
+      t=$((t + 1))
+    fi
+  done
+}
 cid=
 e=
 if [ "$mlw_mode" = copy ]; then
@@ -72,7 +103,7 @@ if [ "$mlw_mode" = copy ]; then
   fi
   mlw_d logs -f "$cid" >>driver_log.txt 2>&1 &
   logs=$!
-  code=$(mlw_d wait "$cid")
+  code=$(mlw_d wait "$cid") || settle || exit 0
   wait $logs
   oom
   mlw_d cp "$cid:/mlw/run/snapshot/outputs" - 2>/dev/null | tar -C snapshot -xf - 2>/dev/null
@@ -117,12 +148,14 @@ if [ -n "$e" ] && command -v perl >/dev/null 2>&1; then
         mlw_d start -a "$cid" >>driver_log.txt 2>&1
         code=$?
         ;;
-      *) code=$(mlw_d wait "$cid" 2>/dev/null) || code= ;;
+      *) code=$(mlw_d wait "$cid" 2>/dev/null) || settle || exit 0 ;;
     esac
   fi
 else
   mlw_d start -a "$cid" >>driver_log.txt 2>&1
   code=$?
+  # 0 is the container's own; another code may be the docker command's failure.
+  [ "$code" = 0 ] || settle || exit 0
 fi
 oom
 finish "${code:-125}"

@@ -411,31 +411,58 @@ TEST_P(Conformance, ARunKilledForMemoryIsSaidToBe) {
       << join(record.problems, "\n");
 }
 
-// A batch kind's run whose batch system stops answering for longer than its retry setting is Lost,
-// with the reason; the job may go on (killed here at the end).
-TEST_P(Conformance, ABatchRunWhoseSystemStopsAnsweringIsLost) {
-  if (!kind_of(GetParam()).runner.batch) return;  // no batch system to stop answering
+// A run whose batch system or Docker engine stops answering for longer than its retry setting is
+// Lost, with the reason; the job or container may go on (killed here at the end).
+TEST_P(Conformance, ARunWhoseSystemOrEngineStopsAnsweringIsLost) {
+  const TargetKind& kind = kind_of(GetParam());
+  if (!kind.runner.batch && !kind.runner.image) return;  // nothing there to stop answering
   ::setenv("MLW_SLURM_RETRY", "1", 1);
   ::setenv("MLW_BATCH_RETRY", "1", 1);
+  ::setenv("MLW_ENGINE_RETRY", "1", 1);
   EXPECT_EQ(submit({"sleep"}, true), 0) << m_err.str();
   ASSERT_TRUE(wait_for_log("mlw-conformance: sleep")) << m_err.str();
   atomic_write_file(home() / "down", "");  // the stand-ins' status tools stop answering
   const RunRecord record = ended_run();
   ::unsetenv("MLW_SLURM_RETRY");
   ::unsetenv("MLW_BATCH_RETRY");
-  for (const char* system : {".fake-sge", ".fake-slurm"}) {
+  ::unsetenv("MLW_ENGINE_RETRY");
+  // What goes on at the place: the jobs' process groups, the containers' processes.
+  const auto kill_listed = [](const fs::path& folder, const std::string& name, bool group) {
     std::error_code ec;
-    for (auto it = fs::directory_iterator(home() / system, ec);
-         !ec && it != fs::directory_iterator(); it.increment(ec)) {
-      if (it->path().extension() != ".group") continue;
-      const auto group =
+    for (auto it = fs::recursive_directory_iterator(folder, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().filename().string() != name && it->path().extension() != name) continue;
+      const auto pid =
           parse_integer(trim(read_file_if_exists(it->path()).value_or("")), 2, 1LL << 31);
-      if (group) ::kill(-static_cast<pid_t>(*group), SIGKILL);
+      if (pid) ::kill(group ? -static_cast<pid_t>(*pid) : static_cast<pid_t>(*pid), SIGKILL);
     }
-  }
+  };
+  kill_listed(home() / ".fake-sge", ".group", true);
+  kill_listed(home() / ".fake-slurm", ".group", true);
+  kill_listed(home() / ".fake-docker", "pid", false);
   EXPECT_EQ(record.status, status::k_lost) << join(record.problems, "\n");
   EXPECT_FALSE(record.lost_reason.empty());
   EXPECT_NE(record.lost_problem.find("did not answer"), std::string::npos) << record.lost_problem;
+}
+
+// A batch system or Docker engine that stops answering for a moment: the run ends as the script
+// did; where the place's end may have been missed (a container's), the outage is said.
+TEST_P(Conformance, ARunWhoseSystemOrEngineIsAwayForAMomentEndsAsTheScriptDid) {
+  const TargetKind& kind = kind_of(GetParam());
+  if (!kind.runner.batch && !kind.runner.image) return;  // nothing there to stop answering
+  EXPECT_EQ(submit({"slow"}, true), 0) << m_err.str();
+  ASSERT_TRUE(wait_for_log("mlw-conformance: slow")) << m_err.str();
+  atomic_write_file(home() / "down", "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // the script ends meanwhile
+  fs::remove(home() / "down");
+  const RunRecord record = ended_run();
+  EXPECT_EQ(record.status, status::k_completed) << join(record.problems, "\n");
+  EXPECT_EQ(record.exit_code, 0);
+  if (kind.runner.image) {
+    EXPECT_NE(join(record.problems, "\n").find("stopped answering during the run"),
+              std::string::npos)
+        << join(record.problems, "\n");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKind, Conformance, ::testing::ValuesIn(kind_name_list()),
