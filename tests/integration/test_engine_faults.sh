@@ -8,7 +8,10 @@
 # - without it the engine stops the container when it starts: the run ends as the engine says
 #   (143), the lines printed before are all kept, the container is removed;
 # - an engine that stays away longer than MLW_ENGINE_RETRY: the run is Lost (the container goes
-#   on); once the engine is back, `history logs -f` takes the run over and follows it to its end.
+#   on); once the engine is back, `history logs -f` takes the run over and follows it to its end;
+# - where a monitor runs the container with the docker command (dockerRunArgs), the run's end is
+#   the engine's record of the container (143), not the docker command's failure; an engine away
+#   longer than MLW_ENGINE_RETRY leaves it Lost.
 source "$(dirname "$0")/lib.sh"
 
 require_env MLW_TEST_SERVERS MLW_TEST_IMAGE
@@ -141,5 +144,45 @@ expect_eq "engine back: the run is Failed with the script's exit code 3" \
 expect_not_contains "engine back: the Lost problem is gone" \
   "$(json_get "$OUT" '" ".join(d["problems"])')" "did not answer"
 expect_eq "engine back: the container is removed" "$(containers)" 0
+
+# --- 4. the docker command's path (a monitor runs `docker start -a`: dockerRunArgs) --------------
+# An engine that stops answering ends the docker command with its own failure; the run's end is
+# the engine's record of the container, not that code.
+"$MLW" -q computetarget attach docker -n m --base-image "$MLW_TEST_IMAGE" >/dev/null
+sed -i 's#^dockerRunArgs:.*#dockerRunArgs: ["--label", "mlw.test=monitor"]#' aml_config/m.compute
+submit_until_tick_on() { # TARGET TICKS
+  rm -f "$WORK/submit.out" "$WORK/submit.rc"
+  ("$MLW" experiment submit -c "$1" ticks.py "$2" >"$WORK/submit.out" 2>&1 </dev/null
+   echo $? >"$WORK/submit.rc") &
+  SUBMIT_PID=$!
+  for _ in $(seq 1 300); do grep -q '^tick 3$' "$WORK/submit.out" 2>/dev/null && return 0; sleep 0.2; done
+  fail "the run printed no tick 3 within 60 s: $(cat "$WORK/submit.out")"
+}
+stop_engine
+start_engine
+submit_until_tick_on m 30
+kill_engine
+sleep 2
+start_engine
+wait_submit
+expect_eq "docker command: submit exits 143 (the engine stopped the container), not the command's 1" \
+  "$CODE" 143
+run_mlw history info -r "$RUN" -o json
+expect_eq "docker command: the run is Failed with 143" \
+  "$(json_get "$OUT" 'd["status"], d["exit_code"]')" "Failed 143"
+expect_contains "docker command: the record says the engine stopped answering" \
+  "$(json_get "$OUT" '" ".join(d["problems"])')" "stopped answering during the run"
+docker ps -aq --filter label=mlw.test=monitor | xargs -r docker rm -f >/dev/null 2>&1
+
+export MLW_ENGINE_RETRY=2
+submit_until_tick_on m 40
+kill_engine
+wait_submit
+unset MLW_ENGINE_RETRY
+expect_eq "docker command, engine away: submit exits 125 (the run's end is not known)" "$CODE" 125
+run_mlw history info -r "$RUN" -o json
+expect_eq "docker command, engine away: the run is Lost" "$(json_get "$OUT" 'd["status"]')" "Lost"
+expect_contains "docker command, engine away: the record names where the container is" \
+  "$(json_get "$OUT" '" ".join(d["problems"])')" "docker ps -a --filter label=mlw.run=$RUN"
 
 finish
