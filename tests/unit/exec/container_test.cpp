@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "plans.hpp"
 #include "temp_dir.hpp"
 
 #include "mlw/util/error.hpp"
@@ -21,16 +22,9 @@ namespace mlw {
 namespace {
 
 RunPlan container_plan(const fs::path& root) {
-  RunPlan plan;
-  plan.project = {root, "demo"};
-  plan.target_name = "gpu";
-  plan.compute.type = "remotedocker";
-  plan.compute.base_docker_image = "pytorch/pytorch:latest";
-  plan.run_config = default_run_config("gpu");
+  RunPlan plan = test::demo_plan(root);
   plan.run_config.environment_variables = {{"SECRET_TOKEN", "s3cr3t value"}};
-  plan.script = "train.py";
   plan.arguments = {"--lr", "0.1"};
-  plan.record.run_id = "demo_1700000000000";
   return plan;
 }
 
@@ -264,22 +258,6 @@ TEST(Container, BaseImageProblemIsSaidInMlwsWords) {
   // A failure after the FROM step is not the base image's.
   EXPECT_EQ(base_image_problem("Step 1/4 : FROM a\n ---> 1\nStep 2/4 : COPY\nERROR: x\n", "a", "h"),
             "");
-}
-
-TEST(Container, PySparkRunsThroughSparkSubmit) {
-  test::TempDir dir("mlw-remote");
-  RunPlan plan = container_plan(dir.path());
-  plan.record.run_config = "my_dsvm";
-  plan.run_config.framework = "PySpark";
-  // The image's build checks it too (install_script_test.cpp).
-  const auto words = script_command(plan);
-  ASSERT_GE(words.size(), 5u);
-  EXPECT_EQ(words[0], "/bin/sh");
-  EXPECT_NE(words[2].find("exec spark-submit \"$@\""), std::string::npos);
-  EXPECT_NE(words[3].find("aml_config/my_dsvm.runconfig"), std::string::npos);
-  EXPECT_EQ(words[4], "train.py");
-  plan.run_config.framework = "Python";
-  EXPECT_EQ(script_command(plan)[0], "python3");
 }
 
 TEST(Container, TheShareIsPerProjectAndTargetWithThe2017TrailingSlash) {

@@ -3,50 +3,25 @@
 // spark-submit first on PATH.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <cstdio>
-
 #include "mlw/exec/container.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "plans.hpp"
+#include "run_command.hpp"
 #include "temp_dir.hpp"
 
 namespace mlw {
 
 namespace {
 
-struct Ran {
-  int status = -1;
-  std::string output;
-};
+using Ran = test::CommandResult;
 
 /// Runs `words` (no shell reads them but the programs themselves) with `path` first on PATH.
 Ran run_words(const std::vector<std::string>& words, const std::string& path = "/nonexistent") {
-  const std::string command =
-      "PATH=" + shell_quote(path) + ":/usr/bin:/bin exec " + shell_join(words) + " 2>&1";
-  Ran ran;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return ran;
-  char buffer[4096];
-  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) {
-    ran.output.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  ran.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return ran;
-}
-
-RunPlan words_plan(const fs::path& root) {
-  RunPlan plan;
-  plan.project = {root, "demo"};
-  plan.target_name = "gpu";
-  plan.record.run_id = "demo_1";
-  plan.record.run_config = "gpu";
-  plan.run_config = default_run_config("gpu");
-  plan.script = "train.py";
-  return plan;
+  return test::run_command("PATH=" + shell_quote(path) + ":/usr/bin:/bin exec " +
+                           shell_join(words) + " 2>&1");
 }
 
 void stand_in(const fs::path& dir, const std::string& name, const std::string& body) {
@@ -60,7 +35,7 @@ void stand_in(const fs::path& dir, const std::string& name, const std::string& b
 // Words and values that are not UTF-8 reach the command byte for byte, trailing newlines kept.
 TEST(ContainerWords, BytesThatAreNotUtf8ReachTheCommandIntact) {
   test::TempDir dir("mlw-words");
-  RunPlan plan = words_plan(dir.path());
+  RunPlan plan = test::demo_plan(dir.path());
   plan.run_config.environment_variables = {{"ODD", "v\xe9\n"}, {"FINE", "plain"}};
   const std::vector<std::string> command = {
       "/bin/sh",
@@ -85,7 +60,7 @@ TEST(ContainerWords, BytesThatAreNotUtf8ReachTheCommandIntact) {
 
 TEST(ContainerWords, GpuRunsPrintTheGpusNvidiaSmiListsThenRunTheScript) {
   test::TempDir dir("mlw-words");
-  RunPlan plan = words_plan(dir.path());
+  RunPlan plan = test::demo_plan(dir.path());
   plan.compute.nvidia_docker = true;
   plan.run_config.framework = "Python";
   auto words = container_command(plan);
@@ -105,7 +80,7 @@ TEST(ContainerWords, GpuRunsPrintTheGpusNvidiaSmiListsThenRunTheScript) {
 
 TEST(ContainerWords, PySparkWithoutSparkSubmitIsExplainedWithExit127) {
   test::TempDir dir("mlw-words");
-  RunPlan plan = words_plan(dir.path());
+  RunPlan plan = test::demo_plan(dir.path());
   plan.record.run_config = "my_dsvm";
   plan.run_config.framework = "PySpark";
   const auto words = script_command(plan);
@@ -120,6 +95,8 @@ TEST(ContainerWords, PySparkWithoutSparkSubmitIsExplainedWithExit127) {
   const Ran ran = run_words(words, bin.string());
   EXPECT_EQ(ran.status, 4);
   EXPECT_EQ(ran.output, "spark-submit train.py\n");
+  plan.run_config.framework = "Python";
+  EXPECT_EQ(script_command(plan), (std::vector<std::string>{"python3", "train.py"}));
 }
 
 }  // namespace mlw

@@ -3,15 +3,15 @@
 // image's.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <algorithm>
-#include <cstdio>
 
 #include "mlw/exec/build_output.hpp"
 #include "mlw/exec/container.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
+#include "plans.hpp"
+#include "run_command.hpp"
 #include "temp_dir.hpp"
 
 namespace mlw {
@@ -19,23 +19,13 @@ namespace mlw {
 namespace {
 
 RunPlan install_plan(const fs::path& root, const std::string& conda_file) {
-  RunPlan plan;
-  plan.project = {root, "demo"};
-  plan.target_name = "gpu";
-  plan.record.run_config = "gpu";
-  plan.compute.type = "remotedocker";
-  plan.compute.base_docker_image = "pytorch/pytorch:latest";
-  plan.run_config = default_run_config("gpu");
-  plan.script = "train.py";
+  RunPlan plan = test::demo_plan(root);
   make_directories(root / "aml_config");
   atomic_write_file(root / "aml_config/conda_dependencies.yml", conda_file);
   return plan;
 }
 
-struct Ran {
-  int status = -1;
-  std::string output;
-};
+using Ran = test::CommandResult;
 
 /// Lays out env/ as the image has it (install.sh, the files it reads) and runs install.sh with the
 /// words of the Dockerfile's RUN; `path` first on PATH (stand-ins for conda or spark-submit).
@@ -50,16 +40,7 @@ Ran run_install(const fs::path& root, const EnvironmentSpec& env,
                               "/usr/local/bin:/usr/bin:/bin /bin/sh " +
                               shell_quote((dir / "install.sh").string()) + " " + shell_join(words) +
                               " 2>&1";
-  Ran ran;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return ran;
-  char buffer[4096];
-  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) {
-    ran.output.append(buffer, n);
-  }
-  const int status = ::pclose(pipe);
-  ran.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return ran;
+  return test::run_command(command);
 }
 
 /// The words after install.sh on the Dockerfile's RUN line.

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "run_command.hpp"
 #include "temp_dir.hpp"
 
 #include "mlw/util/fs.hpp"
@@ -34,12 +35,7 @@ std::multimap<std::string, std::string> openssh_resolves(const fs::path& home,
                               shell_quote(config.string()) + " " + shell_quote(alias) +
                               " 2>/dev/null";
   std::multimap<std::string, std::string> out;
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  std::string text;
-  char buffer[4096];
-  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) text.append(buffer, n);
-  ::pclose(pipe);
+  const std::string text = test::run_command(command).output;
   for (const auto& line : split(text, '\n')) {
     const auto space = line.find(' ');
     if (space != std::string::npos)

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "run_command.hpp"
 #include "temp_dir.hpp"
 
 #include "mlw/snapshot/manifest.hpp"
@@ -23,13 +24,7 @@ std::string run_git(const fs::path& repo, const std::string& args) {
                               " && GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent git -c "
                               "core.excludesFile=/dev/null " +
                               args + " 2>&1";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return "";
-  std::string out;
-  char buffer[4096];
-  while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  ::pclose(pipe);
-  return out;
+  return test::run_command(command).output;
 }
 
 struct Generator {
