@@ -8,7 +8,6 @@
 #include "mlw/config/names.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
-#include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
@@ -215,7 +214,7 @@ ComputeConfig attach_settings(const AttachRequest& request, const std::string& t
   ComputeConfig compute = previous.value_or(ComputeConfig{});
   compute.type = type;
   const TargetKind& kind = kind_of(type);
-  if (kind.place->connects()) {
+  if (kind.attach.remote) {
     if (request.address) {
       parse_address(*request.address);  // refuses a malformed address before anything is written
       compute.address = *request.address;
@@ -259,7 +258,7 @@ nlohmann::ordered_json attach_result(Context& ctx, const std::string& name,
       {"type", compute.type},
       {"compute_file", project.display(project.compute_path(name))},
       {"run_config_file", project.display(project.run_config_path(name))}};
-  if (kind_of(compute.type).place->connects()) {
+  if (kind_of(compute.type).attach.remote) {
     result["address"] = compute.address;
     result["username"] = compute.username;
     result["password"] = compute.password.empty()
@@ -281,7 +280,7 @@ void attach(Context& ctx, const AttachRequest& request) {
   const TargetKind* found = find_kind(request.type);  // an alias becomes its kind's name
   const std::string type = found ? std::string(found->name) : request.type;
   check_attach_options(request, type);
-  const bool remote = kind_of(type).place->connects();
+  const bool remote = kind_of(type).attach.remote;
   const fs::path compute_path = project.compute_path(request.name);
   const fs::path run_config_path = project.run_config_path(request.name);
   if ((fs::exists(compute_path) || fs::exists(run_config_path)) && !request.force) {

@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include <functional>
@@ -8,31 +6,13 @@
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
-#include "mlw/remote/connect.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/remote/shell.hpp"
-#include "mlw/util/net.hpp"
 #include "mlw/util/strings.hpp"
 
 // `mlw computetarget doctor`: one row per check, each with its fix.
 
 namespace mlw::api {
-
-namespace {
-
-/// Resolves the endpoint and opens a TCP connection (closed at once): doctor's first two lines.
-std::pair<std::string, std::string> check_reachable(const SshEndpoint& endpoint, bool& resolved) {
-  const TcpConnection connection = tcp_connect(endpoint.host, endpoint.port, 10000);
-  resolved = connection.resolve_error.empty();
-  if (!resolved) return {connection.resolve_error, ""};
-  if (connection.fd >= 0) {
-    ::close(connection.fd);
-    return {"", "port " + std::to_string(endpoint.port) + " answers"};
-  }
-  return {connection.any_address ? errno_text(connection.connect_errno) : "no address", ""};
-}
-
-}  // namespace
 
 int doctor(Context& ctx, const std::string& name) {
   const Project& project = ctx.project();
@@ -43,37 +23,7 @@ int doctor(Context& ctx, const std::string& name) {
                   const std::string& fix = "") {
     rows.push_back({check, ok ? CheckResult::Ok : CheckResult::Fail, detail, fix});
   };
-  std::unique_ptr<Shell> shell;
-  if (kind.place->connects()) {
-    const SshEndpoint endpoint = target_endpoint(compute);
-    bool resolved = false;
-    const auto [error, reached] = check_reachable(endpoint, resolved);
-    line("address resolves", resolved, resolved ? endpoint.host : error,
-         "fix address in aml_config/" + name + ".compute or ~/.ssh/config");
-    if (resolved) {
-      line(
-          "reachable", error.empty(), error.empty() ? reached : error,
-          "check that sshd runs there and that port " + std::to_string(endpoint.port) + " is open");
-    }
-    if (resolved && error.empty()) {
-      try {
-        ConnectRequest own_login;
-        own_login.reuse = false;  // doctor checks the login itself
-        auto ssh = ctx.connector->connect(ctx, name, compute, own_login);
-        line("host key", true, ssh->fingerprint() + " is in ~/.ssh/known_hosts");
-        line("login", true, compute.username + " with " + ssh->auth_method());
-        shell = std::move(ssh);
-      } catch (const Error& e) {
-        const std::string message = e.what();
-        const bool host_key = message.find(": host key:") != std::string::npos;
-        line(host_key ? "host key" : "login", false, message,
-             host_key ? "attach again with --accept-host-key after checking the fingerprint"
-                      : "attach again with -w/--password-stdin or -k");
-      }
-    }
-  } else {
-    shell = kind.place->open(ctx, name, compute);
-  }
+  std::unique_ptr<Shell> shell = kind.place->reach(ctx, name, compute, line);
   if (shell) {
     // The probe as a submit's asks it: for a kind with images, the engine is asked for one
     // (Perl, else curl, else the docker CLI), so that a replaced tool that never returns fails

@@ -204,10 +204,10 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   // TrackedRun: false keeps the run out of the project's history: same machinery, own store.
   plan.history_dir = plan.run_config.tracked_run ? plan.project.state_dir()
                                                  : plan.project.state_dir() / "untracked";
-  if (kind_of(plan.compute.type).place->connects()) {
-    // Taken before the probe, which then asks the target's store about it in its own round trip
-    // (a ship step less); a snapshot that fails here is taken again, and fails, once the run is
-    // recorded.
+  if (!kind_of(plan.compute.type).place->shares_run_folder()) {
+    // A place that keeps run folders of its own is shipped the snapshot. Taken before the probe,
+    // which then asks the target's store about it in its own round trip (a ship step less); a
+    // snapshot that fails here is taken again, and fails, once the run is recorded.
     try {
       plan.manifest = take_snapshot(ctx, plan.project);
     } catch (const Error& e) {

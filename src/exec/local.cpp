@@ -275,7 +275,8 @@ std::vector<std::string> LocalExecutor::clean(Context&, const std::string& targe
                                               const ComputeConfig&) {
   std::vector<std::string> others;
   for (const TargetKind* kind : target_kinds()) {
-    if (kind->place->connects() || kind->runner.image) others.emplace_back(kind->name);
+    // Those with a store and run folders of their own, or images.
+    if (!kind->place->shares_run_folder() || kind->runner.image) others.emplace_back(kind->name);
   }
   const std::string last = others.back();
   others.pop_back();

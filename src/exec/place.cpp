@@ -5,12 +5,14 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "mlw/exec/ship.hpp"
 #include "mlw/remote/connect.hpp"
 #include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/net.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -33,6 +35,18 @@ ShipAnswer read_ship_answer(const ProbeShip& ship) {
 
 namespace {
 
+/// Resolves the endpoint and opens a TCP connection (closed at once): doctor's first two rows.
+std::pair<std::string, std::string> check_reachable(const SshEndpoint& endpoint, bool& resolved) {
+  const TcpConnection connection = tcp_connect(endpoint.host, endpoint.port, 10000);
+  resolved = connection.resolve_error.empty();
+  if (!resolved) return {connection.resolve_error, ""};
+  if (connection.fd >= 0) {
+    ::close(connection.fd);
+    return {"", "port " + std::to_string(endpoint.port) + " answers"};
+  }
+  return {connection.any_address ? errno_text(connection.connect_errno) : "no address", ""};
+}
+
 std::string expand_on_target(const std::string& path, const std::string& home) {
   if (path == "~") return home;
   if (starts_with(path, "~/")) return home + path.substr(1);
@@ -47,6 +61,11 @@ class ThisMachine : public Place {
   std::unique_ptr<Shell> open(Context& ctx, const std::string&,
                               const ComputeConfig&) const override {
     return ctx.connector->local_shell();
+  }
+
+  std::unique_ptr<Shell> reach(Context& ctx, const std::string& target_name,
+                               const ComputeConfig& compute, const DoctorRow&) const override {
+    return open(ctx, target_name, compute);
   }
 
   std::unique_ptr<DockerEngine> engine(Context& ctx) const override {
@@ -114,6 +133,34 @@ class SshHost : public Place {
   std::unique_ptr<Shell> open(Context& ctx, const std::string& target_name,
                               const ComputeConfig& compute) const override {
     return ctx.connector->connect(ctx, target_name, compute);
+  }
+
+  std::unique_ptr<Shell> reach(Context& ctx, const std::string& target_name,
+                               const ComputeConfig& compute, const DoctorRow& row) const override {
+    const SshEndpoint endpoint = target_endpoint(compute);
+    bool resolved = false;
+    const auto [error, reached] = check_reachable(endpoint, resolved);
+    row("address resolves", resolved, resolved ? endpoint.host : error,
+        "fix address in aml_config/" + target_name + ".compute or ~/.ssh/config");
+    if (!resolved) return nullptr;
+    row("reachable", error.empty(), error.empty() ? reached : error,
+        "check that sshd runs there and that port " + std::to_string(endpoint.port) + " is open");
+    if (!error.empty()) return nullptr;
+    try {
+      ConnectRequest own_login;
+      own_login.reuse = false;  // doctor checks the login itself
+      auto ssh = ctx.connector->connect(ctx, target_name, compute, own_login);
+      row("host key", true, ssh->fingerprint() + " is in ~/.ssh/known_hosts", "");
+      row("login", true, compute.username + " with " + ssh->auth_method(), "");
+      return ssh;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      const bool host_key = message.find(": host key:") != std::string::npos;
+      row(host_key ? "host key" : "login", false, message,
+          host_key ? "attach again with --accept-host-key after checking the fingerprint"
+                   : "attach again with -w/--password-stdin or -k");
+      return nullptr;
+    }
   }
 
   std::unique_ptr<DockerEngine> engine(Context&) const override { return nullptr; }

@@ -70,7 +70,7 @@ TargetExecutor::TargetExecutor(const TargetKind& kind, const Place& place)
 void TargetExecutor::connect(Context& ctx, const std::string& target_name,
                              const ComputeConfig& compute, const std::string& image_tag,
                              ProbeShip* ship) {
-  if (!m_shell) m_shell = m_place.open(ctx, target_name, compute);
+  open(ctx, target_name, compute);
   if (m_kind.runner.image) m_engine = probe_engine(ctx, m_place, compute, image_tag, m_facts);
   // A run's probe does not ask the free disk (only doctor shows it; two processes less).
   if (!m_engine) {
@@ -85,7 +85,7 @@ void TargetExecutor::connect(Context& ctx, const std::string& target_name,
 
 void TargetExecutor::open(Context& ctx, const std::string& target_name,
                           const ComputeConfig& compute) {
-  if (m_place.connects() && !m_shell) m_shell = m_place.open(ctx, target_name, compute);
+  if (!m_shell) m_shell = m_place.open(ctx, target_name, compute);
 }
 
 void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {

@@ -48,6 +48,10 @@ struct Staging {
   bool prepare = false;
 };
 
+/// One of doctor's rows: the check, whether it passed, what was found, how to fix it.
+using DoctorRow = std::function<void(const std::string& check, bool ok, const std::string& detail,
+                                     const std::string& fix)>;
+
 /// Where runs happen: the shell, paths, reconnect, lock folder and ship of a kind's runs.
 class Place {
  public:
@@ -58,6 +62,12 @@ class Place {
   /// Opens its shell (connects and logs in where it is remote).
   virtual std::unique_ptr<Shell> open(Context& ctx, const std::string& target_name,
                                       const ComputeConfig& compute) const = 0;
+  /// doctor: reaches it, saying each step as a row (an SSH host: the address resolves, the port
+  /// answers, the host key, the login, each checked afresh); its shell, or nullptr where a step
+  /// failed.
+  virtual std::unique_ptr<Shell> reach(Context& ctx, const std::string& target_name,
+                                       const ComputeConfig& compute,
+                                       const DoctorRow& row) const = 0;
   /// Its Docker engine's API, where mlw speaks to it directly; nullptr otherwise.
   virtual std::unique_ptr<DockerEngine> engine(Context& ctx) const = 0;
   /// The ship to run in the probe's round trip for `plan`, if any (a snapshot is taken and the

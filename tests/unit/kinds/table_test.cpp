@@ -3,6 +3,7 @@
 #include "mlw/config/compute_file.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/local.hpp"
+#include "mlw/exec/place.hpp"
 #include "mlw/exec/target.hpp"
 #include "mlw/kinds/kind.hpp"
 
@@ -28,6 +29,13 @@ TEST(ExecutorTable, EveryTargetTypeHasAnExecutor) {
 
 TEST(ExecutorTable, UnknownTypeIsAnError) {
   EXPECT_THROW(kind_executors()->make("cloud"), Error);
+}
+
+// attach offers the login options (-a, -u, -w, -k, …) exactly where the kind's place logs in.
+TEST(ExecutorTable, TheLoginOptionsAreOfferedWhereThePlaceLogsIn) {
+  for (const TargetKind* kind : target_kinds()) {
+    EXPECT_EQ(kind->attach.remote, kind->place->connects()) << kind->name;
+  }
 }
 
 }  // namespace mlw
