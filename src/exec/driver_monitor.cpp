@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <chrono>
 
 #include "mlw/exec/monitor_driver.hpp"

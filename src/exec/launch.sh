@@ -6,15 +6,15 @@
 # orphans late; it prints the monitor's pid, then lets go of the pipe (its stdout), which ends
 # the reading. The monitor's own output goes to monitor.log.
 # shellcheck disable=SC2034 # p is the caller's
-# `mlw_launch_pid RUN_DIR`: mlw_launch, then prints the pid.
-mlw_launch_pid() {
-  mlw_launch "$1"
-  echo "$p"
-}
 mlw_launch() {
   # shellcheck disable=SC2016 # the started shell expands $!
   p=$(cd "$1" && cat >monitor.sh && {
     setsid sh -c '( . ./monitor.sh ) >monitor.log 2>&1 </dev/null & echo $!; exec >/dev/null 2>&1; wait' \
       </dev/null &
   })
+}
+# `mlw_launch_pid RUN_DIR`: mlw_launch, then prints the pid.
+mlw_launch_pid() {
+  mlw_launch "$1"
+  echo "$p"
 }

@@ -10,13 +10,23 @@ m=0
 # shellcheck disable=SC2086 # another wc may pad the number: echo trims it
 echo $m
 [ "$m" -gt 0 ] 2>/dev/null && [ "$m" -le "$mlw_max_metrics" ] && head -c "$m" metrics.jsonl
-s=$(cd snapshot 2>/dev/null && find outputs -type s 2>/dev/null | head -n 100)
-n=$(printf %s "$s" | wc -c)
-# shellcheck disable=SC2086 # as above
-echo $n
-printf %s "$s"
-cd snapshot && [ -d outputs ] || exit 0
-for f in outputs/* outputs/.[!.]* outputs/..?*; do
-  if [ -e "$f" ] || [ -L "$f" ]; then exec tar -cf - outputs; fi
-done
+# Whether outputs/ holds anything: the sockets are looked for, and the tar made, only then (a run
+# without outputs starts no process for them).
+any=
+if cd snapshot 2>/dev/null && [ -d outputs ]; then
+  for f in outputs/* outputs/.[!.]* outputs/..?*; do
+    if [ -e "$f" ] || [ -L "$f" ]; then any=1 && break; fi
+  done
+fi
+s=
+[ -z "$any" ] || s=$(find outputs -type s 2>/dev/null | head -n 100)
+if [ -n "$s" ]; then
+  n=$(printf %s "$s" | wc -c)
+  # shellcheck disable=SC2086 # as above
+  echo $n
+  printf %s "$s"
+else
+  echo 0
+fi
+[ -z "$any" ] || exec tar -cf - outputs
 exit 0

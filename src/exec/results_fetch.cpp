@@ -52,7 +52,7 @@ void ResultsFetch::begin() {
   m_metrics.open(m_part, std::ios::binary | std::ios::trunc);
   m_reader = std::make_unique<SafeTarReader>(m_incoming);
   m_size_line.clear();
-  m_block = 0;
+  m_block = Block::Metrics;
   m_left.reset();
   m_sockets.clear();
   m_too_big = m_bad_size = false;
@@ -60,28 +60,31 @@ void ResultsFetch::begin() {
 
 void ResultsFetch::feed(std::string_view chunk) {
   while (!m_bad_size && !chunk.empty()) {
-    if (m_block == 2) return m_reader->feed(chunk);
+    if (m_block == Block::Tar) return m_reader->feed(chunk);
     if (!m_left) {  // the block's size line
       const auto newline = chunk.find('\n');
       m_size_line.append(chunk.substr(0, newline));
       if (newline == std::string_view::npos && m_size_line.size() <= 24) return;
       const auto size = parse_integer(trim(m_size_line), 0, 1LL << 62);
-      m_bad_size = !size || newline == std::string_view::npos ||
-                   (m_block == 1 && static_cast<std::uint64_t>(*size) > k_max_sockets_bytes);
+      m_bad_size =
+          !size || newline == std::string_view::npos ||
+          (m_block == Block::Sockets && static_cast<std::uint64_t>(*size) > k_max_sockets_bytes);
       if (m_bad_size) return;
       chunk.remove_prefix(newline + 1);
       m_size_line.clear();
       // Metrics over the bound are not sent: only their size.
-      if (m_block == 0) m_too_big = static_cast<std::uint64_t>(*size) > k_max_metrics_bytes;
-      m_left = m_block == 0 && m_too_big ? 0 : static_cast<std::uint64_t>(*size);
+      if (m_block == Block::Metrics) {
+        m_too_big = static_cast<std::uint64_t>(*size) > k_max_metrics_bytes;
+      }
+      m_left = m_block == Block::Metrics && m_too_big ? 0 : static_cast<std::uint64_t>(*size);
     }
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*m_left, chunk.size()));
-    if (m_block == 0) m_metrics.write(chunk.data(), static_cast<std::streamsize>(n));
-    if (m_block == 1) m_sockets.append(chunk.substr(0, n));
+    if (m_block == Block::Metrics) m_metrics.write(chunk.data(), static_cast<std::streamsize>(n));
+    if (m_block == Block::Sockets) m_sockets.append(chunk.substr(0, n));
     chunk.remove_prefix(n);
     *m_left -= n;
     if (*m_left == 0) {
-      ++m_block;
+      m_block = m_block == Block::Metrics ? Block::Sockets : Block::Tar;
       m_left.reset();
     }
   }
@@ -94,9 +97,9 @@ bool ResultsFetch::failed() const {
 void ResultsFetch::finish(std::vector<std::string>& problems) {
   try {
     if (m_bad_size) {
-      throw Error(fmt::format("it sent \"{}\" where the size of {} was expected",
-                              printable(m_size_line),
-                              m_block == 0 ? "metrics.jsonl" : "the list of sockets in outputs/"));
+      throw Error(fmt::format(
+          "it sent \"{}\" where the size of {} was expected", printable(m_size_line),
+          m_block == Block::Metrics ? "metrics.jsonl" : "the list of sockets in outputs/"));
     }
     m_reader->finish();
   } catch (const Error& e) {
@@ -111,7 +114,7 @@ void ResultsFetch::finish(std::vector<std::string>& problems) {
                     m_host, k_max_metrics_bytes >> 20));
   }
   std::error_code ec;
-  if (m_block > 0 && !m_too_big && m_metrics && fs::file_size(m_part, ec) > 0) {
+  if (m_block != Block::Metrics && !m_too_big && m_metrics && fs::file_size(m_part, ec) > 0) {
     fs::rename(m_part, m_run_dir / "metrics.jsonl", ec);
   }
   fs::remove(m_part, ec);

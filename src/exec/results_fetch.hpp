@@ -45,7 +45,9 @@ class ResultsFetch {
   std::ofstream m_metrics;
   std::unique_ptr<SafeTarReader> m_reader;
   std::string m_size_line;
-  int m_block = 0;                      // 0 the metrics, 1 the sockets' names, 2 the tar
+  /// The part of the answer being read: two size-prefixed blocks, then the tar.
+  enum class Block { Metrics, Sockets, Tar };
+  Block m_block = Block::Metrics;
   std::optional<std::uint64_t> m_left;  // of the block, set once its size line is in
   std::string m_sockets;
   bool m_too_big = false;
