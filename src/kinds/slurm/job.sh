@@ -14,20 +14,28 @@ run=$PWD
 mkdir -p "$mlw_share" 2>/dev/null
 export MLW_NUM_NODES="${SLURM_JOB_NUM_NODES:-$mlw_nodes}"
 export MLW_GPUS_PER_NODE="$mlw_gpus_per_node"
-MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | head -n 1)
+# The first node of the job (Slurm sets SLURM_JOB_NODELIST in every job), else this one.
+MASTER_ADDR=$(scontrol show hostnames "${SLURM_JOB_NODELIST:-}" 2>/dev/null | head -n 1) || true
 export MASTER_ADDR="${MASTER_ADDR:-$(hostname)}"
 export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))
 # A container runs as the job's user.
 for i in "${!command[@]}"; do
-  [ "${command[$i]}" = @MLW_USER@ ] && command[i]="$(id -u):$(id -g)"
+  if [[ "${command[$i]}" = @MLW_USER@ ]]; then
+    uid=$(id -u) && gid=$(id -g) && command[i]=$uid:$gid
+  fi
 done
 cd snapshot || exit 125
 # shellcheck disable=SC2016
 srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c 'MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK; "$@"; c=$?; echo "$c $(date +%s%N)" > "$0/rank_exit.$MLW_NODE_RANK"; exit "$c"' "$run" "${command[@]}" </dev/null
 code=$?
-first=$(for f in "$run"/rank_exit.*; do
-  [ -e "$f" ] && read -r c t <"$f" && [ "$c" != 0 ] && echo "$t $c"
-done | sort -n | head -n 1)
-[ -n "$first" ] && code=${first#* }
+# The first rank that failed, by when it ended.
+failed=()
+for f in "$run"/rank_exit.*; do
+  [[ -e "$f" ]] && read -r c t <"$f" && [[ "$c" != 0 ]] && failed+=("$t $c")
+done
+if ((${#failed[@]} > 0)); then
+  first=$(printf '%s\n' "${failed[@]}" | sort -n | head -n 1) || true
+  code=${first#* }
+fi
 echo "$code" >"$run/exit_code.job.tmp" && mv "$run/exit_code.job.tmp" "$run/exit_code.job"
 exit "$code"
