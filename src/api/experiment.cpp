@@ -182,6 +182,24 @@ Manifest take_snapshot(Context& ctx, const Project& project) {
   return manifest;
 }
 
+/// `submit --gpus N` over the target's file: gpusPerRun where the kind leases GPUs, else the own
+/// key its scheduler reads (Slurm's gpusPerNode, Grid Engine's gpus).
+void apply_gpus_option(ComputeConfig& compute, const std::string& target,
+                       const std::string& value) {
+  if (const std::string problem = gpus_per_run_problem(value); !problem.empty()) {
+    throw UsageError("--gpus " + problem);
+  }
+  const TargetKind& kind = kind_of(compute.type);
+  if (kind.has_key("gpusPerRun")) {
+    compute.gpus_per_run = value;
+  } else if (!kind.gpu_key.empty() && value != "all") {
+    compute.section[std::string(kind.gpu_key)] = value;
+  } else {
+    throw UsageError(fmt::format("--gpus {}: target {} ({}) takes a count of GPUs", value, target,
+                                 compute.type));
+  }
+}
+
 /// Everything that can be checked before anything is written: configuration, script, executor.
 RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor) {
   RunPlan plan;
@@ -195,6 +213,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
                     request.run_config));
   }
   plan.compute = load_compute(plan.project, plan.target_name);
+  if (request.gpus) apply_gpus_option(plan.compute, plan.target_name, *request.gpus);
   note_ignored_keys(plan.project, ignored);
   plan.extra_env = parse_env(request.env);
   executor = ctx.executor(plan.compute.type);

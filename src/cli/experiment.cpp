@@ -51,6 +51,12 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
       ->add_option("-e,--env", request->env, "Set an environment variable in the run (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
+  submit
+      ->add_option_function<std::string>(
+          "--gpus", [request](const std::string& v) { request->gpus = v; },
+          "GPUs for this run, leased on the target so that runs share it (overrides gpusPerRun; "
+          "Slurm: GPUs per node; Grid Engine: the gpu resource)")
+      ->type_name("N");
   submit->add_flag("--cancel-on-interrupt", request->cancel_on_interrupt,
                    "Ctrl-C cancels the run (default: detaches, the run goes on)");
   // Everything after SCRIPT is the script's, so submit does not fall through to mlw's own

@@ -148,6 +148,30 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
        "Which GPUs when nvidiaDocker is true: all, a count, or device=0,1.",
        {},
        kinds_with("gpus")},
+      {"gpusPerRun",
+       &C::gpus_per_run,
+       "GPUs per run: all (every GPU, no lease) or a count, leased on the machine so that runs "
+       "share it (docs/gpus.md).",
+       {},
+       kinds_with("gpusPerRun"),
+       false,
+       true},
+      {"gpuForeignUse",
+       &C::gpu_foreign_use,
+       "wait: a GPU that nvidia-smi shows in use by a process without a lease is not leased; "
+       "ignore: it is.",
+       {},
+       kinds_with("gpuForeignUse"),
+       false,
+       true},
+      {"maxConcurrentRuns",
+       &C::max_concurrent_runs,
+       "Runs at once on the machine (the others wait on it, first come first served); 0: no "
+       "limit.",
+       {},
+       kinds_with("maxConcurrentRuns"),
+       false,
+       true},
       {"dockerRunArgs",
        &C::docker_run_args,
        "Extra docker run arguments, e.g. [\"--shm-size=8g\"].",
@@ -183,6 +207,29 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
   };
   return table;
 }
+
+std::string gpus_per_run_problem(const std::string& value) {
+  if (value == "all" || parse_integer(value, 1, 1024)) return "";
+  return "must be all or a count of GPUs (1 or more), not \"" + value + "\"";
+}
+
+namespace {
+
+/// The lease keys' values (docs/gpus.md), at their place in the file.
+void check_lease_keys(const ConfigDocument& doc, const ComputeConfig& config) {
+  if (const std::string problem = gpus_per_run_problem(config.gpus_per_run); !problem.empty()) {
+    fail_at(doc, doc.root["gpusPerRun"], "gpusPerRun " + problem);
+  }
+  if (config.gpu_foreign_use != "wait" && config.gpu_foreign_use != "ignore") {
+    fail_at(doc, doc.root["gpuForeignUse"],
+            "gpuForeignUse must be wait or ignore, not \"" + config.gpu_foreign_use + "\"");
+  }
+  if (config.max_concurrent_runs < 0) {
+    fail_at(doc, doc.root["maxConcurrentRuns"], "maxConcurrentRuns must be 0 (no limit) or more");
+  }
+}
+
+}  // namespace
 
 /// What docker run --gpus takes: all, a count, or device=ID[,ID…] (indexes or GPU UUIDs).
 bool is_docker_gpus(const std::string& value) {
@@ -282,6 +329,7 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
             "gpus must be all, a count (1 or more) or device=0,1 (as docker run --gpus), not \"" +
                 config.gpus + "\"");
   }
+  check_lease_keys(doc, config);
   return config;
 }
 

@@ -18,9 +18,11 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/lease.hpp"
 #include "mlw/exec/run_session.hpp"
 #include "mlw/history/collect.hpp"
 #include "mlw/history/store.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -119,6 +121,10 @@ class ProcessDriver : public RunDriver {
         ::close(fd);
       }
     }
+    if (!take_lease(session)) {
+      ::unlink(m_reserve.c_str());
+      return false;
+    }
     int script_pipe[2];
     if (::pipe2(script_pipe, O_CLOEXEC) != 0) {
       return not_started(session, "cannot create a pipe: " + errno_text(errno));
@@ -161,6 +167,7 @@ class ProcessDriver : public RunDriver {
     session.record.git_commit = m_git.git_commit;
     session.record.git_dirty = m_git.git_dirty;
     ::unlink(m_reserve.c_str());
+    if (m_lease) m_lease->end();  // the next run waiting for these GPUs starts now
     return local_ending(m_code, session.record.cancel_requested);
   }
 
@@ -171,6 +178,32 @@ class ProcessDriver : public RunDriver {
   }
 
  private:
+  /// The run's lease (gpusPerRun, maxConcurrentRuns), held by this supervisor: waits for it
+  /// (Queued), then shows the script its GPUs. False when the run will not start (recorded).
+  bool take_lease(RunSession& session) {
+    const LeaseRequest request = lease_request(session.plan);
+    if (request.want.empty()) return true;
+    try {
+      m_lease = std::make_unique<LocalLease>(request);
+    } catch (const Error& e) {
+      session.fail(exit_code::k_cannot_start, std::string("cannot lease: ") + e.what());
+      return false;
+    }
+    if (!wait_for_local_lease(session, *m_lease)) return false;
+    const std::vector<int>& gpus = session.record.gpus;
+    if (gpus.empty()) return true;
+    const std::string list = gpu_list(gpus);
+    m_spec.env["CUDA_VISIBLE_DEVICES"] = list;
+    m_spec.env["NVIDIA_VISIBLE_DEVICES"] = list;
+    m_spec.env["MLW_GPUS"] = list;
+    // The run header (spec §6) before the script: the GPUs it was given.
+    std::vector<std::string> argv = {"/bin/sh",  "-c",     script_body("src/exec/gpus.sh"),
+                                     "mlw-gpus", "--only", list};
+    argv.insert(argv.end(), m_spec.argv.begin(), m_spec.argv.end());
+    m_spec.argv = std::move(argv);
+    return true;
+  }
+
   bool not_started(RunSession& session, const std::string& problem) {
     ::unlink(m_reserve.c_str());
     session.fail(exit_code::k_cannot_start, problem);
@@ -178,6 +211,7 @@ class ProcessDriver : public RunDriver {
   }
 
   ProcessSpec m_spec;
+  std::unique_ptr<LocalLease> m_lease;
   fs::path m_reserve;
   pid_t m_script = -1;
   int m_output = -1;

@@ -111,6 +111,7 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"cancel_requested", cancel_requested},
   };
   if (!job_id.empty()) out["job_id"] = job_id;  // batch jobs only (slurm, sge)
+  if (!gpus.empty()) out["gpus"] = gpus;        // leased runs only
   if (!lost_reason.empty()) {
     out["lost_reason"] = lost_reason;
     out["lost_problem"] = lost_problem;
@@ -193,6 +194,14 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   r.pid = small("pid");
   r.process_group = small("process_group");
   r.job_id = str("job_id");
+  if (const auto leased = json.find("gpus"); leased != json.end() && leased->is_array()) {
+    for (const auto& gpu : *leased) {
+      if (gpu.is_number_integer() && gpu.get<std::int64_t>() >= 0 &&
+          gpu.get<std::int64_t>() < 1024) {
+        r.gpus.push_back(static_cast<int>(gpu.get<std::int64_t>()));
+      }
+    }
+  }
   r.lost_reason = str("lost_reason");
   r.lost_problem = str("lost_problem");
   if (const auto codes = json.find("node_exit_codes"); codes != json.end() && codes->is_array()) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/probe.hpp"
@@ -106,7 +108,51 @@ void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses)
   }
 }
 
+namespace {
+
+/// gpusPerRun (or submit --gpus) against what the target has: a count it can lease.
+void lease_row(const CheckInput& in, std::vector<CheckRow>& rows) {
+  const ComputeConfig& compute = in.compute;
+  if (compute.gpus_per_run == "all") return;
+  const std::size_t want = std::stoul(compute.gpus_per_run);
+  const std::size_t have = in.facts.gpus.size();
+  const std::string file = "aml_config/" + in.target_name + ".compute";
+  const ComputeKind* kind = find_compute_kind(compute.type);
+  const bool container =
+      kind && std::find(kind->keys.begin(), kind->keys.end(), "nvidiaDocker") != kind->keys.end();
+  std::string refusal;
+  std::string fix;
+  if (container && !compute.nvidia_docker) {
+    refusal = fmt::format(
+        "{} GPUs per run asked for, but nvidiaDocker is false in {}: the "
+        "container would see none; set nvidiaDocker: true",
+        want, file);
+    fix = "set nvidiaDocker: true in " + file;
+  } else if (container && compute.gpus != "all") {
+    refusal = fmt::format(
+        "gpusPerRun and gpus: {} both choose the GPUs in {}; remove gpus (the "
+        "lease picks free ones)",
+        compute.gpus, file);
+    fix = "remove gpus from " + file;
+  } else if (have == 0) {
+    refusal = fmt::format(
+        "{} GPUs per run asked for, but nvidia-smi lists no GPU on {}; remove "
+        "gpusPerRun (or --gpus) for a machine without NVIDIA GPUs",
+        want, in.host);
+    fix = "remove gpusPerRun from " + file;
+  } else if (want > have) {
+    refusal = fmt::format("{} GPUs per run asked for; {} has {}", want, in.host, have);
+    fix = fmt::format("ask for at most {} (gpusPerRun or --gpus)", have);
+  }
+  rows.push_back({"GPU lease", refusal.empty() ? CheckResult::Ok : CheckResult::Fail,
+                  fmt::format("{} of {} GPUs per run, leased on {}", want, have, in.host), fix,
+                  refusal});
+}
+
+}  // namespace
+
 void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none) {
+  lease_row(in, rows);
   const TargetFacts& facts = in.facts;
   if (facts.gpus.empty() && say_none) {
     const bool needed = in.compute.nvidia_docker;

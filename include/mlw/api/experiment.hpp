@@ -15,6 +15,7 @@ struct SubmitRequest {
   bool async = false;
   bool cancel_on_interrupt = false;
   std::vector<std::string> env;  ///< KEY=VALUE
+  std::optional<std::string> gpus;  ///< --gpus N: overrides gpusPerRun (docs/gpus.md)
   std::string script;
   std::vector<std::string> arguments;
 };

@@ -21,6 +21,11 @@ struct ComputeConfig {
   bool shared_volumes = true;
   bool nvidia_docker = false;
   std::string gpus = "all";
+  /// How many GPUs each run takes under a lease (docs/gpus.md): "all" (no lease) or a count.
+  std::string gpus_per_run = "all";
+  /// wait: GPUs in use by a process without a lease are not handed out; ignore: they are.
+  std::string gpu_foreign_use = "wait";
+  int max_concurrent_runs = 0;  ///< runs at once on the machine under a lease; 0: no limit
   std::vector<std::string> docker_run_args;
   std::string native_shared_directory = "~/.mlw/share/";
   std::string python_location = "python3";
@@ -79,6 +84,10 @@ std::string render_own_value(const OwnKey& key, const std::string& text);
 /// Checks and normalises the text of an own key's value ("4", "true"); the problem (without the
 /// key's name), or "".
 std::string own_value_problem(const OwnKey& key, std::string& text);
+
+/// The problem with a gpusPerRun value (or submit --gpus), without the key's name ("must be all
+/// or a count …"), or "".
+std::string gpus_per_run_problem(const std::string& value);
 
 /// The key table of `.compute` files: parsing, validation, generated comments and docs.
 const std::vector<KeySpec<ComputeConfig>>& compute_keys();

@@ -80,6 +80,9 @@ struct TargetKind {
   std::vector<std::string_view> keys{};
   /// The keys this kind owns (its section of the .compute file, with their attach options).
   std::vector<OwnKey> own_keys{};
+  /// The own key that `submit --gpus N` sets, for a kind whose scheduler gives GPUs (slurm's
+  /// gpusPerNode); kinds with gpusPerRun lease them instead; "": --gpus is refused.
+  std::string_view gpu_key{};
   AttachOptionSet attach{};                    ///< attach's option groups
   std::vector<std::string> attach_examples{};  ///< the footer of `attach <kind> --help`
   std::string (*probe_section)(const ComputeConfig&) = nullptr;  ///< its lines of the probe

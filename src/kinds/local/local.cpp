@@ -22,7 +22,8 @@ const TargetKind& local_kind() {
   static const TargetKind kind{
       .name = "local",
       .place = &this_machine(),
-      .keys = {"pythonLocation", "sparkSubmitLocation"},
+      .keys = {"pythonLocation", "sparkSubmitLocation", "gpusPerRun", "gpuForeignUse",
+               "maxConcurrentRuns"},
       .attach = {.python = true},
       .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",
                           "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "

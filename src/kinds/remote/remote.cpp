@@ -23,7 +23,8 @@ const TargetKind& remote_kind() {
       .place = &ssh_host(),
       .runner = {.detached = true, .make_driver = monitor_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
-               "pythonLocation", "userManagedEnvironment"},
+               "pythonLocation", "userManagedEnvironment", "gpusPerRun", "gpuForeignUse",
+               "maxConcurrentRuns"},
       .attach = {.remote = true, .python = true},
       .attach_examples = {"mlw computetarget attach remotedocker -n my_dsvm -a gpu-vm.example.com "
                           "-u me --password-stdin -k < pw.txt",

@@ -23,7 +23,8 @@ class Driver : public MonitorDriver {
     return start_batch_job(
         session, {embedded_script("src/kinds/sge/submit.sh"),
                   {container_name(session.plan.record.run_id), config.queue, config.pe,
-                   std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY"))},
+                   std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY")),
+                   std::to_string(config.gpus)},
                   stdin_file(embedded_script("src/kinds/sge/job.sh")) +
                       stdin_file(embedded_script("src/kinds/sge/end.sh")) +
                       stdin_file(run_env(session.plan, session.paths)),

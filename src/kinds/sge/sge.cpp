@@ -31,6 +31,10 @@ std::string slots_problem(const std::string& value) {
   return slots ? "" : "must be at least 1";
 }
 
+std::string gpus_problem(const std::string& value) {
+  return parse_integer(value, 0, 1024) ? "" : "must be 0 (none) or a count of GPUs";
+}
+
 int number(const std::string& text) {
   return static_cast<int>(parse_integer(text, 0, 1 << 30).value_or(0));
 }
@@ -127,6 +131,7 @@ Config config_of(const ComputeConfig& compute) {
   config.queue = own_value(compute, "queue");
   config.pe = own_value(compute, "pe");
   config.slots = std::max(1, number(own_value(compute, "slots")));
+  config.gpus = std::max(0, number(own_value(compute, "gpusPerJob")));
   return config;
 }
 
@@ -178,7 +183,12 @@ const TargetKind& sge_kind() {
                     "Grid Engine: the parallel environment (qsub -pe); empty: none.", "",
                     sge::name_problem, "--pe", "Parallel environment for more than one slot"},
                    {"slots", ValueKind::Int, "Grid Engine: the slots asked of pe.", "1",
-                    sge::slots_problem, "--slots", "Slots per run, with --pe (default 1)"}},
+                    sge::slots_problem, "--slots", "Slots per run, with --pe (default 1)"},
+                   {"gpusPerJob", ValueKind::Int,
+                    "Grid Engine: GPUs per job, asked as -l gpu=N (a consumable complex named "
+                    "gpu); 0: none.",
+                    "0", sge::gpus_problem, "--gpus-per-job", "GPUs per job (-l gpu=N)"}},
+      .gpu_key = "gpusPerJob",
       .attach = {.remote = true, .python = true},
       .attach_examples = {"mlw computetarget attach sge -n grid -a head.example.com -u me -k "
                           "--queue all.q --pe smp --slots 4"},

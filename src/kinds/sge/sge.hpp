@@ -24,6 +24,7 @@ struct Config {
   std::string queue;  ///< -q; empty: any queue the job fits
   std::string pe;     ///< -pe NAME; empty: one slot, no parallel environment
   int slots = 1;      ///< the slots asked of `pe`
+  int gpus = 0;       ///< -l gpu=N (a consumable complex named gpu); 0: none asked
 };
 
 /// The own keys of `compute` (a file the reader has checked).

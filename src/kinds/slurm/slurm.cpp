@@ -188,6 +188,7 @@ const TargetKind& slurm_kind() {
                     "Slurm: what runs the container on the nodes: docker, pyxis or apptainer.",
                     "docker", runtime_problem, "--container-runtime",
                     "docker (default), pyxis or apptainer"}},
+      .gpu_key = "gpusPerNode",
       .attach = {.remote = true},
       .attach_examples = {"mlw computetarget attach slurm -n hpc -a login.example.com -u me -k "
                           "--partition gpu --nodes 2 --gpus-per-node 4 --time 02:00:00"},

@@ -1,0 +1,142 @@
+# shellcheck shell=sh
+# A run's lease of GPUs (or of a run slot, maxConcurrentRuns) on the machine it runs on
+# (docs/gpus.md): `sh -c` of this file's body, then "mlw-lease" and
+#   DIR      the machine-wide lease folder (mode 1777, as /tmp: every user locks in it, none
+#            removes another's file)
+#   WANT     gpu:N (N GPUs) or slot:M (one of M run slots)
+#   RUN WHO  the run's id and user@host, shown by `mlw experiment queue`
+#   FOREIGN  wait: GPUs that nvidia-smi shows in use by processes without a lease are not handed
+#            out; ignore: they are
+# Run as a process group leader (setsid) by the run's own process (its monitor, its
+# supervisor), with its stdin a pipe that process holds: the lease lasts until that pipe ends,
+# that is until the process ends, however it ends. Answers on stdout, one line each:
+# "queued POSITION" (it waits; first come, first served across users), then "granted LIST" (the
+# GPU indexes or the slot, comma-separated) or "error TEXT"; nothing more where it was stopped.
+#
+# The folder holds a directory per GPU (gpu.K) or slot (slot.K), flock(1)ed by whoever holds it,
+# and a ticket per run (q.<ns since 1970>.<pid>: info, `held` once granted) flock(1)ed for the
+# ticket's life; its `w` is flock(1)ed while it waits. A waiter blocks on the `w` of the waiter
+# just ahead of it (woken by the kernel when that one leaves the queue); only the first polls
+# for free GPUs (each 0.1 s). The kernel frees every lock when its holder ends: nothing is ever
+# cleaned up from pids, and a ticket whose lock is free is dead.
+d=$1
+want=$2
+run=$3
+who=$4
+foreign=$5
+kind=${want%%:*}
+n=${want#*:}
+fail() {
+  echo "error $*"
+  exit 0
+}
+case "$kind:$n" in gpu:[1-9]* | slot:[1-9]*) ;; *) fail "bad lease request: $want" ;; esac
+case "$n" in *[!0-9]*) fail "bad lease request: $want" ;; esac
+read -r _ _ _ _ group _ </proc/$$/stat
+[ "$group" = $$ ] || fail "the lease must run as a process group leader (setsid)"
+command -v flock >/dev/null 2>&1 || fail "flock (util-linux) is not installed on $(hostname)"
+[ -d "$d" ] || mkdir -m 1777 "$d" 2>/dev/null || [ -d "$d" ] ||
+  fail "cannot make the lease folder $d"
+if [ -L "$d" ] || [ "$(stat -c %a "$d")" != 1777 ]; then
+  fail "the lease folder $d (owner $(stat -c %U "$d"), mode $(stat -c %a "$d")) must have" \
+    "mode 1777, as /tmp; its owner (or root) can fix it: chmod 1777 $d"
+fi
+# The GPUs: their indexes and UUIDs (foreign use is reported by UUID).
+if [ "$kind" = gpu ]; then
+  gpus=$(nvidia-smi --query-gpu=index,uuid --format=csv,noheader 2>/dev/null) ||
+    fail "nvidia-smi lists no GPU on $(hostname): gpusPerRun needs NVIDIA GPUs"
+  all=$(echo "$gpus" | sed 's/,.*//' | tr '\n' ' ')
+  [ "$(echo "$all" | wc -w)" -ge "$n" ] ||
+    fail "$n GPUs asked for; $(hostname) has $(echo "$all" | wc -w)"
+else
+  all=$(seq 0 $((n - 1)) | tr '\n' ' ')
+  n=1
+fi
+# The ticket, made and locked under a name no reader takes for a ticket, then put in line.
+id=$(date +%s%N).$$
+t=$d/n.$id
+{ mkdir -m 755 "$t" && mkdir -m 755 "$t/w"; } || fail "cannot write in the lease folder $d"
+printf 'run=%s\nwho=%s\nwant=%s\nsince=%s\n' "$run" "$who" "$want" "$(date +%s)" >"$t/info"
+exec 3<"$t" 4<"$t/w"
+{ flock -x 3 && flock -x 4; } || fail "cannot lock $t"
+mv "$t" "$d/q.$id" || fail "cannot write in the lease folder $d"
+t=$d/q.$id
+exec 5<&0
+
+# free: the GPUs (slots) no one holds, less those in foreign use; 1 when too few.
+free() {
+  f=
+  for k in $all; do
+    [ -d "$d/$kind.$k" ] || mkdir -m 755 "$d/$kind.$k" 2>/dev/null
+    if { flock -n 6; } 6<"$d/$kind.$k" 2>/dev/null; then f="$f $k"; fi
+  done
+  rm -f "$t/foreign"
+  if [ "$kind" = gpu ] && [ "$foreign" = wait ] && [ "$(echo "$f" | wc -w)" -ge "$n" ]; then
+    busy=$(nvidia-smi --query-compute-apps=gpu_uuid --format=csv,noheader 2>/dev/null)
+    for u in $busy; do
+      k=$(echo "$gpus" | sed -n "s/^\([0-9]*\), *$u\$/\1/p")
+      [ -n "$k" ] && case " $f " in *" $k "*)
+        f=$(echo " $f " | sed "s/ $k / /")
+        echo "$k" >>"$t/foreign"
+        ;;
+      esac
+    done
+  fi
+  [ "$(echo "$f" | wc -w)" -ge "$n" ]
+}
+
+# take: holds the first n free ones until the owner's pipe ends; 75 when one was taken meanwhile.
+take() {
+  set --
+  picked=
+  for k in $f; do
+    [ "$#" -ge $((n * 5)) ] && break
+    set -- "$@" flock -n -E 75 "$d/$kind.$k"
+    picked=${picked:+$picked,}$k
+  done
+  echo "$picked $(date +%s)" >"$t/held"
+  exec 4<&-
+  # shellcheck disable=SC2016 # the inner shell expands $1
+  "$@" sh -c 'echo "granted $1"; exec cat >/dev/null' mlw-lease "$picked" <&5
+}
+
+wait_turn() {
+  said=
+  while :; do
+    ahead=0
+    prev=
+    for q in "$d"/q.*; do
+      [ "$q" = "$t" ] && break
+      if [ ! -d "$q" ] || [ -e "$q/held" ]; then continue; fi
+      if { flock -n 6; } 6<"$q" 2>/dev/null; then
+        if [ -O "$q" ]; then rm -rf "$q"; fi # dead: its holder is gone
+        continue
+      fi
+      ahead=$((ahead + 1))
+      prev=$q
+    done
+    if [ "$ahead" -gt 0 ]; then
+      [ "$said" = "$ahead" ] || echo "queued $((ahead + 1))"
+      said=$ahead
+      { flock -s 6; } 6<"$prev/w" 2>/dev/null
+      continue
+    fi
+    if free; then
+      take
+      [ $? = 75 ] || exit 0
+      rm -f "$t/held"
+      exec 4<"$t/w"
+      flock -x 4
+      continue
+    fi
+    [ "$said" = 0 ] || echo "queued 1"
+    said=0
+    if [ -e "$t/foreign" ]; then sleep 1; else sleep 0.1; fi
+  done
+}
+
+wait_turn </dev/null &
+exec 4<&- 5<&- >/dev/null
+while read -r _; do :; done
+rm -rf "$t"
+kill -TERM 0
