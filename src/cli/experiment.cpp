@@ -92,6 +92,17 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   cancel->footer(examples({"mlw experiment cancel -r demo_1732200000000"}));
   cancel->callback([&ctx, cancel_id] { api::cancel(ctx, *cancel_id); });
 
+  auto queue_name = std::make_shared<std::optional<std::string>>();
+  auto* queue = group->add_subcommand(
+      "queue", "Show the runs that hold and wait for GPUs (or run slots) on targets");
+  queue
+      ->add_option_function<std::string>(
+          "-c,--run-configuration", [queue_name](const std::string& v) { *queue_name = v; },
+          "Run configuration or target (default: every target that leases)")
+      ->type_name("NAME");
+  queue->footer(examples({"mlw experiment queue", "mlw experiment queue -c my_dsvm -o json"}));
+  queue->callback([&ctx, queue_name] { api::queue(ctx, *queue_name); });
+
   add_target_command(*group, "prepare",
                      "Ship the project and build the target's environment image ahead of a run",
                      "mlw experiment prepare -c my_dsvm",

@@ -1,4 +1,5 @@
 #include "mlw/exec/container.hpp"
+#include "mlw/exec/lease.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -322,9 +323,30 @@ bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
          (!compute.nvidia_docker || facts.nvidia_runtime);
 }
 
-std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
+namespace {
+
+/// The monitor's lease settings (monitor.sh's mlw_lease_…): none where the run takes no lease.
+std::string lease_preamble(const RunPlan& plan, bool container) {
+  const LeaseRequest lease = lease_request(plan);
+  if (lease.want.empty()) return "mlw_lease_want=\n";
+  std::string text =
+      "mlw_lease_want=" + shell_quote(lease.want) + "\nmlw_lease_dir=" + shell_quote(lease.folder) +
+      "\nmlw_lease_run=" + shell_quote(lease.run_id) + "\nmlw_lease_who=" + shell_quote(lease.who) +
+      "\nmlw_lease_foreign=" + shell_quote(lease.foreign) +
+      "\nmlw_lease_sh=" + shell_quote(embedded_script("src/exec/lease.sh")) + "\n";
+  if (!container) text += "mlw_gpus_sh=" + shell_quote(script_body("src/exec/gpus.sh")) + "\n";
+  return text;
+}
+
+}  // namespace
+
+std::string monitor_script(const RunPlan& given, const TargetRunPaths& paths,
                            const TargetFacts& facts, const std::string& image) {
   const bool container = !image.empty();
+  // A leased run's container is given the GPUs the lease grants there: a word and a JSON item
+  // that the monitor fills in (device=@GPUS@).
+  RunPlan plan = given;
+  if (container && plan.compute.gpus_per_run != "all") plan.compute.gpus = "device=@GPUS@";
   std::string script = "#!/bin/sh\n# The monitor of run " + plan.record.run_id +
                        ", written by mlw: its settings, then src/exec/monitor.sh.\n";
   const auto env = container ? run_environment(plan, "/mlw/run", "/mlw/share")
@@ -348,6 +370,7 @@ std::string monitor_script(const RunPlan& plan, const TargetRunPaths& paths,
               "\nmlw_engine_retry=" + std::to_string(setting("MLW_ENGINE_RETRY")) + "\n" +
               engine_socket_lookup();
   }
+  script += lease_preamble(plan, container);
   script += "mlw_run=" + shell_quote(paths.run_dir) +
             "\nmlw_share=" + shell_quote(paths.share_dir) + "\nmlw_mode=" + mode + "\nset -- " +
             shell_join(words) + "\n";

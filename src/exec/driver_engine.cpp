@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlw/exec/engine_follow.hpp"
+#include "mlw/exec/lease.hpp"
 #include "mlw/exec/run_session.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/settings.hpp"
@@ -36,6 +37,7 @@ class EngineDriver : public RunDriver {
   explicit EngineDriver(std::unique_ptr<DockerEngine> engine) : m_engine(std::move(engine)) {}
 
   bool start(RunSession& session, const std::string& image) override {
+    if (!take_lease(session)) return false;
     const RunPlan& plan = session.plan;
     const std::string user = fmt::format("{}:{}", ::getuid(), ::getgid());
     const std::string name = container_name(plan.record.run_id);
@@ -61,6 +63,24 @@ class EngineDriver : public RunDriver {
       return false;
     }
     session.mark_running();
+    return true;
+  }
+
+  /// The run's lease (gpusPerRun, maxConcurrentRuns), held by this supervisor: waits for it
+  /// (Queued), then gives the container exactly its GPUs. False when it will not start.
+  bool take_lease(RunSession& session) {
+    const LeaseRequest request = lease_request(session.plan);
+    if (request.want.empty()) return true;
+    try {
+      m_lease = std::make_unique<LocalLease>(request);
+    } catch (const Error& e) {
+      session.fail(exit_code::k_cannot_start, std::string("cannot lease: ") + e.what());
+      return false;
+    }
+    if (!wait_for_local_lease(session, *m_lease)) return false;
+    if (!session.record.gpus.empty()) {
+      session.plan.compute.gpus = "device=" + gpu_list(session.record.gpus);
+    }
     return true;
   }
 
@@ -94,6 +114,7 @@ class EngineDriver : public RunDriver {
   void stop(RunSession&) override {}
 
   RunEnding ending(RunSession& session) override {
+    if (m_lease) m_lease->end();  // the next run waiting for these GPUs starts now
     RunEnding ending;
     if (m_followed.engine_lost) {
       ending.status = status::k_lost;
@@ -132,6 +153,7 @@ class EngineDriver : public RunDriver {
 
  private:
   std::unique_ptr<DockerEngine> m_engine;
+  std::unique_ptr<LocalLease> m_lease;
   std::string m_container;
   EngineFollowResult m_followed;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "mlw/exec/lease.hpp"
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/embedded.hpp"
@@ -58,6 +59,7 @@ bool MonitorDriver::start(RunSession& session, const std::string& image) {
   const std::string& tree = session.paths.tree;
   m_launch = (tree.empty() ? "" : std::to_string(tree.size()) + "\n" + tree) +
              monitor_script(session.plan, session.paths, session.facts, image);
+  m_lease_pending = !lease_request(session.plan).want.empty();
   return true;
 }
 
@@ -79,12 +81,37 @@ bool MonitorDriver::take_launch(RunSession& session, std::string& state) {
     return true;
   }
   session.record.process_group = static_cast<int>(*pid);
-  session.mark_running();
+  if (m_lease_pending) {
+    session.save(false);  // Queued or Running as the lease answers
+  } else {
+    session.mark_running();
+  }
   return true;
+}
+
+void MonitorDriver::take_lease_lines(RunSession& session, std::string& state) {
+  constexpr std::string_view prefix = "mlw-lease=";
+  while (starts_with(state, prefix)) {
+    const auto newline = state.find('\n');
+    if (newline == std::string::npos) return;
+    const std::string line = state.substr(prefix.size(), newline - prefix.size());
+    state.erase(0, newline + 1);
+    if (!m_lease_pending) continue;  // said again after a reconnect
+    const bool gpus = session.plan.compute.gpus_per_run != "all";
+    const LeaseAnswer answer = line == "stopped" ? LeaseAnswer{} : parse_lease_answer(line, gpus);
+    if (!take_lease_answer(session, answer)) {
+      m_lease_pending = false;
+    } else if (answer.kind == LeaseAnswer::Kind::Granted) {
+      m_lease_pending = false;
+      session.mark_running();
+    }
+  }
 }
 
 bool MonitorDriver::resume(RunSession& session) {
   m_monitor_pid = std::to_string(session.record.process_group);
+  m_lease_pending =
+      session.plan.record.status == status::k_queued && !lease_request(session.plan).want.empty();
   return true;
 }
 
@@ -161,6 +188,7 @@ void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::stri
   if (step.in_results) return session.results_feed(chunk);
   step.state.append(chunk);  // a chunk is at most 64 KiB; cut to the bound below
   if (step.launching && take_launch(session, step.state)) step.launching = false;
+  if (!step.launching) take_lease_lines(session, step.state);
   const auto at = step.state.find("\nmlw-results\n");
   if (at != std::string::npos) {
     step.in_results = true;
@@ -175,10 +203,12 @@ void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::stri
 std::string MonitorDriver::follow_script(RunSession& session, bool launching) const {
   // Its first line names the step in -vv's trace of each step.
   return fmt::format(
-             "# mlw follow\nmlw_run={}\nmlw_offset={}\nmlw_pid={}\nmlw_tree={}\nmlw_end={}\n",
+             "# mlw follow\nmlw_run={}\nmlw_offset={}\nmlw_pid={}\nmlw_tree={}\nmlw_end={}\n"
+             "mlw_lease={}\n",
              shell_quote(session.paths.run_dir), session.offset + 1,
              launching ? "" : shell_quote(m_monitor_pid),
-             launching && !session.paths.tree.empty() ? "1" : "", shell_quote(end_script())) +
+             launching && !session.paths.tree.empty() ? "1" : "", shell_quote(end_script()),
+             m_lease_pending ? "1" : "") +
          (launching ? std::string(embedded_script("src/exec/launch.sh")) : std::string()) +
          std::string(embedded_script("src/exec/follow.sh")) + RunSession::results_script();
 }

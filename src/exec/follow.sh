@@ -4,9 +4,10 @@
 # not yet received, counted from 1), mlw_pid (the monitor's pid; empty: start the monitor first,
 # monitor.sh on the step's stdin, after the run folder's tree when mlw_tree is 1: "T\n" and T
 # bytes of tar, its objects in the store), mlw_end (prints how the run ended, run in the run
-# folder) and the results' settings (results.sh follows this file).
+# folder), mlw_lease (1: the run waits for its lease) and the results' settings (results.sh
+# follows this file).
 # Prints the log from mlw_offset on until the monitor ends, then on stderr: the new monitor's
-# "mlw-pid=N", then "mlw-state=running" (the monitor goes on: the step was cut short) or
+# "mlw-pid=N", the lease's "mlw-lease=LINE"s, then "mlw-state=running" (the monitor goes on: the step was cut short) or
 # "mlw-state=ended", the end's lines, "mlw-results" and the run's results.
 if [ -z "$mlw_pid" ]; then
   # The run folder from the tree, unless an earlier try made it; a failure ends the step with
@@ -26,6 +27,13 @@ if [ -z "$mlw_pid" ]; then
   echo "mlw-pid=$p" >&2
   case "$p" in '' | *[!0-9]*) exit 0 ;; esac
   mlw_pid=$p
+fi
+# A run waiting for its lease (mlw_lease=1): the lease's answers, on stderr as mlw-lease=LINE, until
+# it is granted, refused or stopped (the monitor appends them to lease.log).
+if [ -n "$mlw_lease" ]; then
+  : >>"$mlw_run/lease.log"
+  tail -n +1 -s 0.05 --pid="$mlw_pid" -f "$mlw_run/lease.log" 2>/dev/null |
+    sed -u -n 's/^/mlw-lease=/p; /^mlw-lease=[ges]/q' >&2
 fi
 tail -c "+$mlw_offset" -s 0.01 --pid="$mlw_pid" -f "$mlw_run/driver_log.txt" 2>/dev/null
 exec >&2

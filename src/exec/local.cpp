@@ -195,7 +195,6 @@ class ProcessDriver : public RunDriver {
     const std::string list = gpu_list(gpus);
     m_spec.env["CUDA_VISIBLE_DEVICES"] = list;
     m_spec.env["NVIDIA_VISIBLE_DEVICES"] = list;
-    m_spec.env["MLW_GPUS"] = list;
     // The run header (spec §6) before the script: the GPUs it was given.
     std::vector<std::string> argv = {"/bin/sh",  "-c",     script_body("src/exec/gpus.sh"),
                                      "mlw-gpus", "--only", list};
@@ -246,7 +245,22 @@ std::optional<fs::path> resolve_interpreter(const std::string& python_location) 
   return std::nullopt;
 }
 
-void LocalExecutor::validate(Context&, const RunPlan& plan) {
+void LocalExecutor::validate(Context& ctx, const RunPlan& plan) {
+  if (plan.compute.gpus_per_run != "all") {
+    // The GPUs a lease can take: this machine's, as nvidia-smi lists them.
+    std::string lines;
+    ProcessSpec smi{
+        {"nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"},
+        {},
+        {}};
+    if (const auto listed = ctx.processes->run(smi); listed && listed->exit_code == 0) {
+      for (const auto& line : split(trim(listed->output), '\n')) lines += "gpu=" + line + "\n";
+    }
+    const TargetFacts facts = parse_probe(lines);
+    std::vector<CheckRow> rows;
+    gpu_rows({plan.compute, facts, "this machine", plan.target_name}, rows, false);
+    refuse_first(rows);
+  }
   const std::string name = interpreter_name(plan);
   if (name.find('/') != std::string::npos && fs::is_regular_file(expand_user(name)) &&
       !find_executable(expand_user(name).string())) {

@@ -16,17 +16,66 @@
 #                        and `s`, the engine's socket that mlw_engine found
 #   mlw_container_name   its name
 #   mlw_engine_retry     how long the engine may not answer before the run is lost (s)
+#   mlw_lease_want       the run's lease (exec/lease.sh: gpu:N or slot:M; "" for none), with
+#                        mlw_lease_sh (lease.sh), mlw_lease_dir, mlw_lease_run, mlw_lease_who,
+#                        mlw_lease_foreign
+#                        and, for a process, mlw_gpus_sh (gpus.sh)
 cd "$mlw_run" || exit 125
-finish() { echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code; }
+# The exit code; the lease (fd 8) ends with the script.
+finish() {
+  exec 8>&-
+  echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code
+}
 if [ ! -d snapshot/outputs ] || [ ! -d "$mlw_share" ]; then
   mkdir -p snapshot/outputs "$mlw_share"
+fi
+# The lease: lease.sh holds it while its stdin, a fifo only this shell keeps open (fd 8, closed
+# for every command it starts), is open: the kernel ends it when this monitor ends, however it
+# ends. Its answers go into lease.log, which the follow steps read; the run waits here (Queued)
+# until granted. Ended without a grant (a cancel stopped it): 143, as a script stopped.
+gpus=
+if [ -n "$mlw_lease_want" ]; then
+  rm -f lease.in lease.out
+  mkfifo lease.in lease.out || {
+    finish 125
+    exit 0
+  }
+  setsid sh -c "$mlw_lease_sh" mlw-lease "$mlw_lease_dir" "$mlw_lease_want" "$mlw_lease_run" \
+    "$mlw_lease_who" "$mlw_lease_foreign" <lease.in >lease.out 2>>lease.log &
+  echo $! >lease.pid
+  exec 8>lease.in 7<lease.out
+  rm -f lease.in lease.out
+  a=
+  while IFS= read -r a <&7; do
+    echo "$a" >>lease.log
+    case "$a" in queued\ *) ;; *) break ;; esac
+  done
+  exec 7<&-
+  case "$a" in
+    granted\ *) gpus=${a#granted } ;;
+    error\ *)
+      echo "mlw: error: cannot lease: ${a#error }" >>driver_log.txt
+      finish 125
+      exit 0
+      ;;
+    *)
+      echo stopped >>lease.log
+      finish 143
+      exit 0
+      ;;
+  esac
+  case "$mlw_lease_want" in slot:*) gpus= ;; esac
 fi
 if [ "$mlw_mode" = process ]; then
   cd snapshot || {
     finish 125
     exit 0
   }
-  "$@" </dev/null >>../driver_log.txt 2>&1 &
+  if [ -n "$gpus" ]; then
+    export CUDA_VISIBLE_DEVICES="$gpus" NVIDIA_VISIBLE_DEVICES="$gpus"
+    set -- /bin/sh -c "$mlw_gpus_sh" mlw-gpus --only "$gpus" "$@"
+  fi
+  "$@" </dev/null >>../driver_log.txt 2>&1 8>&- &
   echo $! >../script.pid
   wait $!
   code=$?
@@ -36,7 +85,7 @@ if [ "$mlw_mode" = process ]; then
 fi
 # docker as the compute file asks for it: its words have no space in them.
 # shellcheck disable=SC2086
-mlw_d() { $mlw_docker "$@"; }
+mlw_d() { $mlw_docker "$@" 8>&-; }
 # The user's ids, read by the shell itself (every process costs a few ms on the target).
 u=
 g=
@@ -46,6 +95,7 @@ case "$u$g" in '' | *[!0-9]*) u=$(id -u) g=$(id -g) ;; esac
 n=$#
 for w in "$@"; do
   [ "$w" = @USER@ ] && w=$u:$g
+  [ "$w" = device=@GPUS@ ] && w="\"device=$gpus\""
   set -- "$@" "$w"
 done
 shift "$n"
@@ -116,7 +166,10 @@ fi
 # the docker command would ask (one docker CLI start, ~60 ms, less), else by the docker command
 # (which says why it cannot).
 if [ -n "$mlw_create_json" ] && mlw_engine; then
-  printf '%s' "${mlw_create_json%%@USER@*}$u:$g${mlw_create_json#*@USER@}" >create.json
+  j=${mlw_create_json%%@USER@*}$u:$g${mlw_create_json#*@USER@}
+  # The leased GPUs' indexes in DeviceIDs (["@GPUS@"] becomes ["1","3"]).
+  case "$j" in *@GPUS@*) j=${j%%@GPUS@*}$(echo "$gpus" | sed 's/,/","/g')${j#*@GPUS@} ;; esac
+  printf '%s' "$j" >create.json
   a=$(mlw_http 60 POST "/containers/create?name=$mlw_container_name" create.json create.out) ||
     a=
   o=
@@ -141,7 +194,7 @@ fi
 # twice).
 if [ -n "$e" ] && command -v perl >/dev/null 2>&1; then
   if ! perl -e "$mlw_engine_pl" attach "$s" "$cid" engine_code </dev/null >>driver_log.txt \
-    2>/dev/null || ! { read -r code <engine_code; } 2>/dev/null; then
+    2>/dev/null 8>&- || ! { read -r code <engine_code; } 2>/dev/null; then
     code=
     case "$(mlw_d inspect -f '{{.State.Status}}' "$cid" 2>/dev/null)" in
       created)

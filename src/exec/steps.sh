@@ -2,9 +2,18 @@
 # The short steps of a run a detached monitor runs (MonitorDriver, exec/driver_monitor.cpp): each a
 # function, called on the line after this file with its words quoted. RUN is the run folder.
 
+# mlw_stop_lease: in a run folder, ends the lease a run still waits for (its monitor then ends
+# the run as stopped, 143).
+mlw_stop_lease() {
+  if [ -s lease.pid ] && ! grep -q '^granted' lease.log 2>/dev/null; then
+    kill -TERM -- "-$(cat lease.pid)" 2>/dev/null
+  fi
+}
+
 # mlw_stop_container RUN DOCKER…: stops the run's container (its id in RUN/container), 10 s grace.
 mlw_stop_container() {
   cd "$1" || exit 0
+  mlw_stop_lease
   shift
   [ -s container ] && "$@" stop -t 10 "$(cat container)" >/dev/null 2>&1
   exit 0
@@ -13,6 +22,7 @@ mlw_stop_container() {
 # mlw_stop_process RUN: SIGTERM to the run's script (RUN/script.pid), SIGKILL after 10 s.
 mlw_stop_process() {
   cd "$1" || exit 0
+  mlw_stop_lease
   [ -s script.pid ] || exit 0
   p=$(cat script.pid)
   kill -TERM "$p"

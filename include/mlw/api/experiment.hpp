@@ -14,7 +14,7 @@ struct SubmitRequest {
   std::optional<std::string> target;
   bool async = false;
   bool cancel_on_interrupt = false;
-  std::vector<std::string> env;  ///< KEY=VALUE
+  std::vector<std::string> env;     ///< KEY=VALUE
   std::optional<std::string> gpus;  ///< --gpus N: overrides gpusPerRun (docs/gpus.md)
   std::string script;
   std::vector<std::string> arguments;
@@ -22,6 +22,10 @@ struct SubmitRequest {
 
 /// Runs a script on a target (spec §5); returns the exit code of spec §4.
 int submit(Context& ctx, const SubmitRequest& request);
+
+/// `mlw experiment queue [-c NAME]`: the runs holding and waiting for leases on the target (or
+/// on every target of the project that leases), read from the target's lease folder.
+void queue(Context& ctx, const std::optional<std::string>& name);
 
 /// Cancels a live run and records it as Canceled.
 void cancel(Context& ctx, const std::string& run_id);

@@ -66,12 +66,16 @@ class MonitorDriver : public RunDriver {
     bool launching = false;   ///< the launch's pid has not come yet
     bool in_results = false;  ///< past "mlw-results": the rest is the run's results
   };
+  /// Takes the lease's answers ("mlw-lease=LINE") from the front of `state`: Queued, then
+  /// Running once granted (or the run failed or canceled, recorded).
+  void take_lease_lines(RunSession& session, std::string& state);
   /// Takes the next piece of a follow step's stderr.
   void take_errors(RunSession& session, StepErrors& step, std::string_view chunk);
   /// The follow step: the launch (the first time), the log, the end and the results.
   std::string follow_script(RunSession& session, bool launching) const;
 
   std::string m_monitor_pid;
+  bool m_lease_pending = false;  ///< the run waits for its lease (gpusPerRun, maxConcurrentRuns)
   std::string m_launch;  ///< the launch's stdin (the tree, monitor.sh), until it has started it
   std::string m_launch_fail;  ///< why the monitor could not start, once that is known
   Seen m_seen = Seen::Ended;
