@@ -245,18 +245,22 @@ std::optional<fs::path> resolve_interpreter(const std::string& python_location) 
   return std::nullopt;
 }
 
+std::vector<GpuInfo> this_machine_gpus(Context& ctx) {
+  std::string lines;
+  ProcessSpec smi{
+      {"nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"},
+      {},
+      {}};
+  if (const auto listed = ctx.processes->run(smi); listed && listed->exit_code == 0) {
+    for (const auto& line : split(trim(listed->output), '\n')) lines += "gpu=" + line + "\n";
+  }
+  return parse_probe(lines).gpus;
+}
+
 void LocalExecutor::validate(Context& ctx, const RunPlan& plan) {
   if (plan.compute.gpus_per_run != "all") {
-    // The GPUs a lease can take: this machine's, as nvidia-smi lists them.
-    std::string lines;
-    ProcessSpec smi{
-        {"nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"},
-        {},
-        {}};
-    if (const auto listed = ctx.processes->run(smi); listed && listed->exit_code == 0) {
-      for (const auto& line : split(trim(listed->output), '\n')) lines += "gpu=" + line + "\n";
-    }
-    const TargetFacts facts = parse_probe(lines);
+    TargetFacts facts;
+    facts.gpus = this_machine_gpus(ctx);
     std::vector<CheckRow> rows;
     gpu_rows({plan.compute, facts, "this machine", plan.target_name}, rows, false);
     refuse_first(rows);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlw/exec/build_output.hpp"
+#include "mlw/exec/local.hpp"
 #include "mlw/exec/run_session.hpp"
 #include "mlw/exec/ship.hpp"
 #include "mlw/history/store.hpp"
@@ -56,6 +57,8 @@ std::unique_ptr<DockerEngine> probe_engine(Context& ctx, const Place& place,
     return nullptr;
   }
   found.nvidia_docker_binary = find_executable("nvidia-docker").has_value();
+  // The engine is this machine's: a lease takes this machine's GPUs.
+  if (compute.gpus_per_run != "all") found.gpus = this_machine_gpus(ctx);
   facts = found;
   return engine;
 }

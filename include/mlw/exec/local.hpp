@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "mlw/exec/executor.hpp"
+#include "mlw/remote/probe.hpp"
 #include "mlw/util/process.hpp"
 
 namespace mlw {
@@ -20,6 +21,9 @@ std::optional<std::filesystem::path> resolve_interpreter(const std::string& pyth
 
 /// The `local` target: the script runs here, in a per-run copy of the snapshot, as a process of
 /// its own session under a supervisor that records its end.
+/// This machine's GPUs as nvidia-smi lists them (none without it): what a lease can take here.
+std::vector<GpuInfo> this_machine_gpus(Context& ctx);
+
 class LocalExecutor : public Executor {
  public:
   void validate(Context& ctx, const RunPlan& plan) override;

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# GPU leases and the queue on the target (docs/gpus.md), through every kind that holds a lease
+# (local, docker, remotedocker, remote), on the SIMULATED NVIDIA host of tests/fixtures/servers.sh:
+# four simulated "Tesla K80"s (tests/fixtures/nvidia-sim) on this machine, its own Docker engine
+# with the nvidia runtime, and the GPU test user over SSH. It proves which GPUs mlw hands out,
+# when a run waits and wakes, never that a GPU computes.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_GPU_DOCKER_HOST MLW_TEST_NVIDIA_SIM MLW_TEST_GPU_USER MLW_TEST_SSH_PORT \
+  MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE
+echo "SIMULATION: every GPU in this suite is simulated (tests/fixtures/nvidia-sim); no GPU is used"
+
+SIM=$MLW_TEST_NVIDIA_SIM
+export PATH="$SIM:$PATH" DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST
+# The lease folder of this suite, machine-wide as /tmp/mlw-leases is (every user of the machine,
+# local and over SSH, sees it), its own so that nothing else leases beside it.
+export MLW_LEASE_DIR=/tmp/mlw-leases-test.$$
+rm -f "$SIM/compute-apps"
+cleanup_leases() { rm -rf "$MLW_LEASE_DIR" "$SIM/compute-apps"; }
+trap 'cleanup_leases; cleanup' EXIT
+ADDRESS="127.0.0.1:$MLW_TEST_SSH_PORT"
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+
+# home NAME: a user's HOME (a laptop), its known_hosts holding the target's key.
+home() {
+  export HOME="$WORK/$1"
+  mkdir -p "$HOME/.ssh"
+  printf '[127.0.0.1]:%s %s\n' "$MLW_TEST_SSH_PORT" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" \
+    >"$HOME/.ssh/known_hosts"
+}
+
+# The script: which simulated GPUs it sees (the last digit of each UUID) and when it ran.
+script() {
+  cat >lease.py <<'PY'
+import re, subprocess, sys, time
+seen = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+devices = ",".join(re.findall(r"UUID: GPU-[0-9a-f-]*(\d)\)", seen)) or "none"
+start = time.time()
+time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 2)
+print(f"LEASE {devices} {start:.3f} {time.time():.3f}", flush=True)
+PY
+}
+
+# project NAME KIND: a project with a target t of KIND, gpusPerRun 1.
+project() {
+  new_project "$1"
+  script
+  case "$2" in
+    local) "$MLW" -q computetarget attach local -n t >/dev/null ;;
+    docker) "$MLW" -q computetarget attach docker -n t --base-image "$MLW_TEST_IMAGE" >/dev/null ;;
+    remote)
+      "$MLW" -q computetarget attach remote -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
+        --password-stdin <"$WORK/pw" >/dev/null
+      ;;
+    remotedocker)
+      "$MLW" -q computetarget attach remotedocker -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
+        --password-stdin --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
+      ;;
+  esac
+  case "$2" in docker | remotedocker) echo "nvidiaDocker: true" >>aml_config/t.compute ;; esac
+  echo "gpusPerRun: 1" >>aml_config/t.compute
+}
+
+# submit_async ARGS…: submits with -a, prints the run id.
+submit_async() { "$MLW" -o json experiment submit -a -c t "$@" 2>>"$WORK/submit.err" | json_get "$(cat)" 'd["run_id"]'; }
+all_final() {
+  local id
+  for id in "$@"; do
+    case "$(run_state "$id")" in Completed* | Failed* | Canceled* | Lost*) ;; *) return 1 ;; esac
+  done
+}
+# (the overlap check: every pair of runs whose times overlap used distinct devices, and no
+# moment had more than four)
+check_overlap='
+import sys
+runs = [l.split() for l in sys.stdin.read().splitlines() if l.startswith("LEASE")]
+runs = [(r[1], float(r[2]), float(r[3])) for r in runs]
+bad = []
+for i, (d, s, e) in enumerate(runs):
+    at_once = [r for r in runs if r[1] < s + 0.001 and r[2] > s + 0.001]
+    if len(at_once) > 4: bad.append(f"{len(at_once)} at {s}")
+    for d2, s2, e2 in runs[i + 1:]:
+        if s < e2 and s2 < e and d == d2: bad.append(f"GPU {d} shared")
+print("ok" if not bad and len(runs) == 8 else f"{len(runs)} runs: {bad}")
+'
+check_packing() {
+  local name=$1 id lines=""
+  shift
+  for id in "$@"; do
+    expect_eq "$name: $id Completed" "$(run_state "$id")" "Completed 0"
+    local line recorded
+    line=$("$MLW" history logs -r "$id" | grep '^LEASE ')
+    recorded=$("$MLW" -o json history info -r "$id" | python3 -c 'import json,sys; print(",".join(map(str, json.load(sys.stdin).get("gpus", []))))')
+    expect_eq "$name: $id saw the GPU its record names" "$(cut -d' ' -f2 <<<"$line")" "$recorded"
+    lines+="$line"$'\n'
+  done
+  expect_eq "$name: at most 4 at once, on distinct GPUs" "$(python3 -c "$check_overlap" <<<"$lines")" "ok"
+}
+
+# --- 8 one-GPU runs of 2 s, submitted with -a, through each kind ------------------------------
+# (LEASE_KINDS narrows it while debugging the suite.)
+for kind in ${LEASE_KINDS-local docker remotedocker remote}; do
+  home "laptop-$kind"
+  project "p-$kind" "$kind"
+  ids=()
+  for _ in 1 2 3 4 5 6 7 8; do ids+=("$(submit_async lease.py 2)"); done
+  expect_eq "$kind: 8 runs recorded" "${#ids[@]}" 8
+  check "$kind: all 8 end (bounded)" wait_for 120 all_final "${ids[@]}"
+  check_packing "$kind" "${ids[@]}"
+done
+
+# --- bad input: one line each, nothing recorded ------------------------------------------------
+home laptop-bad
+project p-bad local
+before=$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+for bad in 0 -1 abc; do
+  expect_error "--gpus $bad" 125 "--gpus must be all or a count of GPUs" experiment submit -c t --gpus "$bad" lease.py
+done
+expect_error "more GPUs than the target has" 125 "5 GPUs per run asked for; this machine has 4" \
+  experiment submit -c t --gpus 5 lease.py
+PATH=${PATH#"$SIM:"} expect_error "gpusPerRun where nvidia-smi lists none" 125 \
+  "nvidia-smi lists no GPU on this machine" experiment submit -c t lease.py
+expect_eq "nothing recorded" \
+  "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$before"
+echo "gpusPerRun: two" >>aml_config/t.compute
+expect_error "a bad gpusPerRun at its place" 125 "t.compute:" experiment submit -c t lease.py
+sed -i '$d' aml_config/t.compute
+
+# --- two users (two laptops) at once never share a GPU -----------------------------------------
+home laptop-a
+project p-a remote
+home laptop-b
+project p-b remote
+ids_a=() ids_b=()
+for _ in 1 2 3 4; do
+  (HOME=$WORK/laptop-a && cd "$WORK/p-a" && submit_async lease.py 2 >>"$WORK/ids-a") &
+  (HOME=$WORK/laptop-b && cd "$WORK/p-b" && submit_async lease.py 2 >>"$WORK/ids-b") &
+done
+wait
+mapfile -t ids_a <"$WORK/ids-a"
+mapfile -t ids_b <"$WORK/ids-b"
+lines=""
+for pair in "a:${ids_a[*]}" "b:${ids_b[*]}"; do
+  export HOME="$WORK/laptop-${pair%%:*}"
+  cd "$WORK/p-${pair%%:*}" || exit 1
+  # shellcheck disable=SC2086
+  check "user ${pair%%:*}: its runs end" wait_for 60 all_final ${pair#*:}
+  for id in ${pair#*:}; do lines+="$("$MLW" history logs -r "$id" | grep '^LEASE ')"$'\n'; done
+done
+expect_eq "two users: at most 4 at once, on distinct GPUs" "$(python3 -c "$check_overlap" <<<"$lines")" "ok"
+
+# --- the queue, a kill -9 of a holder, a cancel of a waiting run, foreign use ------------------
+home laptop-q
+project p-q remote
+long=()
+for _ in 1 2 3 4; do long+=("$(submit_async lease.py 60)"); done
+check "four long runs hold the four GPUs" wait_for 30 bash -c "for id in ${long[*]}; do '$MLW' -o json history info -r \$id | grep -q '\"status\": \"Running\"' || exit 1; done"
+# Without -a, a run that waits says so, then would print the run as usual (Ctrl-C detaches).
+timeout -s INT 4 "$MLW" experiment submit -c t lease.py 1 >"$WORK/q.out" 2>"$WORK/q.err" </dev/null
+expect_contains "submit says where the run waits" "$(cat "$WORK/q.err")" "Queued (position 1 on t)"
+waiting=$(sed -n 's/^RunId: //p' "$WORK/q.out" "$WORK/q.err" | head -1)
+expect_eq "the fifth run waits (Queued), on the target after Ctrl-C" "$(run_state "$waiting")" "Queued None"
+queue=$("$MLW" -o json experiment queue -c t)
+expect_eq "queue: four running, their GPUs as recorded" "$(python3 -c '
+import json, sys, subprocess
+q = json.loads(sys.argv[1])[0]
+ok = len(q["running"]) == 4 and sorted(g for r in q["running"] for g in r["gpus"]) == [0, 1, 2, 3]
+for r in q["running"]:
+    info = json.loads(subprocess.run([sys.argv[2], "-o", "json", "history", "info", "-r", r["run_id"]], capture_output=True, text=True).stdout)
+    ok = ok and info["gpus"] == r["gpus"] and r["in_history"]
+print(ok, [w["position"] for w in q["waiting"]][-1:])' "$queue" "$MLW")" "True [1]"
+expect_contains "queue's table names the waiting run" "$("$MLW" experiment queue -c t)" "$waiting"
+holder=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/${long[0]}/run.json")
+kill -9 "$holder"
+check "kill -9 of a holder (its monitor): the waiting run starts within 1 s" \
+  wait_for 2 bash -c "'$MLW' -o json history info -r $waiting | grep -q '\"status\": \"\\(Running\\|Completed\\)\"'"
+third=$(submit_async lease.py 1)
+expect_eq "another waits" "$(run_state "$third")" "Queued None"
+run_mlw experiment cancel -r "$third"
+expect_eq "cancel of a waiting run" "$(run_state "$third")" "Canceled 143"
+check "its place is freed (gone from the queue)" bash -c "! '$MLW' experiment queue -c t | grep -q '$third'"
+# Foreign use: GPU 3's process was not started by mlw; with the others held, a run waits for it.
+for id in "${long[@]:1}"; do "$MLW" -q experiment cancel -r "$id" >/dev/null 2>&1; done
+echo 3 >"$SIM/compute-apps"
+fill=()
+for _ in 1 2 3; do fill+=("$(submit_async lease.py 30)"); done
+check "three runs take GPUs 0-2" wait_for 20 bash -c "for id in ${fill[*]}; do '$MLW' -o json history info -r \$id | grep -q '\"status\": \"Running\"' || exit 1; done"
+foreign=$(submit_async lease.py 1)
+sleep 2
+expect_eq "a run does not get the GPU a foreign process uses" "$(run_state "$foreign")" "Queued None"
+expect_contains "queue says so" "$("$MLW" experiment queue -c t)" "GPU 3 in use by a process without a lease"
+rm -f "$SIM/compute-apps"
+gpus_of() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("gpus"))'; }
+on_gpu_3() { [ "$(gpus_of "$foreign")" = "[3]" ]; }
+check "the GPU free again: the run starts on it" wait_for 5 on_gpu_3
+for id in "${fill[@]}"; do "$MLW" -q experiment cancel -r "$id" >/dev/null 2>&1; done
+check "every run of the queue test ends" wait_for 60 all_final "${fill[@]}" "$foreign" "$waiting"
+
+# --- a lease folder another user made with the wrong mode --------------------------------------
+home laptop-mode
+project p-mode local
+export MLW_LEASE_DIR=/tmp/mlw-leases-mode.$$
+mkdir -m 755 "$MLW_LEASE_DIR"
+chown "$MLW_TEST_GPU_USER" "$MLW_LEASE_DIR"
+run_mlw experiment submit -c t lease.py
+expect_eq "a lease folder with the wrong mode fails the run" "$CODE" 125
+expect_contains "naming it and the fix" "$ERR" "chmod 1777 $MLW_LEASE_DIR"
+rm -rf "$MLW_LEASE_DIR"
+
+finish
