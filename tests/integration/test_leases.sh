@@ -126,26 +126,27 @@ echo "gpusPerRun: two" >>aml_config/t.compute
 expect_error "a bad gpusPerRun at its place" 125 "t.compute:" experiment submit -c t lease.py
 sed -i '$d' aml_config/t.compute
 
-# --- two users (two laptops) at once never share a GPU -----------------------------------------
+# --- two users of the machine at once never share a GPU: one over SSH (the GPU user, remote),
+# one on the machine itself (root, local), each from a laptop (HOME) of its own ----------------
 home laptop-a
 project p-a remote
 home laptop-b
-project p-b remote
-ids_a=() ids_b=()
+project p-b local
+: >"$WORK/ids-a"
+: >"$WORK/ids-b"
 for _ in 1 2 3 4; do
-  (HOME=$WORK/laptop-a && cd "$WORK/p-a" && submit_async lease.py 2 >>"$WORK/ids-a") &
-  (HOME=$WORK/laptop-b && cd "$WORK/p-b" && submit_async lease.py 2 >>"$WORK/ids-b") &
+  (export HOME=$WORK/laptop-a && cd "$WORK/p-a" && submit_async lease.py 2 >>"$WORK/ids-a") &
+  (export HOME=$WORK/laptop-b && cd "$WORK/p-b" && submit_async lease.py 2 >>"$WORK/ids-b") &
 done
 wait
-mapfile -t ids_a <"$WORK/ids-a"
-mapfile -t ids_b <"$WORK/ids-b"
 lines=""
-for pair in "a:${ids_a[*]}" "b:${ids_b[*]}"; do
-  export HOME="$WORK/laptop-${pair%%:*}"
-  cd "$WORK/p-${pair%%:*}" || exit 1
-  # shellcheck disable=SC2086
-  check "user ${pair%%:*}: its runs end" wait_for 60 all_final ${pair#*:}
-  for id in ${pair#*:}; do lines+="$("$MLW" history logs -r "$id" | grep '^LEASE ')"$'\n'; done
+for who in a b; do
+  export HOME="$WORK/laptop-$who"
+  cd "$WORK/p-$who" || exit 1
+  mapfile -t ids <"$WORK/ids-$who"
+  expect_eq "user $who: 4 runs" "${#ids[@]}" 4
+  check "user $who: its runs end" wait_for 60 all_final "${ids[@]}"
+  for id in "${ids[@]}"; do lines+="$("$MLW" history logs -r "$id" | grep '^LEASE ')"$'\n'; done
 done
 expect_eq "two users: at most 4 at once, on distinct GPUs" "$(python3 -c "$check_overlap" <<<"$lines")" "ok"
 
