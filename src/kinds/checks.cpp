@@ -128,6 +128,12 @@ void lease_row(const CheckInput& in, std::vector<CheckRow>& rows) {
         "container would see none; set nvidiaDocker: true",
         want, file);
     fix = "set nvidiaDocker: true in " + file;
+  } else if (container && !in.facts.nvidia_runtime) {
+    refusal = fmt::format("gpusPerRun needs the Docker engine's NVIDIA runtime (docker run --gpus) "
+                          "on {}: nvidia-docker alone cannot be given chosen GPUs; install "
+                          "nvidia-container-toolkit there",
+                          in.host);
+    fix = "install nvidia-container-toolkit on " + in.host;
   } else if (container && compute.gpus != "all") {
     refusal = fmt::format(
         "gpusPerRun and gpus: {} both choose the GPUs in {}; remove gpus (the "
