@@ -110,6 +110,9 @@ expect_eq "every argument arrives whole" "$(json_file "outputs/$RID/args.json")"
 check "nothing ran from the arguments" test ! -e "$USER_HOME/PWNED"
 run_mlw experiment submit -c wide args.py
 expect_contains "the parallel environment's slots reach the job" "$OUT" " 2"
+run_mlw experiment submit -c grid --gpus 2 args.py
+expect_eq "submit --gpus 2 asks Grid Engine for -l gpu=2 (no such resource here)" "$CODE" 125
+expect_contains "qsub refused the GPU request" "$ERR" "gpu"
 run_mlw -o json experiment submit -c grid slow.py 3 0
 expect_eq "a run with metrics" "$CODE" 0
 RID=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')

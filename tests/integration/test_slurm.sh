@@ -112,6 +112,11 @@ expect_eq "a job sbatch rejects cannot start" "$CODE" 125
 expect_contains "sbatch's own message is shown, as the one error line" "$ERR" "mlw: error: sbatch on $ADDR refused the job:"
 expect_contains "sbatch's reason" "$ERR" "gres"
 expect_eq "… said once" "$(grep -c 'refused the job' <<<"$OUT$ERR")" 1
+run_mlw experiment submit -c one --gpus 1 exit_with.py 0
+expect_eq "submit --gpus 1 asks Slurm for a GPU per node (it has none here)" "$CODE" 125
+expect_contains "sbatch refused the GPU request" "$ERR" "gres"
+expect_error "--gpus all means nothing to Slurm" 125 "--gpus all: target one (slurm) takes a count of GPUs" \
+  experiment submit -c one --gpus all exit_with.py 0
 run_mlw experiment submit -c one exit_with.py 3
 expect_eq "a failing script's exit code" "$CODE" 3
 expect_contains "the log came back" "$OUT" "exiting with 3"

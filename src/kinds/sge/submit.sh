@@ -15,6 +15,7 @@ set -- -terse -cwd -N "$name" -o driver_log.txt -j y -S /bin/sh -r n -notify
 [ -z "$pe" ] || set -- "$@" -pe "$pe" "$slots"
 [ "$gpus" = 0 ] || set -- "$@" -l "gpu=$gpus"
 if ! id=$(qsub "$@" job.sh </dev/null 2>qsub.err); then
+  echo 125 >exit_code # never queued: an ended run, for `experiment clean`
   cat qsub.err >&2
   exit 1
 fi
