@@ -171,6 +171,9 @@ for r in q["running"]:
     ok = ok and info["gpus"] == r["gpus"] and r["in_history"]
 print(ok, [w["position"] for w in q["waiting"]][-1:])' "$queue" "$MLW")" "True [1]"
 expect_contains "queue's table names the waiting run" "$("$MLW" experiment queue -c t)" "$waiting"
+# history logs -f on a queued run waits, then follows it to its end.
+"$MLW" history logs -f -r "$waiting" >"$WORK/follow.out" 2>&1 &
+follower=$!
 holder=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/${long[0]}/run.json")
 kill -9 "$holder"
 check "kill -9 of a holder (its monitor): the waiting run starts within 1 s" \
@@ -180,6 +183,9 @@ expect_eq "another waits" "$(run_state "$third")" "Queued None"
 run_mlw experiment cancel -r "$third"
 expect_eq "cancel of a waiting run" "$(run_state "$third")" "Canceled 143"
 check "its place is freed (gone from the queue)" bash -c "! '$MLW' experiment queue -c t | grep -q '$third'"
+followed() { ! kill -0 "$follower" 2>/dev/null; }
+check "logs -f of the queued run ends with the run" wait_for 30 followed
+expect_contains "… having followed its output" "$(cat "$WORK/follow.out")" "LEASE "
 # Foreign use: GPU 3's process was not started by mlw; with the others held, a run waits for it.
 for id in "${long[@]:1}"; do "$MLW" -q experiment cancel -r "$id" >/dev/null 2>&1; done
 echo 3 >"$SIM/compute-apps"
