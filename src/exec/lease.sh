@@ -16,9 +16,9 @@
 # The folder holds a directory per GPU (gpu.K) or slot (slot.K), flock(1)ed by whoever holds it,
 # and a ticket per run (q.<ns since 1970>.<pid>: info, `held` once granted) flock(1)ed for the
 # ticket's life; its `w` is flock(1)ed while it waits. A waiter blocks on the `w` of the waiter
-# just ahead of it (woken by the kernel when that one leaves the queue); only the first polls
-# for free GPUs (each 0.1 s). The kernel frees every lock when its holder ends: nothing is ever
-# cleaned up from pids, and a ticket whose lock is free is dead.
+# just ahead of it (woken by the kernel when that one leaves the queue); the first in line blocks
+# on the locks of the GPUs held now (nap). The kernel frees every lock when its holder ends:
+# nothing is ever cleaned up from pids, and a ticket whose lock is free is dead.
 d=$1
 want=$2
 run=$3
@@ -63,13 +63,14 @@ mv "$t" "$d/q.$id" || fail "cannot write in the lease folder $d"
 t=$d/q.$id
 exec 5<&0
 
-# free: the GPUs (slots) no one holds, less those in foreign use; 1 when too few.
+# free: the GPUs (slots) no one holds (u), less those in foreign use (f); 1 when too few.
 free() {
   f=
   for k in $all; do
     [ -d "$d/$kind.$k" ] || mkdir -m 755 "$d/$kind.$k" 2>/dev/null
     if { flock -n 6; } 6<"$d/$kind.$k" 2>/dev/null; then f="$f $k"; fi
   done
+  u=$f
   rm -f "$t/foreign"
   if [ "$kind" = gpu ] && [ "$foreign" = wait ] && [ "$(echo "$f" | wc -w)" -ge "$n" ]; then
     busy=$(nvidia-smi --query-compute-apps=gpu_uuid --format=csv,noheader 2>/dev/null)
@@ -100,6 +101,34 @@ take() {
   "$@" sh -c 'echo "granted $1"; exec cat >/dev/null' mlw-lease "$picked" <&5
 }
 
+# nap: the first in line waits until a GPU (slot) held now is let go, woken by the kernel, or 1 s
+# at most (foreign use is looked at again then): a flock(1) per held one blocks on its lock and
+# names it on a fifo; the first name read (or the end of them all) ends the nap.
+nap() {
+  rm -f "$t/nap"
+  mkfifo "$t/nap" 2>/dev/null || {
+    sleep 0.1
+    return
+  }
+  pids=
+  for k in $all; do
+    case " $u " in *" $k "*) continue ;; esac # not held (free, or in foreign use)
+    (
+      exec 3<&- 4<&- 5<&- 2>/dev/null
+      exec flock -s -w 1 "$d/$kind.$k" echo "$k"
+    ) >"$t/nap" &
+    pids="$pids $!"
+  done
+  if [ -n "$pids" ]; then
+    read -r _ <"$t/nap" || :
+    # shellcheck disable=SC2086 # the pids
+    kill $pids 2>/dev/null
+  else
+    sleep 1
+  fi
+  rm -f "$t/nap"
+}
+
 wait_turn() {
   said=
   while :; do
@@ -109,7 +138,8 @@ wait_turn() {
       [ "$q" = "$t" ] && break
       if [ ! -d "$q" ] || [ -e "$q/held" ]; then continue; fi
       if { flock -n 6; } 6<"$q" 2>/dev/null; then
-        if [ -O "$q" ]; then rm -rf "$q"; fi # dead: its holder is gone
+        # dead: its holder is gone; out of line at once, then removed
+        if [ -O "$q" ] && mv "$q" "$d/x.${q#"$d"/q.}" 2>/dev/null; then rm -rf "$d/x.${q#"$d"/q.}"; fi
         continue
       fi
       ahead=$((ahead + 1))
@@ -131,12 +161,13 @@ wait_turn() {
     fi
     [ "$said" = 0 ] || echo "queued 1"
     said=0
-    if [ -e "$t/foreign" ]; then sleep 1; else sleep 0.1; fi
+    nap
   done
 }
 
 wait_turn </dev/null &
 exec 4<&- 5<&- >/dev/null
 while read -r _; do :; done
-rm -rf "$t"
+# Out of line at once (a reader never sees it half removed), then removed.
+mv "$t" "$d/x.$id" && rm -rf "$d/x.$id"
 kill -TERM 0

@@ -18,7 +18,8 @@ for q in "$d"/q.*; do
   held=
   at=
   [ -r "$q/held" ] && read -r held at <"$q/held"
-  f=$(tr '\n' ',' <"$q/foreign" 2>/dev/null)
+  f=
+  [ -r "$q/foreign" ] && f=$(tr '\n' ',' 2>/dev/null <"$q/foreign")
   printf 'ticket\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "${q##*/}" "${held:--}" "${at:--}" "$run" \
     "$who" "$want" "$since" "${f%,}"
 done
