@@ -120,7 +120,8 @@ nap() {
     pids="$pids $!"
   done
   if [ -n "$pids" ]; then
-    read -r _ <"$t/nap" || :
+    # None said a name: they all gave up (1 s, or a lock that is gone): not at once again.
+    read -r _ <"$t/nap" || sleep 0.1
     # shellcheck disable=SC2086 # the pids
     kill $pids 2>/dev/null
   else

@@ -44,6 +44,7 @@ struct Client {
   bool done = false;               // nothing more to do but flush to_client
   bool eof = false;                // the command's output ended; the channel is being closed
   Clock::time_point queued_until;  // how long it may wait for the one being served
+  Clock::time_point came;          // when it connected
 };
 
 /// How long a client waits while another is served before it is told to log in itself.
@@ -291,9 +292,14 @@ void kept_serve(const SshLink& link, int listen_fd, const std::filesystem::path&
       socklen_t size = sizeof who;
       if (fd >= 0 && ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &who, &size) == 0 &&
           who.uid == ::geteuid()) {
+        // Behind a command served longer than a queue's wait already (a run's follow step,
+        // which lasts as long as the run), it is told at once to log in itself.
+        const auto now = Clock::now();
+        const bool long_ahead = !clients.empty() && now - clients.front().came > k_queue_wait;
         clients.push_back({});
         clients.back().fd = fd;
-        clients.back().queued_until = Clock::now() + k_queue_wait;
+        clients.back().came = now;
+        clients.back().queued_until = long_ahead ? now : now + k_queue_wait;
       } else if (fd >= 0) {
         ::close(fd);  // never another user's
       }
