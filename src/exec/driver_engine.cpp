@@ -69,15 +69,7 @@ class EngineDriver : public RunDriver {
   /// The run's lease (gpusPerRun, maxConcurrentRuns), held by this supervisor: waits for it
   /// (Queued), then gives the container exactly its GPUs. False when it will not start.
   bool take_lease(RunSession& session) {
-    const LeaseRequest request = lease_request(session.plan);
-    if (request.want.empty()) return true;
-    try {
-      m_lease = std::make_unique<LocalLease>(request);
-    } catch (const Error& e) {
-      session.fail(exit_code::k_cannot_start, std::string("cannot lease: ") + e.what());
-      return false;
-    }
-    if (!wait_for_local_lease(session, *m_lease)) return false;
+    if (!take_local_lease(session, m_lease)) return false;
     if (!session.record.gpus.empty()) {
       session.plan.compute.gpus = "device=" + gpu_list(session.record.gpus);
     }

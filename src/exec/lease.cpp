@@ -188,9 +188,17 @@ bool take_lease_answer(RunSession& session, const LeaseAnswer& answer) {
   return false;
 }
 
-bool wait_for_local_lease(RunSession& session, LocalLease& lease) {
+bool take_local_lease(RunSession& session, std::unique_ptr<LocalLease>& lease) {
+  const LeaseRequest request = lease_request(session.plan);
+  if (request.want.empty()) return true;
+  try {
+    lease = std::make_unique<LocalLease>(request);
+  } catch (const Error& e) {
+    session.fail(exit_code::k_cannot_start, std::string("cannot lease: ") + e.what());
+    return false;
+  }
   while (true) {
-    const LeaseAnswer answer = lease.next([&session] { return session.canceled(); });
+    const LeaseAnswer answer = lease->next([&session] { return session.canceled(); });
     if (!take_lease_answer(session, answer)) return false;
     if (answer.kind == LeaseAnswer::Kind::Granted) return true;
   }

@@ -181,15 +181,7 @@ class ProcessDriver : public RunDriver {
   /// The run's lease (gpusPerRun, maxConcurrentRuns), held by this supervisor: waits for it
   /// (Queued), then shows the script its GPUs. False when the run will not start (recorded).
   bool take_lease(RunSession& session) {
-    const LeaseRequest request = lease_request(session.plan);
-    if (request.want.empty()) return true;
-    try {
-      m_lease = std::make_unique<LocalLease>(request);
-    } catch (const Error& e) {
-      session.fail(exit_code::k_cannot_start, std::string("cannot lease: ") + e.what());
-      return false;
-    }
-    if (!wait_for_local_lease(session, *m_lease)) return false;
+    if (!take_local_lease(session, m_lease)) return false;
     const std::vector<int>& gpus = session.record.gpus;
     if (gpus.empty()) return true;
     const std::string list = gpu_list(gpus);

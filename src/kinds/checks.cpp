@@ -129,10 +129,11 @@ void lease_row(const CheckInput& in, std::vector<CheckRow>& rows) {
         want, file);
     fix = "set nvidiaDocker: true in " + file;
   } else if (container && !in.facts.nvidia_runtime) {
-    refusal = fmt::format("gpusPerRun needs the Docker engine's NVIDIA runtime (docker run --gpus) "
-                          "on {}: nvidia-docker alone cannot be given chosen GPUs; install "
-                          "nvidia-container-toolkit there",
-                          in.host);
+    refusal = fmt::format(
+        "gpusPerRun needs the Docker engine's NVIDIA runtime (docker run --gpus) "
+        "on {}: nvidia-docker alone cannot be given chosen GPUs; install "
+        "nvidia-container-toolkit there",
+        in.host);
     fix = "install nvidia-container-toolkit on " + in.host;
   } else if (container && compute.gpus != "all") {
     refusal = fmt::format(

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,8 +86,9 @@ class LocalLease {
 /// fails it; an end without a grant is Canceled where cancel asked for it, else fails it).
 bool take_lease_answer(RunSession& session, const LeaseAnswer& answer);
 
-/// Waits on this machine for the run's lease, answer after answer; a cancel ends the wait. True
-/// once granted.
-bool wait_for_local_lease(RunSession& session, LocalLease& lease);
+/// Takes the lease the run asks for on this machine (none: true at once) into `lease`, waiting
+/// for it answer after answer (a cancel ends the wait). True once granted; false when the run
+/// will not start (recorded).
+bool take_local_lease(RunSession& session, std::unique_ptr<LocalLease>& lease);
 
 }  // namespace mlw
