@@ -87,6 +87,9 @@ free() {
 }
 
 # take: holds the first n free ones until the owner's pipe ends; 75 when one was taken meanwhile.
+# A flock(1) per GPU holds it (the chain, in the background, without fd 4); only once they all
+# hold (the chain's "ok" on a fifo) does the ticket say `held` and leave the line (fd 4 closed),
+# so that no run behind it takes a GPU it is about to hold.
 take() {
   set --
   picked=
@@ -95,10 +98,21 @@ take() {
     set -- "$@" flock -n -E 75 "$d/$kind.$k"
     picked=${picked:+$picked,}$k
   done
+  rm -f "$t/got"
+  mkfifo "$t/got" || return 75
+  "$@" sh -c 'echo ok; exec cat >/dev/null' <&5 4<&- >"$t/got" &
+  c=$!
+  ok=
+  read -r ok <"$t/got" || :
+  rm -f "$t/got"
+  if [ "$ok" != ok ]; then
+    wait "$c"
+    return 75
+  fi
   echo "$picked $(date +%s)" >"$t/held"
   exec 4<&-
-  # shellcheck disable=SC2016 # the inner shell expands $1
-  "$@" sh -c 'echo "granted $1"; exec cat >/dev/null' mlw-lease "$picked" <&5
+  echo "granted $picked"
+  wait "$c"
 }
 
 # nap: the first in line waits until a GPU (slot) held now is let go, woken by the kernel, or 1 s
@@ -155,9 +169,6 @@ wait_turn() {
     if free; then
       take
       [ $? = 75 ] || exit 0
-      rm -f "$t/held"
-      exec 4<"$t/w"
-      flock -x 4
       continue
     fi
     [ "$said" = 0 ] || echo "queued 1"
