@@ -71,17 +71,24 @@ free() {
     if { flock -n 6; } 6<"$d/$kind.$k" 2>/dev/null; then f="$f $k"; fi
   done
   u=$f
-  rm -f "$t/foreign"
+  g=
   if [ "$kind" = gpu ] && [ "$foreign" = wait ] && [ "$(echo "$f" | wc -w)" -ge "$n" ]; then
     busy=$(nvidia-smi --query-compute-apps=gpu_uuid --format=csv,noheader 2>/dev/null)
-    for u in $busy; do
-      k=$(echo "$gpus" | sed -n "s/^\([0-9]*\), *$u\$/\1/p")
+    for x in $busy; do
+      k=$(echo "$gpus" | sed -n "s/^\([0-9]*\), *$x\$/\1/p")
       [ -n "$k" ] && case " $f " in *" $k "*)
         f=$(echo " $f " | sed "s/ $k / /")
-        echo "$k" >>"$t/foreign"
+        g="$g$k
+"
         ;;
       esac
     done
+  fi
+  # What it waits for, for `experiment queue` (replaced whole: a reader never sees it half).
+  if [ -n "$g" ]; then
+    printf '%s' "$g" >"$t/foreign.new" && mv "$t/foreign.new" "$t/foreign"
+  elif [ -e "$t/foreign" ]; then
+    rm -f "$t/foreign"
   fi
   [ "$(echo "$f" | wc -w)" -ge "$n" ]
 }

@@ -33,7 +33,10 @@ home() {
 script() {
   cat >lease.py <<'PY'
 import re, subprocess, sys, time
-seen = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+try:
+    seen = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+except FileNotFoundError:
+    seen = ""
 devices = ",".join(re.findall(r"UUID: GPU-[0-9a-f-]*(\d)\)", seen)) or "none"
 start = time.time()
 time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 2)
@@ -171,6 +174,14 @@ for r in q["running"]:
     ok = ok and info["gpus"] == r["gpus"] and r["in_history"]
 print(ok, [w["position"] for w in q["waiting"]][-1:])' "$queue" "$MLW")" "True [1]"
 expect_contains "queue's table names the waiting run" "$("$MLW" experiment queue -c t)" "$waiting"
+# Another laptop's project on the same machine sees these runs too, as not its own.
+other=$(cd "$WORK/p-a" && HOME=$WORK/laptop-a "$MLW" -o json experiment queue -c t)
+expect_eq "another laptop's queue shows them, without a record there" "$(python3 -c '
+import json, sys
+q = json.loads(sys.argv[1])[0]
+print(sorted((r["run_id"], r["in_history"]) for r in q["waiting"]))' "$other")" "[('$waiting', False)]"
+expect_contains "… named with their user@host in its table" \
+  "$(cd "$WORK/p-a" && HOME=$WORK/laptop-a "$MLW" experiment queue -c t)" "$waiting (root@"
 # history logs -f on a queued run waits, then follows it to its end.
 "$MLW" history logs -f -r "$waiting" >"$WORK/follow.out" 2>&1 &
 follower=$!
@@ -202,6 +213,24 @@ on_gpu_3() { [ "$(gpus_of "$foreign")" = "[3]" ]; }
 check "the GPU free again: the run starts on it" wait_for 5 on_gpu_3
 for id in "${fill[@]}"; do "$MLW" -q experiment cancel -r "$id" >/dev/null 2>&1; done
 check "every run of the queue test ends" wait_for 60 all_final "${fill[@]}" "$foreign" "$waiting"
+
+# --- maxConcurrentRuns on a target without GPUs: one run at a time ----------------------------
+home laptop-slots
+project p-slots local
+sed -i '/^gpusPerRun/d' aml_config/t.compute
+echo "maxConcurrentRuns: 1" >>aml_config/t.compute
+PATH=${PATH#"$SIM:"}
+one=$(submit_async lease.py 2)
+two=$(submit_async lease.py 1)
+expect_eq "maxConcurrentRuns 1: the second run waits" "$(run_state "$two")" "Queued None"
+check "both end" wait_for 30 all_final "$one" "$two"
+slot_lines="$("$MLW" history logs -r "$one" | grep '^LEASE ')"
+slot_lines+=$'\n'"$("$MLW" history logs -r "$two" | grep '^LEASE ')"
+expect_eq "… one after the other" "$(python3 -c '
+import sys
+(a, b) = [l.split() for l in sys.stdin.read().splitlines()]
+print(float(b[2]) >= float(a[3]))' <<<"$slot_lines")" "True"
+PATH="$SIM:$PATH"
 
 # --- a lease folder another user made with the wrong mode --------------------------------------
 home laptop-mode
