@@ -142,7 +142,12 @@ LeaseAnswer LocalLease::next(const std::function<bool()>& stop) {
       end();
       return {};
     }
-    if (m_buffer.size() < k_answer_bound) m_buffer.append(buffer, static_cast<std::size_t>(n));
+    m_buffer.append(buffer, static_cast<std::size_t>(n));
+    if (m_buffer.size() > k_answer_bound && m_buffer.find('\n') == std::string::npos) {
+      m_buffer.resize(k_answer_bound);  // no line in all that: not an answer
+      end();
+      return parse_lease_answer(m_buffer, m_gpus);
+    }
   }
 }
 
