@@ -31,12 +31,6 @@ std::string target_name_of(const Project& project, const std::string& name) {
   return config.target.empty() ? name : config.target;
 }
 
-/// The lease folder there (what lease_request gives a run).
-std::string lease_folder() {
-  const char* folder = std::getenv("MLW_LEASE_DIR");
-  return folder && *folder ? folder : k_lease_folder;
-}
-
 /// What a ticket wants, as a user reads it: {"gpus": N} or {"run_slots": M}.
 nlohmann::ordered_json wants_of(const std::string& want) {
   const auto colon = want.find(':');

@@ -7,8 +7,8 @@
 # folder), mlw_lease (1: the run waits for its lease) and the results' settings (results.sh
 # follows this file).
 # Prints the log from mlw_offset on until the monitor ends, then on stderr: the new monitor's
-# "mlw-pid=N", the lease's "mlw-lease=LINE"s, then "mlw-state=running" (the monitor goes on: the step was cut short) or
-# "mlw-state=ended", the end's lines, "mlw-results" and the run's results.
+# "mlw-pid=N", the lease's "mlw-lease=LINE"s, then "mlw-state=running" (the monitor goes on: the
+# step was cut short) or "mlw-state=ended", the end's lines, "mlw-results" and the run's results.
 if [ -z "$mlw_pid" ]; then
   # The run folder from the tree, unless an earlier try made it; a failure ends the step with
   # an empty pid, after what went wrong.
@@ -28,8 +28,8 @@ if [ -z "$mlw_pid" ]; then
   case "$p" in '' | *[!0-9]*) exit 0 ;; esac
   mlw_pid=$p
 fi
-# A run waiting for its lease (mlw_lease=1): the lease's answers, on stderr as mlw-lease=LINE, until
-# it is granted, refused or stopped (the monitor appends them to lease.log).
+# A run waiting for its lease (mlw_lease=1): the lease's answers, on stderr as mlw-lease=LINE,
+# until it is granted, refused or stopped (the monitor appends them to lease.log).
 if [ -n "$mlw_lease" ]; then
   : >>"$mlw_run/lease.log"
   tail -n +1 -s 0.05 --pid="$mlw_pid" -f "$mlw_run/lease.log" 2>/dev/null |

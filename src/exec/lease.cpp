@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +27,11 @@ constexpr std::size_t k_answer_bound = 4096;
 
 }  // namespace
 
+std::string lease_folder() {
+  const char* folder = std::getenv("MLW_LEASE_DIR");
+  return folder && *folder ? folder : k_lease_folder;
+}
+
 LeaseRequest lease_request(const RunPlan& plan) {
   LeaseRequest request;
   const ComputeConfig& compute = plan.compute;
@@ -38,8 +42,7 @@ LeaseRequest lease_request(const RunPlan& plan) {
   } else {
     return request;
   }
-  const char* folder = std::getenv("MLW_LEASE_DIR");
-  request.folder = folder && *folder ? folder : k_lease_folder;
+  request.folder = lease_folder();
   request.foreign = compute.gpu_foreign_use;
   request.run_id = plan.record.run_id;
   request.who = plan.record.user + "@" + plan.record.host;

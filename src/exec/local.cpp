@@ -163,11 +163,11 @@ class ProcessDriver : public RunDriver {
   void stop(RunSession&) override {}
 
   RunEnding ending(RunSession& session) override {
+    if (m_lease) m_lease->end();  // the script has ended: the next run waiting for its GPUs starts
     m_git_done.get_future().wait();
     session.record.git_commit = m_git.git_commit;
     session.record.git_dirty = m_git.git_dirty;
     ::unlink(m_reserve.c_str());
-    if (m_lease) m_lease->end();  // the next run waiting for these GPUs starts now
     return local_ending(m_code, session.record.cancel_requested);
   }
 

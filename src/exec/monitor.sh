@@ -18,8 +18,7 @@
 #   mlw_engine_retry     how long the engine may not answer before the run is lost (s)
 #   mlw_lease_want       the run's lease (exec/lease.sh: gpu:N or slot:M; "" for none), with
 #                        mlw_lease_sh (lease.sh), mlw_lease_dir, mlw_lease_run, mlw_lease_who,
-#                        mlw_lease_foreign
-#                        and, for a process, mlw_gpus_sh (gpus.sh)
+#                        mlw_lease_foreign and, for a process, mlw_gpus_sh (gpus.sh)
 cd "$mlw_run" || exit 125
 # The exit code; the lease (fd 8) ends with the script.
 finish() {

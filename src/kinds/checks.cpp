@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/probe.hpp"
@@ -117,9 +115,7 @@ void lease_row(const CheckInput& in, std::vector<CheckRow>& rows) {
   const std::size_t want = std::stoul(compute.gpus_per_run);
   const std::size_t have = in.facts.gpus.size();
   const std::string file = "aml_config/" + in.target_name + ".compute";
-  const ComputeKind* kind = find_compute_kind(compute.type);
-  const bool container =
-      kind && std::find(kind->keys.begin(), kind->keys.end(), "nvidiaDocker") != kind->keys.end();
+  const bool container = kind_of(compute.type).runner.image;
   std::string refusal;
   std::string fix;
   if (container && !compute.nvidia_docker) {

@@ -22,6 +22,10 @@ class RunSession;
 /// The lease folder when MLW_LEASE_DIR does not name another: machine-wide, mode 1777.
 inline constexpr const char* k_lease_folder = "/tmp/mlw-leases";
 
+/// The lease folder on a target: MLW_LEASE_DIR, else k_lease_folder (what runs lease in and
+/// `experiment queue` reads).
+std::string lease_folder();
+
 /// What a run asks of the leases of its machine.
 struct LeaseRequest {
   std::string want;     ///< "gpu:N" or "slot:M"; empty: the run takes no lease

@@ -19,11 +19,11 @@ ProcessSpec build_local_command(const RunPlan& plan, const std::string& interpre
 /// files say `python`, which Debian 12 does not have: `python` falls back to `python3`.
 std::optional<std::filesystem::path> resolve_interpreter(const std::string& python_location);
 
-/// The `local` target: the script runs here, in a per-run copy of the snapshot, as a process of
-/// its own session under a supervisor that records its end.
 /// This machine's GPUs as nvidia-smi lists them (none without it): what a lease can take here.
 std::vector<GpuInfo> this_machine_gpus(Context& ctx);
 
+/// The `local` target: the script runs here, in a per-run copy of the snapshot, as a process of
+/// its own session under a supervisor that records its end.
 class LocalExecutor : public Executor {
  public:
   void validate(Context& ctx, const RunPlan& plan) override;
