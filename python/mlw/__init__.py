@@ -1,6 +1,7 @@
 """mlw's helper for scripts run by `mlw experiment submit`.
 
-    from mlw import log_metric, log_artifact
+    from mlw import log_metric, log_param, log_artifact
+    log_param("optimizer", "adam")
     log_metric("accuracy", 0.93, step=10)
     log_artifact("model.pkl")
 
@@ -18,7 +19,7 @@ import sys
 import threading
 import time
 
-__all__ = ["log_metric", "log_artifact", "run_id"]
+__all__ = ["log_metric", "log_param", "log_artifact", "run_id"]
 
 _lock = threading.Lock()
 
@@ -58,6 +59,27 @@ def log_metric(name, value, step=None):
     line = json.dumps(record, ensure_ascii=False)
     if not path:
         print("metric", line, file=sys.stderr)
+        return
+    with _lock, open(path, "a", encoding="utf-8") as out:
+        out.write(line + "\n")
+
+
+def log_param(name, value):
+    """Records the run's parameter `name` (a string, number or bool; a later value wins).
+
+    Parameters are the run's settings (shown as columns, filtered and sorted on by
+    `mlw history list --param`); the script's arguments are recorded as parameters already.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("parameter name must be a non-empty string")
+    value = _plain(value)
+    if not isinstance(value, (str, int, float, bool)):
+        value = json.dumps(value)
+    record = {"param": name, "value": value}
+    path = os.environ.get("MLW_METRICS_FILE")
+    line = json.dumps(record, ensure_ascii=False)
+    if not path:
+        print("param", line, file=sys.stderr)
         return
     with _lock, open(path, "a", encoding="utf-8") as out:
         out.write(line + "\n")

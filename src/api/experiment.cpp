@@ -20,12 +20,15 @@
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/history/store.hpp"
+#include "mlw/history/sweep_record.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/snapshot/ignore.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
+#include "run_start.hpp"
 #include "submit_output.hpp"
+#include "sweep_internal.hpp"
 
 namespace mlw::api {
 
@@ -36,6 +39,8 @@ volatile std::sig_atomic_t g_interrupted = 0;
 void on_interrupt(int) {
   g_interrupted = 1;
 }
+
+}  // namespace
 
 std::string user_name() {
   if (const passwd* entry = ::getpwuid(::getuid()); entry && entry->pw_name) return entry->pw_name;
@@ -59,6 +64,8 @@ fs::path ensure_python_helper(const Project& project) {
   }
   return dir;
 }
+
+namespace {
 
 /// The script as a path relative to the project; fails with 127 when it is missing, outside
 /// the project, or excluded from the snapshot by .amlignore.
@@ -120,11 +127,15 @@ std::map<std::string, std::string> parse_env(const std::vector<std::string>& ite
   return env;
 }
 
+}  // namespace
+
 /// Marks the run for cancellation; a marker file, not a field of run.json, which the
 /// supervisor may be rewriting at the same moment.
 void request_cancel(HistoryStore& store, const std::string& run_id) {
   atomic_write_file(store.run_dir(run_id) / "cancel_requested", "");
 }
+
+namespace {
 
 void note_ignored_keys(const Project& project, const std::vector<std::string>& keys) {
   for (const auto& key : keys) {
@@ -173,6 +184,8 @@ SnapshotProgress snapshot_progress(Context& ctx) {
   };
 }
 
+}  // namespace
+
 /// The project's snapshot, with a progress line on a terminal while new content is read.
 Manifest take_snapshot(Context& ctx, const Project& project) {
   Manifest manifest =
@@ -181,6 +194,8 @@ Manifest take_snapshot(Context& ctx, const Project& project) {
   if (ctx.stderr_is_terminal && !ctx.quiet) *ctx.err << "\r\x1b[K" << std::flush;
   return manifest;
 }
+
+namespace {
 
 /// `submit --gpus N` over the target's file: gpusPerRun where the kind leases GPUs, else the own
 /// key its scheduler reads (Slurm's gpusPerNode, Grid Engine's gpus).
@@ -199,6 +214,8 @@ void apply_gpus_option(ComputeConfig& compute, const std::string& target,
                                  compute.type));
   }
 }
+
+}  // namespace
 
 /// Everything that can be checked before anything is written: configuration, script, executor.
 RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor) {
@@ -237,6 +254,8 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   executor->validate(ctx, plan);
   return plan;
 }
+
+namespace {
 
 /// Records the run, takes its snapshot and hands it to the executor. A failure after the record
 /// exists marks it Failed and exits 125.
@@ -421,6 +440,7 @@ int submit(Context& ctx, const SubmitRequest& given) {
 
 void cancel(Context& ctx, const std::string& run_id) {
   const Project& project = ctx.project();
+  if (sweep_exists(project.state_dir(), run_id)) return cancel_sweep(ctx, run_id);
   HistoryStore store(project.state_dir());
   store.reconcile_lost(host_name());
   RunRecord record = store.load(run_id);

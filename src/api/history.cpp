@@ -87,15 +87,21 @@ void list_runs(Context& ctx, const RunQuery& asked) {
     ctx.output().print_list(rows, run_tsv_columns());
     return;
   }
-  for (const auto& row : store.list(query)) rows.push_back(summary_row(row, now));
-  ctx.output().print_list(rows, {{"run_id", "RUN ID"},
-                                 {"run_number", "#"},
-                                 {"script", "SCRIPT"},
-                                 {"target", "TARGET"},
-                                 {"status", "STATUS"},
-                                 {"created", "CREATED (UTC)"},
-                                 {"duration", "DURATION"},
-                                 {"exit_code", "EXIT"}});
+  std::vector<Column> columns = {{"run_id", "RUN ID"},     {"run_number", "#"},
+                                 {"script", "SCRIPT"},     {"target", "TARGET"},
+                                 {"status", "STATUS"},     {"created", "CREATED (UTC)"},
+                                 {"duration", "DURATION"}, {"exit_code", "EXIT"}};
+  for (const auto& field : query.columns) {
+    columns.push_back({field.kind + ":" + field.name, field.name});
+  }
+  for (const auto& row : store.list(query)) {
+    nlohmann::ordered_json line = summary_row(row, now);
+    for (std::size_t i = 0; i < query.columns.size() && i < row.values.size(); ++i) {
+      line[query.columns[i].kind + ":" + query.columns[i].name] = row.values[i];
+    }
+    rows.push_back(std::move(line));
+  }
+  ctx.output().print_list(rows, columns);
 }
 
 void show_run(Context& ctx, const std::optional<std::string>& run_id) {

@@ -1,6 +1,7 @@
 #include "mlw/api/experiment.hpp"
 #include "cli/app.hpp"
 #include "cli/help.hpp"
+#include "mlw/util/strings.hpp"
 
 namespace mlw::cli {
 
@@ -14,6 +15,75 @@ class SubmitFormatter : public HelpFormatter {
     return "Usage: mlw experiment submit [-c NAME] [OPTIONS] SCRIPT [ARGS...]\n";
   }
 };
+
+/// sweep takes its script and the script's arguments (with their lists) unparsed.
+class SweepFormatter : public HelpFormatter {
+ public:
+  using HelpFormatter::HelpFormatter;
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: mlw experiment sweep -c NAME[,NAME...] [-f SWEEP.yml] [OPTIONS] SCRIPT "
+           "[--PARAM V1,V2,... | ARGS...]\n       mlw experiment sweep --resume SWEEP_ID [-a]\n";
+  }
+};
+
+void register_sweep(CLI::App& group, Context& ctx, GlobalOptions& globals) {
+  auto request = std::make_shared<api::SweepRequest>();
+  auto* sweep = group.add_subcommand(
+      "sweep", "Run a script once per point of a parameter grid or random search");
+  sweep
+      ->add_option_function<std::string>(
+          "-c,--run-configuration",
+          [request](const std::string& v) {
+            for (const auto& name : split(v, ',')) {
+              if (!name.empty()) request->run_configs.push_back(name);
+            }
+          },
+          "Run configurations whose targets take the points, comma-separated")
+      ->type_name("NAME[,NAME...]");
+  sweep->add_option_function<std::string>(
+      "-f,--file", [request](const std::string& v) { request->file = v; },
+      "Sweep file (method, count, seed, maxConcurrent, metric, parameters, earlyStop)");
+  sweep->add_option_function<std::string>(
+      "--resume", [request](const std::string& v) { request->resume = v; },
+      "Run again the points of SWEEP_ID that did not complete");
+  sweep->add_flag("-a,--async", request->async, "Return once the points are queued");
+  sweep->add_option("--max-runs", request->max_runs, "Accept up to N points (default 10000)")
+      ->type_name("N");
+  sweep->add_option("--max-concurrent", request->max_concurrent, "At most N runs at once")
+      ->type_name("N");
+  sweep->add_option("-e,--env", request->env, "Set an environment variable in every run")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  add_global_options(*sweep, globals);
+  sweep->prefix_command();
+  sweep->formatter(std::make_shared<SweepFormatter>(group, help_width()));
+  sweep->fallthrough(false);
+  sweep->footer(
+      "\nAfter SCRIPT, an option whose value has commas is swept (--lr 0.1,0.01); the other "
+      "words are passed to every run unchanged. docs/sweeps.md has the sweep file.\n" +
+      examples({"mlw experiment sweep -c local train.py --lr 0.1,0.01,0.001 --bs 32,64",
+                "mlw experiment sweep -a -c gpu1,gpu2 -f sweep.yml train.py --epochs 10",
+                "mlw experiment sweep --resume demo_sweep_1732200000000",
+                "mlw history compare --sweep demo_sweep_1732200000000"}));
+  sweep->callback([&ctx, request, sweep] {
+    ctx.codes = CommandCodes::Submit;
+    auto words = sweep->remaining();
+    if (request->resume) {
+      if (!words.empty()) throw UsageError("--resume takes the sweep's own script and arguments");
+    } else {
+      if (words.empty()) {
+        throw UsageError("no script given: mlw experiment sweep -c NAME SCRIPT [--PARAM V1,V2]");
+      }
+      if (words.front().size() > 1 && words.front()[0] == '-') {
+        throw UsageError("unknown option " + words.front() +
+                         " for sweep; its options go before the script");
+      }
+      request->script = words.front();
+      request->arguments.assign(words.begin() + 1, words.end());
+    }
+    ctx.exit_status = api::sweep(ctx, *request);
+  });
+}
 
 /// A subcommand that takes one required `-c NAME` (a run configuration) and hands it to `run`.
 void add_target_command(CLI::App& group, const std::string& name, const std::string& about,
@@ -86,10 +156,14 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
     ctx.exit_status = api::submit(ctx, *request);
   });
 
+  register_sweep(*group, ctx, globals);
+
   auto cancel_id = std::make_shared<std::string>();
-  auto* cancel = group->add_subcommand("cancel", "Stop a running run and record it as Canceled");
-  cancel->add_option("-r,--run", *cancel_id, "Run id")->required()->type_name("RUN_ID");
-  cancel->footer(examples({"mlw experiment cancel -r demo_1732200000000"}));
+  auto* cancel = group->add_subcommand(
+      "cancel", "Stop a running run (or every run of a sweep) and record it as Canceled");
+  cancel->add_option("-r,--run", *cancel_id, "Run id or sweep id")->required()->type_name("RUN_ID");
+  cancel->footer(examples({"mlw experiment cancel -r demo_1732200000000",
+                           "mlw experiment cancel -r demo_sweep_1732200000000"}));
   cancel->callback([&ctx, cancel_id] { api::cancel(ctx, *cancel_id); });
 
   auto queue_name = std::make_shared<std::optional<std::string>>();

@@ -29,9 +29,39 @@ void register_history(CLI::App& app, Context& ctx) {
       ->type_name("TARGET");
   list->add_option("--status", query->status, "Only runs with this status (Completed, Failed, …)");
   list->add_option("--top", query->top, "At most N runs (default 50; 0 for all)")->type_name("N");
+  list->add_option("--sweep", query->sweep_id, "Only the runs of this sweep, in point order")
+      ->type_name("SWEEP_ID");
+  auto fields = std::make_shared<std::vector<std::string>>();
+  auto conditions = std::make_shared<std::vector<std::string>>();
+  auto sort = std::make_shared<std::string>();
+  list->add_option("--param", *fields,
+                   "Show a parameter (or metric:NAME, a metric's last value) as a column")
+      ->type_name("NAME")
+      ->allow_extra_args(false);
+  list->add_option("--where", *conditions, "Only runs where NAME OP VALUE holds (lr<0.1)")
+      ->type_name("COND")
+      ->allow_extra_args(false);
+  list->add_option("--sort", *sort, "Sort by param:NAME or metric:NAME (:desc for largest first)")
+      ->type_name("FIELD");
   list->footer(examples({"mlw history list", "mlw history list --status Failed --top 5",
+                         "mlw history list --sweep demo_sweep_1732200000000 --param lr --param bs",
+                         "mlw history list --where 'lr<0.1' --sort metric:loss",
                          "mlw history list -o tsv | cut -f1"}));
-  list->callback([&ctx, query] { api::list_runs(ctx, *query); });
+  list->callback([&ctx, query, fields, conditions, sort] {
+    RunQuery asked = *query;
+    for (const auto& field : *fields) asked.columns.push_back(api::parse_run_field(field));
+    for (const auto& text : *conditions) asked.where.push_back(api::parse_run_condition(text));
+    if (!sort->empty()) {
+      std::string text = *sort;
+      if (text.ends_with(":desc") || text.ends_with(":asc")) {
+        asked.descending = text.ends_with(":desc");
+        text = text.substr(0, text.rfind(':'));
+      }
+      asked.sort = api::parse_run_field(text);
+      asked.columns.push_back(*asked.sort);
+    }
+    api::list_runs(ctx, asked);
+  });
 
   auto* last = group->add_subcommand("last", "Show the newest run");
   last->footer(examples({"mlw history last", "mlw history last -o json"}));
@@ -67,12 +97,26 @@ void register_history(CLI::App& app, Context& ctx) {
 
   auto ids = std::make_shared<std::vector<std::string>>();
   auto* compare = group->add_subcommand("compare", "Show runs' metrics side by side");
-  compare->add_option("runs", *ids, "Two or more run ids")
-      ->required()
-      ->expected(2, 1000)
-      ->type_name("RUN_ID");
-  compare->footer(examples({"mlw history compare demo_1732200000000 demo_1732200050000"}));
-  compare->callback([&ctx, ids] { api::compare(ctx, *ids); });
+  auto compare_sweep = std::make_shared<std::string>();
+  auto compare_sort = std::make_shared<std::optional<std::string>>();
+  compare->add_option("runs", *ids, "Two or more run ids")->expected(0, 1000)->type_name("RUN_ID");
+  compare
+      ->add_option("--sweep", *compare_sweep, "A sweep's runs, best first, parameters as columns")
+      ->type_name("SWEEP_ID");
+  compare->add_option_function<std::string>(
+      "--sort", [compare_sort](const std::string& v) { *compare_sort = v; },
+      "With --sweep: rank by metric:NAME (:max for largest first; default the sweep's metric)");
+  compare->footer(examples({"mlw history compare demo_1732200000000 demo_1732200050000",
+                            "mlw history compare --sweep demo_sweep_1732200000000"}));
+  compare->callback([&ctx, ids, compare_sweep, compare_sort] {
+    if (!compare_sweep->empty()) {
+      if (!ids->empty()) throw UsageError("give run ids or --sweep, not both");
+      api::compare_sweep(ctx, *compare_sweep, *compare_sort);
+      return;
+    }
+    if (compare_sort->has_value()) throw UsageError("--sort goes with --sweep");
+    api::compare(ctx, *ids);
+  });
 
   auto dashboard = std::make_shared<ui::UiOptions>();
   auto* serve = group->add_subcommand(

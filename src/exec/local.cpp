@@ -249,6 +249,10 @@ std::vector<GpuInfo> this_machine_gpus(Context& ctx) {
   return parse_probe(lines).gpus;
 }
 
+int LocalExecutor::gpus_seen(Context& ctx) const {
+  return static_cast<int>(this_machine_gpus(ctx).size());
+}
+
 void LocalExecutor::validate(Context& ctx, const RunPlan& plan) {
   if (plan.compute.gpus_per_run != "all") {
     TargetFacts facts;

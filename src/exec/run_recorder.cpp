@@ -5,7 +5,10 @@
 #include <cstdio>
 
 #include "mlw/history/collect.hpp"
+#include "mlw/history/params.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
+#include "mlw/util/strings.hpp"
 
 namespace mlw {
 
@@ -52,12 +55,14 @@ void RunRecorder::mark_running() {
 void RunRecorder::cancel_before_start() {
   record.cancel_requested = true;
   record.status = status::k_canceled;
+  apply_early_stop();
   end();
 }
 
 void RunRecorder::fail(int code, const std::string& problem) {
   record.exit_code.reset();  // the failure's code, not one seen before it
   record.mark_failed(code, problem, ctx.clock->now_ms(), canceled());
+  apply_early_stop();
   save(true);
 }
 
@@ -71,6 +76,7 @@ void RunRecorder::apply(const RunEnding& ending) {
   }
   record.status = ending.status;
   if (ending.exit_code) record.exit_code = ending.exit_code;
+  apply_early_stop();
 }
 
 void RunRecorder::collect_results(bool outputs) {
@@ -79,6 +85,17 @@ void RunRecorder::collect_results(bool outputs) {
         collect_outputs(m_run_dir / "snapshot" / "outputs", m_run_dir / "outputs", record.problems);
   }
   record.metrics = last_metric_values(m_run_dir / "metrics.jsonl", &record.problems);
+  const nlohmann::ordered_json logged = logged_params(m_run_dir / "metrics.jsonl");
+  for (auto it = logged.begin(); it != logged.end(); ++it) record.params[it.key()] = it.value();
+}
+
+void RunRecorder::apply_early_stop() {
+  if (record.status != status::k_canceled) return;
+  // A sweep's early-stopping rule canceled it (docs/sweeps.md): Stopped, with the reason.
+  const auto reason = read_file_if_exists(m_run_dir / k_stop_reason_file);
+  if (!reason) return;
+  record.status = status::k_stopped;
+  record.problems.push_back(trim(*reason));
 }
 
 void RunRecorder::end() {

@@ -18,6 +18,10 @@ namespace mlw {
 
 void Executor::open(Context&, const std::string&, const ComputeConfig&) {}
 
+int Executor::gpus_seen(Context&) const {
+  return -1;
+}
+
 RunHandle start_supervisor(const RunPlan& plan, const std::function<int(int live_fd)>& supervise) {
   int live[2];
   if (::pipe2(live, O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + errno_text(errno));

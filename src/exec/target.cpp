@@ -91,6 +91,10 @@ void TargetExecutor::open(Context& ctx, const std::string& target_name,
   if (!m_shell) m_shell = m_place.open(ctx, target_name, compute);
 }
 
+int TargetExecutor::gpus_seen(Context&) const {
+  return m_shell ? static_cast<int>(m_facts.gpus.size()) : -1;
+}
+
 void TargetExecutor::validate(Context& ctx, const RunPlan& plan) {
   if (m_kind.runner.image && plan.compute.base_docker_image.empty()) {
     throw Error(fmt::format("aml_config/{}.compute sets no baseDockerImage", plan.target_name),

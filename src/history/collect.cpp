@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "mlw/history/params.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -43,10 +44,14 @@ bool shallow_enough(std::string_view line) {
 }
 
 /// One line of a metrics file: {"name": string, "value": any, ...}, else false.
-bool visit_line(std::string_view line, const MetricVisitor& visit) {
+bool visit_line(std::string_view line, const MetricVisitor& visit, const ParamVisitor& params) {
   if (trim(line).empty()) return true;
   auto json = parse_metric_object(line);
-  if (!json) return false;
+  if (!json) {
+    auto param = parse_param_line(line);
+    if (param && params) params(param->first, std::move(param->second));
+    return param.has_value();
+  }
   visit((*json)["name"].get<std::string>(), std::move((*json)["value"]));
   return true;
 }
@@ -63,7 +68,8 @@ std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line)
   return json;
 }
 
-std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& visit) {
+std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& visit,
+                            const ParamVisitor& params) {
   // Only a regular file is read: a FIFO in its place would block for ever.
   const int fd = open_regular_file(metrics_file);
   if (fd < 0) return 0;
@@ -77,7 +83,7 @@ std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& v
   bool too_long = false;
   char buffer[65536];
   auto end_line = [&] {
-    if (too_long || !visit_line(line, visit)) ++skipped;
+    if (too_long || !visit_line(line, visit, params)) ++skipped;
     line.clear();
     too_long = false;
   };

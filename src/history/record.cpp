@@ -11,11 +11,12 @@ namespace mlw {
 
 namespace status {
 bool is_final(const std::string& value) {
-  return value == k_completed || value == k_failed || value == k_canceled || value == k_lost;
+  return value == k_completed || value == k_failed || value == k_canceled || value == k_lost ||
+         value == k_stopped;
 }
 const std::vector<std::string>& all() {
   static const std::vector<std::string> values = {k_queued, k_preparing, k_running, k_completed,
-                                                  k_failed, k_canceled,  k_lost};
+                                                  k_failed, k_canceled,  k_lost,    k_stopped};
   return values;
 }
 }  // namespace status
@@ -99,6 +100,7 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"image_tag",
        image_tag.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(image_tag)},
       {"metrics", metrics},
+      {"params", params},
       {"outputs", outputs},
       {"problems", problems},
       {"created_ms", created_ms},
@@ -111,7 +113,11 @@ nlohmann::ordered_json RunRecord::to_json() const {
       {"cancel_requested", cancel_requested},
   };
   if (!job_id.empty()) out["job_id"] = job_id;  // batch jobs only (slurm, sge)
-  if (!gpus.empty()) out["gpus"] = gpus;        // leased runs only
+  if (!sweep_id.empty()) {
+    out["sweep_id"] = sweep_id;
+    out["point"] = point;
+  }
+  if (!gpus.empty()) out["gpus"] = gpus;  // leased runs only
   if (!lost_reason.empty()) {
     out["lost_reason"] = lost_reason;
     out["lost_problem"] = lost_problem;
@@ -189,6 +195,13 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
       json_depth(json["metrics"]) <= 40) {
     r.metrics = json["metrics"];
   }
+  if (const auto given = json.find("params"); given != json.end() && given->is_object()) {
+    for (const auto& [name, value] : given->items()) {
+      if (value.is_primitive() && !value.is_null()) r.params[name] = value;
+    }
+  }
+  r.sweep_id = str("sweep_id");
+  if (!r.sweep_id.empty()) r.point = small("point");
   r.outputs = strings("outputs");
   r.problems = strings("problems");
   r.pid = small("pid");

@@ -1,6 +1,8 @@
 // Metric series for charts: an incremental reader with a fast path for flat lines, and LTTB.
 #include "mlw/history/series.hpp"
 
+#include "mlw/history/params.hpp"
+
 #include "mlw/util/fs.hpp"
 
 #include <fcntl.h>
@@ -200,13 +202,13 @@ void MetricSeriesReader::add_line(std::string_view line) {
   const int flat = parse_flat_metric_line(line, name, numeric, value, has_step, step);
   std::string owned;
   if (flat == 0) {
-    ++m_skipped;
+    if (!parse_param_line(line)) ++m_skipped;  // a parameter is not a metric, nor skipped
     return;
   }
   if (flat < 0) {
     auto json = parse_metric_object(line);
     if (!json) {
-      ++m_skipped;
+      if (!parse_param_line(line)) ++m_skipped;
       return;
     }
     owned = (*json)["name"].get<std::string>();

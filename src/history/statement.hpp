@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace mlw {
 
 /// A prepared statement that finalizes itself.
@@ -26,6 +28,33 @@ class Statement {
   void bind(int index, std::int64_t value) { sqlite3_bind_int64(m_stmt, index, value); }
   void bind(int index, double value) { sqlite3_bind_double(m_stmt, index, value); }
   void bind_null(int index) { sqlite3_bind_null(m_stmt, index); }
+  /// A parameter's value: an integer (a bool as 0/1), a number, or text.
+  void bind_value(int index, const nlohmann::ordered_json& value) {
+    if (value.is_boolean()) {
+      bind(index, static_cast<std::int64_t>(value.get<bool>()));
+    } else if (value.is_number_integer()) {
+      bind(index, value.get<std::int64_t>());
+    } else if (value.is_number()) {
+      bind(index, value.get<double>());
+    } else if (value.is_string()) {
+      bind(index, value.get<std::string>());
+    } else {
+      bind_null(index);
+    }
+  }
+  /// A column as JSON: null, an integer, a number or text.
+  nlohmann::ordered_json value(int column) const {
+    switch (sqlite3_column_type(m_stmt, column)) {
+      case SQLITE_INTEGER:
+        return integer(column);
+      case SQLITE_FLOAT:
+        return real(column);
+      case SQLITE_NULL:
+        return nullptr;
+      default:
+        return text(column);
+    }
+  }
   int step() { return sqlite3_step(m_stmt); }
   std::string text(int column) const {
     const auto* value = sqlite3_column_text(m_stmt, column);

@@ -5,12 +5,14 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "mlw/history/sweep_record.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
@@ -24,8 +26,9 @@ namespace {
 
 constexpr const char* k_live_statuses = "('Queued','Preparing','Running')";
 /// 1: the runs table; 2: its `problem` column; 3: `metrics_last` (each ended run's numeric
-/// metrics, last value, for sorting by a metric).
-constexpr int k_schema_version = 3;
+/// metrics, last value, for sorting by a metric); 4: `runs.sweep_id` and `params` (each run's
+/// parameters, for columns, filters and sorting; docs/sweeps.md).
+constexpr int k_schema_version = 4;
 
 }  // namespace
 
@@ -118,35 +121,44 @@ void HistoryStore::open() {
   exec("BEGIN IMMEDIATE");
   try {
     const int found = user_version();
-    if (found == 0) {
-      exec(
-          "CREATE TABLE IF NOT EXISTS runs ("
-          " run_id TEXT PRIMARY KEY, run_number INTEGER NOT NULL UNIQUE, script TEXT NOT NULL,"
-          " target TEXT NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,"
-          " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER, problem TEXT);"
-          "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
-          "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);");
-      create_metrics_table();
-      // A new index over existing run folders (the old one was damaged and moved away):
-      // rebuilt in the same transaction, before any new run can take a number.
-      index_run_folders();
-    } else if (found == 1 || found == 2) {
-      if (found == 1) exec("ALTER TABLE runs ADD COLUMN problem TEXT");
-      // The ended runs' metrics, read once from their records.
-      create_metrics_table();
-      index_run_folders();
-    } else if (found > k_schema_version) {
+    if (found > k_schema_version) {
       throw Error(
           fmt::format("the history database .mlw/history.db was written by a newer mlw "
                       "(schema {}); upgrade mlw",
                       found));
     }
+    migrate(found);
     exec(fmt::format("PRAGMA user_version = {}", k_schema_version).c_str());
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+}
+
+void HistoryStore::migrate(int found) {
+  if (found == 0) {
+    exec(
+        "CREATE TABLE IF NOT EXISTS runs ("
+        " run_id TEXT PRIMARY KEY, run_number INTEGER NOT NULL UNIQUE, script TEXT NOT NULL,"
+        " target TEXT NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+        " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, exit_code INTEGER, problem TEXT,"
+        " sweep_id TEXT);"
+        "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
+        "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);");
+  }
+  if (found == 1) exec("ALTER TABLE runs ADD COLUMN problem TEXT");
+  if (found >= 1 && found <= 3) exec("ALTER TABLE runs ADD COLUMN sweep_id TEXT");
+  create_metrics_table();
+  exec(
+      "CREATE TABLE IF NOT EXISTS params (run_id TEXT NOT NULL, name TEXT NOT NULL, value,"
+      " PRIMARY KEY(run_id, name)) WITHOUT ROWID;"
+      "CREATE INDEX IF NOT EXISTS params_name ON params(name, value);"
+      "CREATE INDEX IF NOT EXISTS runs_sweep ON runs(sweep_id, run_number);");
+  // A new index over existing run folders (the old one was damaged and moved away), or an
+  // older one given the new columns: rebuilt in the same transaction, before any new run can
+  // take a number.
+  index_run_folders();
 }
 
 std::optional<RunRecord> HistoryStore::read_record(const fs::path& folder) const {
@@ -178,9 +190,10 @@ void HistoryStore::upsert(const RunRecord& r) {
   Statement stmt(
       m_db,
       "INSERT INTO runs(run_id, run_number, script, target, status, created_ms, start_ms,"
-      " end_ms, exit_code, problem) VALUES(?,?,?,?,?,?,?,?,?,?)"
+      " end_ms, exit_code, problem, sweep_id) VALUES(?,?,?,?,?,?,?,?,?,?,?)"
       " ON CONFLICT(run_id) DO UPDATE SET status=excluded.status, start_ms=excluded.start_ms,"
-      " end_ms=excluded.end_ms, exit_code=excluded.exit_code, problem=excluded.problem");
+      " end_ms=excluded.end_ms, exit_code=excluded.exit_code, problem=excluded.problem,"
+      " target=excluded.target");
   if (!stmt.ok()) fail("preparing an update");
   stmt.bind(1, r.run_id);
   stmt.bind(2, r.run_number);
@@ -200,8 +213,32 @@ void HistoryStore::upsert(const RunRecord& r) {
   } else {
     stmt.bind(10, join(r.problems, "; "));
   }
+  if (r.sweep_id.empty()) {
+    stmt.bind_null(11);
+  } else {
+    stmt.bind(11, r.sweep_id);
+  }
   if (stmt.step() != SQLITE_DONE) fail("recording run " + r.run_id);
+  // Parameters come from the arguments (known at the start) and the script (known at the end).
+  if (status::is_final(r.status) || sqlite3_changes(m_db) > 0) record_params(r);
   if (status::is_final(r.status)) record_metrics(r);
+}
+
+void HistoryStore::record_params(const RunRecord& r) {
+  Statement clear(m_db, "DELETE FROM params WHERE run_id = ?");
+  if (!clear.ok()) fail("preparing an update");
+  clear.bind(1, r.run_id);
+  if (clear.step() != SQLITE_DONE) fail("recording the parameters of run " + r.run_id);
+  if (r.params.empty()) return;
+  Statement insert(m_db, "INSERT INTO params(run_id, name, value) VALUES(?,?,?)");
+  if (!insert.ok()) fail("preparing an update");
+  for (const auto& [name, value] : r.params.items()) {
+    sqlite3_reset(insert.get());
+    insert.bind(1, r.run_id);
+    insert.bind(2, name);
+    insert.bind_value(3, value);
+    if (insert.step() != SQLITE_DONE) fail("recording the parameters of run " + r.run_id);
+  }
 }
 
 void HistoryStore::create_metrics_table() {
@@ -234,14 +271,8 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
     Statement number(m_db, "SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs");
     if (!number.ok() || number.step() != SQLITE_ROW) fail("numbering the run");
     record.run_number = number.integer(0);
-    for (std::int64_t ms = now_ms;; ++ms) {
-      const std::string candidate = fmt::format("{}_{}", record.project, ms);
-      Statement exists(m_db, "SELECT 1 FROM runs WHERE run_id = ?");
-      exists.bind(1, candidate);
-      if (exists.step() == SQLITE_ROW || fs::exists(run_dir(candidate))) continue;
-      record.run_id = candidate;
-      break;
-    }
+    std::int64_t ms = now_ms;
+    record.run_id = unique_run_id(record.project, ms);
     make_directories(run_dir(record.run_id));
     write_record(record, true);
     upsert(record);
@@ -252,6 +283,46 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
     if (!record.run_id.empty()) {
       std::error_code ec;
       fs::remove_all(run_dir(record.run_id), ec);
+    }
+    throw;
+  }
+}
+
+std::string HistoryStore::unique_run_id(const std::string& project, std::int64_t& ms) {
+  Statement exists(m_db, "SELECT 1 FROM runs WHERE run_id = ?");
+  for (;; ++ms) {
+    const std::string candidate = fmt::format("{}_{}", project, ms);
+    sqlite3_reset(exists.get());
+    exists.bind(1, candidate);
+    if (exists.step() == SQLITE_ROW || fs::exists(run_dir(candidate))) continue;
+    return candidate;
+  }
+}
+
+void HistoryStore::create_many(std::vector<RunRecord>& records, std::int64_t now_ms) {
+  exec("BEGIN IMMEDIATE");
+  std::size_t made = 0;
+  try {
+    Statement number(m_db, "SELECT COALESCE(MAX(run_number), 0) + 1 FROM runs");
+    if (!number.ok() || number.step() != SQLITE_ROW) fail("numbering the runs");
+    std::int64_t next = number.integer(0);
+    std::int64_t ms = now_ms;
+    for (auto& record : records) {
+      record.run_number = next++;
+      record.run_id = unique_run_id(record.project, ms);
+      ++ms;
+      make_directories(run_dir(record.run_id));
+      ++made;
+      write_record(record, false);
+      upsert(record);
+    }
+    sync_folder(runs_dir());
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    for (std::size_t i = 0; i < made; ++i) {
+      std::error_code ec;
+      fs::remove_all(run_dir(records[i].run_id), ec);
     }
     throw;
   }
@@ -280,7 +351,9 @@ RunRecord HistoryStore::load(const std::string& run_id) {
                   "/run.json) is damaged");
     }
     std::vector<std::string> ids;
-    for (const auto& row : list({"", "", 200})) ids.push_back(row.run_id);
+    RunQuery recent;
+    recent.top = 200;
+    for (const auto& row : list(recent)) ids.push_back(row.run_id);
     throw NotFoundError(
         fmt::format("no run \"{}\" in this project's history{}; see: mlw history list", run_id,
                     did_you_mean(run_id, ids)));
@@ -303,47 +376,22 @@ void HistoryStore::merge_final_index_row(RunRecord& record) {
 }
 
 std::optional<std::string> HistoryStore::last_run_id() {
-  auto rows = list({"", "", 1});
+  RunQuery newest;
+  newest.top = 1;
+  auto rows = list(newest);
   if (rows.empty()) return std::nullopt;
   return rows.front().run_id;
 }
 
-std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
-  std::string sql =
-      "SELECT run_id, run_number, script, target, status, created_ms, start_ms, end_ms, exit_code"
-      " FROM runs WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR status = ?2)"
-      " ORDER BY run_number DESC";
-  if (query.top > 0) sql += " LIMIT " + std::to_string(query.top);
-  Statement stmt(m_db, sql.c_str());
-  if (!stmt.ok()) fail("listing runs");
-  stmt.bind(1, query.target);
-  stmt.bind(2, query.status);
-  std::vector<RunSummary> rows;
-  int rc;
-  while ((rc = stmt.step()) == SQLITE_ROW) {
-    RunSummary row;
-    row.run_id = stmt.text(0);
-    row.run_number = stmt.integer(1);
-    row.script = stmt.text(2);
-    row.target = stmt.text(3);
-    row.status = stmt.text(4);
-    row.created_ms = stmt.integer(5);
-    row.start_ms = stmt.integer(6);
-    row.end_ms = stmt.integer(7);
-    if (!stmt.is_null(8)) row.exit_code = static_cast<int>(stmt.integer(8));
-    rows.push_back(std::move(row));
-  }
-  if (rc != SQLITE_DONE) fail("listing runs");
-  return rows;
-}
-
 int HistoryStore::reconcile_lost(const std::string& host) {
-  std::vector<std::string> live;
+  std::vector<std::pair<std::string, std::string>> live;  // run id, sweep id
   {
     Statement stmt(
-        m_db, (std::string("SELECT run_id FROM runs WHERE status IN ") + k_live_statuses).c_str());
+        m_db, (std::string("SELECT run_id, COALESCE(sweep_id, '') FROM runs WHERE status IN ") +
+               k_live_statuses)
+                  .c_str());
     if (!stmt.ok()) fail("checking live runs");
-    while (stmt.step() == SQLITE_ROW) live.push_back(stmt.text(0));
+    while (stmt.step() == SQLITE_ROW) live.emplace_back(stmt.text(0), stmt.text(1));
   }
   int lost = 0;
   const std::string this_boot = boot_id();
@@ -352,23 +400,53 @@ int HistoryStore::reconcile_lost(const std::string& host) {
     return record.boot_id == this_boot && started &&
            (record.pid_start == 0 || *started == record.pid_start);
   };
-  for (const auto& run_id : live) {
+  // A live sweep's supervisor watches its own runs (those it has not launched have no owner).
+  std::map<std::string, bool> sweep_watched;
+  const auto watched = [&](const std::string& sweep_id) {
+    if (sweep_id.empty()) return false;
+    const auto found = sweep_watched.find(sweep_id);
+    if (found != sweep_watched.end()) return found->second;
+    bool alive = false;
+    try {
+      alive = sweep_owner_alive(load_sweep(m_state_dir, sweep_id));
+    } catch (const Error&) {
+    }
+    return sweep_watched[sweep_id] = alive;
+  };
+  for (const auto& [run_id, sweep_id] : live) {
+    if (watched(sweep_id)) continue;
     std::optional<RunRecord> first = read_record(run_dir(run_id));
     if (!first) continue;
     RunRecord record = std::move(*first);
-    if (record.host != host || status::is_final(record.status) || owner_alive(record)) continue;
+    const bool unlaunched = !record.sweep_id.empty() && record.pid == 0;
+    if (record.host != host || status::is_final(record.status) ||
+        (!unlaunched && owner_alive(record))) {
+      continue;
+    }
     // Read again: the run may have ended, or passed from the submitting process to its
     // supervisor, since the first read.
     record = load(run_id);
-    if (status::is_final(record.status) || owner_alive(record)) continue;
-    record.mark_lost(lost_reason::k_supervisor,
-                     fmt::format("the process that supervised the run (pid {}) is gone: the "
-                                 "machine restarted or mlw was killed",
-                                 record.pid));
+    if (status::is_final(record.status)) continue;
+    if (!record.sweep_id.empty() && record.pid == 0) {
+      if (watched(record.sweep_id)) continue;
+      record.mark_failed(exit_code::k_cannot_start,
+                         fmt::format("the sweep's supervisor ended before this point started; "
+                                     "run it with: mlw experiment sweep --resume {}",
+                                     record.sweep_id),
+                         0);
+      record.end_ms = 0;
+    } else if (owner_alive(record)) {
+      continue;
+    } else {
+      record.mark_lost(lost_reason::k_supervisor,
+                       fmt::format("the process that supervised the run (pid {}) is gone: the "
+                                   "machine restarted or mlw was killed",
+                                   record.pid));
+    }
     try {
       save(record);
     } catch (const Error&) {
-      // run.json is not writable; save() has put the Lost status into the index.
+      // run.json is not writable; save() has put the status into the index.
     }
     ++lost;
   }

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -26,6 +27,16 @@ bool write_fully(int fd, std::string_view data) {
     data.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
+}
+
+void sync_folder(const fs::path& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::syncfs(fd) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    throw Error(fmt::format("cannot sync {}: {}", folder.string(), std::strerror(error)));
+  }
+  ::close(fd);
 }
 
 void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode, bool durable) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,11 +24,27 @@ struct SubmitRequest {
 /// Runs a script on a target (spec §5); returns the exit code of spec §4.
 int submit(Context& ctx, const SubmitRequest& request);
 
+/// `mlw experiment sweep -c NAME[,NAME…] [-f SWEEP.yml] SCRIPT [--p a,b …]` (docs/sweeps.md).
+struct SweepRequest {
+  std::vector<std::string> run_configs;  ///< the targets' run configurations, in order
+  std::optional<std::string> file;       ///< -f: the sweep file
+  std::optional<std::string> resume;     ///< --resume S: run the points of S not Completed
+  bool async = false;                    ///< -a: return once the points are queued
+  std::uint64_t max_runs = 10000;        ///< --max-runs: the most points accepted
+  int max_concurrent = 0;                ///< --max-concurrent (0: the file's, else the targets')
+  std::vector<std::string> env;          ///< -e KEY=VALUE
+  std::string script;
+  std::vector<std::string> arguments;  ///< after the script: fixed ones and `--p a,b` lists
+};
+
+/// Runs a sweep; returns the exit code (0 when every point completed or was stopped early).
+int sweep(Context& ctx, const SweepRequest& request);
+
 /// `mlw experiment queue [-c NAME]`: the runs holding and waiting for leases on the target (or
 /// on every target of the project that leases), read from the target's lease folder.
 void queue(Context& ctx, const std::optional<std::string>& name);
 
-/// Cancels a live run and records it as Canceled.
+/// Cancels a live run and records it as Canceled; a sweep's id cancels all its live runs.
 void cancel(Context& ctx, const std::string& run_id);
 /// `mlw experiment prepare -c NAME`: ships the project and builds the environment ahead.
 void prepare(Context& ctx, const std::string& run_config);

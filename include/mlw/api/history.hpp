@@ -21,5 +21,13 @@ void download(Context& ctx, const std::string& run_id,
               const std::optional<std::string>& artifact);
 /// Prints the runs' metrics side by side.
 void compare(Context& ctx, const std::vector<std::string>& run_ids);
+/// `history compare --sweep S`: the sweep's runs best first by its metric (or `sort`), its
+/// parameters as columns, and what early stopping saved.
+void compare_sweep(Context& ctx, const std::string& sweep_id,
+                   const std::optional<std::string>& sort);
+/// Reads `param:lr`, `metric:loss` or a bare name (a parameter).
+RunField parse_run_field(const std::string& text);
+/// Reads a filter: `lr<0.1`, `metric:loss<=0.2`, `optimizer=adam` (<, <=, >, >=, =, !=).
+RunCondition parse_run_condition(const std::string& text);
 
 }  // namespace mlw::api

@@ -67,6 +67,9 @@ class Executor {
   /// Checks what can be checked before anything is created (interpreter, daemon, …); throws
   /// mlw::Error with the exit code to use (e.g. 127 for a missing interpreter).
   virtual void validate(Context& ctx, const RunPlan& plan) = 0;
+  /// How many GPUs `validate` found where runs go (-1: not known): how many leased runs a sweep
+  /// can have there at once.
+  virtual int gpus_seen(Context& ctx) const;
   /// Starts the run in the background; it goes on when mlw exits.
   virtual RunHandle start(Context& ctx, RunPlan& plan) = 0;
   /// Asks a live run to stop (the whole process group or container) and returns at once;

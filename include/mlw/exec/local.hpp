@@ -27,6 +27,7 @@ std::vector<GpuInfo> this_machine_gpus(Context& ctx);
 class LocalExecutor : public Executor {
  public:
   void validate(Context& ctx, const RunPlan& plan) override;
+  int gpus_seen(Context& ctx) const override;
   RunHandle start(Context& ctx, RunPlan& plan) override;
   void stop(Context& ctx, const RunRecord& record, bool force) override;
   /// A local run ends with its supervisor: there is nothing to follow again (throws).

@@ -25,6 +25,10 @@ struct RunEnding {
   std::vector<std::optional<int>> node_exit_codes;  ///< by rank (multi-node batch jobs)
 };
 
+/// The file of a run folder, next to `cancel_requested`, that says why a sweep's early-stopping
+/// rule stopped the run: a canceled run with it is recorded as Stopped, with that reason.
+inline constexpr const char* k_stop_reason_file = "stop_reason";
+
 /// The end of a run whose script exited with `code` on this machine.
 RunEnding local_ending(int code, bool cancel_requested);
 
@@ -58,6 +62,8 @@ class RunRecorder {
   void end();
 
  private:
+  /// Canceled by a sweep's early stopping (k_stop_reason_file): Stopped, the reason a problem.
+  void apply_early_stop();
   std::filesystem::path m_run_dir;      // the run's folder here
   std::filesystem::path m_history_dir;  // the project's .mlw
   std::optional<HistoryStore> m_store;

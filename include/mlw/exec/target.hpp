@@ -26,6 +26,7 @@ class TargetExecutor : public Executor {
   TargetExecutor(const TargetKind& kind, const Place& place);
   void open(Context& ctx, const std::string& target_name, const ComputeConfig& compute) override;
   void validate(Context& ctx, const RunPlan& plan) override;
+  int gpus_seen(Context& ctx) const override;
   RunHandle start(Context& ctx, RunPlan& plan) override;
   /// Nothing to do here: the run's supervisor stops it when it sees the cancel marker that
   /// `experiment cancel` writes (the driver's stop, then SIGKILL after 10 s, on the target).

@@ -19,14 +19,19 @@ inline constexpr std::size_t k_max_metric_line = 1024 * 1024;
 /// Receives one metric line's name and value.
 using MetricVisitor = std::function<void(const std::string& name, nlohmann::ordered_json value)>;
 
+/// Receives one `mlw.log_param` line's name and value.
+using ParamVisitor = std::function<void(const std::string& name, nlohmann::ordered_json value)>;
+
 /// One line of a metrics file as a JSON object with a string "name" and a "value" (nested at
 /// most 32 deep), or nullopt.
 std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line);
 
 /// Reads a metrics file (JSON lines of {name, value, step}) as a stream, calling `visit` for
 /// each good line in order; returns how many lines were skipped (not such an object, over
-/// 1 MiB, or nested deeper than 32). A missing file has none.
-std::size_t for_each_metric(const std::filesystem::path& metrics_file, const MetricVisitor& visit);
+/// 1 MiB, or nested deeper than 32). A missing file has none. Parameter lines
+/// (`{"param": …}`) are not metrics and not skipped: they go to `params` when given.
+std::size_t for_each_metric(const std::filesystem::path& metrics_file, const MetricVisitor& visit,
+                            const ParamVisitor& params = nullptr);
 
 /// Every value of each metric in a metrics file, in order; `skipped` gets the bad lines' count.
 std::map<std::string, std::vector<nlohmann::ordered_json>> read_metric_series(

@@ -21,7 +21,9 @@ inline constexpr const char* k_completed = "Completed";
 inline constexpr const char* k_failed = "Failed";
 inline constexpr const char* k_canceled = "Canceled";
 inline constexpr const char* k_lost = "Lost";
-/// True for Completed, Failed, Canceled and Lost.
+/// Ended early by a sweep's early-stopping rule (docs/sweeps.md): not a failure.
+inline constexpr const char* k_stopped = "Stopped";
+/// True for Completed, Failed, Canceled, Lost and Stopped.
 bool is_final(const std::string& status);
 /// Every status, for validation and "did you mean".
 const std::vector<std::string>& all();
@@ -59,6 +61,10 @@ struct RunRecord {
   std::uint64_t snapshot_bytes = 0;
   std::string image_tag;
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();  ///< name -> last value
+  /// name -> value: parsed from the arguments, then what the script logged (docs/sweeps.md).
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  std::string sweep_id;               ///< the sweep the run is a point of (empty: none)
+  int point = -1;                     ///< its point's index in the sweep
   std::vector<std::string> outputs;   ///< relative paths under outputs/
   std::vector<std::string> problems;  ///< what went wrong around the run (e.g. disk full)
   int pid = 0;                        ///< the supervisor's pid while the run is live

@@ -23,13 +23,37 @@ struct RunSummary {
   std::int64_t start_ms = 0;
   std::int64_t end_ms = 0;
   std::optional<int> exit_code;
+  std::string sweep_id;                        ///< empty: not a sweep's
+  std::vector<nlohmann::ordered_json> values;  ///< the query's columns, in order (null: none)
+};
+
+/// A run's parameter or a metric's last value, as `history list` names it (`param:lr`,
+/// `metric:loss`; a bare name is a parameter).
+struct RunField {
+  std::string kind;  ///< "param" or "metric"
+  std::string name;
+};
+
+/// A filter on a field: `lr<0.1`, `metric:loss<=0.2`, `optimizer=adam`.
+struct RunCondition {
+  RunField field;
+  std::string op;  ///< <, <=, >, >=, =, !=
+  nlohmann::ordered_json value;
 };
 
 /// Filters of `history list`.
 struct RunQuery {
-  std::string target;  ///< empty: all
-  std::string status;  ///< empty: all
-  int top = 0;         ///< 0: all
+  /// A query of the runs on `target` with `status`, at most `top` (empty, 0: all).
+  RunQuery(std::string target_ = "", std::string status_ = "", int top_ = 0)
+      : target(std::move(target_)), status(std::move(status_)), top(top_) {}
+  std::string target;               ///< empty: all
+  std::string status;               ///< empty: all
+  int top = 0;                      ///< 0: all
+  std::string sweep_id;             ///< empty: all
+  std::vector<RunField> columns;    ///< fields shown beside each run (RunSummary::values)
+  std::vector<RunCondition> where;  ///< all must hold (a run without the field fails)
+  std::optional<RunField> sort;     ///< none: newest first; runs without it come last
+  bool descending = false;          ///< for `sort`
 };
 
 /// One page of runs for the dashboard: filters, a sort column, and where the page starts.
@@ -87,6 +111,9 @@ class HistoryStore {
   /// Allocates a unique run id (`<project>_<epoch-ms>`, bumped on collision) and run number,
   /// creates the run folder and writes the record. Fills record.run_id and run_number.
   void create(RunRecord& record, std::int64_t now_ms);
+  /// Creates many records in one transaction (a sweep's points): ids and numbers in order; the
+  /// run.json files are synced once at the end. All or none are recorded.
+  void create_many(std::vector<RunRecord>& records, std::int64_t now_ms);
   /// Writes the record (run.json atomically, then the index row); `durable` false skips the
   /// fsync for intermediate states that a later save supersedes. When run.json cannot be
   /// written, the index row still gets the status, exit code and the problem, then it throws.
@@ -121,6 +148,9 @@ class HistoryStore {
   void upsert(const RunRecord& record);
   void create_metrics_table();
   void record_metrics(const RunRecord& record);
+  void record_params(const RunRecord& record);
+  void migrate(int found);
+  std::string unique_run_id(const std::string& project, std::int64_t& ms);
   [[noreturn]] void fail(const std::string& what);
   std::filesystem::path m_state_dir;
   std::filesystem::path m_db_path;

@@ -16,6 +16,10 @@ namespace fs = std::filesystem;
 void atomic_write_file(const fs::path& path, std::string_view content, mode_t mode = 0644,
                        bool durable = true);
 
+/// Makes every write so far to the file system that holds `folder` durable (syncfs): one call
+/// after many non-durable atomic writes. Throws mlw::Error naming the folder when it fails.
+void sync_folder(const fs::path& folder);
+
 /// Writes all of `data` to `fd`, again after EINTR and short writes; false (errno set) when the
 /// descriptor refuses. Allocates nothing: safe in a forked child before exec.
 bool write_fully(int fd, std::string_view data);

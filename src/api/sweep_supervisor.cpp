@@ -1,0 +1,299 @@
+// A sweep's supervisor: launches its Queued points as the targets have room, stops trials by
+// the early-stopping rule, and ends when every point's run has ended (docs/sweeps.md).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <thread>
+
+#include "mlw/exec/run_recorder.hpp"
+#include "mlw/history/series.hpp"
+#include "mlw/history/sweep_record.hpp"
+#include "mlw/util/clock.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/process.hpp"
+#include "run_start.hpp"
+#include "sweep_internal.hpp"
+
+namespace mlw::api {
+
+namespace {
+
+/// A launched run of the sweep that has not ended.
+struct Flight {
+  std::string run_id;
+  int target = -1;       ///< index in SweepWork::targets (-1: adopted from elsewhere)
+  pid_t supervisor = 0;  ///< its supervisor, when this process started it
+  std::int64_t stop_sent_ms = 0;
+  bool forced = false;
+  MetricSeriesReader reader;  ///< its metrics so far
+  std::map<int, bool> rungs_seen;
+};
+
+TrialSeries series_of(const MetricSeriesReader& reader, const std::string& metric) {
+  TrialSeries out;
+  const auto found = reader.series().find(metric);
+  if (found == reader.series().end()) return out;
+  out.steps = found->second.x;
+  out.values = found->second.y;
+  return out;
+}
+
+bool process_alive(pid_t pid) {
+  return pid > 0 && process_start_time(pid).has_value();
+}
+
+class SweepSupervisor {
+ public:
+  SweepSupervisor(Context& ctx, SweepWork& work)
+      : m_ctx(ctx), m_work(work), m_dir(sweep_dir(work.state_dir, work.sweep_id)) {
+    m_in_flight.assign(work.targets.size(), 0);
+  }
+
+  int run() {
+    adopt();
+    log(fmt::format("supervising {} queued and {} live runs", m_pending.size(), m_flights.size()));
+    while (!m_pending.empty() || !m_flights.empty()) {
+      reap();
+      if (!m_canceled && fs::exists(m_dir / k_sweep_cancel_file)) cancel_all();
+      check_flights();
+      launch_next();
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+    log("every point's run has ended");
+    return 0;
+  }
+
+ private:
+  void log(const std::string& line) {
+    const std::string text = fmt::format("{} {}\n", format_utc(m_ctx.clock->now_ms()), line);
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+    if (FILE* file = std::fopen((m_dir / "decisions.log").c_str(), "a")) {
+      std::fputs(text.c_str(), file);
+      std::fclose(file);
+    }
+  }
+
+  int target_of(const std::string& name) const {
+    for (std::size_t i = 0; i < m_work.targets.size(); ++i) {
+      if (m_work.targets[i].plan.target_name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  /// The sweep's runs as they stand: Queued ones never launched wait; live ones are watched;
+  /// completed ones give the early-stopping rule its reference.
+  void adopt() {
+    const SweepRecord sweep = load_sweep(m_work.state_dir, m_work.sweep_id);
+    HistoryStore store(m_work.state_dir);
+    for (const auto& point : sweep.points) {
+      if (point.run_id.empty()) continue;
+      RunRecord record;
+      try {
+        record = store.load(point.run_id);
+      } catch (const Error&) {
+        continue;
+      }
+      if (record.status == status::k_completed) {
+        note_completed(store.run_dir(record.run_id));
+      } else if (record.status == status::k_queued && record.pid == 0) {
+        m_pending.push_back(record.run_id);
+      } else if (!status::is_final(record.status)) {
+        Flight flight;
+        flight.run_id = record.run_id;
+        flight.target = target_of(record.target);
+        if (flight.target >= 0) ++m_in_flight[static_cast<std::size_t>(flight.target)];
+        m_flights.push_back(std::move(flight));
+      }
+    }
+  }
+
+  void note_completed(const fs::path& run_dir) {
+    const std::string& metric = m_work.spec.early_stop.metric;
+    if (m_work.spec.early_stop.rule.empty() || metric.empty()) return;
+    MetricSeriesReader reader;
+    reader.update(run_dir / "metrics.jsonl", true);
+    m_completed.push_back(series_of(reader, metric));
+  }
+
+  void reap() {
+    int code = 0;
+    while (::waitpid(-1, &code, WNOHANG) > 0) {
+    }
+  }
+
+  /// Ends the points not launched (Canceled) and asks the live runs to stop.
+  void cancel_all() {
+    m_canceled = true;
+    log("cancel asked: the points not started are canceled, the live runs stopped");
+    HistoryStore store(m_work.state_dir);
+    for (const auto& run_id : m_pending) {
+      RunRecord record = store.load(run_id);
+      if (status::is_final(record.status)) continue;
+      record.mark_failed(143, "the sweep was canceled before this point started",
+                         m_ctx.clock->now_ms(), true);
+      store.save(record);
+    }
+    m_pending.clear();
+    for (auto& flight : m_flights) {
+      request_cancel(store, flight.run_id);
+      flight.stop_sent_ms = m_ctx.clock->now_ms();
+      const RunRecord record = store.load(flight.run_id);
+      if (record.process_group > 0) m_ctx.executor(record.target_type)->stop(m_ctx, record, false);
+    }
+  }
+
+  void check_flights() {
+    if (m_flights.empty()) return;
+    HistoryStore store(m_work.state_dir);
+    for (auto it = m_flights.begin(); it != m_flights.end();) {
+      RunRecord record = store.load(it->run_id);
+      if (!status::is_final(record.status)) {
+        const pid_t owner = record.pid == ::getpid() ? it->supervisor : record.pid;
+        if (owner > 0 && !process_alive(owner)) {
+          record = store.load(it->run_id);  // it may have ended since
+          if (!status::is_final(record.status)) {
+            record.mark_lost(
+                lost_reason::k_supervisor,
+                fmt::format("the process that supervised the run (pid {}) is gone", owner));
+            store.save(record);
+          }
+        }
+      }
+      if (status::is_final(record.status)) {
+        log(fmt::format("run {} (point {}) ended: {}", record.run_id, record.point, record.status));
+        if (record.status == status::k_completed) note_completed(store.run_dir(record.run_id));
+        if (it->target >= 0) --m_in_flight[static_cast<std::size_t>(it->target)];
+        it = m_flights.erase(it);
+        continue;
+      }
+      if (record.status == status::k_running) judge(*it, record, store.run_dir(record.run_id));
+      ++it;
+    }
+  }
+
+  /// The early-stopping rule's look at a running trial's metrics so far.
+  void judge(Flight& flight, const RunRecord& record, const fs::path& run_dir) {
+    const EarlyStopSpec& rule = m_work.spec.early_stop;
+    if (flight.stop_sent_ms) {
+      if (!flight.forced && m_ctx.clock->now_ms() - flight.stop_sent_ms > 10000 &&
+          record.process_group > 0) {
+        m_ctx.executor(record.target_type)->stop(m_ctx, record, true);
+        flight.forced = true;
+      }
+      return;
+    }
+    if (rule.rule.empty() || m_canceled) return;
+    flight.reader.update(run_dir / "metrics.jsonl", false);
+    const auto verdict = early_stop_verdict(
+        rule, m_completed, series_of(flight.reader, rule.metric), m_rungs, flight.rungs_seen);
+    if (!verdict) return;
+    log(fmt::format("run {} (point {}): {}", record.run_id, record.point, *verdict));
+    atomic_write_file(run_dir / k_stop_reason_file, *verdict + "\n");
+    HistoryStore store(m_work.state_dir);
+    request_cancel(store, record.run_id);
+    flight.stop_sent_ms = m_ctx.clock->now_ms();
+    if (record.process_group > 0) m_ctx.executor(record.target_type)->stop(m_ctx, record, false);
+  }
+
+  /// The target with the most room, or -1.
+  int free_target() const {
+    int best = -1;
+    int room = 0;
+    for (std::size_t i = 0; i < m_work.targets.size(); ++i) {
+      const int free = m_work.targets[i].capacity - m_in_flight[i];
+      if (free > room) {
+        room = free;
+        best = static_cast<int>(i);
+      }
+    }
+    return best;
+  }
+
+  void launch_next() {
+    while (!m_pending.empty()) {
+      const int limit = m_work.spec.max_concurrent;
+      if (limit > 0 && static_cast<int>(m_flights.size()) >= limit) return;
+      const int target = free_target();
+      if (target < 0) return;
+      const std::string run_id = m_pending.front();
+      m_pending.pop_front();
+      launch(run_id, target);
+    }
+  }
+
+  /// Starts one point's run on a target, as submit starts a run; a failure is its record's.
+  void launch(const std::string& run_id, int target) {
+    RunPlan plan = m_work.targets[static_cast<std::size_t>(target)].plan;
+    {
+      HistoryStore store(m_work.state_dir);  // closed before the run's supervisor is forked
+      plan.record = store.load(run_id);
+      if (status::is_final(plan.record.status)) return;
+      plan.run_dir = store.run_dir(run_id);
+      plan.arguments = plan.record.arguments;
+      plan.record.target = plan.target_name;
+      plan.record.target_type = plan.compute.type;
+      plan.record.run_config =
+          m_work.targets[static_cast<std::size_t>(target)].plan.record.run_config;
+      plan.record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
+      plan.record.status = status::k_preparing;
+      plan.record.pid = ::getpid();
+      plan.record.pid_start = process_start_time(::getpid()).value_or(0);
+      plan.record.boot_id = boot_id();
+      store.save(plan.record, false);
+    }
+    Flight flight;
+    flight.run_id = run_id;
+    flight.target = target;
+    try {
+      const fs::path state = m_work.state_dir;
+      const std::string hash = plan.manifest.hash();
+      save_manifest(plan.manifest, hash, state / "manifests", plan.run_dir / "manifest.json");
+      materialize_snapshot(plan.manifest, state / "objects", plan.project.root,
+                           plan.run_dir / "snapshot");
+      auto executor = m_ctx.executor(plan.compute.type);
+      executor->validate(m_ctx, plan);
+      const RunHandle handle = executor->start(m_ctx, plan);
+      ::close(handle.output_fd);
+      flight.supervisor = handle.supervisor;
+      log(fmt::format("run {} (point {}) started on {}", run_id, plan.record.point,
+                      plan.target_name));
+    } catch (const Error& e) {
+      HistoryStore store(m_work.state_dir);
+      plan.record.exit_code.reset();
+      plan.record.mark_failed(exit_code::k_cannot_start,
+                              std::string("the run could not start: ") + e.what(),
+                              m_ctx.clock->now_ms());
+      store.save(plan.record);
+      log(fmt::format("run {} (point {}) could not start: {}", run_id, plan.record.point,
+                      e.what()));
+      return;
+    }
+    ++m_in_flight[static_cast<std::size_t>(target)];
+    m_flights.push_back(std::move(flight));
+  }
+
+  Context& m_ctx;
+  SweepWork& m_work;
+  fs::path m_dir;
+  std::deque<std::string> m_pending;
+  std::vector<Flight> m_flights;
+  std::vector<int> m_in_flight;
+  std::vector<TrialSeries> m_completed;
+  std::map<int, std::vector<double>> m_rungs;
+  bool m_canceled = false;
+};
+
+}  // namespace
+
+int supervise_sweep(Context& ctx, SweepWork& work) {
+  SweepSupervisor supervisor(ctx, work);
+  return supervisor.run();
+}
+
+}  // namespace mlw::api

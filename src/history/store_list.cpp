@@ -1,0 +1,102 @@
+// `history list`: the index's rows with parameter and metric columns, filters and sorting.
+#include <fmt/format.h>
+
+#include "mlw/history/store.hpp"
+#include "statement.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// The SQL of a query, built from its parts; values are bound by number (`?N`).
+struct ListSql {
+  std::string joins;
+  std::vector<std::string> where;
+  std::vector<nlohmann::ordered_json> binds;
+  std::vector<std::pair<std::string, std::string>> joined;  // (kind, name) of alias fK
+
+  std::string bind(nlohmann::ordered_json value) {
+    binds.push_back(std::move(value));
+    return "?" + std::to_string(binds.size());
+  }
+  /// The column of a field's value (joined once per field).
+  std::string column(const RunField& field) {
+    for (std::size_t i = 0; i < joined.size(); ++i) {
+      if (joined[i].first == field.kind && joined[i].second == field.name) {
+        return fmt::format("f{}.value", i);
+      }
+    }
+    const std::string alias = fmt::format("f{}", joined.size());
+    const char* table = field.kind == "metric" ? "metrics_last" : "params";
+    joins += fmt::format(" LEFT JOIN {} {} ON {}.run_id = r.run_id AND {}.name = {}", table, alias,
+                         alias, alias, bind(field.name));
+    joined.emplace_back(field.kind, field.name);
+    return alias + ".value";
+  }
+};
+
+std::string sql_operator(const std::string& op) {
+  if (op == "!=") return "<>";
+  if (op == "==") return "=";
+  return op;  // <, <=, >, >=, = (checked by the parser)
+}
+
+}  // namespace
+
+std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
+  ListSql sql;
+  std::string columns;
+  for (const auto& field : query.columns) columns += ", " + sql.column(field);
+  if (!query.target.empty()) sql.where.push_back("r.target = " + sql.bind(query.target));
+  if (!query.status.empty()) sql.where.push_back("r.status = " + sql.bind(query.status));
+  if (!query.sweep_id.empty()) sql.where.push_back("r.sweep_id = " + sql.bind(query.sweep_id));
+  for (const auto& condition : query.where) {
+    sql.where.push_back(fmt::format("{} {} {}", sql.column(condition.field),
+                                    sql_operator(condition.op), sql.bind(condition.value)));
+  }
+  std::string order = "r.run_number DESC";
+  if (query.sort) {
+    const std::string sorted = sql.column(*query.sort);
+    order = fmt::format("{} IS NULL, {} {}, r.run_number {}", sorted, sorted,
+                        query.descending ? "DESC" : "ASC", query.sweep_id.empty() ? "DESC" : "ASC");
+  } else if (!query.sweep_id.empty()) {
+    order = "r.run_number ASC";  // a sweep's runs in the order of its points
+  }
+  std::string text =
+      "SELECT r.run_id, r.run_number, r.script, r.target, r.status, r.created_ms, r.start_ms,"
+      " r.end_ms, r.exit_code, r.sweep_id" +
+      columns + " FROM runs r" + sql.joins;
+  for (std::size_t i = 0; i < sql.where.size(); ++i) {
+    text += (i ? " AND " : " WHERE ") + sql.where[i];
+  }
+  text += " ORDER BY " + order;
+  if (query.top > 0) text += " LIMIT " + std::to_string(query.top);
+  Statement stmt(m_db, text.c_str());
+  if (!stmt.ok()) fail("listing runs");
+  for (std::size_t i = 0; i < sql.binds.size(); ++i) {
+    stmt.bind_value(static_cast<int>(i + 1), sql.binds[i]);
+  }
+  std::vector<RunSummary> rows;
+  int rc;
+  while ((rc = stmt.step()) == SQLITE_ROW) {
+    RunSummary row;
+    row.run_id = stmt.text(0);
+    row.run_number = stmt.integer(1);
+    row.script = stmt.text(2);
+    row.target = stmt.text(3);
+    row.status = stmt.text(4);
+    row.created_ms = stmt.integer(5);
+    row.start_ms = stmt.integer(6);
+    row.end_ms = stmt.integer(7);
+    if (!stmt.is_null(8)) row.exit_code = static_cast<int>(stmt.integer(8));
+    row.sweep_id = stmt.text(9);
+    for (std::size_t i = 0; i < query.columns.size(); ++i) {
+      row.values.push_back(stmt.value(static_cast<int>(10 + i)));
+    }
+    rows.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) fail("listing runs");
+  return rows;
+}
+
+}  // namespace mlw
