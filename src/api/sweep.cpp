@@ -15,6 +15,7 @@
 
 #include "mlw/api/experiment.hpp"
 #include "mlw/api/history.hpp"
+#include "mlw/config/targets.hpp"
 #include "mlw/history/params.hpp"
 #include "mlw/history/sweep_record.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -61,6 +62,10 @@ std::vector<SweepTarget> plan_targets(Context& ctx, const SweepRequest& request,
                                       const std::vector<std::string>& fixed) {
   std::vector<SweepTarget> targets;
   std::optional<Error> first_error;
+  for (const auto& run_config : request.run_configs) {
+    // A name that is not the project's is a mistake to fix, not a target that does not answer.
+    load_run_config(ctx.project(), run_config);
+  }
   for (const auto& run_config : request.run_configs) {
     SubmitRequest one;
     one.run_config = run_config;
@@ -233,6 +238,14 @@ void share_snapshot(Context& ctx, SweepWork& work) {
   }
 }
 
+/// The rows of the runs that hold the sweep's points now (not those a resume replaced).
+std::vector<RunSummary> current_runs(std::vector<RunSummary> rows, const SweepRecord& sweep) {
+  std::set<std::string> current;
+  for (const auto& point : sweep.points) current.insert(point.run_id);
+  std::erase_if(rows, [&](const RunSummary& row) { return !current.contains(row.run_id); });
+  return rows;
+}
+
 /// Prints each run of the sweep as it ends, until all have; Ctrl-C detaches (false).
 bool follow_sweep(Context& ctx, const fs::path& state_dir, const std::string& sweep_id,
                   pid_t supervisor) {
@@ -253,7 +266,7 @@ bool follow_sweep(Context& ctx, const fs::path& state_dir, const std::string& sw
     int code = 0;
     ::waitpid(supervisor, &code, WNOHANG);
     HistoryStore store(state_dir);
-    const auto rows = store.list(query);
+    const auto rows = current_runs(store.list(query), sweep);
     done = true;
     for (const auto& row : rows) {
       if (!status::is_final(row.status)) {
@@ -334,7 +347,7 @@ int finish_sweep(Context& ctx, SweepWork& work, const SweepRecord& sweep, pid_t 
   RunQuery query;
   query.sweep_id = sweep.sweep_id;
   std::size_t bad = 0;
-  for (const auto& row : store.list(query)) {
+  for (const auto& row : current_runs(store.list(query), sweep)) {
     bad += row.status != status::k_completed && row.status != status::k_stopped;
   }
   if (bad == 0) return 0;

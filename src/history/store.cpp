@@ -147,8 +147,14 @@ void HistoryStore::migrate(int found) {
         "CREATE INDEX IF NOT EXISTS runs_status ON runs(status);"
         "CREATE INDEX IF NOT EXISTS runs_target ON runs(target, run_number);");
   }
-  if (found == 1) exec("ALTER TABLE runs ADD COLUMN problem TEXT");
-  if (found >= 1 && found <= 3) exec("ALTER TABLE runs ADD COLUMN sweep_id TEXT");
+  // Each column is added when missing (an index of another version may have some already).
+  const auto add_column = [&](const char* name, const char* sql) {
+    Statement check(m_db, "SELECT 1 FROM pragma_table_info('runs') WHERE name = ?");
+    check.bind(1, std::string(name));
+    if (check.step() != SQLITE_ROW) exec(sql);
+  };
+  add_column("problem", "ALTER TABLE runs ADD COLUMN problem TEXT");
+  add_column("sweep_id", "ALTER TABLE runs ADD COLUMN sweep_id TEXT");
   create_metrics_table();
   exec(
       "CREATE TABLE IF NOT EXISTS params (run_id TEXT NOT NULL, name TEXT NOT NULL, value,"

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Sweeps (docs/sweeps.md): parameters as data, `experiment sweep` on the local target (a 3x2
+# grid ranked by compare, --resume after its supervisor is killed, early stopping by the median
+# rule, cancel), then on the SIMULATED four-GPU host of tests/fixtures/servers.sh (simulated
+# "Tesla K80"s, tests/fixtures/nvidia-sim: it proves which GPUs the leases hand out, never that a
+# GPU computes) spread over two targets, and on the two-node Slurm cluster.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_GPU_DOCKER_HOST MLW_TEST_NVIDIA_SIM MLW_TEST_GPU_USER MLW_TEST_SSH_PORT \
+  MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE MLW_TEST_SLURM_USER
+echo "SIMULATION: the GPUs of the second part are simulated (tests/fixtures/nvidia-sim)"
+
+new_project sweeps
+"$MLW" -q computetarget attach local -n local >/dev/null 2>&1 || true
+cat >train.py <<'PY'
+import argparse, time
+import mlw
+p = argparse.ArgumentParser()
+p.add_argument("--lr", type=float, default=0.1)
+p.add_argument("--bs", type=int, default=32)
+p.add_argument("--steps", type=int, default=3)
+p.add_argument("--pause", type=float, default=0.02)
+a = p.parse_args()
+mlw.log_param("optimizer", "adam")
+for s in range(1, a.steps + 1):
+    mlw.log_metric("loss", a.lr * 10 + 1.0 / a.bs + 1.0 / s, step=s)
+    time.sleep(a.pause)
+PY
+
+# --- parameters are data ------------------------------------------------------------------------
+"$MLW" -q experiment submit -c local train.py --lr=0.5 --bs 16 --steps 2 flag_free.txt --debug lr2=3 >/dev/null 2>&1
+info=$("$MLW" -o json history last)
+expect_eq "params from --k=v, --k v, a flag, k=v, and log_param; typed" \
+  "$(json_get "$info" 'json.dumps(d["params"], sort_keys=True)')" \
+  '{"bs": 16, "debug": true, "lr": 0.5, "lr2": 3, "optimizer": "adam", "steps": 2}'
+
+# --- a 3x2 grid: one record per point, best first in compare -------------------------------------
+out=$("$MLW" experiment sweep -c local train.py --lr 0.1,0.01,0.001 --bs 32,64 2>"$WORK/sweep.err")
+expect_eq "the grid ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' <<<"$out")
+check "SweepId is printed" test -n "$sweep"
+json=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "six runs, in the order of the lists (lr slowest), each with its point" \
+  "$(json_get "$json" '" ".join(f"{r[\"point\"]}:{r[\"params\"][\"lr\"]}/{r[\"params\"][\"bs\"]}" for r in d)')" \
+  "0:0.1/32 1:0.1/64 2:0.01/32 3:0.01/64 4:0.001/32 5:0.001/64"
+expect_eq "one snapshot for all" "$(json_get "$json" 'len({r["snapshot_hash"] for r in d})')" 1
+cmp=$("$MLW" -o json history compare --sweep "$sweep" --sort metric:loss)
+expect_eq "compare --sweep: best (lowest loss) first, parameters as columns" \
+  "$(json_get "$cmp" '" ".join(f"{r[\"param:lr\"]}/{r[\"param:bs\"]}" for r in d)')" \
+  "0.001/64 0.001/32 0.01/64 0.01/32 0.1/64 0.1/32"
+table=$("$MLW" history list --sweep "$sweep" --param lr --param metric:loss --where 'lr<0.05' --sort metric:loss:desc)
+expect_eq "list --where lr<0.05 --sort metric:loss:desc: four runs, worst first" \
+  "$(awk 'NR>1 {print $9}' <<<"$table" | tr '\n' ' ')" "0.01 0.01 0.001 0.001 "
+expect_contains "the table has an lr column" "$(head -1 <<<"$table")" "lr"
+
+# --- bad input: one line each, nothing recorded -------------------------------------------------
+before=$(ls .mlw/runs | wc -l)
+expect_error "an empty list item" 125 "--lr 0.1,,0.2: an empty value" experiment sweep -c local train.py --lr 0.1,,0.2
+expect_error "no parameter to sweep" 125 "no parameters to sweep" experiment sweep -c local train.py --lr 0.1
+printf 'methd: grid\nparameters:\n  lr: [1]\n' >typo.yml
+expect_error "a typo in the sweep file" 125 'typo.yml:1:1: unknown key "methd" (did you mean "method"?)' \
+  experiment sweep -c local -f typo.yml train.py
+printf 'parameters:\n  lr: {range: [1, 2], step: 0}\n' >step.yml
+expect_error "a range with step 0" 125 "step.yml:2:29: parameter lr: step must be more than 0" \
+  experiment sweep -c local -f step.yml train.py
+printf 'maxConcurrent: 0\nparameters:\n  lr: [1]\n' >mc.yml
+expect_error "maxConcurrent 0" 125 "mc.yml:1:16: maxConcurrent must be 1 or more" experiment sweep -c local -f mc.yml train.py
+printf 'parameters:\n  a: {range: [1, 101]}\n  b: {range: [1, 100]}\n' >big.yml
+expect_error "a grid past 10,000 points" 125 "the sweep has 10100 points, more than 10000; give --max-runs 10100" \
+  experiment sweep -c local -f big.yml train.py
+expect_error "a target that is not the project's" 125 'no run configuration named "nosuch"' \
+  experiment sweep -c local,nosuch train.py --lr 1,2
+expect_eq "nothing recorded by the refusals" "$(ls .mlw/runs | wc -l)" "$before"
+
+# --- resume after the sweep's supervisor is killed ------------------------------------------------
+"$MLW" -q experiment sweep -a -c local --max-concurrent 1 train.py --lr 1,2,3,4 --steps 10 --pause 0.1 >"$WORK/o"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+owner() { json_get "$(json_file ".mlw/sweeps/$sweep/sweep.json")" 'd["pid"]'; }
+check "the first point runs" wait_for 20 bash -c "'$MLW' history list --sweep $sweep | grep -q Running"
+kill -9 "$(owner)"
+states() { "$MLW" -o json history list --sweep "$sweep" | json_get "$(cat)" '" ".join(r["status"] for r in d)'; }
+check "the running point goes on and completes (its own supervisor)" wait_for 20 bash -c "[[ \"\$('$MLW' -o json history list --sweep $sweep)\" != *Running* ]]"
+expect_eq "the points never started are Failed, none left Queued or Running" "$(states)" "Completed Failed Failed Failed"
+expect_contains "... with the reason and the way out" "$("$MLW" history list --sweep "$sweep" -o json)" \
+  "mlw experiment sweep --resume $sweep"
+kept=$(json_get "$(json_file ".mlw/sweeps/$sweep/sweep.json")" 'd["points"][0]["run_id"]')
+"$MLW" -q experiment sweep --resume "$sweep" >/dev/null
+expect_eq "--resume ends with 0" "$?" 0
+points=$(json_file ".mlw/sweeps/$sweep/sweep.json")
+expect_eq "the completed point keeps its run" "$(json_get "$points" 'd["points"][0]["run_id"]')" "$kept"
+expect_eq "the others have new runs, the failed ones kept as earlier" \
+  "$(json_get "$points" 'sum(len(p.get("earlier_runs", [])) for p in d["points"])')" 3
+cmp=$("$MLW" -o json history compare --sweep "$sweep")
+expect_eq "every point Completed after --resume" "$(json_get "$cmp" '" ".join(sorted(r["status"] for r in d))')" \
+  "Completed Completed Completed Completed"
+
+# --- early stopping by the median rule -----------------------------------------------------------
+cat >stop.yml <<'YML'
+maxConcurrent: 1
+metric: {name: loss, goal: min}
+parameters:
+  lr: [0.01, 0.02, 5, 6]
+earlyStop: {rule: median, minSteps: 2, minCompleted: 2}
+YML
+start=$(date +%s)
+"$MLW" -q experiment sweep -c local -f stop.yml train.py --steps 20 --pause 0.1 >"$WORK/o" 2>"$WORK/e"
+expect_eq "a sweep with stopped trials ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+cmp=$("$MLW" -o json history compare --sweep "$sweep")
+expect_eq "the two bad trials are Stopped (not Failed), the good ones Completed" \
+  "$(json_get "$cmp" '" ".join(f"{r[\"param:lr\"]}:{r[\"status\"]}" for r in d)')" \
+  "0.01:Completed 0.02:Completed 5:Stopped 6:Stopped"
+expect_contains "the reason is the run's problem" "$(json_get "$cmp" 'd[2]["problem"]')" "stopped early by the median rule"
+expect_contains "the decision is logged" "$(cat ".mlw/sweeps/$sweep/decisions.log")" "median rule at step"
+expect_contains "compare says what was saved" "$("$MLW" history compare --sweep "$sweep" 2>&1)" "2 trials stopped, about"
+check "stopped early: well under four full trials (8 s)" test $(($(date +%s) - start)) -lt 8
+
+# --- cancel -r SWEEP -----------------------------------------------------------------------------
+"$MLW" -q experiment sweep -a -c local --max-concurrent 1 train.py --lr 1,2,3 --steps 100 --pause 0.1 >"$WORK/o"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+check "its first run starts" wait_for 20 bash -c "'$MLW' history list --sweep $sweep | grep -q Running"
+"$MLW" -q experiment cancel -r "$sweep" >/dev/null
+expect_eq "cancel -r SWEEP ends with 0" "$?" 0
+expect_eq "every run of the sweep Canceled" "$(json_get "$("$MLW" -o json history list --sweep "$sweep")" \
+  '" ".join(r["status"] for r in d)')" "Canceled Canceled Canceled"
+
+# --- the simulated 4-GPU host: two targets, the leases pack the points ------------------------------
+SIM=$MLW_TEST_NVIDIA_SIM
+export PATH="$SIM:$PATH" DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST
+export MLW_LEASE_DIR=/tmp/mlw-leases-sweep.$$
+trap 'rm -rf "$MLW_LEASE_DIR"; cleanup' EXIT
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+export HOME="$WORK/home"
+mkdir -p "$HOME/.ssh"
+printf '[127.0.0.1]:%s %s\n' "$MLW_TEST_SSH_PORT" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" >"$HOME/.ssh/known_hosts"
+new_project gpus
+cat >lease.py <<'PY'
+import re, subprocess, sys, time
+seen = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+devices = ",".join(re.findall(r"UUID: GPU-[0-9a-f-]*(\d)\)", seen)) or "none"
+start = time.time()
+time.sleep(1.5)
+print(f"LEASE {devices} {start:.3f} {time.time():.3f}", flush=True)
+PY
+"$MLW" -q computetarget attach remotedocker -n gpu -a "127.0.0.1:$MLW_TEST_SSH_PORT" -u "$MLW_TEST_GPU_USER" \
+  --password-stdin --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
+printf 'nvidiaDocker: true\ngpusPerRun: 1\n' >>aml_config/gpu.compute
+"$MLW" -q computetarget attach local -n here >/dev/null 2>&1 || true
+echo "gpusPerRun: 1" >>aml_config/here.compute
+"$MLW" -q experiment sweep -c gpu,here lease.py --seed 1,2,3,4,5,6,7,8 >"$WORK/o" 2>"$WORK/e"
+expect_eq "an 8-point sweep over two targets on the 4-GPU host ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+json=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "both targets took points" "$(json_get "$json" '" ".join(sorted({r["target"] for r in d}))')" "gpu here"
+lines=$(for id in $(json_get "$json" '" ".join(r["run_id"] for r in d)'); do "$MLW" history logs -r "$id" | grep '^LEASE'; done)
+expect_eq "eight runs reported their GPUs" "$(grep -c LEASE <<<"$lines")" 8
+expect_eq "the leases packed them: at most 4 at once, on distinct GPUs" "$(python3 -c '
+import sys
+runs = [l.split() for l in sys.stdin.read().splitlines()]
+runs = [(r[1], float(r[2]), float(r[3])) for r in runs]
+bad = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]
+       if a[1] < b[2] and b[1] < a[2] and set(a[0].split(",")) & set(b[0].split(","))]
+peak = max(sum(1 for r in runs if r[1] <= t[1] < r[2]) for t in runs)
+print("ok" if not bad and peak <= 4 else f"overlap {bad} peak {peak}")' <<<"$lines")" "ok"
+
+# --- Slurm: a sweep's points are jobs, at most --max-concurrent at once ----------------------------
+check "no other suite is using the Slurm cluster" slurm_lock shared
+new_project slurmsweep
+cat >s.py <<'PY'
+import argparse, time
+import mlw
+p = argparse.ArgumentParser(); p.add_argument("--x", type=int); a = p.parse_args()
+mlw.log_metric("score", a.x * 2)
+time.sleep(1)
+PY
+"$MLW" -q computetarget attach slurm -n cluster -a "127.0.0.1:$MLW_TEST_SSH_PORT" -u "$MLW_TEST_SLURM_USER" \
+  --password-stdin --accept-host-key <"$WORK/pw" >/dev/null 2>&1
+"$MLW" -q experiment sweep -c cluster --max-concurrent 2 s.py --x 1,2,3 >"$WORK/o" 2>"$WORK/e"
+expect_eq "a Slurm sweep ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+json=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "each point a job with its own id, record and metric" \
+  "$(json_get "$json" '" ".join(f"{r[\"status\"]}:{bool(r.get(\"job_id\"))}:{r[\"metrics\"].get(\"score\")}" for r in d)')" \
+  "Completed:True:2 Completed:True:4 Completed:True:6"
+expect_eq "at most 2 jobs ran at once" "$(json_get "$json" 'max(sum(1 for o in d if o["started"] <= r["started"] < o["ended"]) for r in d)')" 2
+slurm_unlock
+finish
