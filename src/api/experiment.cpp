@@ -19,6 +19,7 @@
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/place.hpp"
+#include "mlw/history/params.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/history/sweep_record.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -276,6 +277,7 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
   record.pid_start = process_start_time(::getpid()).value_or(0);
   record.boot_id = boot_id();
   record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
+  record.params = params_from_arguments(plan.arguments);
   store->create(record, record.created_ms);
   plan.run_dir = store->run_dir(record.run_id);
   live_stream(ctx) << "RunId: " << record.run_id << "\n" << std::flush;

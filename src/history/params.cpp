@@ -34,6 +34,13 @@ bool is_number_text(std::string_view text) {
   return typed_value(text).is_number();
 }
 
+/// Hydra's `name=value` (`+name=value`): a parameter of its own, never an option's value.
+bool is_override(std::string_view word) {
+  while (word.starts_with('+')) word.remove_prefix(1);
+  const auto eq = word.find('=');
+  return eq != std::string_view::npos && is_param_name(word.substr(0, eq));
+}
+
 }  // namespace
 
 nlohmann::ordered_json typed_value(std::string_view text) {
@@ -78,7 +85,7 @@ nlohmann::ordered_json params_from_arguments(const std::vector<std::string>& arg
     if (!is_param_name(name)) continue;
     if (eq != std::string_view::npos) {
       params[std::string(name)] = typed_value(body.substr(eq + 1));
-    } else if (i + 1 < arguments.size() &&
+    } else if (i + 1 < arguments.size() && !is_override(arguments[i + 1]) &&
                (!arguments[i + 1].starts_with('-') || is_number_text(arguments[i + 1]))) {
       params[std::string(name)] = typed_value(arguments[++i]);
     } else {

@@ -28,7 +28,8 @@ for s in range(1, a.steps + 1):
 PY
 
 # --- parameters are data ------------------------------------------------------------------------
-"$MLW" -q experiment submit -c local train.py --lr=0.5 --bs 16 --steps 2 flag_free.txt --debug lr2=3 >/dev/null 2>&1
+printf 'import mlw\nmlw.log_param("optimizer", "adam")\n' >anyargs.py
+"$MLW" -q experiment submit -c local anyargs.py --lr=0.5 --bs 16 --steps 2 data.txt --debug lr2=3 >/dev/null 2>&1
 info=$("$MLW" -o json history last)
 expect_eq "params from --k=v, --k v, a flag, k=v, and log_param; typed" \
   "$(json_get "$info" 'json.dumps(d["params"], sort_keys=True)')" \
@@ -41,12 +42,12 @@ sweep=$(sed -n 's/^SweepId: //p' <<<"$out")
 check "SweepId is printed" test -n "$sweep"
 json=$("$MLW" -o json history list --sweep "$sweep")
 expect_eq "six runs, in the order of the lists (lr slowest), each with its point" \
-  "$(json_get "$json" '" ".join(f"{r[\"point\"]}:{r[\"params\"][\"lr\"]}/{r[\"params\"][\"bs\"]}" for r in d)')" \
+  "$(json_get "$json" '" ".join("%s:%s/%s" % (r["point"], r["params"]["lr"], r["params"]["bs"]) for r in d)')" \
   "0:0.1/32 1:0.1/64 2:0.01/32 3:0.01/64 4:0.001/32 5:0.001/64"
 expect_eq "one snapshot for all" "$(json_get "$json" 'len({r["snapshot_hash"] for r in d})')" 1
 cmp=$("$MLW" -o json history compare --sweep "$sweep" --sort metric:loss)
 expect_eq "compare --sweep: best (lowest loss) first, parameters as columns" \
-  "$(json_get "$cmp" '" ".join(f"{r[\"param:lr\"]}/{r[\"param:bs\"]}" for r in d)')" \
+  "$(json_get "$cmp" '" ".join("%s/%s" % (r["param:lr"], r["param:bs"]) for r in d)')" \
   "0.001/64 0.001/32 0.01/64 0.01/32 0.1/64 0.1/32"
 table=$("$MLW" history list --sweep "$sweep" --param lr --param metric:loss --where 'lr<0.05' --sort metric:loss:desc)
 expect_eq "list --where lr<0.05 --sort metric:loss:desc: four runs, worst first" \
@@ -108,7 +109,7 @@ expect_eq "a sweep with stopped trials ends with 0" "$?" 0
 sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
 cmp=$("$MLW" -o json history compare --sweep "$sweep")
 expect_eq "the two bad trials are Stopped (not Failed), the good ones Completed" \
-  "$(json_get "$cmp" '" ".join(f"{r[\"param:lr\"]}:{r[\"status\"]}" for r in d)')" \
+  "$(json_get "$cmp" '" ".join("%s:%s" % (r["param:lr"], r["status"]) for r in d)')" \
   "0.01:Completed 0.02:Completed 5:Stopped 6:Stopped"
 expect_contains "the reason is the run's problem" "$(json_get "$cmp" 'd[2]["problem"]')" "stopped early by the median rule"
 expect_contains "the decision is logged" "$(cat ".mlw/sweeps/$sweep/decisions.log")" "median rule at step"
@@ -180,7 +181,7 @@ expect_eq "a Slurm sweep ends with 0" "$?" 0
 sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
 json=$("$MLW" -o json history list --sweep "$sweep")
 expect_eq "each point a job with its own id, record and metric" \
-  "$(json_get "$json" '" ".join(f"{r[\"status\"]}:{bool(r.get(\"job_id\"))}:{r[\"metrics\"].get(\"score\")}" for r in d)')" \
+  "$(json_get "$json" '" ".join("%s:%s:%s" % (r["status"], bool(r.get("job_id")), r["metrics"].get("score")) for r in d)')" \
   "Completed:True:2 Completed:True:4 Completed:True:6"
 expect_eq "at most 2 jobs ran at once" "$(json_get "$json" 'max(sum(1 for o in d if o["started"] <= r["started"] < o["ended"]) for r in d)')" 2
 slurm_unlock

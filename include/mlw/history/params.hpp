@@ -16,7 +16,8 @@ namespace mlw {
 nlohmann::ordered_json typed_value(std::string_view text);
 
 /// The parameters in a script's arguments (docs/sweeps.md): `--lr 0.1`, `--lr=0.1`, `-lr 0.1`,
-/// Hydra's `lr=0.1` (`+lr=0.1` too), and `--flag` (true) before another option or at the end.
+/// Hydra's `lr=0.1` (`+lr=0.1` too), and `--flag` (true) before another option, a Hydra
+/// override or the end.
 /// Positional arguments are not parameters. A later value of a name wins.
 nlohmann::ordered_json params_from_arguments(const std::vector<std::string>& arguments);
 

@@ -26,6 +26,10 @@ TEST(Params, PositionalWordsAndOddNamesAreNotParameters) {
             R"({"a":"b=c"})");
 }
 
+TEST(Params, AHydraOverrideIsNotAFlagsValue) {
+  EXPECT_EQ(params_from_arguments({"--debug", "lr=3"}).dump(), R"({"debug":true,"lr":3})");
+}
+
 TEST(Params, ALaterValueWins) {
   EXPECT_EQ(params_from_arguments({"--lr", "1", "--lr=2"}).dump(), R"({"lr":2})");
 }
