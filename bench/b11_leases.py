@@ -5,6 +5,7 @@ B11   makespan of 32 one-GPU runs of a 2-second script, submitted with -a back t
       `remote` target (gpusPerRun: 1), against the ideal 32 × 2 s / 4 = 16 s.
 B11b  hand-off: on each GPU, from a run's end (its script's last line) to the next run's first
       line, p50 and p95 (from the same 32 runs).
+B11s  B11's 32 runs as the points of one `experiment sweep -a` instead of 32 submits.
 B4q   a submit that queues with -a on a `remotedocker` target whose four GPUs are held, against
       B4's warm submit of noop.py on the same target kind (alternating, same run).
 """
@@ -90,6 +91,37 @@ def b11(mlw, link=None):
     t.remove()
 
 
+def b11s(mlw):
+    """B11 through one `experiment sweep` of 32 points instead of 32 submits."""
+    t = gpu_targets(mlw, None)
+    t.attach_remote("g", kind="remote")
+    with open(os.path.join(t.project, "aml_config", "g.compute"), "a", encoding="utf-8") as f:
+        f.write("gpusPerRun: 1\n")
+    t.mlw("experiment", "submit", "-c", "g", "sleep.py", "0")  # the connection kept, warm
+    start = time.time()
+    out, _ = t.mlw("experiment", "sweep", "-a", "-c", "g", "sleep.py", "2",
+                   "--point", ",".join(str(i) for i in range(32)))
+    sweep_id = out.split("SweepId: ")[1].split()[0]
+    deadline = time.time() + 180
+    ids = []
+    while time.time() < deadline:
+        listed = json.loads(t.mlw("-o", "json", "history", "list", "--sweep", sweep_id,
+                                  "--top", "0")[0])
+        ids = [r["run_id"] for r in listed]
+        if listed and all(r["status"] in ("Completed", "Failed", "Canceled", "Lost")
+                          for r in listed):
+            break
+        time.sleep(0.5)
+    runs = runs_of(t, ids)
+    ends = [r[2] for r in runs.values() if r[2]]
+    makespan = max(ends) - start if len(ends) == 32 else float("inf")
+    ideal = 32 * 2 / 4
+    print(row("B11s", "the same 32 runs as one `mlw experiment sweep -a` of 32 points",
+              f"{makespan:.1f} s ({makespan / ideal:.2f}×)",
+              f"ideal 32 × 2 s / 4 = {ideal:.0f} s", "≤ 1.10×", makespan / ideal <= 1.10))
+    t.remove()
+
+
 def b4q(mlw):
     t = gpu_targets(mlw, None)
     t.attach_remote("rd")
@@ -123,6 +155,7 @@ def main(mlw, link=None):
         b11(mlw, WAN)
         return
     b11(mlw)
+    b11s(mlw)
     b4q(mlw)
 
 

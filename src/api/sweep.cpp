@@ -41,14 +41,16 @@ void live_stream_sweep(Context& ctx, const std::string& sweep_id) {
   live_stream(ctx) << "SweepId: " << sweep_id << "\n" << std::flush;
 }
 
-/// How many of its runs a target takes at once: its GPUs over gpusPerRun, else
+/// How many of its runs a target takes at once: twice its GPUs over gpusPerRun, else
 /// maxConcurrentRuns, else any number for a batch scheduler (it queues), else one.
 int target_capacity(Context& ctx, const RunPlan& plan, Executor& executor) {
   const ComputeConfig& compute = plan.compute;
   if (compute.gpus_per_run != "all") {
     const int per_run = std::stoi(compute.gpus_per_run);
     const int gpus = executor.gpus_seen(ctx);
-    if (gpus >= per_run && per_run > 0) return gpus / per_run;
+    // As many again wait in the target's lease queue, so that a GPU passes to the next point
+    // as soon as it is free (the lease's hand-off), not a launch later.
+    if (gpus >= per_run && per_run > 0) return 2 * (gpus / per_run);
   }
   if (compute.max_concurrent_runs > 0) return compute.max_concurrent_runs;
   if (kind_of(compute.type).runner.batch) return 1 << 20;

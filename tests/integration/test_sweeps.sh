@@ -36,7 +36,7 @@ expect_eq "params from --k=v, --k v, a flag, k=v, and log_param; typed" \
   '{"bs": 16, "debug": true, "lr": 0.5, "lr2": 3, "optimizer": "adam", "steps": 2}'
 
 # --- a 3x2 grid: one record per point, best first in compare -------------------------------------
-out=$("$MLW" experiment sweep -c local train.py --lr 0.1,0.01,0.001 --bs 32,64 2>"$WORK/sweep.err")
+out=$("$MLW" experiment sweep -c local -e MLW_SWEEP_TEST=1 train.py --lr 0.1,0.01,0.001 --bs 32,64 2>"$WORK/sweep.err")
 expect_eq "the grid ends with 0" "$?" 0
 sweep=$(sed -n 's/^SweepId: //p' <<<"$out")
 check "SweepId is printed" test -n "$sweep"
@@ -69,6 +69,8 @@ expect_error "maxConcurrent 0" 125 "mc.yml:1:16: maxConcurrent must be 1 or more
 printf 'parameters:\n  a: {range: [1, 101]}\n  b: {range: [1, 100]}\n' >big.yml
 expect_error "a grid past 10,000 points" 125 "the sweep has 10100 points, more than 10000; give --max-runs 10100" \
   experiment sweep -c local -f big.yml train.py
+expect_error "more points than --max-runs" 125 "the sweep has 4 points, more than 3; give --max-runs 4" \
+  experiment sweep -c local --max-runs 3 train.py --lr 1,2,3,4
 expect_error "a target that is not the project's" 125 'no run configuration named "nosuch"' \
   experiment sweep -c local,nosuch train.py --lr 1,2
 expect_eq "nothing recorded by the refusals" "$(ls .mlw/runs | wc -l)" "$before"
