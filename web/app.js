@@ -4,7 +4,7 @@
 const csrf = document.querySelector('meta[name="mlw-csrf"]').content;
 const main = document.getElementById("main");
 const COLORS = ["#2f6fed", "#e8590c", "#1a7f37", "#8250df", "#cf222e", "#0598bc", "#bf8700", "#6e7781"];
-const FINAL = new Set(["Completed", "Failed", "Canceled", "Lost"]);
+const FINAL = new Set(["Completed", "Failed", "Canceled", "Lost", "Stopped"]);
 // What tests and benchmarks read: the page shown, its charts (uPlot instances), timings.
 window.mlw = { page: "", charts: [], ready: false };
 let timers = [];
@@ -68,14 +68,22 @@ function setSelected(ids) {
 }
 
 // ---------- Runs ----------
-const runsState = { status: "", target: "", script: "", q: "", metric: "", sort: "run_number",
-  order: "desc", offset: 0, limit: 50 };
+const runsState = { status: "", target: "", script: "", q: "", metric: "", sweep: "", columns: "",
+  where: "", sort: "run_number", order: "desc", offset: 0, limit: 50 };
+// The query of a page of runs (`where` may hold several conditions, separated by ";").
+function runsQuery() {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(runsState)) {
+    if (v === "" || v === null) continue;
+    if (k === "where") v.split(";").map((c) => c.trim()).filter(Boolean).forEach((c) => params.append("where", c));
+    else params.set(k, v);
+  }
+  return params;
+}
 
 async function showRuns() {
   window.mlw.page = "runs";
-  const firstParams = new URLSearchParams();
-  for (const [k, v] of Object.entries(runsState)) if (v !== "" && v !== null) firstParams.set(k, v);
-  const firstPage = getJson("api/runs?" + firstParams);  // asked beside the facets
+  const firstPage = getJson("api/runs?" + runsQuery()).catch((e) => e);  // asked beside the facets
   const facets = await getJson("api/facets");
   document.getElementById("project").textContent = facets.project;
   const option = (value, label, current) => el("option", { value, selected: value === current }, label || value);
@@ -90,6 +98,21 @@ async function showRuns() {
     onchange: (e) => { runsState.metric = e.target.value; if (!e.target.value && runsState.sort === "metric")
       runsState.sort = "run_number"; load(); } },
     option("", "Metric column: none", runsState.metric), facets.metrics.map((m) => option(m, m, runsState.metric)));
+  const sweepLink = el("a", { id: "sweep-link" });
+  const sweepFilter = el("select", { id: "f-sweep", "aria-label": "Sweep",
+    onchange: (e) => { runsState.sweep = e.target.value; runsState.offset = 0; load(); } },
+    option("", "Sweep: all", runsState.sweep), facets.sweeps.map((v) => option(v, v, runsState.sweep)));
+  // Parameter and metric columns, several at once.
+  const chosenColumns = () => new Set(runsState.columns.split(",").filter(Boolean));
+  const columnBox = (field) => el("label", {}, el("input", { type: "checkbox", "data-column": field,
+    checked: chosenColumns().has(field), onchange: (e) => {
+      const set = chosenColumns();
+      if (e.target.checked) set.add(field); else set.delete(field);
+      runsState.columns = Array.from(set).join(","); load(); } }), " " + field.replace(/^param:/, ""));
+  const columnPicker = el("details", { class: "columns", id: "f-columns" }, el("summary", {}, "Columns"),
+    el("div", {}, facets.params.map((p) => columnBox("param:" + p)), facets.metrics.map((m) => columnBox("metric:" + m))));
+  const where = el("input", { type: "search", id: "f-where", placeholder: "Filter: lr<0.1; metric:loss<0.5",
+    value: runsState.where, onchange: (e) => { runsState.where = e.target.value; runsState.offset = 0; load(); } });
   const compareButton = el("button", { class: "primary", id: "compare-selected",
     onclick: () => { location.hash = "#/compare/" + selected().map(encodeURIComponent).join(","); } });
   const table = el("table", { id: "runs" });
@@ -97,7 +120,8 @@ async function showRuns() {
   main.replaceChildren(el("h1", {}, "Runs"),
     el("div", { class: "filters" }, filter("status", "Status", facets.statuses),
       filter("target", "Target", facets.targets), filter("script", "Script", facets.scripts), search,
-      metric, compareButton),
+      metric, sweepFilter, sweepLink, columnPicker, where, compareButton),
+    el("p", { class: "error", id: "runs-error" }),
     el("div", { class: "panel" }, table, pager));
 
   const columns = [["", null], ["#", "run_number"], ["Run", "run_id"], ["Status", "status"],
@@ -105,17 +129,27 @@ async function showRuns() {
     ["Exit", "exit_code"]];
   const mine = generation;
   async function load() {
-    const params = new URLSearchParams();
-    for (const [k, v] of Object.entries(runsState)) if (v !== "" && v !== null) params.set(k, v);
-    const page = await getJson("api/runs?" + params);
+    let page;
+    try {
+      page = await getJson("api/runs?" + runsQuery());
+    } catch (e) {
+      if (mine === generation) document.getElementById("runs-error").textContent = e.message;
+      return;
+    }
     if (mine !== generation) return;
     render(page);
   }
   function render(page) {
+    document.getElementById("runs-error").textContent = page instanceof Error ? page.message : "";
+    if (page instanceof Error) return;
+    sweepLink.replaceChildren(runsState.sweep ? "Sweep page ›" : "");
+    sweepLink.href = runsState.sweep ? "#/sweep/" + encodeURIComponent(runsState.sweep) : "#/";
+    const fields = runsState.columns.split(",").filter(Boolean);
     const chosen = new Set(selected());
     compareButton.textContent = `Compare selected (${chosen.size})`;
     compareButton.disabled = chosen.size < 2;
-    const cols = runsState.metric ? columns.concat([[runsState.metric, "metric"]]) : columns;
+    const cols = (runsState.metric ? columns.concat([[runsState.metric, "metric"]]) : columns)
+      .concat(fields.map((f) => [f.replace(/^param:/, ""), f]), [["Problem", null]]);
     const head = el("tr", {}, cols.map(([label, key]) => {
       const sorted = key && runsState.sort === key;
       return el("th", { class: (key ? "sortable" : "") + (sorted ? " sorted" : ""), "data-sort": key,
@@ -123,6 +157,7 @@ async function showRuns() {
           runsState.sort = key; runsState.offset = 0; load(); } : undefined },
         label + (sorted ? (runsState.order === "desc" ? " ▼" : " ▲") : ""));
     }));
+    for (const r of page.runs) if (Array.isArray(r.values)) r.values = Object.fromEntries(fields.map((f, i) => [f, r.values[i]]));
     const rows = page.runs.map((r) => el("tr", { "data-run": r.run_id },
       el("td", {}, el("input", { type: "checkbox", "aria-label": "select " + r.run_id, checked: chosen.has(r.run_id),
         onchange: (e) => { const ids = selected().filter((x) => x !== r.run_id);
@@ -131,7 +166,9 @@ async function showRuns() {
       el("td", {}, badge(r.status)), el("td", { text: r.script }), el("td", { text: r.target }),
       el("td", { text: fmtTime(r.created) }), el("td", { class: "num", text: fmtDuration(r.duration_s) }),
       el("td", { class: "num", text: r.exit_code ?? "" }),
-      runsState.metric ? el("td", { class: "num metric", text: fmtNumber(r.metric) }) : null));
+      runsState.metric ? el("td", { class: "num metric", text: fmtNumber(r.metric) }) : null,
+      fields.map((f) => el("td", { class: "num field", "data-field": f, text: fmtNumber(own(r.values, f)) })),
+      el("td", { class: "problem", text: r.problem || "" })));
     table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows.length ? rows :
       el("tr", {}, el("td", { colspan: cols.length, class: "empty", text: "No runs match." }))));
     const first = page.total ? page.offset + 1 : 0;
@@ -204,7 +241,8 @@ async function showRun(id) {
   const log = el("pre", { class: "log", id: "log" });
   const follow = el("input", { type: "checkbox", id: "follow", checked: true });
   const outputs = el("div", { id: "outputs" });
-  main.replaceChildren(title, recordBox, el("h2", {}, "Metrics"), charts, others,
+  const paramsBox = el("div", { id: "params-box" });
+  main.replaceChildren(title, recordBox, el("h2", {}, "Parameters"), paramsBox, el("h2", {}, "Metrics"), charts, others,
     el("div", { class: "row" }, el("h2", {}, "Driver log"),
       el("label", { class: "muted" }, follow, " follow")), log, el("h2", {}, "Outputs"), outputs);
 
@@ -221,10 +259,18 @@ async function showRun(id) {
       ["Target", `${record.target} (${record.target_type})`], ["Image", record.image_tag],
       ["Git commit", record.git_commit ? record.git_commit + (record.git_dirty ? " (uncommitted changes)" : "") : ""],
       ["Created", fmtTime(record.created)], ["Started", fmtTime(record.started)], ["Ended", fmtTime(record.ended)],
-      ["Duration", fmtDuration(record.duration_s)], ["Exit code", record.exit_code ?? ""],
+      ["Duration", record.live && record.started ? "running for " + fmtDuration((Date.now() - Date.parse(record.started)) / 1000)
+        : fmtDuration(record.duration_s)], ["Exit code", record.exit_code ?? ""],
+      ["Sweep", record.sweep_id ? `${record.sweep_id} (point ${record.point})` : ""],
       ["Problems", (record.problems || []).join("; ")], ["Run folder", record.run_folder]];
     recordBox.replaceChildren(...rows.filter(([, v]) => v !== "" && v !== null && v !== undefined)
-      .flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]));
+      .flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]),
+      ...(record.has_build_log ? [el("dt", { text: "Environment build" }), el("dd", {}, el("a", { id: "build-log",
+        href: `api/runs/${encodeURIComponent(id)}/build.log`, text: "build.log" }))] : []));
+    const names = Object.keys(record.params || {});
+    paramsBox.replaceChildren(names.length ? el("table", { class: "panel", id: "params" }, el("tbody", {}, names.map((n) =>
+      el("tr", {}, el("th", { text: n }), el("td", { class: "num", text: fmtNumber(own(record.params, n)) }))))) :
+      el("p", { class: "muted", text: "No parameters." }));
     outputs.replaceChildren(record.outputs && record.outputs.length ? el("ul", {}, record.outputs.map((p) =>
       el("li", {}, el("a", { href: `api/runs/${encodeURIComponent(id)}/outputs/` +
         p.split("/").map(encodeURIComponent).join("/"), download: p.split("/").pop(), text: p })))) :
@@ -236,7 +282,8 @@ async function showRun(id) {
     const data = await seriesOf(id);
     if (mine !== generation) return;
     const names = Object.keys(data.series);
-    const numeric = names.filter((n) => data.series[n].total > 0);
+    // A metric logged once is a value beside the others, not a chart of one dot.
+    const numeric = names.filter((n) => data.series[n].total > 1);
     for (const name of numeric) {
       const s = data.series[name];
       const note = s.total > s.x.length ? `${s.total.toLocaleString("en")} points, ${s.x.length} shown` :
@@ -257,10 +304,11 @@ async function showRun(id) {
       entry.plot.over.addEventListener("dblclick", () => { entry.zoomed = false; renderCharts(); });
       plots.set(name, entry);
     }
-    const rest = names.filter((n) => data.series[n].total === 0);
+    const rest = names.filter((n) => data.series[n].total <= 1);
     const last = record.metrics || {};
     others.replaceChildren(rest.length ? el("table", { class: "panel" }, el("tbody", {}, rest.map((n) =>
-      el("tr", {}, el("td", { text: n }), el("td", { text: own(last, n) !== undefined ? fmtNumber(own(last, n)) : "(not a number)" }))))) : "");
+      el("tr", { "data-metric": n }, el("td", { text: n }), el("td", { text: own(last, n) !== undefined ? fmtNumber(own(last, n)) :
+        data.series[n].total === 1 ? fmtNumber(data.series[n].y[0]) : "(not a number)" }))))) : "");
     if (!numeric.length && !rest.length) charts.replaceChildren(el("p", { class: "muted", text: "No metrics logged." }));
     document.body.dataset.ready = "run";
   }
@@ -292,6 +340,7 @@ async function showRun(id) {
   if (record.live) {
     every(1000, pollLog);
     let tick = 0;
+    every(1000, () => { if (record.live) renderRecord(); });  // the elapsed time ticks
     every(2000, async () => {
       record = await getJson("api/runs/" + encodeURIComponent(id));
       renderRecord();
@@ -318,9 +367,11 @@ async function showCompare(ids) {
   const metricNames = Array.from(new Set(records.flatMap((r) => Object.keys(r.metrics || {}))
     .concat(series.flatMap((s) => Object.keys(s.series))))).sort();
   const rows = [["Status", (r) => r.status], ["Script", (r) => r.script],
-    ["Arguments", (r) => (r.arguments || []).join(" ")], ["Target", (r) => r.target],
+    ["Arguments", (r) => (r.arguments || []).join(" ")], ["Target", (r) => r.target]]
+    .concat(Array.from(new Set(records.flatMap((r) => Object.keys(r.params || {})))).sort()
+      .map((p) => ["param " + p, (r) => fmtNumber(own(r.params, p))]), [
     ["Git commit", (r) => (r.git_commit || "").slice(0, 12)], ["Duration", (r) => fmtDuration(r.duration_s)],
-    ["Exit code", (r) => r.exit_code ?? ""]]
+    ["Exit code", (r) => r.exit_code ?? ""]])
     .concat(metricNames.map((m) => [m, (r) => (own(r.metrics, m) !== undefined ? fmtNumber(own(r.metrics, m)) : "")]));
   table.replaceChildren(el("thead", {}, el("tr", {}, el("th", { text: "" }), records.map((r) =>
     el("th", {}, runLink(r.run_id))))), el("tbody", {}, rows.map(([label, get]) => {
@@ -329,9 +380,14 @@ async function showCompare(ids) {
     return el("tr", { class: differs ? "diff" : "", "data-row": label }, el("th", { text: label }),
       values.map((v) => el("td", { text: v })));
   })));
+  // Legends name what differs between the runs: their parameters, else their numbers.
+  const paramNames = Array.from(new Set(records.flatMap((r) => Object.keys(r.params || {}))))
+    .filter((p) => new Set(records.map((r) => JSON.stringify(own(r.params, p)))).size > 1);
+  const legend = (r) => (paramNames.length ? paramNames.map((p) => `${p}=${fmtNumber(own(r.params, p))}`).join(" ")
+    : `run ${r.run_number}`);
   for (const name of metricNames) {
     const list = series.map((s, i) => (own(s.series, name) && own(s.series, name).total ?
-      { label: ids[i], x: own(s.series, name).x, y: own(s.series, name).y } : null)).filter(Boolean);
+      { label: legend(records[i]), x: own(s.series, name).x, y: own(s.series, name).y } : null)).filter(Boolean);
     if (!list.length) continue;
     const box = chartPanel(name, `${list.length} runs`);
     charts.append(box);
@@ -347,12 +403,14 @@ async function route() {
   timers = [];
   window.mlw.charts = [];
   document.body.dataset.ready = "";
-  const hash = decodeURIComponent(location.hash.slice(1)) || "/";
+  const [hashPath, hashQuery] = location.hash.slice(1).split("?");
+  const hash = decodeURIComponent(hashPath) || "/";
   const parts = hash.split("/").filter(Boolean);
   document.getElementById("nav-runs").classList.toggle("on", !parts.length);
   document.getElementById("nav-compare").classList.toggle("on", parts[0] === "compare");
   try {
     if (parts[0] === "run" && parts[1]) await showRun(parts[1]);
+    else if (parts[0] === "sweep" && parts[1]) await showSweep(parts[1], hashQuery);
     else if (parts[0] === "compare") await showCompare(parts[1] ? parts[1].split(",") : selected());
     else await showRuns();
   } catch (err) {

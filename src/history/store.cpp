@@ -424,23 +424,18 @@ int HistoryStore::reconcile_lost(const std::string& host) {
     std::optional<RunRecord> first = read_record(run_dir(run_id));
     if (!first) continue;
     RunRecord record = std::move(*first);
-    const bool unlaunched = !record.sweep_id.empty() && record.pid == 0;
-    if (record.host != host || status::is_final(record.status) ||
-        (!unlaunched && owner_alive(record))) {
-      continue;
-    }
+    if (record.host != host || status::is_final(record.status) || owner_alive(record)) continue;
     // Read again: the run may have ended, or passed from the submitting process to its
     // supervisor, since the first read.
     record = load(run_id);
     if (status::is_final(record.status)) continue;
-    if (!record.sweep_id.empty() && record.pid == 0) {
+    if (!record.sweep_id.empty() && record.pid == 0) {  // a point its sweep never launched
       if (watched(record.sweep_id)) continue;
       record.mark_failed(exit_code::k_cannot_start,
                          fmt::format("the sweep's supervisor ended before this point started; "
                                      "run it with: mlw experiment sweep --resume {}",
                                      record.sweep_id),
                          0);
-      record.end_ms = 0;
     } else if (owner_alive(record)) {
       continue;
     } else {

@@ -1,6 +1,8 @@
 // `history list`: the index's rows with parameter and metric columns, filters and sorting.
 #include <fmt/format.h>
 
+#include <map>
+
 #include "mlw/history/store.hpp"
 #include "statement.hpp"
 
@@ -96,6 +98,52 @@ std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
     rows.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) fail("listing runs");
+  return rows;
+}
+
+std::vector<SweepRow> HistoryStore::sweep_rows(const std::string& sweep_id) {
+  std::vector<SweepRow> rows;
+  std::map<std::string, std::size_t> index;
+  {
+    Statement stmt(
+        m_db,
+        "SELECT run_id, run_number, script, target, status, created_ms, start_ms, end_ms,"
+        " exit_code, COALESCE(problem, '') FROM runs WHERE sweep_id = ?"
+        " ORDER BY run_number");
+    if (!stmt.ok()) fail("reading a sweep");
+    stmt.bind(1, sweep_id);
+    while (stmt.step() == SQLITE_ROW) {
+      SweepRow row;
+      row.run.run_id = stmt.text(0);
+      row.run.run_number = stmt.integer(1);
+      row.run.script = stmt.text(2);
+      row.run.target = stmt.text(3);
+      row.run.status = stmt.text(4);
+      row.run.created_ms = stmt.integer(5);
+      row.run.start_ms = stmt.integer(6);
+      row.run.end_ms = stmt.integer(7);
+      if (!stmt.is_null(8)) row.run.exit_code = static_cast<int>(stmt.integer(8));
+      row.run.sweep_id = sweep_id;
+      row.problem = stmt.text(9);
+      index[row.run.run_id] = rows.size();
+      rows.push_back(std::move(row));
+    }
+  }
+  for (const char* table : {"params", "metrics_last"}) {
+    Statement stmt(m_db, fmt::format("SELECT t.run_id, t.name, t.value FROM {} t JOIN runs r ON"
+                                     " r.run_id = t.run_id WHERE r.sweep_id = ?",
+                                     table)
+                             .c_str());
+    if (!stmt.ok()) fail("reading a sweep");
+    stmt.bind(1, sweep_id);
+    const bool params = std::string_view(table) == "params";
+    while (stmt.step() == SQLITE_ROW) {
+      const auto found = index.find(stmt.text(0));
+      if (found == index.end()) continue;
+      SweepRow& row = rows[found->second];
+      (params ? row.params : row.metrics)[stmt.text(1)] = stmt.value(2);
+    }
+  }
   return rows;
 }
 

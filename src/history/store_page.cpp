@@ -44,16 +44,37 @@ std::string like_anywhere(const std::string& text) {
 
 RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
   const auto& columns = sort_columns();
-  const auto column = columns.find(query.sort);
+  auto column = columns.find(query.sort);
+  // A parameter's or a metric's column: `param:NAME`, `metric:NAME` (joined as s, ?10).
+  const bool field_sort = query.sort.starts_with("param:") || query.sort.starts_with("metric:");
+  if (field_sort) column = columns.find("metric");
   if (column == columns.end()) {
     std::vector<std::string> names;
     for (const auto& [name, sql] : columns) names.push_back(name);
-    throw UsageError(fmt::format("sort must be one of {}{}", join(names, ", "),
-                                 did_you_mean(query.sort, names)));
+    throw UsageError(fmt::format("sort must be one of {}, param:NAME or metric:NAME{}",
+                                 join(names, ", "), did_you_mean(query.sort, names)));
+  }
+  std::string sort_join;
+  std::string sort_column = column->second;
+  if (field_sort) {
+    sort_join = fmt::format(" LEFT JOIN {} s ON s.run_id = r.run_id AND s.name = ?10",
+                            query.sort.starts_with("param:") ? "params" : "metrics_last");
+    sort_column = "s.value";
+  }
+  // Filters on fields (?12 on: a name, then a value, each).
+  std::string conditions;
+  for (std::size_t i = 0; i < query.where.size(); ++i) {
+    const RunCondition& c = query.where[i];
+    const std::string op = c.op == "!=" ? "<>" : c.op == "==" ? "=" : c.op;
+    conditions += fmt::format(
+        " AND EXISTS (SELECT 1 FROM {} w WHERE w.run_id = r.run_id AND w.name = ?{} AND w.value "
+        "{} ?{})",
+        c.field.kind == "metric" ? "metrics_last" : "params", 12 + 2 * i, op, 13 + 2 * i);
   }
   const std::string where =
-      " FROM runs r LEFT JOIN metrics_last m ON m.run_id = r.run_id AND m.name = ?6"
-      " WHERE (?1 = '' OR r.status = ?1) AND (?2 = '' OR r.target = ?2)"
+      " FROM runs r LEFT JOIN metrics_last m ON m.run_id = r.run_id AND m.name = ?6" + sort_join +
+      " WHERE (?11 = '' OR r.sweep_id = ?11)" + conditions +
+      " AND (?1 = '' OR r.status = ?1) AND (?2 = '' OR r.target = ?2)"
       " AND (?3 = '' OR r.script = ?3) AND (?4 = '' OR r.run_id LIKE ?5 ESCAPE '\\'"
       " OR r.script LIKE ?5 ESCAPE '\\' OR r.target LIKE ?5 ESCAPE '\\'"
       " OR r.status LIKE ?5 ESCAPE '\\' OR r.problem LIKE ?5 ESCAPE '\\')";
@@ -64,12 +85,18 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
     stmt.bind(4, query.text);
     stmt.bind(5, like_anywhere(query.text));
     stmt.bind(6, query.metric);
+    stmt.bind(10, query.sort.substr(query.sort.find(':') + 1));
+    stmt.bind(11, query.sweep_id);
+    for (std::size_t i = 0; i < query.where.size(); ++i) {
+      stmt.bind(static_cast<int>(12 + 2 * i), query.where[i].field.name);
+      stmt.bind_value(static_cast<int>(13 + 2 * i), query.where[i].value);
+    }
   };
   RunPage page;
   {
     // Without a filter the count needs no join (the metric join never adds rows).
     const bool filtered = !query.status.empty() || !query.target.empty() || !query.script.empty() ||
-                          !query.text.empty();
+                          !query.text.empty() || !query.sweep_id.empty() || !query.where.empty();
     Statement count(m_db,
                     filtered ? ("SELECT COUNT(*)" + where).c_str() : "SELECT COUNT(*) FROM runs");
     if (!count.ok()) fail("counting runs");
@@ -80,13 +107,13 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
   const char* direction = query.descending ? "DESC" : "ASC";
   // Runs without a value last; a column that is never NULL sorts on its index alone.
   const bool nullable =
-      query.sort == "duration" || query.sort == "exit_code" || query.sort == "metric";
-  const std::string nulls_last = nullable ? fmt::format("({}) IS NULL, ", column->second) : "";
+      query.sort == "duration" || query.sort == "exit_code" || query.sort == "metric" || field_sort;
+  const std::string nulls_last = nullable ? fmt::format("({}) IS NULL, ", sort_column) : "";
   const std::string sql = fmt::format(
       "SELECT r.run_id, r.run_number, r.script, r.target, r.status, r.created_ms, r.start_ms,"
       " r.end_ms, r.exit_code, r.problem, m.value{} ORDER BY {}{} {}, r.run_number {}"
       " LIMIT ?7 OFFSET ?9",
-      where, nulls_last, column->second, direction, direction);
+      where, nulls_last, sort_column, direction, direction);
   Statement stmt(m_db, sql.c_str());
   if (!stmt.ok()) fail("listing runs");
   bind_filters(stmt);
@@ -110,7 +137,21 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
     page.rows.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) fail("listing runs");
+  for (auto& row : page.rows) {
+    for (const auto& field : query.columns)
+      row.values.push_back(field_value(field, row.run.run_id));
+  }
   return page;
+}
+
+nlohmann::ordered_json HistoryStore::field_value(const RunField& field, const std::string& run_id) {
+  Statement stmt(m_db, field.kind == "metric"
+                           ? "SELECT value FROM metrics_last WHERE run_id = ? AND name = ?"
+                           : "SELECT value FROM params WHERE run_id = ? AND name = ?");
+  if (!stmt.ok()) fail("reading a run's fields");
+  stmt.bind(1, run_id);
+  stmt.bind(2, field.name);
+  return stmt.step() == SQLITE_ROW ? stmt.value(0) : nlohmann::ordered_json();
 }
 
 RunFacets HistoryStore::facets() {
@@ -125,6 +166,10 @@ RunFacets HistoryStore::facets() {
   facets.targets = column("SELECT DISTINCT target FROM runs ORDER BY target");
   facets.scripts = column("SELECT DISTINCT script FROM runs ORDER BY script");
   facets.metrics = column("SELECT DISTINCT name FROM metrics_last ORDER BY name");
+  facets.params = column("SELECT DISTINCT name FROM params ORDER BY name");
+  facets.sweeps = column(
+      "SELECT sweep_id FROM runs WHERE sweep_id IS NOT NULL GROUP BY sweep_id"
+      " ORDER BY MAX(run_number) DESC");
   return facets;
 }
 

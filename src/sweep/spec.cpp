@@ -358,6 +358,14 @@ nlohmann::ordered_json SweepSpec::to_json() const {
 }
 
 SweepSpec SweepSpec::from_json(const nlohmann::ordered_json& json) {
+  try {
+    return read_spec(json);
+  } catch (const nlohmann::json::exception&) {
+    return SweepSpec{};  // a value of the wrong type: a damaged record gives defaults
+  }
+}
+
+SweepSpec SweepSpec::read_spec(const nlohmann::ordered_json& json) {
   SweepSpec spec;
   if (!json.is_object()) return spec;
   spec.method = json.value("method", "grid");

@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include "mlw/context.hpp"
+
 #include "mlw/history/series.hpp"
 
 namespace httplib {
@@ -67,5 +69,12 @@ class Dashboard {
   std::mutex m_cancel_mutex;
   std::vector<std::thread> m_cancels;
 };
+
+/// A sweep for its page: what was swept, and each current run's status, parameters and metrics.
+nlohmann::ordered_json sweep_json(Dashboard& board, const std::string& sweep_id);
+/// A metric's curves over the sweep's runs grouped by the parameter `group` (empty: one group):
+/// per group, at each step, the mean, min and max.
+nlohmann::ordered_json sweep_curves(Dashboard& board, const std::string& sweep_id,
+                                    const std::string& metric, const std::string& group);
 
 }  // namespace mlw::ui

@@ -15,11 +15,13 @@
 
 #include "dashboard.hpp"
 #include "mlw/api/experiment.hpp"
+#include "mlw/api/history.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/ui/server.hpp"
 #include "mlw/util/clock.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -122,7 +124,8 @@ Json page_row(const RunPageRow& row, std::int64_t now_ms) {
           {"duration_s", r.start_ms ? Json((end - r.start_ms) / 1000.0) : Json()},
           {"exit_code", r.exit_code ? Json(*r.exit_code) : Json()},
           {"problem", row.problem.empty() ? Json() : Json(row.problem)},
-          {"metric", row.metric ? Json(*row.metric) : Json()}};
+          {"metric", row.metric ? Json(*row.metric) : Json()},
+          {"values", row.values}};
 }
 
 void list_page(Dashboard& board, const httplib::Request& req, httplib::Response& res) {
@@ -133,6 +136,15 @@ void list_page(Dashboard& board, const httplib::Request& req, httplib::Response&
   query.script = req.get_param_value("script");
   query.text = req.get_param_value("q");
   query.metric = req.get_param_value("metric");
+  query.sweep_id = req.get_param_value("sweep");
+  // columns=param:lr,metric:loss; where=lr<0.1 (repeatable)
+  for (const auto& field : split(req.get_param_value("columns"), ',')) {
+    if (!field.empty()) query.columns.push_back(api::parse_run_field(field));
+  }
+  for (std::size_t i = 0; i < req.get_param_value_count("where"); ++i) {
+    const std::string text = req.get_param_value("where", i);
+    if (!text.empty()) query.where.push_back(api::parse_run_condition(text));
+  }
   if (req.has_param("sort")) query.sort = req.get_param_value("sort");
   query.descending = req.get_param_value("order") != "asc";
   query.offset = int_param(req, "offset", 0, 0, std::numeric_limits<int>::max());
@@ -152,7 +164,9 @@ void facets(Dashboard& board, httplib::Response& res) {
                   {"statuses", status::all()},
                   {"targets", f.targets},
                   {"scripts", f.scripts},
-                  {"metrics", f.metrics}});
+                  {"metrics", f.metrics},
+                  {"params", f.params},
+                  {"sweeps", f.sweeps}});
 }
 
 void run_record(Dashboard& board, const std::string& id, httplib::Response& res) {
@@ -163,7 +177,27 @@ void run_record(Dashboard& board, const std::string& id, httplib::Response& res)
   const auto log_size = fs::file_size(store.run_dir(id) / "driver_log.txt", ec);
   json["log_size"] = ec ? 0 : log_size;
   json["live"] = !status::is_final(record.status);
+  json["has_build_log"] = fs::is_regular_file(store.run_dir(id) / "build.log", ec);
   send_json(res, json);
+}
+
+/// The run's environment build log (its last 4 MiB), as text.
+void run_build_log(Dashboard& board, const std::string& id, httplib::Response& res) {
+  HistoryStore store(board.state_dir);
+  store.load(id);  // a run of this project
+  const int fd = open_regular_file(store.run_dir(id) / "build.log");
+  if (fd < 0) return send_error(res, 404, "this run has no environment build log");
+  std::string text;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    const off_t keep = std::min<off_t>(st.st_size, 4 * 1024 * 1024);
+    text.resize(static_cast<std::size_t>(keep));
+    const ssize_t n = ::pread(fd, text.data(), text.size(), st.st_size - keep);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(text, "text/plain; charset=utf-8");
 }
 
 void run_series(Dashboard& board, const std::string& id, const httplib::Request& req,
@@ -284,6 +318,7 @@ void Dashboard::add_routes(httplib::Server& server) {
   const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> statics = {
       {base + "static/app.js", {"web/app.js", "text/javascript"}},
       {base + "static/app.css", {"web/app.css", "text/css"}},
+      {base + "static/sweep.js", {"web/sweep.js", "text/javascript"}},
       {base + "static/uplot.js",
        {"web/node_modules/uplot/dist/uPlot.iife.min.js", "text/javascript"}},
       {base + "static/uplot.css", {"web/node_modules/uplot/dist/uPlot.min.css", "text/css"}},
@@ -313,8 +348,19 @@ void Dashboard::add_routes(httplib::Server& server) {
   server.Get(run + "/log", [this](const httplib::Request& req, httplib::Response& res) {
     run_log(*this, req.matches[1], req, res);
   });
+  server.Get(run + "/build.log", [this](const httplib::Request& req, httplib::Response& res) {
+    run_build_log(*this, req.matches[1], res);
+  });
   server.Get(run + "/outputs/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
     run_output(*this, req.matches[1], req.matches[2], res);
+  });
+  const std::string sweep = base + "api/sweeps/([^/]+)";
+  server.Get(sweep, [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, sweep_json(*this, req.matches[1]));
+  });
+  server.Get(sweep + "/curves", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, sweep_curves(*this, req.matches[1], req.get_param_value("metric"),
+                                req.get_param_value("group")));
   });
   server.Post(run + "/cancel", [this](const httplib::Request& req, httplib::Response& res) {
     cancel_run(*this, req.matches[1], req, res);

@@ -65,7 +65,10 @@ struct RunPageQuery {
   /// run_number, run_id, script, target, status, created, duration, exit_code or metric.
   std::string sort = "run_number";
   bool descending = true;
-  std::string metric;  ///< the metric whose last value is shown (and sorted by, for "metric")
+  std::string metric;    ///< the metric whose last value is shown (and sorted by, for "metric")
+  std::string sweep_id;  ///< empty: all
+  std::vector<RunField> columns;    ///< parameters and metrics shown (RunPageRow::values)
+  std::vector<RunCondition> where;  ///< all must hold
   std::int64_t offset = 0;
   std::int64_t limit = 50;
 };
@@ -75,6 +78,15 @@ struct RunPageRow {
   RunSummary run;
   std::string problem;
   std::optional<double> metric;
+  std::vector<nlohmann::ordered_json> values;  ///< the query's columns, in order (null: none)
+};
+
+/// A run of a sweep as its dashboard page shows it.
+struct SweepRow {
+  RunSummary run;
+  std::string problem;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();  ///< numeric last values
 };
 
 /// A page of runs and how many runs match the filters in all.
@@ -83,11 +95,13 @@ struct RunPage {
   std::vector<RunPageRow> rows;
 };
 
-/// What the dashboard's filters offer: targets, scripts and metric names in the history.
+/// What the dashboard's filters offer: targets, scripts, metric and parameter names, sweeps.
 struct RunFacets {
   std::vector<std::string> targets;
   std::vector<std::string> scripts;
   std::vector<std::string> metrics;
+  std::vector<std::string> params;
+  std::vector<std::string> sweeps;  ///< newest first
 };
 
 /// The project's run history: `.mlw/history.db` (SQLite, WAL) indexes the records kept in
@@ -130,6 +144,8 @@ class HistoryStore {
   RunPage page(const RunPageQuery& query, std::int64_t now_ms);
   /// The targets, scripts and metric names found in the index.
   RunFacets facets();
+  /// Every run of a sweep with its parameters and metrics' last values, in point order.
+  std::vector<SweepRow> sweep_rows(const std::string& sweep_id);
   /// Marks live runs whose supervisor is gone (this host) as Lost; returns how many.
   int reconcile_lost(const std::string& host);
   /// The folder of a run.
@@ -151,6 +167,7 @@ class HistoryStore {
   void record_params(const RunRecord& record);
   void migrate(int found);
   std::string unique_run_id(const std::string& project, std::int64_t& ms);
+  nlohmann::ordered_json field_value(const RunField& field, const std::string& run_id);
   [[noreturn]] void fail(const std::string& what);
   std::filesystem::path m_state_dir;
   std::filesystem::path m_db_path;

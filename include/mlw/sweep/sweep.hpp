@@ -50,6 +50,9 @@ struct SweepSpec {
   nlohmann::ordered_json to_json() const;
   /// Reads a recorded definition (a damaged one gives defaults).
   static SweepSpec from_json(const nlohmann::ordered_json& json);
+
+ private:
+  static SweepSpec read_spec(const nlohmann::ordered_json& json);
 };
 
 /// Splits a sweep's words after the script: `--name a,b,c` (a value with a comma) is a swept

@@ -1,0 +1,127 @@
+// The dashboard's sweep routes: a sweep's runs with their parameters and metrics, and a metric's
+// curves grouped by a parameter (mean and min–max at each step).
+#include <httplib.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "dashboard.hpp"
+#include "mlw/history/store.hpp"
+#include "mlw/history/sweep_record.hpp"
+#include "mlw/sweep/sweep.hpp"
+#include "mlw/util/clock.hpp"
+#include "mlw/util/error.hpp"
+
+namespace mlw::ui {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+/// The runs that hold the sweep's points now (a resume's replaced runs left out).
+std::vector<SweepRow> current_rows(HistoryStore& store, const SweepRecord& sweep) {
+  std::map<std::string, int> point_of;
+  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    point_of[sweep.points[i].run_id] = static_cast<int>(i);
+  }
+  std::vector<SweepRow> rows = store.sweep_rows(sweep.sweep_id);
+  std::erase_if(rows, [&](const SweepRow& row) { return !point_of.contains(row.run.run_id); });
+  return rows;
+}
+
+}  // namespace
+
+Json sweep_json(Dashboard& board, const std::string& id) {
+  const SweepRecord sweep = load_sweep(board.state_dir, id);
+  const SweepSpec spec = SweepSpec::from_json(sweep.spec);
+  HistoryStore store(board.state_dir);
+  const std::int64_t now = board.ctx.clock->now_ms();
+  std::map<std::string, int> point_of;
+  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
+    point_of[sweep.points[i].run_id] = static_cast<int>(i);
+  }
+  Json runs = Json::array();
+  for (const auto& row : current_rows(store, sweep)) {
+    const RunSummary& r = row.run;
+    const std::int64_t end = r.end_ms ? r.end_ms : now;
+    runs.push_back({{"run_id", r.run_id},
+                    {"run_number", r.run_number},
+                    {"point", point_of[r.run_id]},
+                    {"status", r.status},
+                    {"target", r.target},
+                    {"duration_s", r.start_ms ? Json((end - r.start_ms) / 1000.0) : Json()},
+                    {"exit_code", r.exit_code ? Json(*r.exit_code) : Json()},
+                    {"problem", row.problem.empty() ? Json() : Json(row.problem)},
+                    {"params", row.params},
+                    {"metrics", row.metrics}});
+  }
+  Json parameters = Json::array();
+  for (const auto& p : spec.parameters) parameters.push_back(p.name);
+  return {{"sweep_id", sweep.sweep_id},
+          {"script", sweep.script},
+          {"arguments", sweep.arguments},
+          {"targets", sweep.targets},
+          {"created", utc_or_null(sweep.created_ms)},
+          {"method", spec.method},
+          {"metric", spec.metric},
+          {"goal", spec.maximize ? "max" : "min"},
+          {"early_stop", spec.early_stop.rule},
+          {"parameters", parameters},
+          {"points", sweep.points.size()},
+          {"runs", runs}};
+}
+
+Json sweep_curves(Dashboard& board, const std::string& id, const std::string& metric,
+                  const std::string& group) {
+  if (metric.empty()) throw UsageError("metric is required");
+  const SweepRecord sweep = load_sweep(board.state_dir, id);
+  HistoryStore store(board.state_dir);
+  // group value (as text) -> step -> (sum, count, min, max)
+  struct Cell {
+    double sum = 0, min = INFINITY, max = -INFINITY;
+    int count = 0;
+  };
+  std::map<std::string, std::map<double, Cell>> groups;
+  std::map<std::string, int> runs_in;
+  for (const auto& row : current_rows(store, sweep)) {
+    const std::string key = group.empty()                ? std::string("all")
+                            : row.params.contains(group) ? row.params[group].dump()
+                                                         : std::string("(none)");
+    MetricSeriesReader reader;
+    reader.update(store.run_dir(row.run.run_id) / "metrics.jsonl",
+                  status::is_final(row.run.status));
+    const auto found = reader.series().find(metric);
+    if (found == reader.series().end()) continue;
+    ++runs_in[key];
+    const MetricSeries shown = downsample(found->second, -INFINITY, INFINITY, 500);
+    for (std::size_t i = 0; i < shown.x.size(); ++i) {
+      Cell& cell = groups[key][shown.x[i]];
+      cell.sum += shown.y[i];
+      cell.count += 1;
+      cell.min = std::min(cell.min, shown.y[i]);
+      cell.max = std::max(cell.max, shown.y[i]);
+    }
+  }
+  Json out = Json::array();
+  for (const auto& [key, steps] : groups) {
+    Json x = Json::array(), mean = Json::array(), low = Json::array(), high = Json::array();
+    for (const auto& [step, cell] : steps) {
+      x.push_back(step);
+      mean.push_back(cell.sum / cell.count);
+      low.push_back(cell.min);
+      high.push_back(cell.max);
+    }
+    out.push_back({{"group", key},
+                   {"runs", runs_in[key]},
+                   {"x", x},
+                   {"mean", mean},
+                   {"min", low},
+                   {"max", high}});
+  }
+  return {{"sweep_id", id}, {"metric", metric}, {"group", group}, {"groups", out}};
+}
+
+}  // namespace mlw::ui

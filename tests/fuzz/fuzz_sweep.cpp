@@ -1,0 +1,34 @@
+// A sweep file (a cloned project's may be hostile), a sweep's recorded JSON, and the parameters
+// read from arguments: bad input is an mlw::Error, never another exception or a huge expansion.
+#include "fuzz_util.hpp"
+#include "mlw/history/params.hpp"
+#include "mlw/history/sweep_record.hpp"
+#include "mlw/sweep/sweep.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/json_text.hpp"
+#include "mlw/util/strings.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string input(mlw::fuzz::text(data, size));
+  const auto file = mlw::fuzz::scratch() / "sweep.yml";
+  mlw::atomic_write_file(file, input);
+  try {
+    mlw::SweepSpec spec = mlw::load_sweep_file(file, "sweep.yml");
+    mlw::check_sweep_spec(spec);
+    if (mlw::sweep_size(spec) <= 2000) {
+      for (const auto& point : mlw::expand_sweep(spec)) mlw::point_arguments(point);
+    }
+    mlw::SweepSpec::from_json(spec.to_json());
+  } catch (const mlw::Error&) {
+  }
+  const auto json = nlohmann::ordered_json::parse(input, nullptr, false);
+  if (!json.is_discarded() && mlw::json_depth(json) <= 64) {
+    mlw::SweepSpec::from_json(json).to_json().dump();
+    mlw::SweepRecord::from_json(json).to_json().dump();
+  }
+  const auto words = mlw::split(input, '\n');
+  mlw::params_from_arguments(words).dump();
+  mlw::parse_param_line(input);
+  return 0;
+}

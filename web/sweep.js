@@ -1,0 +1,320 @@
+// mlw history ui: a sweep's page (best first, parallel coordinates with brushing, the metric
+// against each parameter, curves grouped by a parameter, CSV). Uses app.js's helpers.
+"use strict";
+
+// The page's state lives in the URL: #/sweep/ID?metric=loss&group=lr&smooth=0.5&logy=1&brush=lr:0.2:0.6
+function sweepState(query) {
+  const p = new URLSearchParams(query || "");
+  const brush = {};
+  for (const part of (p.get("brush") || "").split(";").filter(Boolean)) {
+    const [axis, a, b] = part.split(":");
+    if (axis && Number.isFinite(+a) && Number.isFinite(+b)) brush[axis] = [Math.min(+a, +b), Math.max(+a, +b)];
+  }
+  return { metric: p.get("metric") || "", group: p.get("group") || "", smooth: +(p.get("smooth") || 0),
+    logy: p.get("logy") === "1", brush };
+}
+function sweepHash(id, s) {
+  const p = new URLSearchParams();
+  if (s.metric) p.set("metric", s.metric);
+  if (s.group) p.set("group", s.group);
+  if (s.smooth) p.set("smooth", s.smooth);
+  if (s.logy) p.set("logy", "1");
+  const brush = Object.entries(s.brush).map(([k, [a, b]]) => `${k}:${a.toFixed(3)}:${b.toFixed(3)}`).join(";");
+  if (brush) p.set("brush", brush);
+  const q = p.toString();
+  return "#/sweep/" + encodeURIComponent(id) + (q ? "?" + q : "");
+}
+
+// An axis of the parallel coordinates: how a value maps to 0 (bottom) … 1 (top).
+function makeAxis(name, values, kind) {
+  const present = values.filter((v) => v !== null && v !== undefined);
+  const numeric = present.length > 0 && present.every((v) => typeof v === "number");
+  if (!numeric) {
+    const cats = Array.from(new Set(present.map((v) => JSON.stringify(v)))).sort();
+    const pos = (v) => (v === null || v === undefined ? null :
+      cats.length < 2 ? 0.5 : cats.indexOf(JSON.stringify(v)) / (cats.length - 1));
+    return { name, kind, log: false, pos, ticks: cats.map((c) => [JSON.parse(c), pos(JSON.parse(c))]) };
+  }
+  const lo = Math.min(...present), hi = Math.max(...present);
+  const log = lo > 0 && hi / lo >= 100;  // a parameter spanning decades: a log axis
+  const f = log ? Math.log10 : (x) => x;
+  const a = f(lo), b = f(hi);
+  const pos = (v) => (typeof v !== "number" ? null : b === a ? 0.5 : (f(v) - a) / (b - a));
+  const ticks = log ? [] : [lo, (lo + hi) / 2, hi];
+  if (log) for (let e = Math.ceil(a); e <= Math.floor(b); e++) ticks.push(10 ** e);
+  if (log && ticks.length < 2) ticks.push(lo, hi);
+  return { name, kind, log, pos, ticks: ticks.map((t) => [t, pos(t)]) };
+}
+
+function passes(run, axes, brush) {
+  for (const ax of axes) {
+    const range = brush[ax.name];
+    if (!range) continue;
+    const p = ax.pos(ax.value(run));
+    if (p === null || p < range[0] - 1e-9 || p > range[1] + 1e-9) return false;
+  }
+  return true;
+}
+
+function drawParallel(canvas, runs, axes, brush, best, worst) {
+  const ratio = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth, height = 320;
+  canvas.width = width * ratio;
+  canvas.height = height * ratio;
+  canvas.style.height = height + "px";
+  const g = canvas.getContext("2d");
+  g.scale(ratio, ratio);
+  g.clearRect(0, 0, width, height);
+  const top = 34, bottom = height - 26, left = 60, right = width - 60;
+  const xOf = (i) => (axes.length < 2 ? (left + right) / 2 : left + (i * (right - left)) / (axes.length - 1));
+  const yOf = (p) => bottom - p * (bottom - top);
+  let shown = 0;
+  const line = (run) => {
+    g.beginPath();
+    let started = false;
+    axes.forEach((ax, i) => {
+      const p = ax.pos(ax.value(run));
+      if (p === null) { started = false; return; }
+      if (!started) g.moveTo(xOf(i), yOf(p)); else g.lineTo(xOf(i), yOf(p));
+      started = true;
+    });
+    g.stroke();
+  };
+  g.lineWidth = 1;
+  g.strokeStyle = "rgba(150,150,150,0.25)";
+  const kept = [];
+  for (const run of runs) { if (passes(run, axes, brush)) kept.push(run); else line(run); }
+  const metric = axes.find((a) => a.kind === "metric");
+  for (const run of kept) {
+    const v = metric ? metric.value(run) : null;
+    const t = typeof v === "number" && best !== worst ? (v - best) / (worst - best) : 0.5;
+    g.strokeStyle = `hsla(${Math.round(220 - 200 * Math.min(1, Math.max(0, t)))}, 75%, 45%, ${runs.length > 2000 ? 0.35 : 0.8})`;
+    line(run);
+    shown++;
+  }
+  g.fillStyle = "#24292f";
+  g.font = "12px system-ui, sans-serif";
+  g.textAlign = "center";
+  axes.forEach((ax, i) => {
+    const x = xOf(i);
+    g.strokeStyle = "#57606a";
+    g.lineWidth = 1;
+    g.beginPath(); g.moveTo(x, top); g.lineTo(x, bottom); g.stroke();
+    g.fillText(ax.name + (ax.log ? " (log)" : ""), x, top - 14);
+    g.textAlign = "right";
+    for (const [t, p] of ax.ticks.slice(0, 12)) if (p !== null) g.fillText(fmtNumber(t), x - 5, yOf(p) + 4);
+    g.textAlign = "center";
+    const range = brush[ax.name];
+    if (range) {
+      g.fillStyle = "rgba(47,111,237,0.18)";
+      g.fillRect(x - 8, yOf(range[1]), 16, yOf(range[0]) - yOf(range[1]));
+      g.strokeStyle = "#2f6fed";
+      g.strokeRect(x - 8, yOf(range[1]), 16, yOf(range[0]) - yOf(range[1]));
+      g.fillStyle = "#24292f";
+    }
+  });
+  return { shown, xOf, yOf, top, bottom };
+}
+
+// A small scatter of the metric against one parameter (log x where it spans decades).
+function drawScatter(canvas, runs, ax, metricAxis) {
+  const ratio = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth || 260, height = 200;
+  canvas.width = width * ratio;
+  canvas.height = height * ratio;
+  canvas.style.height = height + "px";
+  const g = canvas.getContext("2d");
+  g.scale(ratio, ratio);
+  const l = 60, r = width - 16, t = 10, b = height - 34;
+  g.strokeStyle = "#8c959f";
+  g.strokeRect(l, t, r - l, b - t);
+  g.fillStyle = "#2f6fed";
+  let drawn = 0;
+  for (const run of runs) {
+    const px = ax.pos(ax.value(run)), py = metricAxis.pos(metricAxis.value(run));
+    if (px === null || py === null) continue;
+    g.beginPath();
+    g.arc(l + px * (r - l), b - py * (b - t), 3, 0, 2 * Math.PI);
+    g.fill();
+    drawn++;
+  }
+  g.fillStyle = "#24292f";
+  g.font = "11px system-ui, sans-serif";
+  g.textAlign = "center";
+  g.fillText(ax.name + (ax.log ? " (log)" : ""), (l + r) / 2, height - 8);
+  g.textAlign = "right";
+  for (const [v, p] of metricAxis.ticks.slice(0, 5)) if (p !== null) g.fillText(fmtNumber(v), l - 4, b - p * (b - t) + 4);
+  g.textAlign = "center";
+  for (const [v, p] of ax.ticks.slice(0, 8)) if (p !== null) g.fillText(fmtNumber(v), l + p * (r - l), b + 12);
+  return drawn;
+}
+
+const smoothed = (ys, alpha) => {
+  if (!alpha) return ys;
+  let last = null;
+  return ys.map((y) => (y === null ? null : (last = last === null ? y : alpha * last + (1 - alpha) * y)));
+};
+
+async function drawCurves(box, id, state, mine) {
+  if (!state.metric) { box.replaceChildren(el("p", { class: "muted", text: "No metric to chart." })); return; }
+  const data = await getJson(`api/sweeps/${encodeURIComponent(id)}/curves?metric=${encodeURIComponent(state.metric)}` +
+    `&group=${encodeURIComponent(state.group)}`);
+  if (mine !== generation) return;
+  box.replaceChildren();
+  const groups = data.groups;
+  if (!groups.length) { box.append(el("p", { class: "muted", text: "No run has logged " + state.metric + " yet." })); return; }
+  const xs = Array.from(new Set(groups.flatMap((gr) => gr.x))).sort((a, b) => a - b);
+  const at = new Map(xs.map((x, i) => [x, i]));
+  const cols = [xs];
+  const series = [{ label: "step" }];
+  const bands = [];
+  groups.forEach((gr, k) => {
+    const color = COLORS[k % COLORS.length];
+    const fill = (vals) => { const out = new Array(xs.length).fill(null); gr.x.forEach((x, i) => { out[at.get(x)] = vals[i]; }); return out; };
+    const label = state.group ? `${state.group}=${gr.group} (${gr.runs})` : `all runs (${gr.runs})`;
+    cols.push(smoothed(fill(gr.mean), state.smooth));
+    series.push({ label, stroke: color, width: 2, spanGaps: true });
+    cols.push(smoothed(fill(gr.max), state.smooth));
+    series.push({ label: "max", stroke: color + "55", width: 0.5, spanGaps: true });
+    cols.push(smoothed(fill(gr.min), state.smooth));
+    series.push({ label: "min", stroke: color + "55", width: 0.5, spanGaps: true });
+    bands.push({ series: [series.length - 2, series.length - 1], fill: color + "22" });
+  });
+  const plot = new uPlot({
+    width: Math.max(320, box.clientWidth - 24), height: 280, bands,
+    scales: { x: { time: false }, y: state.logy ? { distr: 3 } : {} },
+    axes: [{ label: "step" }, { label: state.metric }], series,
+    legend: { show: true },
+  }, cols, box);
+  plot.mlwTitle = "curves";
+  window.mlw.charts.push(plot);
+}
+
+function sweepCsv(rows, params, metrics) {
+  const quote = (v) => { const s = v === null || v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v);
+    return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; };
+  const head = ["rank", "run_id", "point", "status"].concat(params, metrics, ["duration_s", "problem"]);
+  const lines = [head.join(",")];
+  rows.forEach((r, i) => lines.push([i + 1, r.run_id, r.point, r.status].concat(params.map((p) => own(r.params, p)),
+    metrics.map((m) => own(r.metrics, m)), [r.duration_s, r.problem]).map(quote).join(",")));
+  return lines.join("\n") + "\n";
+}
+
+async function showSweep(id, query) {
+  window.mlw.page = "sweep";
+  const mine = generation;
+  const state = sweepState(query);
+  const sweep = await getJson("api/sweeps/" + encodeURIComponent(id));
+  if (mine !== generation) return;
+  const metricNames = Array.from(new Set(sweep.runs.flatMap((r) => Object.keys(r.metrics)))).sort();
+  if (!state.metric) state.metric = sweep.metric || metricNames[0] || "";
+  const maximize = state.metric === sweep.metric ? sweep.goal === "max" : false;
+  const params = sweep.parameters;
+  const mval = (r) => { const v = own(r.metrics, state.metric); return typeof v === "number" ? v : null; };
+  const ranked = sweep.runs.slice().sort((a, b) => {
+    const x = mval(a), y = mval(b);
+    if ((x === null) !== (y === null)) return x === null ? 1 : -1;
+    if (x === null) return a.point - b.point;
+    return maximize ? y - x : x - y;
+  });
+  const axes = params.map((p) => Object.assign(makeAxis(p, sweep.runs.map((r) => own(r.params, p)), "param"),
+    { value: (r) => own(r.params, p) }));
+  if (state.metric) axes.push(Object.assign(makeAxis(state.metric, sweep.runs.map(mval), "metric"), { value: mval }));
+  const values = sweep.runs.map(mval).filter((v) => v !== null);
+  const best = values.length ? (maximize ? Math.max(...values) : Math.min(...values)) : 0;
+  const worst = values.length ? (maximize ? Math.min(...values) : Math.max(...values)) : 0;
+
+  const counts = {};
+  for (const r of sweep.runs) counts[r.status] = (counts[r.status] || 0) + 1;
+  const go = () => { history.replaceState(null, "", sweepHash(id, state)); };
+  const select = (idName, label, options, current, onchange) => el("label", { class: "muted" }, label + " ",
+    el("select", { id: idName, onchange }, options.map(([v, t]) => el("option", { value: v, selected: v === current }, t))));
+  const canvas = el("canvas", { id: "parallel", class: "parallel" });
+  const countLine = el("p", { class: "muted", id: "brush-count" });
+  const table = el("table", { id: "sweep-table" });
+  const scatters = el("div", { class: "grid", id: "scatters" });
+  const curves = el("div", { class: "panel chart", id: "curves" });
+  main.replaceChildren(
+    el("h1", {}, "Sweep ", el("code", { text: sweep.sweep_id })),
+    el("p", { class: "muted", text: `${sweep.method} over ${params.join(", ")} · ${sweep.points} points on ` +
+      `${sweep.targets.join(", ")} · ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(", ")}` +
+      (sweep.early_stop ? ` · early stopping: ${sweep.early_stop}` : "") }),
+    el("div", { class: "filters" },
+      select("s-metric", "Metric", metricNames.map((m) => [m, m]), state.metric, (e) => { state.metric = e.target.value; go(); route(); }),
+      el("button", { id: "csv", onclick: () => {
+        const rows = ranked.filter((r) => passes(r, axes, state.brush));
+        const blob = new Blob([sweepCsv(rows, params, metricNames)], { type: "text/csv" });
+        const a = el("a", { href: URL.createObjectURL(blob), download: sweep.sweep_id + ".csv" });
+        document.body.append(a); a.click(); a.remove();
+      } }, "Export CSV"),
+      el("button", { id: "clear-brush", onclick: () => { state.brush = {}; go(); redraw(); } }, "Clear brushes")),
+    el("h2", {}, "Parallel coordinates ", el("span", { class: "note", text: "drag along an axis to filter" })),
+    el("div", { class: "panel" }, canvas, countLine),
+    el("h2", {}, "Runs, best first"), el("div", { class: "panel" }, table),
+    el("h2", {}, `${state.metric || "metric"} against each parameter`), scatters,
+    el("h2", {}, "Curves"),
+    el("div", { class: "filters" },
+      select("s-group", "Group by", [["", "none"]].concat(params.map((p) => [p, p])), state.group,
+        (e) => { state.group = e.target.value; go(); drawCurves(curves, id, state, generation); }),
+      el("label", { class: "muted" }, "Smoothing ", el("input", { id: "s-smooth", type: "range", min: 0, max: 0.95, step: 0.05,
+        value: state.smooth, onchange: (e) => { state.smooth = +e.target.value; go(); drawCurves(curves, id, state, generation); } })),
+      el("label", { class: "muted" }, el("input", { id: "s-logy", type: "checkbox", checked: state.logy,
+        onchange: (e) => { state.logy = e.target.checked; go(); drawCurves(curves, id, state, generation); } }), " log y")),
+    curves);
+
+  let geometry;
+  function renderTable() {
+    const rows = ranked.filter((r) => passes(r, axes, state.brush));
+    const head = el("tr", {}, ["#", "Run", "Point", "Status"].concat(params, metricNames, ["Duration", "Problem"])
+      .map((h) => el("th", { text: h })));
+    table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows.slice(0, 500).map((r, i) => el("tr", { "data-run": r.run_id },
+      el("td", { class: "num", text: i + 1 }), el("td", {}, runLink(r.run_id)), el("td", { class: "num", text: r.point }),
+      el("td", {}, badge(r.status)), params.map((p) => el("td", { class: "num", text: fmtNumber(own(r.params, p)) })),
+      metricNames.map((m) => el("td", { class: "num metric", text: fmtNumber(own(r.metrics, m)) })),
+      el("td", { class: "num", text: fmtDuration(r.duration_s) }), el("td", { class: "problem", text: r.problem || "" })))));
+    countLine.textContent = `${rows.length} of ${sweep.runs.length} runs` + (rows.length > 500 ? " (the best 500 listed)" : "");
+    window.mlw.sweep = { runs: sweep.runs.length, shown: rows.length, lines: geometry ? geometry.shown : 0,
+      axes: axes.map((a) => ({ name: a.name, log: a.log })) };
+  }
+  function redraw() {
+    geometry = drawParallel(canvas, sweep.runs, axes, state.brush, best, worst);
+    renderTable();
+  }
+  // Brushing: a drag along an axis keeps the runs whose value lies in the dragged span; a click
+  // on an axis clears its brush.
+  let drag = null;
+  const axisAt = (x) => axes.findIndex((_, i) => Math.abs(geometry.xOf(i) - x) < 16);
+  const frac = (y) => Math.min(1, Math.max(0, (geometry.bottom - y) / (geometry.bottom - geometry.top)));
+  canvas.addEventListener("mousedown", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const i = axisAt(e.clientX - r.left);
+    if (i >= 0) drag = { axis: axes[i].name, from: frac(e.clientY - r.top), moved: false };
+  });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag || mine !== generation) return;
+    const r = canvas.getBoundingClientRect();
+    const to = frac(e.clientY - r.top);
+    if (Math.abs(to - drag.from) > 0.01) drag.moved = true;
+    if (drag.moved) { state.brush[drag.axis] = [Math.min(drag.from, to), Math.max(drag.from, to)]; redraw(); }
+  });
+  window.addEventListener("mouseup", () => {
+    if (!drag || mine !== generation) return;
+    if (!drag.moved) delete state.brush[drag.axis];
+    drag = null;
+    go();
+    redraw();
+  });
+  redraw();
+  const metricAxis = axes.find((a) => a.kind === "metric");
+  if (metricAxis) {
+    for (const ax of axes.filter((a) => a.kind === "param")) {
+      const c = el("canvas", { class: "scatter", "data-param": ax.name });
+      scatters.append(el("div", { class: "panel chart" }, c));
+      drawScatter(c, sweep.runs, ax, metricAxis);
+    }
+  }
+  await drawCurves(curves, id, state, mine);
+  if (mine !== generation) return;
+  performance.mark("mlw-sweep-ready");
+  document.body.dataset.ready = "sweep";
+}
