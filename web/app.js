@@ -149,7 +149,7 @@ async function showRuns() {
     compareButton.textContent = `Compare selected (${chosen.size})`;
     compareButton.disabled = chosen.size < 2;
     const cols = (runsState.metric ? columns.concat([[runsState.metric, "metric"]]) : columns)
-      .concat(fields.map((f) => [f.replace(/^param:/, ""), f]), [["Problem", null]]);
+      .concat(fields.map((f) => [f.replace(/^(param|metric):/, ""), f]), [["Problem", null]]);
     const head = el("tr", {}, cols.map(([label, key]) => {
       const sorted = key && runsState.sort === key;
       return el("th", { class: (key ? "sortable" : "") + (sorted ? " sorted" : ""), "data-sort": key,

@@ -313,8 +313,9 @@ async function showSweep(id, query) {
       drawScatter(c, sweep.runs, ax, metricAxis);
     }
   }
-  await drawCurves(curves, id, state, mine);
-  if (mine !== generation) return;
   performance.mark("mlw-sweep-ready");
   document.body.dataset.ready = "sweep";
+  // The curves read every run's metrics: drawn after the rest of the page is usable.
+  await drawCurves(curves, id, state, mine);
+  if (mine === generation) document.body.dataset.curves = "drawn";
 }

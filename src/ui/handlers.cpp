@@ -69,6 +69,14 @@ void send_json(httplib::Response& res, const Json& json, int status = 200) {
   res.set_content(json.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
 }
 
+/// A big answer (a sweep's thousands of runs) uncompressed: cpp-httplib would compress
+/// "application/json" with Brotli at its slowest setting (seconds for a few MB), which loopback
+/// does not need; with its charset named the type is not one it compresses.
+void send_large_json(httplib::Response& res, const Json& json) {
+  res.set_content(json.dump(-1, ' ', false, Json::error_handler_t::replace),
+                  "application/json; charset=utf-8");
+}
+
 void send_error(httplib::Response& res, int status, const std::string& message) {
   send_json(res, {{"error", message}}, status);
 }
@@ -356,11 +364,11 @@ void Dashboard::add_routes(httplib::Server& server) {
   });
   const std::string sweep = base + "api/sweeps/([^/]+)";
   server.Get(sweep, [this](const httplib::Request& req, httplib::Response& res) {
-    send_json(res, sweep_json(*this, req.matches[1]));
+    send_large_json(res, sweep_json(*this, req.matches[1]));
   });
   server.Get(sweep + "/curves", [this](const httplib::Request& req, httplib::Response& res) {
-    send_json(res, sweep_curves(*this, req.matches[1], req.get_param_value("metric"),
-                                req.get_param_value("group")));
+    send_large_json(res, sweep_curves(*this, req.matches[1], req.get_param_value("metric"),
+                                      req.get_param_value("group")));
   });
   server.Post(run + "/cancel", [this](const httplib::Request& req, httplib::Response& res) {
     cancel_run(*this, req.matches[1], req, res);

@@ -54,6 +54,22 @@ expect_eq "list --where lr<0.05 --sort metric:loss:desc: four runs, worst first"
   "$(awk 'NR>1 {print $9}' <<<"$table" | tr '\n' ' ')" "0.01 0.01 0.001 0.001 "
 expect_contains "the table has an lr column" "$(head -1 <<<"$table")" "lr"
 
+# The dashboard over this sweep, in Chromium (tests/integration/ui_sweep_browser.cjs).
+"$MLW" history ui --port 0 >"$WORK/ui.out" 2>"$WORK/ui.err" &
+UI_PID=$!
+check "the dashboard prints its URL" wait_for 10 test -s "$WORK/ui.out"
+BROWSER=$(cd "$MLW_SOURCE_DIR/tests/integration" && timeout 180 node ui_sweep_browser.cjs "$(head -1 "$WORK/ui.out")" \
+  "$sweep" ${MLW_UI_SHOTS:-} 2>&1)
+kill -INT "$UI_PID"
+echo "$BROWSER" | grep -v '^ok '
+while read -r line; do
+  case "$line" in
+    "ok "*) pass ;;
+    "not ok "*) fail "browser: ${line#not ok }" ;;
+  esac
+done <<<"$BROWSER"
+check "the browser checks ran (15 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 15
+
 # --- bad input: one line each, nothing recorded -------------------------------------------------
 before=$(ls .mlw/runs | wc -l)
 expect_error "an empty list item" 125 "--lr 0.1,,0.2: an empty value" experiment sweep -c local train.py --lr 0.1,,0.2
