@@ -13,6 +13,7 @@
 #include "mlw/exec/run_recorder.hpp"
 #include "mlw/history/series.hpp"
 #include "mlw/history/sweep_record.hpp"
+#include "mlw/kinds/kind.hpp"
 #include "mlw/util/clock.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
@@ -217,10 +218,28 @@ class SweepSupervisor {
 
   void launch_next() {
     while (!m_pending.empty()) {
-      const int limit = m_work.spec.max_concurrent;
-      if (limit > 0 && static_cast<int>(m_flights.size()) >= limit) return;
       const int target = free_target();
       if (target < 0) return;
+      const RunPlan& base = m_work.targets[static_cast<std::size_t>(target)].plan;
+      if (kind_of(base.compute.type).runner.arrays) {
+        // A batch system that takes arrays gets the points as one job array, which runs at most
+        // maxConcurrent of them at once (sbatch --array=…%K).
+        BatchArray array;
+        array.id = fmt::format("{}-{}", m_work.sweep_id, ++m_arrays);
+        array.size = static_cast<int>(std::min<std::size_t>(m_pending.size(), 1000));
+        array.limit = m_work.spec.max_concurrent;
+        log(fmt::format("array {}: {} points on {}{}", array.id, array.size, base.target_name,
+                        array.limit ? fmt::format(", at most {} at once", array.limit) : ""));
+        for (int i = 0; i < array.size; ++i) {
+          array.index = i;
+          const std::string run_id = m_pending.front();
+          m_pending.pop_front();
+          launch(run_id, target, array);
+        }
+        continue;
+      }
+      const int limit = m_work.spec.max_concurrent;
+      if (limit > 0 && static_cast<int>(m_flights.size()) >= limit) return;
       const std::string run_id = m_pending.front();
       m_pending.pop_front();
       launch(run_id, target);
@@ -228,8 +247,10 @@ class SweepSupervisor {
   }
 
   /// Starts one point's run on a target, as submit starts a run; a failure is its record's.
-  void launch(const std::string& run_id, int target) {
+  void launch(const std::string& run_id, int target,
+              const std::optional<BatchArray>& array = std::nullopt) {
     RunPlan plan = m_work.targets[static_cast<std::size_t>(target)].plan;
+    plan.array = array;
     {
       HistoryStore store(m_work.state_dir);  // closed before the run's supervisor is forked
       plan.record = store.load(run_id);
@@ -287,6 +308,7 @@ class SweepSupervisor {
   std::vector<TrialSeries> m_completed;
   std::map<int, std::vector<double>> m_rungs;
   bool m_canceled = false;
+  int m_arrays = 0;  ///< job arrays submitted so far
 };
 
 }  // namespace

@@ -27,6 +27,9 @@ const std::vector<Setting>& settings() {
        "how long the Slurm controller may not answer before the run is `Lost`"},
       {"MLW_BATCH_RETRY", 300, 1, "s",
        "how long another batch system (Grid Engine) may not answer before the run is `Lost`"},
+      {"MLW_ARRAY_WAIT", 300, 1, "s",
+       "how long a sweep's job array waits for all its points to join before it is submitted "
+       "with those that have"},
       {"MLW_PROBE_TIMEOUT", 120, 1, "s",
        "how long a target may take to answer the probe (its tools: docker, perl, curl)"},
   };

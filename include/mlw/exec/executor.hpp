@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,15 @@
 #include "mlw/snapshot/manifest.hpp"
 
 namespace mlw {
+
+/// A run that is one element of a batch job array: a sweep's points on a batch system whose
+/// runner takes arrays (Runner::arrays), submitted together by the last of them to join.
+struct BatchArray {
+  std::string id;  ///< the array's name (its sweep's id and a number): its folder on the target
+  int index = 0;   ///< this run's element, from 0
+  int size = 1;    ///< how many runs join it
+  int limit = 0;   ///< at most this many elements at once (0: no limit)
+};
 
 /// Everything an executor needs to start one run; validated before any executor sees it.
 struct RunPlan {
@@ -32,6 +42,7 @@ struct RunPlan {
   std::filesystem::path helper_dir;              ///< holds the `mlw` and `azureml` Python packages
   RunRecord record;                              ///< created, with its run id
   Manifest manifest;
+  std::optional<BatchArray> array;  ///< set: the run is an element of a job array
 };
 
 /// A line of a run's live output that begins with this byte is mlw's own note from before the

@@ -65,6 +65,8 @@ struct Runner {
   /// A batch system queues its runs (sbatch, qsub): the run folder is shipped ahead of the
   /// job, not made by a monitor's launch.
   bool batch = false;
+  /// A sweep's points go to it as one job array (RunPlan::array; docs/sweeps.md).
+  bool arrays = false;
   /// How a supervisor runs it on the target (the local Docker engine's API aside).
   std::unique_ptr<RunDriver> (*make_driver)() = nullptr;
 };

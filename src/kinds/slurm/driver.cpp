@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "mlw/exec/container.hpp"
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/settings.hpp"
@@ -26,10 +27,27 @@ class SlurmDriver : public MonitorDriver {
   /// runs it. False when sbatch refused the job (recorded as failed).
   bool start(RunSession& session, const std::string&) override {
     std::vector<std::string> arguments = {std::to_string(slurm_retry_seconds())};
-    const std::vector<std::string> options = sbatch_options(session.plan);
+    std::vector<std::string> options = sbatch_options(session.plan);
+    std::string_view submit = embedded_script("src/kinds/slurm/submit.sh");
+    if (const auto& array = session.plan.array) {
+      // One element of a sweep's job array: the array is named and logs in its own folder
+      // (array.sh appends each element's output to its run's driver_log.txt).
+      std::erase_if(options, [](const std::string& option) {
+        return option.starts_with("--job-name=") || option.starts_with("--output=") ||
+               option.starts_with("--open-mode=");
+      });
+      options.insert(options.begin(), "--job-name=" + container_name(array->id));
+      const std::string& run_dir = session.paths.run_dir;
+      const std::string base = run_dir.substr(0, run_dir.rfind("/runs/"));
+      arguments.insert(arguments.end(),
+                       {base + "/arrays/" + array->id, std::to_string(array->index),
+                        std::to_string(array->size), std::to_string(array->limit),
+                        std::to_string(setting("MLW_ARRAY_WAIT"))});
+      submit = embedded_script("src/kinds/slurm/submit_array.sh");
+    }
     arguments.insert(arguments.end(), options.begin(), options.end());
     return start_batch_job(
-        session, {embedded_script("src/kinds/slurm/submit.sh"), arguments,
+        session, {submit, arguments,
                   stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
                       stdin_file(slurm_run_env(session.plan, session.paths)),
                   "sbatch", "Slurm", std::string(embedded_script("src/kinds/slurm/monitor.sh"))});

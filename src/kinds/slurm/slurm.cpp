@@ -169,7 +169,7 @@ const TargetKind& slurm_kind() {
   static const TargetKind kind{
       .name = "slurm",
       .place = &ssh_host(),
-      .runner = {.detached = true, .batch = true, .make_driver = slurm_driver},
+      .runner = {.detached = true, .batch = true, .arrays = true, .make_driver = slurm_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "pythonLocation"},
       .own_keys = {{"partition", ValueKind::String, "Slurm partition.", "", word_problem,
