@@ -130,12 +130,13 @@ bool MonitorDriver::start_batch_job(RunSession& session, const BatchSubmit& job)
   const ShellResult submitted = session.shell().run_with_input(script_call(k_steps, words),
                                                                stdin_file(job.submit) + job.files);
   const std::string id = trim(submitted.output);
-  // A job's id, or an array element's (Slurm's JOBID_INDEX).
-  const auto underscore = id.find('_');
-  const bool element = underscore != std::string::npos && underscore > 0 &&
-                       underscore + 1 < id.size() && id.find('_', underscore + 1) == std::string::npos;
+  // A job's id, or an array element's (Slurm's JOBID_INDEX, Grid Engine's JOBID.TASK).
+  const auto separator = id.find_first_of("_.");
+  const bool element = separator != std::string::npos && separator > 0 &&
+                       separator + 1 < id.size() &&
+                       id.find_first_of("_.", separator + 1) == std::string::npos;
   if (submitted.exit_code != 0 || id.empty() ||
-      id.find_first_not_of(element ? "0123456789_" : "0123456789") != std::string::npos) {
+      id.find_first_not_of(element ? "0123456789_." : "0123456789") != std::string::npos) {
     session.fail(exit_code::k_cannot_start,
                  fmt::format("{} on {} refused the job: {}", job.tool, session.shell().host(),
                              printable(trim(trim(submitted.errors) + " " + id))));

@@ -7,7 +7,8 @@
 source "$(dirname "$0")/lib.sh"
 
 require_env MLW_TEST_GPU_DOCKER_HOST MLW_TEST_NVIDIA_SIM MLW_TEST_GPU_USER MLW_TEST_SSH_PORT \
-  MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE MLW_TEST_SLURM_USER SLURM_CONF
+  MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE MLW_TEST_SLURM_USER SLURM_CONF \
+  MLW_TEST_SGE_USER MLW_TEST_SGE_ROOT MLW_TEST_SGE_PORTS
 echo "SIMULATION: the GPUs of the second part are simulated (tests/fixtures/nvidia-sim)"
 
 new_project sweeps
@@ -214,4 +215,25 @@ expect_contains "Slurm holds one array job of 3 tasks throttled to 2" \
   "$(scontrol -o show job "$array" 2>&1)" "ArrayTaskThrottle=2"
 expect_eq "at most 2 jobs ran at once" "$(json_get "$json" 'max(sum(1 for o in d if o["started"] <= r["started"] < o["ended"]) for r in d)')" 2
 slurm_unlock
+
+# --- Grid Engine: one job array, qsub -t 1-3 -tc 2 --------------------------------------------------
+read -r QPORT EPORT <<<"$MLW_TEST_SGE_PORTS"
+export SGE_ROOT=$MLW_TEST_SGE_ROOT SGE_CELL=default SGE_QMASTER_PORT=$QPORT SGE_EXECD_PORT=$EPORT
+"$MLW" -q computetarget attach sge -n cell -a "127.0.0.1:$MLW_TEST_SSH_PORT" -u "$MLW_TEST_SGE_USER" \
+  --password-stdin --accept-host-key <"$WORK/pw" >/dev/null 2>&1
+"$MLW" -q experiment sweep -c cell --max-concurrent 2 s.py --x 1,2,3 >"$WORK/o" 2>"$WORK/e"
+expect_eq "a Grid Engine sweep ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+json=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "each task its own record and metric" \
+  "$(json_get "$json" '" ".join("%s:%s" % (r["status"], r["metrics"].get("score")) for r in d)')" \
+  "Completed:2 Completed:4 Completed:6"
+expect_eq "one array: the tasks' ids are JOBID.1, .2, .3 of one job" \
+  "$(json_get "$json" '"%d %s" % (len({r["job_id"].split(".")[0] for r in d}), " ".join(r["job_id"].split(".")[1] for r in d))')" \
+  "1 1 2 3"
+id=$(json_get "$json" 'd[2]["run_id"]')
+expect_contains "task 3's log is its run's" "$("$MLW" history logs -r "$id")" "element of x 3"
+expect_eq "at most 2 tasks ran at once (-tc 2)" "$(json_get "$json" 'max(sum(1 for o in d if o["started"] <= r["started"] < o["ended"]) for r in d)')" 2
+array=$(json_get "$json" 'd[0]["job_id"].split(".")[0]')
+expect_contains "Grid Engine accounted three tasks of the one job" "$(qacct -j "$array" 2>&1 | grep -c '^taskid')" 3
 finish

@@ -20,11 +20,20 @@ class Driver : public MonitorDriver {
   /// Engine runs the job. False when qsub refused it (recorded as failed).
   bool start(RunSession& session, const std::string&) override {
     const Config config = config_of(session.plan.compute);
+    const auto& array = session.plan.array;
+    std::vector<std::string> words = {
+        container_name(array ? array->id : session.plan.record.run_id), config.queue, config.pe,
+        std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY")),
+        std::to_string(config.gpus)};
+    if (array) {  // one task of a sweep's job array (qsub -t 1-N -tc K)
+      const std::string& run_dir = session.paths.run_dir;
+      words.insert(words.end(),
+                   {run_dir.substr(0, run_dir.rfind("/runs/")) + "/arrays/" + array->id,
+                    std::to_string(array->index), std::to_string(array->size),
+                    std::to_string(array->limit), std::to_string(setting("MLW_ARRAY_WAIT"))});
+    }
     return start_batch_job(
-        session, {embedded_script("src/kinds/sge/submit.sh"),
-                  {container_name(session.plan.record.run_id), config.queue, config.pe,
-                   std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY")),
-                   std::to_string(config.gpus)},
+        session, {embedded_script("src/kinds/sge/submit.sh"), words,
                   stdin_file(embedded_script("src/kinds/sge/job.sh")) +
                       stdin_file(embedded_script("src/kinds/sge/end.sh")) +
                       stdin_file(run_env(session.plan, session.paths)),

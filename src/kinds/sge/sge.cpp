@@ -174,7 +174,7 @@ const TargetKind& sge_kind() {
   static const TargetKind kind{
       .name = "sge",
       .place = &ssh_host(),
-      .runner = {.detached = true, .batch = true, .make_driver = sge::driver},
+      .runner = {.detached = true, .batch = true, .arrays = true, .make_driver = sge::driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "pythonLocation"},
       .own_keys = {{"queue", ValueKind::String, "Grid Engine: the queue (qsub -q); empty: any.", "",
