@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 
 #include "mlw/exec/lease.hpp"
 #include "mlw/exec/monitor_driver.hpp"
@@ -91,9 +92,18 @@ bool MonitorDriver::take_launch(RunSession& session, std::string& state) {
 
 void MonitorDriver::take_lease_lines(RunSession& session, std::string& state) {
   constexpr std::string_view prefix = "mlw-lease=";
-  while (starts_with(state, prefix)) {
+  constexpr std::string_view metric = "mlw-metric=";
+  std::string metrics;
+  while (starts_with(state, prefix) || starts_with(state, metric)) {
     const auto newline = state.find('\n');
-    if (newline == std::string::npos) return;
+    if (newline == std::string::npos) break;
+    if (starts_with(state, metric)) {
+      // The run's metrics as they are logged, into the local copy of metrics.jsonl (the whole
+      // file replaces it with the results).
+      metrics.append(state, metric.size(), newline + 1 - metric.size());
+      state.erase(0, newline + 1);
+      continue;
+    }
     const std::string line = state.substr(prefix.size(), newline - prefix.size());
     state.erase(0, newline + 1);
     if (!m_lease_pending) continue;  // said again after a reconnect
@@ -105,6 +115,10 @@ void MonitorDriver::take_lease_lines(RunSession& session, std::string& state) {
       m_lease_pending = false;
       session.mark_running();
     }
+  }
+  if (!metrics.empty()) {
+    std::ofstream out(session.plan.run_dir / "metrics.jsonl", std::ios::binary | std::ios::app);
+    out << metrics;
   }
 }
 
@@ -205,15 +219,26 @@ void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::stri
   }
 }
 
+namespace {
+
+/// The bytes of the run's metrics.jsonl here: where the next follow step's metrics start.
+std::uintmax_t local_metrics_size(RunSession& session) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(session.plan.run_dir / "metrics.jsonl", ec);
+  return ec ? 0 : size;
+}
+
+}  // namespace
+
 std::string MonitorDriver::follow_script(RunSession& session, bool launching) const {
   // Its first line names the step in -vv's trace of each step.
   return fmt::format(
              "# mlw follow\nmlw_run={}\nmlw_offset={}\nmlw_pid={}\nmlw_tree={}\nmlw_end={}\n"
-             "mlw_lease={}\n",
+             "mlw_lease={}\nmlw_metrics={}\n",
              shell_quote(session.paths.run_dir), session.offset + 1,
              launching ? "" : shell_quote(m_monitor_pid),
              launching && !session.paths.tree.empty() ? "1" : "", shell_quote(end_script()),
-             m_lease_pending ? "1" : "") +
+             m_lease_pending ? "1" : "", local_metrics_size(session) + 1) +
          (launching ? std::string(embedded_script("src/exec/launch.sh")) : std::string()) +
          std::string(embedded_script("src/exec/follow.sh")) + RunSession::results_script();
 }

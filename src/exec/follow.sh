@@ -4,10 +4,11 @@
 # not yet received, counted from 1), mlw_pid (the monitor's pid; empty: start the monitor first,
 # monitor.sh on the step's stdin, after the run folder's tree when mlw_tree is 1: "T\n" and T
 # bytes of tar, its objects in the store), mlw_end (prints how the run ended, run in the run
-# folder), mlw_lease (1: the run waits for its lease) and the results' settings (results.sh
-# follows this file).
+# folder), mlw_lease (1: the run waits for its lease), mlw_metrics (the first byte of its
+# metrics.jsonl not yet received, counted from 1) and the results' settings (results.sh follows
+# this file).
 # Prints the log from mlw_offset on until the monitor ends, then on stderr: the new monitor's
-# "mlw-pid=N", the lease's "mlw-lease=LINE"s, then "mlw-state=running" (the monitor goes on: the
+# "mlw-pid=N", the lease's "mlw-lease=LINE"s, the metrics' "mlw-metric=LINE"s, then "mlw-state=running" (the monitor goes on: the
 # step was cut short) or "mlw-state=ended", the end's lines, "mlw-results" and the run's results.
 if [ -z "$mlw_pid" ]; then
   # The run folder from the tree, unless an earlier try made it; a failure ends the step with
@@ -35,7 +36,26 @@ if [ -n "$mlw_lease" ]; then
   tail -n +1 -s 0.05 --pid="$mlw_pid" -f "$mlw_run/lease.log" 2>/dev/null |
     sed -u -n 's/^/mlw-lease=/p; /^mlw-lease=[ges]/q' >&2
 fi
+# The run's metrics as the script writes them (a sweep's early stopping reads them): each whole
+# line of metrics.jsonl from byte mlw_metrics on, up to 4000 bytes, on stderr as mlw-metric=LINE
+# (longer ones come back with the results).
+# (mawk reads a pipe a block at a time unless -W interactive; other awks take lines as they come.)
+mlw_mtail=
+if [ -n "$mlw_metrics" ]; then
+  mlw_awk='awk'
+  awk -W interactive 'BEGIN { }' </dev/null >/dev/null 2>&1 && mlw_awk='awk -W interactive'
+  # shellcheck disable=SC2086,SC2016 # mlw_awk is one or three words; $0 is awk's
+  tail -c "+$mlw_metrics" -s 0.2 --pid="$mlw_pid" -F "$mlw_run/metrics.jsonl" 2>/dev/null |
+    $mlw_awk 'length($0) > 0 && length($0) <= 4000 { print "mlw-metric=" $0; fflush() }' \
+      >&2 2>/dev/null &
+  mlw_mtail=$!
+fi
 tail -c "+$mlw_offset" -s 0.01 --pid="$mlw_pid" -f "$mlw_run/driver_log.txt" 2>/dev/null
+# Whatever it had not sent yet comes with the results, which replace the copy: no wait for it.
+if [ -n "$mlw_mtail" ]; then
+  kill "$mlw_mtail" 2>/dev/null
+  wait "$mlw_mtail" 2>/dev/null
+fi
 exec >&2
 kill -0 "$mlw_pid" 2>/dev/null && echo mlw-state=running && exit 0
 echo mlw-state=ended

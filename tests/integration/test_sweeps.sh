@@ -214,6 +214,32 @@ array=$(json_get "$json" 'd[0]["job_id"].split("_")[0]')
 expect_contains "Slurm holds one array job of 3 tasks throttled to 2" \
   "$(scontrol -o show job "$array" 2>&1)" "ArrayTaskThrottle=2"
 expect_eq "at most 2 jobs ran at once" "$(json_get "$json" 'max(sum(1 for o in d if o["started"] <= r["started"] < o["ended"]) for r in d)')" 2
+# Early stopping on Slurm: the metrics come back live (follow.sh's mlw-metric lines), and a bad
+# element is stopped with scancel JOBID_i.
+cat >q.py <<'PY'
+import argparse, time
+import mlw
+p = argparse.ArgumentParser(); p.add_argument("--q", type=float); a = p.parse_args()
+for s in range(1, 16):
+    mlw.log_metric("loss", a.q / s, step=s)
+    time.sleep(0.2)
+PY
+cat >stop.yml <<'YML'
+maxConcurrent: 1
+metric: {name: loss, goal: min}
+parameters:
+  q: [1, 1.1, 5, 6]
+earlyStop: {rule: median, minSteps: 2, minCompleted: 2}
+YML
+"$MLW" -q experiment sweep -c cluster -f stop.yml q.py >"$WORK/o" 2>"$WORK/e"
+expect_eq "a Slurm sweep with stopped elements ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+json=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "the bad elements are Stopped early, the good ones Completed" \
+  "$(json_get "$json" '" ".join(r["status"] for r in d)')" "Completed Completed Stopped Stopped"
+expect_eq "… each after a few of its 15 steps (3 s)" \
+  "$(json_get "$json" 'all(r["duration_s"] < 2.5 for r in d[2:])')" "True"
+expect_contains "the decision was scancel of the element" "$(cat ".mlw/sweeps/$sweep/decisions.log")" "median rule"
 slurm_unlock
 
 # --- Grid Engine: one job array, qsub -t 1-3 -tc 2 --------------------------------------------------
