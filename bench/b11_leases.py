@@ -47,13 +47,19 @@ def runs_of(t, ids):
     return out
 
 
-def b11(mlw, link=None):
-    wan = link is not None
+def leased_remote(mlw, link):
+    """A `remote` target g on the 4-GPU host with gpusPerRun: 1, its connection kept (warm)."""
     t = gpu_targets(mlw, link)
     t.attach_remote("g", kind="remote")
     with open(os.path.join(t.project, "aml_config", "g.compute"), "a", encoding="utf-8") as f:
         f.write("gpusPerRun: 1\n")
-    t.mlw("experiment", "submit", "-c", "g", "sleep.py", "0")  # the connection kept, warm
+    t.mlw("experiment", "submit", "-c", "g", "sleep.py", "0")
+    return t
+
+
+def b11(mlw, link=None):
+    wan = link is not None
+    t = leased_remote(mlw, link)
     start = time.time()
     ids = []
     for _ in range(32):
@@ -93,11 +99,7 @@ def b11(mlw, link=None):
 
 def b11s(mlw):
     """B11 through one `experiment sweep` of 32 points instead of 32 submits."""
-    t = gpu_targets(mlw, None)
-    t.attach_remote("g", kind="remote")
-    with open(os.path.join(t.project, "aml_config", "g.compute"), "a", encoding="utf-8") as f:
-        f.write("gpusPerRun: 1\n")
-    t.mlw("experiment", "submit", "-c", "g", "sleep.py", "0")  # the connection kept, warm
+    t = leased_remote(mlw, None)
     start = time.time()
     out, _ = t.mlw("experiment", "sweep", "-a", "-c", "g", "sleep.py", "2",
                    "--point", ",".join(str(i) for i in range(32)))

@@ -200,12 +200,8 @@ function sweepCsv(rows, params, metrics) {
   return lines.join("\n") + "\n";
 }
 
-async function showSweep(id, query) {
-  window.mlw.page = "sweep";
-  const mine = generation;
-  const state = sweepState(query);
-  const sweep = await getJson("api/sweeps/" + encodeURIComponent(id));
-  if (mine !== generation) return;
+// What the page shows of a sweep for one metric: its ranking and the parallel axes.
+function sweepModel(sweep, state) {
   const metricNames = Array.from(new Set(sweep.runs.flatMap((r) => Object.keys(r.metrics)))).sort();
   if (!state.metric) state.metric = sweep.metric || metricNames[0] || "";
   const maximize = state.metric === sweep.metric ? sweep.goal === "max" : false;
@@ -223,7 +219,58 @@ async function showSweep(id, query) {
   const values = sweep.runs.map(mval).filter((v) => v !== null);
   const best = values.length ? (maximize ? Math.max(...values) : Math.min(...values)) : 0;
   const worst = values.length ? (maximize ? Math.min(...values) : Math.max(...values)) : 0;
+  return { metricNames, params, ranked, axes, best, worst };
+}
 
+function renderSweepTable(table, countLine, model, sweep, state, geometry) {
+  const { params, metricNames, axes } = model;
+  const rows = model.ranked.filter((r) => passes(r, axes, state.brush));
+  const head = el("tr", {}, ["#", "Run", "Point", "Status"].concat(params, metricNames, ["Duration", "Problem"])
+    .map((h) => el("th", { text: h })));
+  table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows.slice(0, 500).map((r, i) => el("tr", { "data-run": r.run_id },
+    el("td", { class: "num", text: i + 1 }), el("td", {}, runLink(r.run_id)), el("td", { class: "num", text: r.point }),
+    el("td", {}, badge(r.status)), params.map((p) => el("td", { class: "num", text: fmtNumber(own(r.params, p)) })),
+    metricNames.map((m) => el("td", { class: "num metric", text: fmtNumber(own(r.metrics, m)) })),
+    el("td", { class: "num", text: fmtDuration(r.duration_s) }), el("td", { class: "problem", text: r.problem || "" })))));
+  countLine.textContent = `${rows.length} of ${sweep.runs.length} runs` + (rows.length > 500 ? " (the best 500 listed)" : "");
+  window.mlw.sweep = { runs: sweep.runs.length, shown: rows.length, lines: geometry ? geometry.shown : 0,
+    axes: axes.map((a) => ({ name: a.name, log: a.log })) };
+}
+
+// Brushing: a drag along an axis keeps the runs whose value lies in the dragged span; a click on
+// an axis clears its brush. `geometry()` is the last drawing's; `changed(done)` redraws.
+function attachBrushing(canvas, axes, state, geometry, changed) {
+  const mine = generation;
+  let drag = null;
+  const axisAt = (x) => axes.findIndex((_, i) => Math.abs(geometry().xOf(i) - x) < 16);
+  const frac = (y) => { const g = geometry(); return Math.min(1, Math.max(0, (g.bottom - y) / (g.bottom - g.top))); };
+  canvas.addEventListener("mousedown", (e) => {
+    const r = canvas.getBoundingClientRect();
+    const i = axisAt(e.clientX - r.left);
+    if (i >= 0) drag = { axis: axes[i].name, from: frac(e.clientY - r.top), moved: false };
+  });
+  window.addEventListener("mousemove", (e) => {
+    if (!drag || mine !== generation) return;
+    const to = frac(e.clientY - canvas.getBoundingClientRect().top);
+    if (Math.abs(to - drag.from) > 0.01) drag.moved = true;
+    if (drag.moved) { state.brush[drag.axis] = [Math.min(drag.from, to), Math.max(drag.from, to)]; changed(false); }
+  });
+  window.addEventListener("mouseup", () => {
+    if (!drag || mine !== generation) return;
+    if (!drag.moved) delete state.brush[drag.axis];
+    drag = null;
+    changed(true);
+  });
+}
+
+async function showSweep(id, query) {
+  window.mlw.page = "sweep";
+  const mine = generation;
+  const state = sweepState(query);
+  const sweep = await getJson("api/sweeps/" + encodeURIComponent(id));
+  if (mine !== generation) return;
+  const model = sweepModel(sweep, state);
+  const { metricNames, params, axes } = model;
   const counts = {};
   for (const r of sweep.runs) counts[r.status] = (counts[r.status] || 0) + 1;
   const go = () => { history.replaceState(null, "", sweepHash(id, state)); };
@@ -234,6 +281,7 @@ async function showSweep(id, query) {
   const table = el("table", { id: "sweep-table" });
   const scatters = el("div", { class: "grid", id: "scatters" });
   const curves = el("div", { class: "panel chart", id: "curves" });
+  const recurve = () => { go(); drawCurves(curves, id, state, generation); };
   main.replaceChildren(
     el("h1", {}, "Sweep ", el("code", { text: sweep.sweep_id })),
     el("p", { class: "muted", text: `${sweep.method} over ${params.join(", ")} · ${sweep.points} points on ` +
@@ -242,7 +290,7 @@ async function showSweep(id, query) {
     el("div", { class: "filters" },
       select("s-metric", "Metric", metricNames.map((m) => [m, m]), state.metric, (e) => { state.metric = e.target.value; go(); route(); }),
       el("button", { id: "csv", onclick: () => {
-        const rows = ranked.filter((r) => passes(r, axes, state.brush));
+        const rows = model.ranked.filter((r) => passes(r, axes, state.brush));
         const blob = new Blob([sweepCsv(rows, params, metricNames)], { type: "text/csv" });
         const a = el("a", { href: URL.createObjectURL(blob), download: sweep.sweep_id + ".csv" });
         document.body.append(a); a.click(); a.remove();
@@ -255,55 +303,19 @@ async function showSweep(id, query) {
     el("h2", {}, "Curves"),
     el("div", { class: "filters" },
       select("s-group", "Group by", [["", "none"]].concat(params.map((p) => [p, p])), state.group,
-        (e) => { state.group = e.target.value; go(); drawCurves(curves, id, state, generation); }),
+        (e) => { state.group = e.target.value; recurve(); }),
       el("label", { class: "muted" }, "Smoothing ", el("input", { id: "s-smooth", type: "range", min: 0, max: 0.95, step: 0.05,
-        value: state.smooth, onchange: (e) => { state.smooth = +e.target.value; go(); drawCurves(curves, id, state, generation); } })),
+        value: state.smooth, onchange: (e) => { state.smooth = +e.target.value; recurve(); } })),
       el("label", { class: "muted" }, el("input", { id: "s-logy", type: "checkbox", checked: state.logy,
-        onchange: (e) => { state.logy = e.target.checked; go(); drawCurves(curves, id, state, generation); } }), " log y")),
+        onchange: (e) => { state.logy = e.target.checked; recurve(); } }), " log y")),
     curves);
 
   let geometry;
-  function renderTable() {
-    const rows = ranked.filter((r) => passes(r, axes, state.brush));
-    const head = el("tr", {}, ["#", "Run", "Point", "Status"].concat(params, metricNames, ["Duration", "Problem"])
-      .map((h) => el("th", { text: h })));
-    table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows.slice(0, 500).map((r, i) => el("tr", { "data-run": r.run_id },
-      el("td", { class: "num", text: i + 1 }), el("td", {}, runLink(r.run_id)), el("td", { class: "num", text: r.point }),
-      el("td", {}, badge(r.status)), params.map((p) => el("td", { class: "num", text: fmtNumber(own(r.params, p)) })),
-      metricNames.map((m) => el("td", { class: "num metric", text: fmtNumber(own(r.metrics, m)) })),
-      el("td", { class: "num", text: fmtDuration(r.duration_s) }), el("td", { class: "problem", text: r.problem || "" })))));
-    countLine.textContent = `${rows.length} of ${sweep.runs.length} runs` + (rows.length > 500 ? " (the best 500 listed)" : "");
-    window.mlw.sweep = { runs: sweep.runs.length, shown: rows.length, lines: geometry ? geometry.shown : 0,
-      axes: axes.map((a) => ({ name: a.name, log: a.log })) };
-  }
   function redraw() {
-    geometry = drawParallel(canvas, sweep.runs, axes, state.brush, best, worst);
-    renderTable();
+    geometry = drawParallel(canvas, sweep.runs, axes, state.brush, model.best, model.worst);
+    renderSweepTable(table, countLine, model, sweep, state, geometry);
   }
-  // Brushing: a drag along an axis keeps the runs whose value lies in the dragged span; a click
-  // on an axis clears its brush.
-  let drag = null;
-  const axisAt = (x) => axes.findIndex((_, i) => Math.abs(geometry.xOf(i) - x) < 16);
-  const frac = (y) => Math.min(1, Math.max(0, (geometry.bottom - y) / (geometry.bottom - geometry.top)));
-  canvas.addEventListener("mousedown", (e) => {
-    const r = canvas.getBoundingClientRect();
-    const i = axisAt(e.clientX - r.left);
-    if (i >= 0) drag = { axis: axes[i].name, from: frac(e.clientY - r.top), moved: false };
-  });
-  window.addEventListener("mousemove", (e) => {
-    if (!drag || mine !== generation) return;
-    const r = canvas.getBoundingClientRect();
-    const to = frac(e.clientY - r.top);
-    if (Math.abs(to - drag.from) > 0.01) drag.moved = true;
-    if (drag.moved) { state.brush[drag.axis] = [Math.min(drag.from, to), Math.max(drag.from, to)]; redraw(); }
-  });
-  window.addEventListener("mouseup", () => {
-    if (!drag || mine !== generation) return;
-    if (!drag.moved) delete state.brush[drag.axis];
-    drag = null;
-    go();
-    redraw();
-  });
+  attachBrushing(canvas, axes, state, () => geometry, (done) => { if (done) go(); redraw(); });
   redraw();
   const metricAxis = axes.find((a) => a.kind === "metric");
   if (metricAxis) {

@@ -48,6 +48,17 @@ def _plain(value):
     return str(value)
 
 
+def _write(kind, record):
+    """Appends one JSON line to $MLW_METRICS_FILE (outside a run: prints it on stderr)."""
+    path = os.environ.get("MLW_METRICS_FILE")
+    line = json.dumps(record, ensure_ascii=False)
+    if not path:
+        print(kind, line, file=sys.stderr)
+        return
+    with _lock, open(path, "a", encoding="utf-8") as out:
+        out.write(line + "\n")
+
+
 def log_metric(name, value, step=None):
     """Records one value of the metric `name` (optionally at `step`)."""
     if not isinstance(name, str) or not name:
@@ -55,13 +66,7 @@ def log_metric(name, value, step=None):
     record = {"name": name, "value": _plain(value), "time": time.time()}
     if step is not None:
         record["step"] = int(step)
-    path = os.environ.get("MLW_METRICS_FILE")
-    line = json.dumps(record, ensure_ascii=False)
-    if not path:
-        print("metric", line, file=sys.stderr)
-        return
-    with _lock, open(path, "a", encoding="utf-8") as out:
-        out.write(line + "\n")
+    _write("metric", record)
 
 
 def log_param(name, value):
@@ -75,14 +80,7 @@ def log_param(name, value):
     value = _plain(value)
     if not isinstance(value, (str, int, float, bool)):
         value = json.dumps(value)
-    record = {"param": name, "value": value}
-    path = os.environ.get("MLW_METRICS_FILE")
-    line = json.dumps(record, ensure_ascii=False)
-    if not path:
-        print("param", line, file=sys.stderr)
-        return
-    with _lock, open(path, "a", encoding="utf-8") as out:
-        out.write(line + "\n")
+    _write("param", {"param": name, "value": value})
 
 
 def log_artifact(path, name=None):

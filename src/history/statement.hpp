@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mlw/history/store.hpp"
+
 namespace mlw {
 
 /// A prepared statement that finalizes itself.
@@ -68,5 +70,26 @@ class Statement {
   sqlite3* m_db;
   sqlite3_stmt* m_stmt = nullptr;
 };
+
+/// The columns every listing selects first, in this order: run_id, run_number, script, target,
+/// status, created_ms, start_ms, end_ms, exit_code (SELECT r.run_id, … r.exit_code).
+inline constexpr const char* k_summary_columns =
+    "r.run_id, r.run_number, r.script, r.target, r.status, r.created_ms, r.start_ms, r.end_ms,"
+    " r.exit_code";
+
+/// Reads the k_summary_columns of the statement's current row (columns 0 to 8).
+inline RunSummary summary_of(const Statement& stmt) {
+  RunSummary run;
+  run.run_id = stmt.text(0);
+  run.run_number = stmt.integer(1);
+  run.script = stmt.text(2);
+  run.target = stmt.text(3);
+  run.status = stmt.text(4);
+  run.created_ms = stmt.integer(5);
+  run.start_ms = stmt.integer(6);
+  run.end_ms = stmt.integer(7);
+  if (!stmt.is_null(8)) run.exit_code = static_cast<int>(stmt.integer(8));
+  return run;
+}
 
 }  // namespace mlw

@@ -64,10 +64,8 @@ std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
   } else if (!query.sweep_id.empty()) {
     order = "r.run_number ASC";  // a sweep's runs in the order of its points
   }
-  std::string text =
-      "SELECT r.run_id, r.run_number, r.script, r.target, r.status, r.created_ms, r.start_ms,"
-      " r.end_ms, r.exit_code, r.sweep_id" +
-      columns + " FROM runs r" + sql.joins;
+  std::string text = std::string("SELECT ") + k_summary_columns + ", r.sweep_id" + columns +
+                     " FROM runs r" + sql.joins;
   for (std::size_t i = 0; i < sql.where.size(); ++i) {
     text += (i ? " AND " : " WHERE ") + sql.where[i];
   }
@@ -81,16 +79,7 @@ std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
   std::vector<RunSummary> rows;
   int rc;
   while ((rc = stmt.step()) == SQLITE_ROW) {
-    RunSummary row;
-    row.run_id = stmt.text(0);
-    row.run_number = stmt.integer(1);
-    row.script = stmt.text(2);
-    row.target = stmt.text(3);
-    row.status = stmt.text(4);
-    row.created_ms = stmt.integer(5);
-    row.start_ms = stmt.integer(6);
-    row.end_ms = stmt.integer(7);
-    if (!stmt.is_null(8)) row.exit_code = static_cast<int>(stmt.integer(8));
+    RunSummary row = summary_of(stmt);
     row.sweep_id = stmt.text(9);
     for (std::size_t i = 0; i < query.columns.size(); ++i) {
       row.values.push_back(stmt.value(static_cast<int>(10 + i)));
@@ -114,15 +103,7 @@ std::vector<SweepRow> HistoryStore::sweep_rows(const std::string& sweep_id) {
     stmt.bind(1, sweep_id);
     while (stmt.step() == SQLITE_ROW) {
       SweepRow row;
-      row.run.run_id = stmt.text(0);
-      row.run.run_number = stmt.integer(1);
-      row.run.script = stmt.text(2);
-      row.run.target = stmt.text(3);
-      row.run.status = stmt.text(4);
-      row.run.created_ms = stmt.integer(5);
-      row.run.start_ms = stmt.integer(6);
-      row.run.end_ms = stmt.integer(7);
-      if (!stmt.is_null(8)) row.run.exit_code = static_cast<int>(stmt.integer(8));
+      row.run = summary_of(stmt);
       row.run.sweep_id = sweep_id;
       row.problem = stmt.text(9);
       index[row.run.run_id] = rows.size();

@@ -110,10 +110,8 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
       query.sort == "duration" || query.sort == "exit_code" || query.sort == "metric" || field_sort;
   const std::string nulls_last = nullable ? fmt::format("({}) IS NULL, ", sort_column) : "";
   const std::string sql = fmt::format(
-      "SELECT r.run_id, r.run_number, r.script, r.target, r.status, r.created_ms, r.start_ms,"
-      " r.end_ms, r.exit_code, r.problem, m.value{} ORDER BY {}{} {}, r.run_number {}"
-      " LIMIT ?7 OFFSET ?9",
-      where, nulls_last, sort_column, direction, direction);
+      "SELECT {}, r.problem, m.value{} ORDER BY {}{} {}, r.run_number {} LIMIT ?7 OFFSET ?9",
+      k_summary_columns, where, nulls_last, sort_column, direction, direction);
   Statement stmt(m_db, sql.c_str());
   if (!stmt.ok()) fail("listing runs");
   bind_filters(stmt);
@@ -123,15 +121,7 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
   int rc;
   while ((rc = stmt.step()) == SQLITE_ROW) {
     RunPageRow row;
-    row.run.run_id = stmt.text(0);
-    row.run.run_number = stmt.integer(1);
-    row.run.script = stmt.text(2);
-    row.run.target = stmt.text(3);
-    row.run.status = stmt.text(4);
-    row.run.created_ms = stmt.integer(5);
-    row.run.start_ms = stmt.integer(6);
-    row.run.end_ms = stmt.integer(7);
-    if (!stmt.is_null(8)) row.run.exit_code = static_cast<int>(stmt.integer(8));
+    row.run = summary_of(stmt);
     row.problem = stmt.text(9);
     if (!stmt.is_null(10)) row.metric = stmt.real(10);
     page.rows.push_back(std::move(row));

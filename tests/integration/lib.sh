@@ -139,6 +139,18 @@ slurm_lock() {
 }
 slurm_unlock() { touch "$WORK/slurm-lock.release"; }
 
+# count_browser_checks OUTPUT: a pass or a fail per "ok NAME" / "not ok NAME: why" line of a
+# browser script's output (the others are printed).
+count_browser_checks() {
+  echo "$1" | grep -v '^ok '
+  while read -r line; do
+    case "$line" in
+      "ok "*) pass ;;
+      "not ok "*) fail "browser: ${line#not ok }" ;;
+    esac
+  done <<<"$1"
+}
+
 # run_state RUN_ID: "STATUS EXIT_CODE" of a run; run_is RUN_ID STATUS: whether it is in it.
 run_state() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["exit_code"])'; }
 run_is() { [[ "$(run_state "$1")" == $2* ]]; }

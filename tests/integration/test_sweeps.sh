@@ -62,13 +62,7 @@ check "the dashboard prints its URL" wait_for 10 test -s "$WORK/ui.out"
 BROWSER=$(cd "$MLW_SOURCE_DIR/tests/integration" && timeout 180 node ui_sweep_browser.cjs "$(head -1 "$WORK/ui.out")" \
   "$sweep" ${MLW_UI_SHOTS:-} 2>&1)
 kill -INT "$UI_PID"
-echo "$BROWSER" | grep -v '^ok '
-while read -r line; do
-  case "$line" in
-    "ok "*) pass ;;
-    "not ok "*) fail "browser: ${line#not ok }" ;;
-  esac
-done <<<"$BROWSER"
+count_browser_checks "$BROWSER"
 check "the browser checks ran (14 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 14
 
 # --- bad input: one line each, nothing recorded -------------------------------------------------

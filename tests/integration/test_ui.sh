@@ -160,13 +160,7 @@ check "the server process is still running" test $? -eq 0
 SHOTS=${MLW_UI_SHOTS:-}
 BROWSER=$(cd "$MLW_SOURCE_DIR/tests/integration" &&
   timeout 180 node ui_browser.cjs "$URL" "$RUN_A" "$RUN_B" "$RUN_LIVE" $SHOTS 2>&1)
-echo "$BROWSER" | grep -v '^ok '
-while read -r line; do
-  case "$line" in
-    "ok "*) pass ;;
-    "not ok "*) fail "browser: ${line#not ok }" ;;
-  esac
-done <<<"$BROWSER"
+count_browser_checks "$BROWSER"
 check "the browser checks ran (19 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 19
 for _ in $(seq 100); do
   [ "$("$MLW" history info -r "$RUN_LIVE" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = Canceled ] && break

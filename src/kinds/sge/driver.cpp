@@ -22,8 +22,11 @@ class Driver : public MonitorDriver {
     const Config config = config_of(session.plan.compute);
     const auto& array = session.plan.array;
     std::vector<std::string> words = {
-        container_name(array ? array->id : session.plan.record.run_id), config.queue, config.pe,
-        std::to_string(config.slots), std::to_string(setting("MLW_BATCH_RETRY")),
+        container_name(array ? array->id : session.plan.record.run_id),
+        config.queue,
+        config.pe,
+        std::to_string(config.slots),
+        std::to_string(setting("MLW_BATCH_RETRY")),
         std::to_string(config.gpus)};
     if (array) {  // one task of a sweep's job array (qsub -t 1-N -tc K)
       const std::string& run_dir = session.paths.run_dir;
@@ -32,14 +35,15 @@ class Driver : public MonitorDriver {
                     std::to_string(array->index), std::to_string(array->size),
                     std::to_string(array->limit), std::to_string(setting("MLW_ARRAY_WAIT"))});
     }
+    // The array's join precedes the submit script (it is used only with an array's words).
+    const std::string submit = std::string(embedded_script("src/exec/array_join.sh")) +
+                               std::string(embedded_script("src/kinds/sge/submit.sh"));
     return start_batch_job(
-        session, {embedded_script("src/kinds/sge/submit.sh"), words,
+        session, {submit, words,
                   stdin_file(embedded_script("src/kinds/sge/job.sh")) +
                       stdin_file(embedded_script("src/kinds/sge/end.sh")) +
                       stdin_file(run_env(session.plan, session.paths)),
-                  "qsub",
-                  "Grid Engine",
-                  std::string(embedded_script("src/kinds/sge/monitor.sh"))});
+                  "qsub", "Grid Engine", std::string(embedded_script("src/kinds/sge/monitor.sh"))});
   }
 
   /// A monitor that gave up on a qmaster that did not answer is started again.

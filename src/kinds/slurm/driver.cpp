@@ -29,6 +29,7 @@ class SlurmDriver : public MonitorDriver {
     std::vector<std::string> arguments = {std::to_string(slurm_retry_seconds())};
     std::vector<std::string> options = sbatch_options(session.plan);
     std::string_view submit = embedded_script("src/kinds/slurm/submit.sh");
+    std::string array_submit;
     if (const auto& array = session.plan.array) {
       // One element of a sweep's job array: the array is named and logs in its own folder
       // (array.sh appends each element's output to its run's driver_log.txt).
@@ -39,11 +40,13 @@ class SlurmDriver : public MonitorDriver {
       options.insert(options.begin(), "--job-name=" + container_name(array->id));
       const std::string& run_dir = session.paths.run_dir;
       const std::string base = run_dir.substr(0, run_dir.rfind("/runs/"));
-      arguments.insert(arguments.end(),
-                       {base + "/arrays/" + array->id, std::to_string(array->index),
-                        std::to_string(array->size), std::to_string(array->limit),
-                        std::to_string(setting("MLW_ARRAY_WAIT"))});
-      submit = embedded_script("src/kinds/slurm/submit_array.sh");
+      arguments.insert(
+          arguments.end(),
+          {base + "/arrays/" + array->id, std::to_string(array->index), std::to_string(array->size),
+           std::to_string(array->limit), std::to_string(setting("MLW_ARRAY_WAIT"))});
+      array_submit = std::string(embedded_script("src/exec/array_join.sh")) +
+                     std::string(embedded_script("src/kinds/slurm/submit_array.sh"));
+      submit = array_submit;
     }
     arguments.insert(arguments.end(), options.begin(), options.end());
     return start_batch_job(

@@ -77,19 +77,22 @@ TEST(Sweep, RandomSearchIsDrawnFromItsSeedWithinBounds) {
 }
 
 TEST(Sweep, FileMistakesNameTheirPlace) {
-  EXPECT_EQ(error_of("methd: grid\n"), "sweep.yml:1:1: unknown key \"methd\" (did you mean \"method\"?)");
+  EXPECT_EQ(error_of("methd: grid\n"),
+            "sweep.yml:1:1: unknown key \"methd\" (did you mean \"method\"?)");
   EXPECT_EQ(error_of("parameters:\n  a: {rnage: [1, 2]}\n"),
             "sweep.yml:2:7: unknown key \"rnage\" in parameter a (did you mean \"range\"?)");
   EXPECT_EQ(error_of("parameters:\n  a: {range: [1, 2], step: 0}\n"),
             "sweep.yml:2:28: parameter a: step must be more than 0");
   EXPECT_EQ(error_of("parameters:\n  a: []\n"), "sweep.yml:2:6: parameter a has no values");
   EXPECT_EQ(error_of("maxConcurrent: 0\n"), "sweep.yml:1:16: maxConcurrent must be 1 or more");
-  EXPECT_EQ(error_of("method: grd\n"),
-            "sweep.yml:1:9: method must be one of grid, random (got \"grd\") (did you mean \"grid\"?)");
+  EXPECT_EQ(
+      error_of("method: grd\n"),
+      "sweep.yml:1:9: method must be one of grid, random (got \"grd\") (did you mean \"grid\"?)");
   EXPECT_EQ(error_of("parameters:\n  a: {uniform: [0, 1]}\n"),
             "sweep.yml:2:6: parameter a: uniform bounds need method: random (a grid needs values)");
-  EXPECT_EQ(error_of("earlyStop: {rule: mean}\n"),
-            "sweep.yml:1:19: rule must be one of median, asha (got \"mean\") (did you mean \"median\"?)");
+  EXPECT_EQ(
+      error_of("earlyStop: {rule: mean}\n"),
+      "sweep.yml:1:19: rule must be one of median, asha (got \"mean\") (did you mean \"median\"?)");
 }
 
 TEST(Sweep, ChecksOfAWholeDefinition) {
@@ -162,7 +165,7 @@ TEST(EarlyStop, AshaKeepsTheTopThirdAtEachRung) {
   std::map<int, bool> a, b, c, d;
   EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.5}), rungs, a));
   EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.4}), rungs, b));  // too few to judge
-  EXPECT_TRUE(early_stop_verdict(rule, {}, series({0.9}), rungs, c));  // 3rd of 3: not top 1/3
+  EXPECT_TRUE(early_stop_verdict(rule, {}, series({0.9}), rungs, c));   // 3rd of 3: not top 1/3
   EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.1}), rungs, d));  // the best goes on
   EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.9}), rungs, c));  // each rung judged once
 }
