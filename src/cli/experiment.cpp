@@ -21,8 +21,9 @@ class SweepFormatter : public HelpFormatter {
  public:
   using HelpFormatter::HelpFormatter;
   std::string make_usage(const CLI::App*, std::string) const override {
-    return "Usage: mlw experiment sweep -c NAME[,NAME...] [-f SWEEP.yml] [OPTIONS] SCRIPT "
-           "[--PARAM V1,V2,... | ARGS...]\n       mlw experiment sweep --resume SWEEP_ID [-a]\n";
+    return "Usage: mlw experiment sweep -c NAME[,NAME...] [-f SWEEP.yml] [OPTIONS] SCRIPT\n"
+           "                            [--PARAM V1,V2,... | ARGS...]\n"
+           "       mlw experiment sweep --resume SWEEP_ID [-a]\n";
   }
 };
 

@@ -48,7 +48,7 @@ run_mlw history logs -r "${IDS[1]}"
 expect_eq "logs print the driver log" "$OUT" "trained with 2.0"
 run_mlw -o json history compare "${IDS[1]}" "${IDS[2]}"
 expect_eq "compare puts metrics side by side" "$(json_get "$OUT" '[r for r in d if r["field"] == "lr"][0]["'"${IDS[2]}"'"]')" "1.0"
-expect_error "compare needs two" 2 "At least 2 required" history compare "${IDS[1]}"
+expect_error "compare needs two" 2 "compare needs at least two run ids" history compare "${IDS[1]}"
 expect_error "unknown run" 1 "no run" history info -r hist_1
 expect_error "path as run id" 1 "no run" history logs -r ../../etc
 
