@@ -38,22 +38,28 @@ if [ -n "$mlw_lease" ]; then
 fi
 # The run's metrics as the script writes them (a sweep's early stopping reads them): each whole
 # line of metrics.jsonl from byte mlw_metrics on, up to 4000 bytes, on stderr as mlw-metric=LINE
-# (longer ones come back with the results).
-# (mawk reads a pipe a block at a time unless -W interactive; other awks take lines as they come.)
+# (longer ones come back with the results). Its tail is stopped by pid when the log's ends, so
+# that the step ends then too; what it had not sent comes with the results, which replace the
+# copy. (mawk reads a pipe a block at a time unless -W interactive; other awks take lines as they
+# come.)
 mlw_mtail=
 if [ -n "$mlw_metrics" ]; then
   mlw_awk='awk'
   awk -W interactive 'BEGIN { }' </dev/null >/dev/null 2>&1 && mlw_awk='awk -W interactive'
+  rm -f "$mlw_run/metrics.tail"
   # shellcheck disable=SC2086,SC2016 # mlw_awk is one or three words; $0 is awk's
-  tail -c "+$mlw_metrics" -s 0.2 --pid="$mlw_pid" -F "$mlw_run/metrics.jsonl" 2>/dev/null |
+  {
+    tail -c "+$mlw_metrics" -s 0.2 --pid="$mlw_pid" -F "$mlw_run/metrics.jsonl" 2>/dev/null &
+    echo $! >"$mlw_run/metrics.tail"
+    wait
+  } |
     $mlw_awk 'length($0) > 0 && length($0) <= 4000 { print "mlw-metric=" $0; fflush() }' \
       >&2 2>/dev/null &
   mlw_mtail=$!
 fi
 tail -c "+$mlw_offset" -s 0.01 --pid="$mlw_pid" -f "$mlw_run/driver_log.txt" 2>/dev/null
-# Whatever it had not sent yet comes with the results, which replace the copy: no wait for it.
 if [ -n "$mlw_mtail" ]; then
-  kill "$mlw_mtail" 2>/dev/null
+  kill "$(cat "$mlw_run/metrics.tail" 2>/dev/null)" 2>/dev/null
   wait "$mlw_mtail" 2>/dev/null
 fi
 exec >&2

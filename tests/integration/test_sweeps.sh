@@ -220,7 +220,9 @@ done
 array=$(json_get "$json" 'd[0]["job_id"].split("_")[0]')
 expect_contains "Slurm holds one array job of 3 tasks throttled to 2" \
   "$(scontrol -o show job "$array" 2>&1)" "ArrayTaskThrottle=2"
-expect_eq "three scripts ran, at most 2 at once" "$(peak_of "$sweep")" "3 2"
+# (the cluster is shared with test_slurm: fewer than 2 at once can happen; more must not)
+peak=$(peak_of "$sweep")
+check "three scripts ran, at most 2 at once ($peak)" test "${peak% *}" = 3 -a "${peak#* }" -le 2
 # Early stopping on Slurm: the metrics come back live (follow.sh's mlw-metric lines), and a bad
 # element is stopped with scancel JOBID_i.
 cat >q.py <<'PY'
