@@ -17,7 +17,8 @@ bool name_char(char c) {
          c == '.' || c == '-';
 }
 
-/// A parameter name: a letter or _ first, then letters, digits, _, . and -.
+}  // namespace
+
 bool is_param_name(std::string_view name) {
   if (name.empty() || name.size() > 200) return false;
   const char first = name[0];
@@ -29,6 +30,8 @@ bool is_param_name(std::string_view name) {
   }
   return true;
 }
+
+namespace {
 
 bool is_number_text(std::string_view text) {
   return typed_value(text).is_number();

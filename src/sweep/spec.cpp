@@ -82,6 +82,12 @@ std::vector<nlohmann::ordered_json> range_values(const ConfigDocument& doc, cons
 SweepParameter parameter_at(const ConfigDocument& doc, const std::string& name,
                             const YAML::Node& node) {
   SweepParameter parameter;
+  if (!is_param_name(name)) {
+    fail_at(doc, node,
+            fmt::format("parameter \"{}\": a name is a letter or _, then letters, digits, _, . and "
+                        "- (it is passed as --NAME VALUE)",
+                        printable(name)));
+  }
   parameter.name = name;
   if (node.IsSequence()) {
     for (const auto& item : node)
@@ -224,6 +230,12 @@ void sweep_lists_from_arguments(const std::vector<std::string>& words, SweepSpec
     if (name.empty() || list.find(',') == std::string::npos) {
       fixed.push_back(word);
       continue;
+    }
+    if (!is_param_name(name)) {
+      throw UsageError(
+          fmt::format("--{}: a swept parameter's name is a letter or _, then letters, "
+                      "digits, _, . and -",
+                      printable(name)));
     }
     if (word.find('=') == std::string::npos) ++i;
     SweepParameter parameter;

@@ -28,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     mlw::SweepRecord::from_json(json).to_json().dump();
   }
   const auto words = mlw::split(input, '\n');
-  mlw::params_from_arguments(words).dump();
+  // Values may be any bytes: records make them JSON-safe (make_json_safe) before they are written.
+  mlw::params_from_arguments(words).dump(-1, ' ', false,
+                                         nlohmann::ordered_json::error_handler_t::replace);
   mlw::parse_param_line(input);
   return 0;
 }

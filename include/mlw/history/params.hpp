@@ -11,6 +11,9 @@
 
 namespace mlw {
 
+/// A parameter's name: a letter or _ first, then letters, digits, _, . and - (ASCII).
+bool is_param_name(std::string_view name);
+
 /// A parameter's value read from text: an integer, a finite number, true/false (any case),
 /// else the text itself.
 nlohmann::ordered_json typed_value(std::string_view text);

@@ -42,6 +42,7 @@ TEST(Sweep, ListsAfterTheScriptAreSweptTheRestIsKept) {
   EXPECT_EQ(points_text(expand_sweep(spec)),
             R"({"lr":0.1,"bs":32} {"lr":0.1,"bs":64} {"lr":0.01,"bs":32} {"lr":0.01,"bs":64} )");
   EXPECT_THROW(sweep_lists_from_arguments({"--lr", "1,,2"}, spec, fixed), UsageError);
+  EXPECT_THROW(sweep_lists_from_arguments({"--l\xffr", "1,2"}, spec, fixed), UsageError);
 }
 
 TEST(Sweep, GridInTheOrderOfItsLists) {
