@@ -86,6 +86,23 @@ expect_error "a target that is not the project's" 125 'no run configuration name
   experiment sweep -c local,nosuch train.py --lr 1,2
 expect_eq "nothing recorded by the refusals" "$(ls .mlw/runs | wc -l)" "$before"
 
+# A target that does not answer (nothing listens on port 9): its points go to the others; alone,
+# nothing is recorded.
+printf 'type: remote\naddress: 127.0.0.1:9\nusername: nobody\n' >aml_config/dead.compute
+sed 's/^Target: .*/Target: dead/' aml_config/local.runconfig >aml_config/dead.runconfig
+sweeps=$(ls .mlw/sweeps | wc -l)
+"$MLW" experiment sweep -c dead,local train.py --lr 1,2 >"$WORK/o" 2>"$WORK/e"
+expect_eq "a sweep over a dead target and local ends with 0" "$?" 0
+expect_contains "the dead target is left out, saying why" "$(cat "$WORK/e")" \
+  "target dead: ssh 127.0.0.1:9: connect: Connection refused"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+expect_eq "its points ran on local" "$(json_get "$("$MLW" -o json history list --sweep "$sweep")" \
+  '" ".join(r["target"] + ":" + r["status"] for r in d)')" "local:Completed local:Completed"
+before=$(ls .mlw/runs | wc -l)
+expect_error "a sweep whose only target does not answer" 125 "connect: Connection refused" \
+  experiment sweep -c dead train.py --lr 1,2
+expect_eq "… records nothing" "$(ls .mlw/runs | wc -l) $(ls .mlw/sweeps | wc -l)" "$before $((sweeps + 1))"
+
 # --- resume after the sweep's supervisor is killed ------------------------------------------------
 "$MLW" -q experiment sweep -a -c local --max-concurrent 1 train.py --lr 1,2,3,4 --steps 10 --pause 0.1 >"$WORK/o"
 sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
