@@ -57,6 +57,12 @@ def leased_remote(mlw, link):
     return t
 
 
+def makespan_of(runs, start):
+    """Seconds from `start` to the last of the 32 runs' last line (inf unless all 32 ended)."""
+    ends = [r[2] for r in runs.values() if r[2]]
+    return max(ends) - start if len(ends) == 32 else float("inf")
+
+
 def b11(mlw, link=None):
     wan = link is not None
     t = leased_remote(mlw, link)
@@ -73,8 +79,7 @@ def b11(mlw, link=None):
             break
         time.sleep(0.5)
     runs = runs_of(t, ids)
-    ends = [r[2] for r in runs.values() if r[2]]
-    makespan = max(ends) - start if len(ends) == 32 else float("inf")
+    makespan = makespan_of(runs, start)
     ideal = 32 * 2 / 4
     name = "B11w" if wan else "B11"
     print(row(name, "makespan of 32 one-GPU runs of a 2 s script on the 4-GPU host (remote, "
@@ -114,9 +119,7 @@ def b11s(mlw):
                           for r in listed):
             break
         time.sleep(0.5)
-    runs = runs_of(t, ids)
-    ends = [r[2] for r in runs.values() if r[2]]
-    makespan = max(ends) - start if len(ends) == 32 else float("inf")
+    makespan = makespan_of(runs_of(t, ids), start)
     ideal = 32 * 2 / 4
     print(row("B11s", "the same 32 runs as one `mlw experiment sweep -a` of 32 points",
               f"{makespan:.1f} s ({makespan / ideal:.2f}×)",

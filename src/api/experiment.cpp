@@ -43,6 +43,30 @@ void on_interrupt(int) {
 
 }  // namespace
 
+InterruptWatch::InterruptWatch() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  ::sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, &m_previous);
+  g_interrupted = 0;
+}
+
+InterruptWatch::~InterruptWatch() {
+  ::sigaction(SIGINT, &m_previous, nullptr);
+}
+
+bool InterruptWatch::take() {
+  if (!g_interrupted) return false;
+  g_interrupted = 0;
+  return true;
+}
+
+bool InterruptWatch::fired() const {
+  return g_interrupted != 0;
+}
+
+namespace {}  // namespace
+
 std::string user_name() {
   if (const passwd* entry = ::getpwuid(::getuid()); entry && entry->pw_name) return entry->pw_name;
   return std::to_string(::getuid());
@@ -325,12 +349,7 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
 int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& executor,
                bool cancel_on_interrupt) {
   const std::string& run_id = plan.record.run_id;
-  struct sigaction action {};
-  action.sa_handler = on_interrupt;
-  ::sigemptyset(&action.sa_mask);
-  struct sigaction previous {};
-  ::sigaction(SIGINT, &action, &previous);
-  g_interrupted = 0;
+  std::optional<InterruptWatch> interrupt(std::in_place);
   bool canceling = false;
   bool signalled = false;
   std::optional<HistoryStore> cancel_store;  // opened once, when Ctrl-C asks to cancel
@@ -339,13 +358,11 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
   while (true) {
     pollfd item{handle.output_fd, POLLIN, 0};
     const int ready = ::poll(&item, 1, 100);
-    if (g_interrupted && !canceling) {
-      g_interrupted = 0;
+    if (!canceling && interrupt->take()) {
       if (!cancel_on_interrupt) {
         ::close(handle.output_fd);
         *ctx.err << fmt::format("\nDetached from run {}; it goes on.\n", run_id)
                  << follow_hint(plan);
-        ::sigaction(SIGINT, &previous, nullptr);
         return 130;
       }
       *ctx.err << fmt::format("\nCanceling run {}…\n", run_id);
@@ -366,7 +383,7 @@ int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& ex
     if (n <= 0) break;
     writer.write(ctx, buffer, static_cast<std::size_t>(n));
   }
-  ::sigaction(SIGINT, &previous, nullptr);
+  interrupt.reset();
   ::close(handle.output_fd);
   // The supervisor may still be preparing the next run's tree; it is not waited for.
   int status_code = 0;

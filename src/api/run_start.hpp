@@ -2,6 +2,8 @@
 
 // What `experiment submit` and `experiment sweep` share (private to src/api/).
 
+#include <signal.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -11,6 +13,23 @@
 #include "mlw/history/store.hpp"
 
 namespace mlw::api {
+
+/// Catches Ctrl-C while a submit or a sweep follows its runs (SIGINT only sets a flag); the
+/// previous handler comes back when it goes out of scope.
+class InterruptWatch {
+ public:
+  InterruptWatch();
+  ~InterruptWatch();
+  InterruptWatch(const InterruptWatch&) = delete;
+  InterruptWatch& operator=(const InterruptWatch&) = delete;
+  /// True once Ctrl-C was pressed since the last take (and clears it).
+  bool take();
+  /// True once Ctrl-C was pressed (without clearing it).
+  bool fired() const;
+
+ private:
+  struct sigaction m_previous {};
+};
 
 /// The user's login name (or uid).
 std::string user_name();

@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <csignal>
 #include <map>
 #include <set>
 #include <thread>
@@ -29,12 +28,6 @@
 namespace mlw::api {
 
 namespace {
-
-volatile std::sig_atomic_t g_sweep_interrupted = 0;
-
-void on_sweep_interrupt(int) {
-  g_sweep_interrupted = 1;
-}
 
 /// `SweepId: S` where submit prints `RunId: X` (stdout on a table, else stderr).
 void live_stream_sweep(Context& ctx, const std::string& sweep_id) {
@@ -90,13 +83,15 @@ std::vector<SweepTarget> plan_targets(Context& ctx, const SweepRequest& request,
   return targets;
 }
 
-std::string run_configs_text(const std::vector<SweepTarget>& targets) {
+/// The targets' run configurations, in order (what sweep.json's `targets` holds).
+std::vector<std::string> run_config_names(const std::vector<SweepTarget>& targets) {
   std::vector<std::string> names;
   for (const auto& target : targets) names.push_back(target.plan.record.run_config);
-  return join(names, ",");
+  return names;
 }
 
-/// A point's run record, Queued and owned by no process until the supervisor launches it.
+/// A point's run record, Queued and owned by no process until the supervisor launches it; its
+/// snapshot is the one every point shares (share_snapshot).
 RunRecord point_record(Context& ctx, const SweepRecord& sweep, const SweepTarget& first,
                        const std::vector<SweepTarget>& targets, std::size_t index) {
   RunRecord record;
@@ -105,13 +100,17 @@ RunRecord point_record(Context& ctx, const SweepRecord& sweep, const SweepTarget
   record.arguments = sweep.arguments;
   for (auto& word : point_arguments(sweep.points[index].params)) record.arguments.push_back(word);
   record.run_config = first.plan.record.run_config;
-  record.target = targets.size() == 1 ? first.plan.target_name : run_configs_text(targets);
+  record.target =
+      targets.size() == 1 ? first.plan.target_name : join(run_config_names(targets), ",");
   record.target_type = first.plan.compute.type;
   record.status = status::k_queued;
   record.created_ms = ctx.clock->now_ms();
   record.user = sweep.user;
   record.host = sweep.host;
-  record.boot_id = boot_id();
+  record.boot_id = sweep.boot_id;
+  record.snapshot_hash = first.plan.record.snapshot_hash;
+  record.snapshot_files = first.plan.record.snapshot_files;
+  record.snapshot_bytes = first.plan.record.snapshot_bytes;
   record.command = expand_argument_vector(first.plan.run_config, record.script, record.arguments);
   record.params = params_from_arguments(record.arguments);
   record.sweep_id = sweep.sweep_id;
@@ -176,7 +175,7 @@ SweepSpec new_spec(Context& ctx, const SweepRequest& request, std::vector<std::s
   return spec;
 }
 
-/// Records the sweep and its points' runs (all or none), then starts its supervisor.
+/// Records the sweep and its points' runs (all or none).
 SweepRecord record_sweep(Context& ctx, SweepWork& work, const std::string& script,
                          const std::vector<std::string>& fixed,
                          const std::vector<nlohmann::ordered_json>& points) {
@@ -185,7 +184,7 @@ SweepRecord record_sweep(Context& ctx, SweepWork& work, const std::string& scrip
   sweep.project = project.name;
   sweep.script = script;
   sweep.arguments = fixed;
-  for (const auto& target : work.targets) sweep.targets.push_back(target.plan.record.run_config);
+  sweep.targets = run_config_names(work.targets);
   sweep.spec = work.spec.to_json();
   sweep.created_ms = ctx.clock->now_ms();
   sweep.user = user_name();
@@ -209,9 +208,6 @@ SweepRecord record_sweep(Context& ctx, SweepWork& work, const std::string& scrip
   const SweepTarget& first = work.targets.front();
   for (std::size_t i = 0; i < points.size(); ++i) {
     records.push_back(point_record(ctx, sweep, first, work.targets, i));
-    records.back().snapshot_hash = first.plan.record.snapshot_hash;
-    records.back().snapshot_files = first.plan.record.snapshot_files;
-    records.back().snapshot_bytes = first.plan.record.snapshot_bytes;
   }
   HistoryStore store(work.state_dir);
   store.create_many(records, sweep.created_ms);
@@ -231,10 +227,11 @@ void share_snapshot(Context& ctx, SweepWork& work) {
   if (manifest.entries.empty()) manifest = take_snapshot(ctx, project);
   for (const auto& warning : manifest.warnings) spdlog::warn("{}", warning);
   const fs::path helper = ensure_python_helper(project);
+  const std::string hash = manifest.hash();
   for (auto& target : work.targets) {
     target.plan.manifest = manifest;
     target.plan.helper_dir = helper;
-    target.plan.record.snapshot_hash = manifest.hash();
+    target.plan.record.snapshot_hash = hash;
     target.plan.record.snapshot_files = manifest.entries.size();
     target.plan.record.snapshot_bytes = manifest.total_bytes();
   }
@@ -242,8 +239,7 @@ void share_snapshot(Context& ctx, SweepWork& work) {
 
 /// The rows of the runs that hold the sweep's points now (not those a resume replaced).
 std::vector<RunSummary> current_runs(std::vector<RunSummary> rows, const SweepRecord& sweep) {
-  std::set<std::string> current;
-  for (const auto& point : sweep.points) current.insert(point.run_id);
+  const std::map<std::string, int> current = sweep.current_runs();
   std::erase_if(rows, [&](const RunSummary& row) { return !current.contains(row.run_id); });
   return rows;
 }
@@ -251,12 +247,7 @@ std::vector<RunSummary> current_runs(std::vector<RunSummary> rows, const SweepRe
 /// Prints each run of the sweep as it ends, until all have; Ctrl-C detaches (false).
 bool follow_sweep(Context& ctx, const fs::path& state_dir, const std::string& sweep_id,
                   pid_t supervisor) {
-  struct sigaction action {};
-  action.sa_handler = on_sweep_interrupt;
-  ::sigemptyset(&action.sa_mask);
-  struct sigaction previous {};
-  ::sigaction(SIGINT, &action, &previous);
-  g_sweep_interrupted = 0;
+  std::optional<InterruptWatch> interrupt(std::in_place);
   std::set<std::string> told;
   RunQuery query;
   query.sweep_id = sweep_id;
@@ -264,7 +255,7 @@ bool follow_sweep(Context& ctx, const fs::path& state_dir, const std::string& sw
   const SweepSpec spec = SweepSpec::from_json(sweep.spec);
   if (!spec.metric.empty()) query.columns.push_back({"metric", spec.metric});
   bool done = false;
-  while (!done && !g_sweep_interrupted) {
+  while (!done && !interrupt->fired()) {
     int code = 0;
     ::waitpid(supervisor, &code, WNOHANG);
     HistoryStore store(state_dir);
@@ -286,7 +277,7 @@ bool follow_sweep(Context& ctx, const fs::path& state_dir, const std::string& sw
     }
     if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  ::sigaction(SIGINT, &previous, nullptr);
+  interrupt.reset();
   if (!done) {
     *ctx.err << fmt::format(
         "\nDetached from sweep {}; it goes on.\n  Follow it: mlw history list --sweep {}\n  "
@@ -380,8 +371,7 @@ int resume_sweep(Context& ctx, const SweepRequest& request) {
   if (targets_request.run_configs.empty()) targets_request.run_configs = sweep.targets;
   work.targets = plan_targets(ctx, targets_request, sweep.script, sweep.arguments);
   share_snapshot(ctx, work);
-  sweep.targets.clear();
-  for (const auto& target : work.targets) sweep.targets.push_back(target.plan.record.run_config);
+  sweep.targets = run_config_names(work.targets);
   sweep.pid = ::getpid();
   sweep.pid_start = process_start_time(::getpid()).value_or(0);
   sweep.boot_id = boot_id();
@@ -390,7 +380,6 @@ int resume_sweep(Context& ctx, const SweepRequest& request) {
   std::vector<RunRecord> records;
   for (const std::size_t i : rerun) {
     records.push_back(point_record(ctx, sweep, work.targets.front(), work.targets, i));
-    records.back().snapshot_hash = work.targets.front().plan.record.snapshot_hash;
   }
   store.create_many(records, ctx.clock->now_ms());
   for (std::size_t k = 0; k < rerun.size(); ++k) {
@@ -405,6 +394,11 @@ int resume_sweep(Context& ctx, const SweepRequest& request) {
 }
 
 }  // namespace
+
+void cancel_unstarted_point(HistoryStore& store, RunRecord& record, std::int64_t now_ms) {
+  record.mark_failed(143, "the sweep was canceled before this point started", now_ms, true);
+  store.save(record);
+}
 
 void cancel_sweep(Context& ctx, const std::string& sweep_id) {
   const fs::path state = ctx.project().state_dir();
@@ -429,9 +423,7 @@ void cancel_sweep(Context& ctx, const std::string& sweep_id) {
     const bool kill = signalled && !killed && steady_clock::now() > start + seconds(10);
     for (auto& record : live) {
       if (!supervised && record.pid == 0) {
-        record.mark_failed(143, "the sweep was canceled before this point started",
-                           ctx.clock->now_ms(), true);
-        store.save(record);
+        cancel_unstarted_point(store, record, ctx.clock->now_ms());
         continue;
       }
       if (!signalled) request_cancel(store, record.run_id);

@@ -9,6 +9,7 @@
 
 #include "mlw/context.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/history/store.hpp"
 #include "mlw/sweep/sweep.hpp"
 
 namespace mlw::api {
@@ -36,6 +37,9 @@ int supervise_sweep(Context& ctx, SweepWork& work);
 /// `experiment cancel -r S`: the sweep's points not started are canceled and its live runs
 /// stopped (by its supervisor, or here when it is gone); prints what each run became.
 void cancel_sweep(Context& ctx, const std::string& sweep_id);
+
+/// A point its sweep never started, canceled with the sweep: Canceled (143), saying so.
+void cancel_unstarted_point(HistoryStore& store, RunRecord& record, std::int64_t now_ms);
 
 /// The marker file of a sweep whose cancel was asked for.
 inline constexpr const char* k_sweep_cancel_file = "cancel_requested";

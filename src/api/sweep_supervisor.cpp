@@ -135,10 +135,8 @@ class SweepSupervisor {
     HistoryStore store(m_work.state_dir);
     for (const auto& run_id : m_pending) {
       RunRecord record = store.load(run_id);
-      if (status::is_final(record.status)) continue;
-      record.mark_failed(143, "the sweep was canceled before this point started",
-                         m_ctx.clock->now_ms(), true);
-      store.save(record);
+      if (!status::is_final(record.status))
+        cancel_unstarted_point(store, record, m_ctx.clock->now_ms());
     }
     m_pending.clear();
     for (auto& flight : m_flights) {
@@ -249,7 +247,8 @@ class SweepSupervisor {
   /// Starts one point's run on a target, as submit starts a run; a failure is its record's.
   void launch(const std::string& run_id, int target,
               const std::optional<BatchArray>& array = std::nullopt) {
-    RunPlan plan = m_work.targets[static_cast<std::size_t>(target)].plan;
+    const RunPlan& base = m_work.targets[static_cast<std::size_t>(target)].plan;
+    RunPlan plan = base;
     plan.array = array;
     {
       HistoryStore store(m_work.state_dir);  // closed before the run's supervisor is forked
@@ -259,8 +258,7 @@ class SweepSupervisor {
       plan.arguments = plan.record.arguments;
       plan.record.target = plan.target_name;
       plan.record.target_type = plan.compute.type;
-      plan.record.run_config =
-          m_work.targets[static_cast<std::size_t>(target)].plan.record.run_config;
+      plan.record.run_config = base.record.run_config;
       plan.record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
       plan.record.status = status::k_preparing;
       plan.record.pid = ::getpid();
@@ -273,7 +271,8 @@ class SweepSupervisor {
     flight.target = target;
     try {
       const fs::path state = m_work.state_dir;
-      const std::string hash = plan.manifest.hash();
+      // The shared snapshot's hash (share_snapshot), not the manifest hashed again per point.
+      const std::string& hash = base.record.snapshot_hash;
       save_manifest(plan.manifest, hash, state / "manifests", plan.run_dir / "manifest.json");
       materialize_snapshot(plan.manifest, state / "objects", plan.project.root,
                            plan.run_dir / "snapshot");

@@ -71,6 +71,20 @@ class Statement {
   sqlite3_stmt* m_stmt = nullptr;
 };
 
+/// The index table that holds a field's values: `params`, or `metrics_last` (each ended run's
+/// numeric metrics, last value).
+inline const char* field_table(const RunField& field) {
+  return field.kind == "metric" ? "metrics_last" : "params";
+}
+
+/// A condition's operator in SQL: `!=` is `<>`, `==` is `=`; <, <=, >, >=, = as written (the
+/// parser allows no other).
+inline std::string sql_operator(const std::string& op) {
+  if (op == "!=") return "<>";
+  if (op == "==") return "=";
+  return op;
+}
+
 /// The columns every listing selects first, in this order: run_id, run_number, script, target,
 /// status, created_ms, start_ms, end_ms, exit_code (SELECT r.run_id, … r.exit_code).
 inline constexpr const char* k_summary_columns =

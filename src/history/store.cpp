@@ -184,7 +184,7 @@ void HistoryStore::index_run_folders() {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(runs_dir(), ec)) {
     if (auto record = read_record(entry.path())) {
-      upsert(*record);
+      upsert(*record, true);
     } else if (fs::exists(entry.path() / "run.json")) {
       spdlog::warn("the record of run {} ({}) is damaged; it is left out of the index",
                    entry.path().filename().string(), (entry.path() / "run.json").string());
@@ -192,7 +192,7 @@ void HistoryStore::index_run_folders() {
   }
 }
 
-void HistoryStore::upsert(const RunRecord& r) {
+void HistoryStore::upsert(const RunRecord& r, bool is_new) {
   Statement stmt(
       m_db,
       "INSERT INTO runs(run_id, run_number, script, target, status, created_ms, start_ms,"
@@ -225,8 +225,9 @@ void HistoryStore::upsert(const RunRecord& r) {
     stmt.bind(11, r.sweep_id);
   }
   if (stmt.step() != SQLITE_DONE) fail("recording run " + r.run_id);
-  // Parameters come from the arguments (known at the start) and the script (known at the end).
-  if (status::is_final(r.status) || sqlite3_changes(m_db) > 0) record_params(r);
+  // Parameters come from the arguments (known when the run is recorded) and the script (known at
+  // the end): written then, not at every save in between.
+  if (is_new || status::is_final(r.status)) record_params(r);
   if (status::is_final(r.status)) record_metrics(r);
 }
 
@@ -281,7 +282,7 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
     record.run_id = unique_run_id(record.project, ms);
     make_directories(run_dir(record.run_id));
     write_record(record, true);
-    upsert(record);
+    upsert(record, true);
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -320,7 +321,7 @@ void HistoryStore::create_many(std::vector<RunRecord>& records, std::int64_t now
       make_directories(run_dir(record.run_id));
       ++made;
       write_record(record, false);
-      upsert(record);
+      upsert(record, true);
     }
     sync_folder(runs_dir());
     exec("COMMIT");

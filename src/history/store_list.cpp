@@ -29,19 +29,13 @@ struct ListSql {
       }
     }
     const std::string alias = fmt::format("f{}", joined.size());
-    const char* table = field.kind == "metric" ? "metrics_last" : "params";
+    const char* table = field_table(field);
     joins += fmt::format(" LEFT JOIN {} {} ON {}.run_id = r.run_id AND {}.name = {}", table, alias,
                          alias, alias, bind(field.name));
     joined.emplace_back(field.kind, field.name);
     return alias + ".value";
   }
 };
-
-std::string sql_operator(const std::string& op) {
-  if (op == "!=") return "<>";
-  if (op == "==") return "=";
-  return op;  // <, <=, >, >=, = (checked by the parser)
-}
 
 }  // namespace
 

@@ -57,19 +57,19 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
   std::string sort_join;
   std::string sort_column = column->second;
   if (field_sort) {
-    sort_join = fmt::format(" LEFT JOIN {} s ON s.run_id = r.run_id AND s.name = ?10",
-                            query.sort.starts_with("param:") ? "params" : "metrics_last");
+    const RunField sorted{query.sort.substr(0, query.sort.find(':')), ""};
+    sort_join =
+        fmt::format(" LEFT JOIN {} s ON s.run_id = r.run_id AND s.name = ?10", field_table(sorted));
     sort_column = "s.value";
   }
   // Filters on fields (?12 on: a name, then a value, each).
   std::string conditions;
   for (std::size_t i = 0; i < query.where.size(); ++i) {
     const RunCondition& c = query.where[i];
-    const std::string op = c.op == "!=" ? "<>" : c.op == "==" ? "=" : c.op;
     conditions += fmt::format(
         " AND EXISTS (SELECT 1 FROM {} w WHERE w.run_id = r.run_id AND w.name = ?{} AND w.value "
         "{} ?{})",
-        c.field.kind == "metric" ? "metrics_last" : "params", 12 + 2 * i, op, 13 + 2 * i);
+        field_table(c.field), 12 + 2 * i, sql_operator(c.op), 13 + 2 * i);
   }
   const std::string where =
       " FROM runs r LEFT JOIN metrics_last m ON m.run_id = r.run_id AND m.name = ?6" + sort_join +
@@ -127,21 +127,20 @@ RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
     page.rows.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) fail("listing runs");
-  for (auto& row : page.rows) {
-    for (const auto& field : query.columns)
-      row.values.push_back(field_value(field, row.run.run_id));
+  // The chosen columns' values: one statement per column, for every row of the page.
+  for (const auto& field : query.columns) {
+    Statement value(
+        m_db, fmt::format("SELECT value FROM {} WHERE run_id = ? AND name = ?", field_table(field))
+                  .c_str());
+    if (!value.ok()) fail("reading the runs' fields");
+    for (auto& row : page.rows) {
+      sqlite3_reset(value.get());
+      value.bind(1, row.run.run_id);
+      value.bind(2, field.name);
+      row.values.push_back(value.step() == SQLITE_ROW ? value.value(0) : nlohmann::ordered_json());
+    }
   }
   return page;
-}
-
-nlohmann::ordered_json HistoryStore::field_value(const RunField& field, const std::string& run_id) {
-  Statement stmt(m_db, field.kind == "metric"
-                           ? "SELECT value FROM metrics_last WHERE run_id = ? AND name = ?"
-                           : "SELECT value FROM params WHERE run_id = ? AND name = ?");
-  if (!stmt.ok()) fail("reading a run's fields");
-  stmt.bind(1, run_id);
-  stmt.bind(2, field.name);
-  return stmt.step() == SQLITE_ROW ? stmt.value(0) : nlohmann::ordered_json();
 }
 
 RunFacets HistoryStore::facets() {

@@ -11,6 +11,14 @@
 
 namespace mlw {
 
+std::map<std::string, int> SweepRecord::current_runs() const {
+  std::map<std::string, int> runs;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (!points[i].run_id.empty()) runs[points[i].run_id] = static_cast<int>(i);
+  }
+  return runs;
+}
+
 nlohmann::ordered_json SweepRecord::to_json() const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < points.size(); ++i) {

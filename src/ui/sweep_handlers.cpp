@@ -21,14 +21,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-/// The runs that hold the sweep's points now (a resume's replaced runs left out).
-std::vector<SweepRow> current_rows(HistoryStore& store, const SweepRecord& sweep) {
-  std::map<std::string, int> point_of;
-  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
-    point_of[sweep.points[i].run_id] = static_cast<int>(i);
-  }
+/// The rows of the runs that hold the sweep's points now (`current`: SweepRecord::current_runs).
+std::vector<SweepRow> current_rows(HistoryStore& store, const SweepRecord& sweep,
+                                   const std::map<std::string, int>& current) {
   std::vector<SweepRow> rows = store.sweep_rows(sweep.sweep_id);
-  std::erase_if(rows, [&](const SweepRow& row) { return !point_of.contains(row.run.run_id); });
+  std::erase_if(rows, [&](const SweepRow& row) { return !current.contains(row.run.run_id); });
   return rows;
 }
 
@@ -39,17 +36,14 @@ Json sweep_json(Dashboard& board, const std::string& id) {
   const SweepSpec spec = SweepSpec::from_json(sweep.spec);
   HistoryStore store(board.state_dir);
   const std::int64_t now = board.ctx.clock->now_ms();
-  std::map<std::string, int> point_of;
-  for (std::size_t i = 0; i < sweep.points.size(); ++i) {
-    point_of[sweep.points[i].run_id] = static_cast<int>(i);
-  }
+  const std::map<std::string, int> point_of = sweep.current_runs();
   Json runs = Json::array();
-  for (const auto& row : current_rows(store, sweep)) {
+  for (const auto& row : current_rows(store, sweep, point_of)) {
     const RunSummary& r = row.run;
     const std::int64_t end = r.end_ms ? r.end_ms : now;
     runs.push_back({{"run_id", r.run_id},
                     {"run_number", r.run_number},
-                    {"point", point_of[r.run_id]},
+                    {"point", point_of.at(r.run_id)},
                     {"status", r.status},
                     {"target", r.target},
                     {"duration_s", r.start_ms ? Json((end - r.start_ms) / 1000.0) : Json()},
@@ -86,7 +80,7 @@ Json sweep_curves(Dashboard& board, const std::string& id, const std::string& me
   };
   std::map<std::string, std::map<double, Cell>> groups;
   std::map<std::string, int> runs_in;
-  for (const auto& row : current_rows(store, sweep)) {
+  for (const auto& row : current_rows(store, sweep, sweep.current_runs())) {
     const std::string key = group.empty()                ? std::string("all")
                             : row.params.contains(group) ? row.params[group].dump()
                                                          : std::string("(none)");

@@ -161,13 +161,14 @@ class HistoryStore {
   void write_record(const RunRecord& record, bool durable);
   void merge_final_index_row(RunRecord& record);
   void exec(const char* sql);
-  void upsert(const RunRecord& record);
+  /// The index row of `record`; `is_new` (created, or read from its folder): its parameters too,
+  /// which otherwise are written only once it has ended.
+  void upsert(const RunRecord& record, bool is_new = false);
   void create_metrics_table();
   void record_metrics(const RunRecord& record);
   void record_params(const RunRecord& record);
   void migrate(int found);
   std::string unique_run_id(const std::string& project, std::int64_t& ms);
-  nlohmann::ordered_json field_value(const RunField& field, const std::string& run_id);
   [[noreturn]] void fail(const std::string& what);
   std::filesystem::path m_state_dir;
   std::filesystem::path m_db_path;

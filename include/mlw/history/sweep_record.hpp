@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ struct SweepRecord {
   unsigned long long pid_start = 0;
   std::string boot_id;
 
+  /// The runs that hold the points now (not those a resume replaced): run id -> point index.
+  std::map<std::string, int> current_runs() const;
   /// The record as sweep.json holds it.
   nlohmann::ordered_json to_json() const;
   /// Reads sweep.json's JSON (missing or wrong keys keep their defaults).
