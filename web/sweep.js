@@ -156,10 +156,15 @@ const smoothed = (ys, alpha) => {
 };
 
 async function drawCurves(box, id, state, mine) {
+  // Only the latest request draws: the page's first curves may answer after a later grouping's.
+  const ask = String(+(box.dataset.ask || 0) + 1);
+  box.dataset.ask = ask;
   if (!state.metric) { box.replaceChildren(el("p", { class: "muted", text: "No metric to chart." })); return; }
+  const group = state.group;
   const data = await getJson(`api/sweeps/${encodeURIComponent(id)}/curves?metric=${encodeURIComponent(state.metric)}` +
-    `&group=${encodeURIComponent(state.group)}`);
-  if (mine !== generation) return;
+    `&group=${encodeURIComponent(group)}`);
+  if (mine !== generation || box.dataset.ask !== ask) return;
+  window.mlw.charts = window.mlw.charts.filter((c) => c.mlwTitle !== "curves" || (c.destroy(), false));
   box.replaceChildren();
   const groups = data.groups;
   if (!groups.length) { box.append(el("p", { class: "muted", text: "No run has logged " + state.metric + " yet." })); return; }
@@ -171,7 +176,7 @@ async function drawCurves(box, id, state, mine) {
   groups.forEach((gr, k) => {
     const color = COLORS[k % COLORS.length];
     const fill = (vals) => { const out = new Array(xs.length).fill(null); gr.x.forEach((x, i) => { out[at.get(x)] = vals[i]; }); return out; };
-    const label = state.group ? `${state.group}=${gr.group} (${gr.runs})` : `all runs (${gr.runs})`;
+    const label = group ? `${group}=${gr.group} (${gr.runs})` : `all runs (${gr.runs})`;
     cols.push(smoothed(fill(gr.mean), state.smooth));
     series.push({ label, stroke: color, width: 2, spanGaps: true });
     cols.push(smoothed(fill(gr.max), state.smooth));

@@ -80,12 +80,18 @@ async function main() {
   check("CSV export: a header with the parameters, the brushed rows", csv.length === 5 && csv[0].includes("lr,bs,loss"), JSON.stringify(csv));
   if (shots) await page.screenshot({ path: path.join(shots, "ui-sweep.png"), fullPage: true });
   // Reloaded from its URL, the page keeps its brush; grouping the curves by bs names the groups.
+  // The page's first, ungrouped curves are held back 1.5 s, so they answer after the grouped ones
+  // (as a slow target's would): the later choice must win, its legends unchanged.
+  const ungrouped = (u) => u.pathname.endsWith("/curves") && !u.searchParams.get("group");
+  await page.route(ungrouped, async (r) => { await new Promise((ok) => setTimeout(ok, 1500)); await r.continue(); });
   await page.goto(page.url());
   await page.reload();
   await ready("sweep");
   check("the page state comes back from the URL", (await page.evaluate(() => window.mlw.sweep.shown)) === 4);
   await page.selectOption("#s-group", "bs");
   await page.waitForFunction(() => window.mlw.charts.some((c) => c.mlwTitle === "curves" && c.series.some((s) => s.label.startsWith("bs=64"))));
+  await page.waitForFunction(() => document.body.dataset.curves === "drawn");
+  await page.unroute(ungrouped);
   const labels = await page.$$eval("#curves .u-legend th", (ths) => ths.map((t) => getComputedStyle(t).textTransform + ":" + t.textContent));
   check("grouped curves: legends name the group in its own case", labels.some((l) => l.startsWith("none:") && l.includes("bs=32 (3)")), JSON.stringify(labels));
 
