@@ -43,6 +43,8 @@ if [ -n "$mlw_lease_want" ]; then
     "$mlw_lease_who" "$mlw_lease_foreign" <lease.in >lease.out 2>>lease.log &
   echo $! >lease.pid
   exec 8>lease.in 7<lease.out
+  # A stop that came before lease.pid was written (steps.sh's mlw_stop_lease).
+  [ -e stopped ] && { kill -TERM -- "-$!" || kill -TERM "$!"; } 2>/dev/null
   rm -f lease.in lease.out
   a=
   while IFS= read -r a <&7; do
@@ -65,6 +67,11 @@ if [ -n "$mlw_lease_want" ]; then
   esac
   case "$mlw_lease_want" in slot:*) gpus= ;; esac
 fi
+# Stopped before the script or container started: nothing is started.
+if [ -e stopped ]; then
+  finish 143
+  exit 0
+fi
 if [ "$mlw_mode" = process ]; then
   cd snapshot || {
     finish 125
@@ -76,6 +83,7 @@ if [ "$mlw_mode" = process ]; then
   fi
   "$@" </dev/null >>../driver_log.txt 2>&1 8>&- &
   echo $! >../script.pid
+  [ -e ../stopped ] && kill -TERM $! 2>/dev/null
   wait $!
   code=$?
   cd ..
@@ -184,6 +192,12 @@ fi
 if [ -z "$cid" ] && ! cid=$(mlw_d "$@" 2>docker_run.err); then
   cat docker_run.err >>driver_log.txt
   finish 125
+  exit 0
+fi
+# Stopped while the container was made (before `container` was there to stop): not started.
+if [ -e stopped ]; then
+  finish 143
+  (mlw_d rm -f "$cid" >/dev/null 2>&1 &)
   exit 0
 fi
 # One process attaches, starts, streams and waits (as `docker run` does, without -d, logs -f and

@@ -3,10 +3,14 @@
 # function, called on the line after this file with its words quoted. RUN is the run folder.
 
 # mlw_stop_lease: in a run folder, ends the lease a run still waits for (its monitor then ends
-# the run as stopped, 143).
+# the run as stopped, 143). The file `stopped` comes first: a monitor that had not yet written
+# lease.pid (or script.pid, or container) reads it after writing them, and stops itself.
 mlw_stop_lease() {
+  : >stopped
   if [ -s lease.pid ] && ! grep -q '^granted' lease.log 2>/dev/null; then
+    # Its group, and itself where it had not yet made its group (setsid).
     kill -TERM -- "-$(cat lease.pid)" 2>/dev/null
+    kill -TERM "$(cat lease.pid)" 2>/dev/null
   fi
 }
 
