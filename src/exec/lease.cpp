@@ -189,6 +189,8 @@ bool take_lease_answer(RunSession& session, const LeaseAnswer& answer) {
       break;
   }
   if (session.canceled()) {
+    // Its wait ended by the cancel: 143, as a script stopped by SIGTERM (docs/gpus.md).
+    session.record.exit_code = 143;
     session.cancel_before_start();
   } else {
     session.fail(exit_code::k_cannot_start, "the lease ended before the run started");

@@ -44,7 +44,7 @@ if [ -n "$mlw_lease_want" ]; then
   echo $! >lease.pid
   exec 8>lease.in 7<lease.out
   # A stop that came before lease.pid was written (steps.sh's mlw_stop_lease).
-  [ -e stopped ] && { kill -TERM -- "-$!" || kill -TERM "$!"; } 2>/dev/null
+  [ -e stopped ] && { kill -s TERM -- "-$!" || kill -s TERM "$!"; } 2>/dev/null
   rm -f lease.in lease.out
   a=
   while IFS= read -r a <&7; do

@@ -9,7 +9,7 @@ mlw_stop_lease() {
   : >stopped
   if [ -s lease.pid ] && ! grep -q '^granted' lease.log 2>/dev/null; then
     # Its group, and itself where it had not yet made its group (setsid).
-    kill -TERM -- "-$(cat lease.pid)" 2>/dev/null
+    kill -s TERM -- "-$(cat lease.pid)" 2>/dev/null
     kill -TERM "$(cat lease.pid)" 2>/dev/null
   fi
 }

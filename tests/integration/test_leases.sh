@@ -160,7 +160,7 @@ long=()
 for _ in 1 2 3 4; do long+=("$(submit_async lease.py 60)"); done
 check "four long runs hold the four GPUs" wait_for 30 bash -c "for id in ${long[*]}; do '$MLW' -o json history info -r \$id | grep -q '\"status\": \"Running\"' || exit 1; done"
 # Without -a, a run that waits says so, then would print the run as usual (Ctrl-C detaches).
-timeout -s INT 4 "$MLW" experiment submit -c t lease.py 1 >"$WORK/q.out" 2>"$WORK/q.err" </dev/null
+timeout -s INT 4 "$MLW" experiment submit -c t lease.py 8 >"$WORK/q.out" 2>"$WORK/q.err" </dev/null
 expect_contains "submit says where the run waits" "$(cat "$WORK/q.err")" "Queued (position 1 on t)"
 waiting=$(sed -n 's/^RunId: //p' "$WORK/q.out" "$WORK/q.err" | head -1)
 expect_eq "the fifth run waits (Queued), on the target after Ctrl-C" "$(run_state "$waiting")" "Queued None"
@@ -191,8 +191,13 @@ check "kill -9 of a holder (its monitor): the waiting run starts within 1 s" \
   wait_for 2 bash -c "'$MLW' -o json history info -r $waiting | grep -q '\"status\": \"\\(Running\\|Completed\\)\"'"
 third=$(submit_async lease.py 1)
 expect_eq "another waits" "$(run_state "$third")" "Queued None"
+# (cancelled straight after submit -a: its monitor on the target may not have started its
+# lease yet; the waiting run ahead holds GPU 0 for 8 s)
+began=$(date +%s%N)
 run_mlw experiment cancel -r "$third"
 expect_eq "cancel of a waiting run" "$(run_state "$third")" "Canceled 143"
+took=$((($(date +%s%N) - began) / 1000000))
+check "… at once, not when it would have had its GPU (${took} ms)" test "$took" -lt 4000
 check "its place is freed (gone from the queue)" bash -c "! '$MLW' experiment queue -c t | grep -q '$third'"
 followed() { ! kill -0 "$follower" 2>/dev/null; }
 check "logs -f of the queued run ends with the run" wait_for 30 followed
