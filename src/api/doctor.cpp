@@ -14,7 +14,7 @@
 
 namespace mlw::api {
 
-int doctor(Context& ctx, const std::string& name) {
+nlohmann::ordered_json doctor_rows(Context& ctx, const std::string& name) {
   const Project& project = ctx.project();
   const ComputeConfig compute = load_compute(project, name);
   const TargetKind& kind = kind_of(compute.type);
@@ -38,10 +38,8 @@ int doctor(Context& ctx, const std::string& name) {
     }
   }
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  int failed = 0;
   for (const CheckRow& row : rows) {
     const bool ok = row.result != CheckResult::Fail;
-    if (!ok) ++failed;
     list.push_back({{"check", row.name},
                     {"result", row.result == CheckResult::Ok     ? "ok"
                                : row.result == CheckResult::Fail ? "fail"
@@ -49,6 +47,13 @@ int doctor(Context& ctx, const std::string& name) {
                     {"detail", row.detail},
                     {"fix", ok ? "" : row.fix}});
   }
+  return list;
+}
+
+int doctor(Context& ctx, const std::string& name) {
+  const nlohmann::ordered_json list = doctor_rows(ctx, name);
+  int failed = 0;
+  for (const auto& row : list) failed += row["result"] == "fail" ? 1 : 0;
   ctx.output().print_list(
       list, {{"check", "CHECK"}, {"result", "RESULT"}, {"detail", "DETAIL"}, {"fix", "FIX"}});
   return failed;

@@ -65,8 +65,6 @@ bool InterruptWatch::fired() const {
   return g_interrupted != 0;
 }
 
-namespace {}  // namespace
-
 std::string user_name() {
   if (const passwd* entry = ::getpwuid(::getuid()); entry && entry->pw_name) return entry->pw_name;
   return std::to_string(::getuid());
@@ -89,8 +87,6 @@ fs::path ensure_python_helper(const Project& project) {
   }
   return dir;
 }
-
-namespace {
 
 /// The script as a path relative to the project; fails with 127 when it is missing, outside
 /// the project, or excluded from the snapshot by .amlignore.
@@ -152,8 +148,6 @@ std::map<std::string, std::string> parse_env(const std::vector<std::string>& ite
   return env;
 }
 
-}  // namespace
-
 /// Marks the run for cancellation; a marker file, not a field of run.json, which the
 /// supervisor may be rewriting at the same moment.
 void request_cancel(HistoryStore& store, const std::string& run_id) {
@@ -179,20 +173,6 @@ void note_ignored_keys(const Project& project, const std::vector<std::string>& k
 }  // namespace
 
 namespace {
-
-/// How to follow or cancel a run that goes on without the submitting mlw.
-std::string follow_hint(const RunPlan& plan) {
-  const std::string& id = plan.record.run_id;
-  if (plan.run_config.tracked_run) {
-    return fmt::format(
-        "  Follow it: mlw history logs -r {} -f\n  Cancel it: mlw experiment cancel -r {}\n", id,
-        id);
-  }
-  return fmt::format(
-      "  It is untracked (TrackedRun: false), so history commands do not know it; its output "
-      "goes to {}\n",
-      (plan.run_dir / "driver_log.txt").string());
-}
 
 /// A progress line on a terminal while a snapshot reads new content (at most ten updates a
 /// second); nothing when stderr is not a terminal or with -q.
@@ -220,8 +200,6 @@ Manifest take_snapshot(Context& ctx, const Project& project) {
   return manifest;
 }
 
-namespace {
-
 /// `submit --gpus N` over the target's file: gpusPerRun where the kind leases GPUs, else the own
 /// key its scheduler reads (Slurm's gpusPerNode, Grid Engine's gpus).
 void apply_gpus_option(ComputeConfig& compute, const std::string& target,
@@ -239,8 +217,6 @@ void apply_gpus_option(ComputeConfig& compute, const std::string& target,
                                  compute.type));
   }
 }
-
-}  // namespace
 
 /// Everything that can be checked before anything is written: configuration, script, executor.
 RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor) {
@@ -280,151 +256,6 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   return plan;
 }
 
-namespace {
-
-/// Records the run, takes its snapshot and hands it to the executor. A failure after the record
-/// exists marks it Failed and exits 125.
-RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
-  const Project& project = plan.project;
-  std::optional<HistoryStore> store(std::in_place, plan.history_dir);
-  RunRecord& record = plan.record;
-  record.project = project.name;
-  record.script = plan.script;
-  record.arguments = plan.arguments;
-  record.target = plan.target_name;
-  record.target_type = plan.compute.type;
-  record.status = status::k_preparing;
-  record.created_ms = ctx.clock->now_ms();
-  record.user = user_name();
-  record.host = host_name();
-  record.pid = ::getpid();
-  record.pid_start = process_start_time(::getpid()).value_or(0);
-  record.boot_id = boot_id();
-  record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
-  record.params = params_from_arguments(plan.arguments);
-  store->create(record, record.created_ms);
-  plan.run_dir = store->run_dir(record.run_id);
-  live_stream(ctx) << "RunId: " << record.run_id << "\n" << std::flush;
-  try {
-    const fs::path objects = project.state_dir() / "objects";
-    if (plan.manifest.entries.empty()) plan.manifest = take_snapshot(ctx, project);
-    for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
-    record.snapshot_hash = plan.manifest.hash();
-    record.snapshot_files = plan.manifest.entries.size();
-    record.snapshot_bytes = plan.manifest.total_bytes();
-    spdlog::debug("snapshot: {} files, {} bytes, {} ms", record.snapshot_files,
-                  record.snapshot_bytes, ctx.clock->now_ms() - record.created_ms);
-    save_manifest(plan.manifest, record.snapshot_hash, project.state_dir() / "manifests",
-                  plan.run_dir / "manifest.json");
-    if (!adopt_prepared_tree(plan.manifest, record.snapshot_hash, project.state_dir() / "trees",
-                             objects, project.root, plan.run_dir / "snapshot")) {
-      materialize_snapshot(plan.manifest, objects, project.root, plan.run_dir / "snapshot");
-    }
-    plan.helper_dir = ensure_python_helper(project);
-    store.reset();  // the supervisor opens its own connection; none may cross the fork
-    RunHandle handle = executor.start(ctx, plan);
-    spdlog::debug("run started: {} ms after submit", ctx.clock->now_ms() - record.created_ms);
-    return handle;
-  } catch (const Error& e) {
-    if (!store) store.emplace(plan.history_dir);
-    record.exit_code.reset();
-    record.mark_failed(exit_code::k_cannot_start,
-                       std::string("the run could not start: ") + e.what(), ctx.clock->now_ms());
-    // Say what the history holds now, not what was meant (on a full disk the record may not
-    // have been written: the run then reads as Lost).
-    std::string recorded = "its record could not be written";
-    try {
-      store->save(record);
-      recorded = "recorded as " + store->load(record.run_id).status;
-    } catch (const Error& failure) {
-      recorded += fmt::format(": {}", failure.what());
-    }
-    throw Error(std::string(e.what()) + " (run " + record.run_id + " " + recorded + ")",
-                exit_code::k_cannot_start);
-  }
-}
-
-/// Prints the run's live output until it ends; Ctrl-C detaches (130) or, when asked, cancels.
-/// Returns the exit code of spec §4.
-int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& executor,
-               bool cancel_on_interrupt) {
-  const std::string& run_id = plan.record.run_id;
-  std::optional<InterruptWatch> interrupt(std::in_place);
-  bool canceling = false;
-  bool signalled = false;
-  std::optional<HistoryStore> cancel_store;  // opened once, when Ctrl-C asks to cancel
-  char buffer[65536];
-  LiveWriter writer;
-  while (true) {
-    pollfd item{handle.output_fd, POLLIN, 0};
-    const int ready = ::poll(&item, 1, 100);
-    if (!canceling && interrupt->take()) {
-      if (!cancel_on_interrupt) {
-        ::close(handle.output_fd);
-        *ctx.err << fmt::format("\nDetached from run {}; it goes on.\n", run_id)
-                 << follow_hint(plan);
-        return 130;
-      }
-      *ctx.err << fmt::format("\nCanceling run {}…\n", run_id);
-      canceling = true;
-      cancel_store.emplace(plan.history_dir);
-      request_cancel(*cancel_store, run_id);
-    }
-    if (canceling && !signalled) {
-      const RunRecord live = cancel_store->load(run_id);
-      if (live.process_group > 0) {
-        executor.stop(ctx, live, false);
-        signalled = true;
-      }
-    }
-    if (ready <= 0) continue;
-    const ssize_t n = ::read(handle.output_fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    writer.write(ctx, buffer, static_cast<std::size_t>(n));
-  }
-  interrupt.reset();
-  ::close(handle.output_fd);
-  // The supervisor may still be preparing the next run's tree; it is not waited for.
-  int status_code = 0;
-  ::waitpid(handle.supervisor, &status_code, WNOHANG);
-  HistoryStore store(plan.history_dir);
-  const RunRecord final_record = store.load(run_id);
-  if (!status::is_final(final_record.status)) {
-    throw Error(fmt::format(
-        "run {} ended without its final record (see .mlw/runs/{}/supervisor.log)", run_id, run_id));
-  }
-  print_summary(ctx, final_record, plan.run_dir);
-  // A run that failed before its script started failed as a command does: its reason is the
-  // one `mlw: error:` line on stderr, after its summary (there too).
-  if (failed_before_its_script(final_record)) {
-    *ctx.err << "mlw: error: " << final_record.problems.front() << "\n";
-  }
-  return exit_code_of(final_record);
-}
-
-/// For -a: returns the run's status once the supervisor has recorded it as started, queued (a
-/// batch job) or ended, so that the record never names the exiting submit process as the run's
-/// owner.
-std::string wait_until_started(const RunPlan& plan, const RunHandle& handle) {
-  using namespace std::chrono;
-  const auto deadline = steady_clock::now() + seconds(30);
-  HistoryStore store(plan.history_dir);
-  while (steady_clock::now() < deadline) {
-    const std::string now = store.load(plan.record.run_id).status;
-    if (now != status::k_preparing) return now;
-    int status_code = 0;
-    if (::waitpid(handle.supervisor, &status_code, WNOHANG) == handle.supervisor) {
-      return store.load(plan.record.run_id).status;
-    }
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  throw Error(fmt::format("run {} did not start within 30 s (see .mlw/runs/{}/supervisor.log)",
-                          plan.record.run_id, plan.record.run_id));
-}
-
-}  // namespace
-
 int submit(Context& ctx, const SubmitRequest& given) {
   ctx.codes = CommandCodes::Submit;
   SubmitRequest request = given;
@@ -441,20 +272,7 @@ int submit(Context& ctx, const SubmitRequest& given) {
   }
   std::unique_ptr<Executor> executor;
   RunPlan plan = plan_run(ctx, request, executor);
-  const RunHandle handle = start_run(ctx, plan, *executor);
-  if (!request.async) return follow_run(ctx, plan, handle, *executor, request.cancel_on_interrupt);
-  ::close(handle.output_fd);
-  const std::string now = wait_until_started(plan, handle);
-  if (!ctx.quiet) {
-    *ctx.err << (now == status::k_queued ? fmt::format("Run {} is queued.\n", plan.record.run_id)
-                                         : fmt::format("Run {} started.\n", plan.record.run_id))
-             << follow_hint(plan);
-  }
-  if (ctx.output().structured()) {
-    HistoryStore store(plan.history_dir);
-    ctx.output().print_object(store.load(plan.record.run_id).to_public_json(plan.run_dir.string()));
-  }
-  return 0;
+  return run_plan(ctx, plan, *executor, request.async, request.cancel_on_interrupt);
 }
 
 void cancel(Context& ctx, const std::string& run_id) {

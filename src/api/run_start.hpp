@@ -5,8 +5,10 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mlw/api/experiment.hpp"
 #include "mlw/exec/executor.hpp"
@@ -42,5 +44,23 @@ Manifest take_snapshot(Context& ctx, const Project& project);
 /// Everything that can be checked before anything is written: configuration, script, target
 /// (one probe); `executor` gets the kind's executor.
 RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor);
+
+/// The script as a path relative to the project; fails with 127 when it is missing, outside
+/// the project, or excluded from the snapshot by .amlignore.
+std::string resolve_script(const Context& ctx, const Project& project, const std::string& script);
+/// `-e KEY=VALUE` words as a map (a usage error names a bad one).
+std::map<std::string, std::string> parse_env(const std::vector<std::string>& items);
+/// `--gpus N` over the target's file: gpusPerRun, or the key its scheduler reads.
+void apply_gpus_option(ComputeConfig& compute, const std::string& target, const std::string& value);
+/// Keeps a run's `-e` variables beside its record (RUN/env_vars.json, mode 0600: a value may be a
+/// secret; never in run.json, the index or -o json), for `experiment rerun`.
+void save_run_env(const std::filesystem::path& run_dir,
+                  const std::map<std::string, std::string>& env);
+/// A run's `-e` variables as save_run_env kept them (none when it kept none).
+std::map<std::string, std::string> load_run_env(const std::filesystem::path& run_dir);
+
+/// Records the planned run, starts it and follows it to its end (or, `async`, returns once it
+/// has started or is queued): the exit code of spec §4.
+int run_plan(Context& ctx, RunPlan& plan, Executor& executor, bool async, bool cancel_on_interrupt);
 
 }  // namespace mlw::api

@@ -274,6 +274,7 @@ class SweepSupervisor {
       // The shared snapshot's hash (share_snapshot), not the manifest hashed again per point.
       const std::string& hash = base.record.snapshot_hash;
       save_manifest(plan.manifest, hash, state / "manifests", plan.run_dir / "manifest.json");
+      save_run_env(plan.run_dir, plan.extra_env);
       materialize_snapshot(plan.manifest, state / "objects", plan.project.root,
                            plan.run_dir / "snapshot");
       auto executor = m_ctx.executor(plan.compute.type);

@@ -98,6 +98,40 @@ void add_target_command(CLI::App& group, const std::string& name, const std::str
   command->callback([value, run = std::move(run)] { run(*value); });
 }
 
+/// `experiment rerun -r RUN [-c NAME] [-a] [-e K=V]... [-- ARGS...]`.
+void register_rerun(CLI::App& group, Context& ctx) {
+  auto request = std::make_shared<api::RerunRequest>();
+  auto words = std::make_shared<std::vector<std::string>>();
+  auto* rerun = group.add_subcommand(
+      "rerun", "Run a past run again from its stored snapshot, here or on another target");
+  rerun->add_option("-r,--run", request->run_id, "The run to rerun")
+      ->required()
+      ->type_name("RUN_ID");
+  rerun->add_option_function<std::string>(
+      "-c,--run-configuration", [request](const std::string& v) { request->where = v; },
+      "Run it on this target (or this run configuration's target) instead of its own");
+  rerun->add_flag("-a,--async", request->async, "Return as soon as the run has started");
+  rerun->add_option("-e,--env", request->env, "Set or change an environment variable (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  rerun->add_flag("--cancel-on-interrupt", request->cancel_on_interrupt,
+                  "Ctrl-C cancels the run (default: detaches, the run goes on)");
+  rerun
+      ->add_option("arguments", *words,
+                   "After --: new arguments for the script (replace the run's)")
+      ->type_name("ARGS");
+  rerun->footer(
+      "\nThe script, its arguments, -e variables, run configuration and conda file are the run's "
+      "as it stored them, whatever the project holds today.\n" +
+      examples({"mlw experiment rerun -r demo_1732200000000",
+                "mlw experiment rerun -r demo_1732200000000 -c my_dsvm -- --epochs 20"}));
+  rerun->callback([&ctx, request, words, rerun] {
+    ctx.codes = CommandCodes::Submit;
+    if (rerun->count("arguments") > 0) request->arguments = *words;
+    ctx.exit_status = api::rerun(ctx, *request);
+  });
+}
+
 }  // namespace
 
 void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
@@ -158,6 +192,7 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   });
 
   register_sweep(*group, ctx, globals);
+  register_rerun(*group, ctx);
 
   auto cancel_id = std::make_shared<std::string>();
   auto* cancel = group->add_subcommand(
@@ -166,6 +201,21 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   cancel->footer(examples({"mlw experiment cancel -r demo_1732200000000",
                            "mlw experiment cancel -r demo_sweep_1732200000000"}));
   cancel->callback([&ctx, cancel_id] { api::cancel(ctx, *cancel_id); });
+
+  auto diag_id = std::make_shared<std::string>();
+  auto diag_file = std::make_shared<std::optional<std::string>>();
+  auto* diag = group->add_subcommand(
+      "diagnostics", "Zip a run's record, logs, configuration and its target's checks for support");
+  diag->add_option("-r,--run", *diag_id, "The run")->required()->type_name("RUN_ID");
+  diag->add_option_function<std::string>(
+          "--file", [diag_file](const std::string& v) { *diag_file = v; },
+          "Where to write the zip (default: ./RUN_ID-diagnostics.zip)")
+      ->type_name("FILE.zip");
+  diag->footer(
+      "\nPasswords, passphrases, tokens and EnvironmentVariables' values are replaced by ***.\n" +
+      examples({"mlw experiment diagnostics -r demo_1732200000000",
+                "mlw experiment diagnostics -r demo_1732200000000 --file /tmp/support.zip"}));
+  diag->callback([&ctx, diag_id, diag_file] { api::diagnostics(ctx, *diag_id, *diag_file); });
 
   auto queue_name = std::make_shared<std::optional<std::string>>();
   auto* queue = group->add_subcommand(

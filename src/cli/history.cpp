@@ -118,6 +118,18 @@ void register_history(CLI::App& app, Context& ctx) {
     api::compare(ctx, *ids);
   });
 
+  auto pair = std::make_shared<std::vector<std::string>>();
+  auto* diff = group->add_subcommand(
+      "diff", "Show what differs between two runs: files, packages, arguments, target, image");
+  diff->add_option("-r,--run", *pair, "A run (give two)")->required()->type_name("RUN_ID");
+  diff->footer("\nPrints nothing when the runs do not differ; exits 0 either way.\n" +
+               examples({"mlw history diff -r demo_1732200000000 -r demo_1732200050000",
+                         "mlw -o json history diff -r demo_1732200000000 -r demo_1732200050000"}));
+  diff->callback([&ctx, pair] {
+    if (pair->size() != 2) throw UsageError("give two runs: -r RUN1 -r RUN2");
+    api::diff_runs(ctx, (*pair)[0], (*pair)[1]);
+  });
+
   auto dashboard = std::make_shared<ui::UiOptions>();
   auto* serve = group->add_subcommand(
       "ui", "Serve a dashboard of the runs (charts, logs, compare) to a browser until Ctrl-C");

@@ -144,7 +144,13 @@ class ProcessDriver : public RunDriver {
     session.mark_running();  // the run goes on even when this cannot be saved
     // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
     m_helper = std::thread([this, &session, &plan] {
-      record_git_state(session.ctx, plan.project.root, m_git);
+      // A rerun's files are a stored snapshot: its git state is its source run's.
+      if (plan.record.rerun_of.empty()) {
+        record_git_state(session.ctx, plan.project.root, m_git);
+      } else {
+        m_git.git_commit = plan.record.git_commit;
+        m_git.git_dirty = plan.record.git_dirty;
+      }
       m_git_done.set_value();
       prepare_tree(plan.manifest, plan.record.snapshot_hash, plan.project.state_dir() / "trees",
                    plan.project.state_dir() / "objects", plan.project.root);

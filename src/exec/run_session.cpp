@@ -232,6 +232,14 @@ int RunSession::build_environment(const EnvironmentSpec& env) {
                      if (build_log >= 0) write_fully(build_log, chunk);
                      if (!announced) {
                        announced = true;
+                       // A rerun's image is named by its spec: gone from the target, it is
+                       // built again from the same spec (its packages may resolve anew).
+                       if (!record.rerun_of.empty()) {
+                         note(
+                             fmt::format("The environment {} of run {} is not on {}: building "
+                                         "it again from the same spec",
+                                         env.tag, record.rerun_of, host()));
+                       }
                        note(fmt::format("Building environment {} (log: .mlw/runs/{}/build.log)…",
                                         env.tag, record.run_id));
                      }

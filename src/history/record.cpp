@@ -118,6 +118,7 @@ nlohmann::ordered_json RunRecord::to_json() const {
     out["point"] = point;
   }
   if (!gpus.empty()) out["gpus"] = gpus;  // leased runs only
+  if (!rerun_of.empty()) out["rerun_of"] = rerun_of;
   if (!lost_reason.empty()) {
     out["lost_reason"] = lost_reason;
     out["lost_problem"] = lost_problem;
@@ -201,6 +202,7 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
     }
   }
   r.sweep_id = str("sweep_id");
+  r.rerun_of = str("rerun_of");
   if (!r.sweep_id.empty()) r.point = small("point");
   r.outputs = strings("outputs");
   r.problems = strings("problems");

@@ -373,6 +373,62 @@ void link_entry(const ManifestEntry& entry, const fs::path& objects_dir,
 
 }  // namespace
 
+Manifest manifest_from_json(const nlohmann::ordered_json& json) {
+  if (!json.is_array()) throw Error("a snapshot manifest must be a list of files");
+  Manifest manifest;
+  for (const auto& item : json) {
+    const auto text = [&item](const char* key) {
+      const auto it = item.find(key);
+      return it != item.end() && it->is_string() ? text_from_json(it->get<std::string>())
+                                                 : std::string();
+    };
+    ManifestEntry entry;
+    entry.path = text("path");
+    entry.sha256 = text("sha256");
+    entry.link_target = text("link");
+    const std::string mode = text("mode");
+    const auto size = item.find("size");
+    const bool safe_path = !entry.path.empty() && entry.path[0] != '/' &&
+                           ("/" + entry.path + "/").find("/../") == std::string::npos;
+    if (!item.is_object() || !safe_path || size == item.end() || !size->is_number_unsigned() ||
+        mode.empty() || mode.find_first_not_of("01234567") != std::string::npos ||
+        (entry.link_target.empty() && entry.sha256.size() != 64)) {
+      throw Error("a snapshot manifest entry is malformed: " + item.dump().substr(0, 200));
+    }
+    entry.size = size->get<std::uint64_t>();
+    entry.mode = static_cast<std::uint32_t>(std::stoul(mode, nullptr, 8) & 07777);
+    manifest.entries.push_back(std::move(entry));
+  }
+  return manifest;
+}
+
+std::vector<std::string> restore_snapshot_objects(const Manifest& manifest,
+                                                  const fs::path& objects_dir,
+                                                  const fs::path& fallback) {
+  std::vector<std::string> missing;
+  for (const auto& entry : manifest.entries) {
+    if (!entry.link_target.empty()) continue;
+    const bool executable = is_executable(entry.mode);
+    const fs::path object = object_path(objects_dir, entry.sha256, executable);
+    if (object_intact(object, entry.size)) continue;
+    const fs::path copy = fallback / entry.path;
+    struct stat info {};
+    bool restored = false;
+    if (::lstat(copy.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        static_cast<std::uint64_t>(info.st_size) == entry.size) {
+      std::error_code ec;
+      fs::remove(object, ec);
+      try {
+        restored = store_object(copy, objects_dir, executable) == entry.sha256;
+      } catch (const Error&) {
+        restored = false;
+      }
+    }
+    if (!restored) missing.push_back(entry.path);
+  }
+  return missing;
+}
+
 void materialize_snapshot(const Manifest& manifest, const fs::path& objects_dir,
                           const fs::path& project_root, const fs::path& destination) {
   make_directories(destination);

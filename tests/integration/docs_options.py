@@ -38,11 +38,11 @@ def command_lines(text):
 
 
 def options_of(part):
-    """The options of one command, up to its SCRIPT (what follows is the script's)."""
+    """The options of one command, up to its SCRIPT or `--` (what follows is the script's)."""
     found = []
     for word in part.split():
-        if word.endswith(".py") or word == "SCRIPT":
-            break
+        if word.endswith(".py") or word == "SCRIPT" or word == "--":
+            break  # the script's words (after `--`: a rerun's new arguments)
         found += OPTION.findall(word)
     return found
 

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "mlw/context.hpp"
 
 namespace mlw::api {
@@ -36,6 +38,8 @@ void attach(Context& ctx, const AttachRequest& request);
 void list_targets(Context& ctx);
 /// Prints one compute target's settings.
 void show_target(Context& ctx, const std::string& name);
+/// doctor's rows for target NAME: {check, result ("ok", "fail", "-"), detail, fix}.
+nlohmann::ordered_json doctor_rows(Context& ctx, const std::string& name);
 /// `mlw computetarget doctor -n NAME`: one line per check; returns the number that failed.
 int doctor(Context& ctx, const std::string& name);
 /// Removes NAME.compute, NAME.runconfig and the stored password.

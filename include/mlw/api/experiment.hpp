@@ -24,6 +24,22 @@ struct SubmitRequest {
 /// Runs a script on a target (spec §5); returns the exit code of spec §4.
 int submit(Context& ctx, const SubmitRequest& request);
 
+/// `mlw experiment rerun -r RUN [-c NAME] [-a] [-e K=V]... [-- ARGS...]` (docs/reproduce.md).
+struct RerunRequest {
+  std::string run_id;
+  std::optional<std::string> where;  ///< -c: a target or run configuration of the project
+  bool async = false;
+  bool cancel_on_interrupt = false;
+  std::vector<std::string> env;                       ///< -e KEY=VALUE, over the run's own
+  std::optional<std::vector<std::string>> arguments;  ///< after `--`: replace the run's
+};
+/// Runs a past run again from its stored snapshot; returns the exit code of spec §4.
+int rerun(Context& ctx, const RerunRequest& request);
+
+/// `mlw experiment diagnostics -r RUN [--file FILE.zip]`: a zip of the run's record, logs,
+/// configuration (secrets as ***), doctor's rows for its target now and mlw's version.
+void diagnostics(Context& ctx, const std::string& run_id, const std::optional<std::string>& file);
+
 /// `mlw experiment sweep -c NAME[,NAME…] [-f SWEEP.yml] SCRIPT [--p a,b …]` (docs/sweeps.md).
 struct SweepRequest {
   std::vector<std::string> run_configs;  ///< the targets' run configurations, in order

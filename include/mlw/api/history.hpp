@@ -25,6 +25,9 @@ void compare(Context& ctx, const std::vector<std::string>& run_ids);
 /// parameters as columns, and what early stopping saved.
 void compare_sweep(Context& ctx, const std::string& sweep_id,
                    const std::optional<std::string>& sort);
+/// `history diff -r A -r B`: what differs between two runs (files, packages, arguments,
+/// parameters, -e names, target, image, git commit); nothing when nothing does.
+void diff_runs(Context& ctx, const std::string& first, const std::string& second);
 /// Reads `param:lr`, `metric:loss` or a bare name (a parameter).
 RunField parse_run_field(const std::string& text);
 /// Reads a filter: `lr<0.1`, `metric:loss<=0.2`, `optimizer=adam` (<, <=, >, >=, =, !=).

@@ -11,11 +11,14 @@ namespace mlw {
 struct Project {
   std::filesystem::path root;  ///< absolute path of the project folder
   std::string name;            ///< the folder's name, used in run ids
+  /// Where its history and caches are when not `<root>/.mlw` (a rerun reads a stored
+  /// snapshot's files as its root, and keeps its state in the project's own .mlw).
+  std::filesystem::path state{};
 
   /// `<root>/aml_config`.
   std::filesystem::path config_dir() const { return root / "aml_config"; }
   /// `<root>/.mlw`: run history and caches.
-  std::filesystem::path state_dir() const { return root / ".mlw"; }
+  std::filesystem::path state_dir() const { return state.empty() ? root / ".mlw" : state; }
   /// `aml_config/<name>.compute`.
   std::filesystem::path compute_path(const std::string& name) const;
   /// `aml_config/<name>.runconfig`.

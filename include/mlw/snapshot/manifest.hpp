@@ -56,6 +56,17 @@ void save_manifest(const Manifest& manifest, const std::string& hash,
                    const std::filesystem::path& manifests_dir,
                    const std::filesystem::path& run_copy);
 
+/// Reads a manifest as Manifest::to_json writes it (a run folder's manifest.json); throws
+/// mlw::Error on anything else.
+Manifest manifest_from_json(const nlohmann::ordered_json& json);
+
+/// Makes sure the store holds every file of `manifest` unchanged, storing again from
+/// `fallback` (a run folder's snapshot/) a file whose object is gone or was written to, where
+/// its content there still has the manifest's hash. Returns the paths it could not find.
+std::vector<std::string> restore_snapshot_objects(const Manifest& manifest,
+                                                  const std::filesystem::path& objects_dir,
+                                                  const std::filesystem::path& fallback);
+
 /// Makes the snapshot's tree under `destination` from the store, with hard links where it can
 /// and copies where it cannot. An object missing from the store, or modified through a run's
 /// hard link, is stored again from `project_root` first.

@@ -175,4 +175,40 @@ TEST_F(ManifestTest, AStoreThatCannotBeWrittenFailsTheSnapshotWithOneError) {
   }
 }
 
+TEST_F(ManifestTest, AManifestReadBackIsTheSameSnapshot) {
+  const Manifest m = build();
+  const Manifest back = manifest_from_json(nlohmann::ordered_json::parse(m.to_json().dump()));
+  EXPECT_EQ(back.hash(), m.hash());
+  EXPECT_EQ(paths(back), paths(m));
+}
+
+TEST_F(ManifestTest, AManifestThatClimbsOutOrIsMalformedIsRefused) {
+  const std::string sha(64, 'a');
+  for (const char* text :
+       {R"({"path":"x"})", R"([{"path":"../x","size":1,"mode":"0644","sha256":"SHA"}])",
+        R"([{"path":"a/../../x","size":1,"mode":"0644","sha256":"SHA"}])",
+        R"([{"path":"/etc/x","size":1,"mode":"0644","sha256":"SHA"}])",
+        R"([{"path":"x","size":-1,"mode":"0644","sha256":"SHA"}])",
+        R"([{"path":"x","size":1,"mode":"9","sha256":"SHA"}])",
+        R"([{"path":"x","size":1,"mode":"0644","sha256":"short"}])"}) {
+    std::string json = text;
+    if (const auto at = json.find("SHA"); at != std::string::npos) json.replace(at, 3, sha);
+    EXPECT_THROW(manifest_from_json(nlohmann::ordered_json::parse(json)), Error) << json;
+  }
+}
+
+TEST_F(ManifestTest, AStoreThatLostAnObjectIsRestoredFromARunFolderWithTheRightContent) {
+  const Manifest m = build();
+  materialize_snapshot(m, m_base / "objects", m_root, m_base / "run1");
+  fs::remove_all(m_base / "objects");
+  EXPECT_TRUE(restore_snapshot_objects(m, m_base / "objects", m_base / "run1").empty());
+  materialize_snapshot(m, m_base / "objects", m_base / "nowhere", m_base / "run2");
+  EXPECT_EQ(read_file(m_base / "run2" / "train.py"), "print('hi')\n");
+  // A copy that a run wrote to is not the snapshot's content: the file is named as missing.
+  fs::remove_all(m_base / "objects");
+  overwrite(m_base / "run1" / "train.py", "print('no')\n");
+  EXPECT_EQ(restore_snapshot_objects(m, m_base / "objects", m_base / "run1"),
+            std::vector<std::string>{"train.py"});
+}
+
 }  // namespace mlw

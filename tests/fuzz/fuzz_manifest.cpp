@@ -1,0 +1,26 @@
+// A run folder's manifest.json as `experiment rerun` and `history diff` read it (another mlw
+// version, a hand edit, a half-written file).
+#include <nlohmann/json.hpp>
+
+#include "fuzz_util.hpp"
+#include "mlw/snapshot/manifest.hpp"
+#include "mlw/util/error.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto json = nlohmann::ordered_json::parse(mlw::fuzz::text(data, size), nullptr, false);
+  if (json.is_discarded()) return 0;
+  try {
+    const mlw::Manifest manifest = mlw::manifest_from_json(json);
+    for (const auto& entry : manifest.entries) {
+      // What is read back never climbs out of the snapshot.
+      if (entry.path.empty() || entry.path[0] == '/' ||
+          ("/" + entry.path + "/").find("/../") != std::string::npos) {
+        __builtin_trap();
+      }
+    }
+    manifest.hash();
+    manifest.to_json().dump();
+  } catch (const mlw::Error&) {
+  }
+  return 0;
+}

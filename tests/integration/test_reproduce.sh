@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Runs you can reproduce (docs/reproduce.md): `experiment rerun` from a run's stored snapshot
+# after the project's files changed or were deleted, on its own and on another kind of target;
+# a store that lost a run's content; `history diff`; `experiment diagnostics` checked for
+# secrets, against the real Docker engine and sshd of tests/fixtures/servers.sh.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+TOKEN=tok-s3cr3t-value-41
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+
+new_project repro
+sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" aml_config/docker.compute
+cat >train.py <<'PY'
+import os, sys
+data = open("data.txt").read().strip() if os.path.exists("data.txt") else "none"
+print("DATA", data, "ARGS", " ".join(sys.argv[1:]), "SEED", os.environ.get("SEED"), "VERSION 1")
+PY
+echo alpha >data.txt
+# An environment spec of this suite's own (a conda file's bytes name its image): not built yet.
+echo "# test_reproduce $$ $(date +%s%N)" >>aml_config/conda_dependencies.yml
+runs_count() { "$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+
+# --- rerun: the stored snapshot, not today's files ---------------------------------------------
+A=$("$MLW" -o json experiment submit -c local -e SEED=7 -e "API_TOKEN=$TOKEN" train.py --lr 0.1 |
+  json_get "$(cat)" 'd["run_id"]')
+expect_eq "the first run completes" "$(run_state "$A")" "Completed 0"
+sed -i 's/VERSION 1/VERSION 2/' train.py
+rm data.txt
+run_mlw experiment rerun -r "$A"
+expect_eq "rerun after editing and deleting files (exit code)" "$CODE" 0
+expect_contains "the rerun sees the old content, arguments and -e" "$OUT" "DATA alpha ARGS --lr 0.1 SEED 7 VERSION 1"
+R1=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
+expect_eq "the rerun's record names its source and snapshot" \
+  "$(json_get "$("$MLW" -o json history info -r "$R1")" '(d["rerun_of"], d["arguments"], d["params"])')" \
+  "('$A', ['--lr', '0.1'], {'lr': 0.1})"
+expect_eq "… the same snapshot as its source" \
+  "$(json_get "$("$MLW" -o json history info -r "$R1")" 'd["snapshot_hash"]')" \
+  "$(json_get "$("$MLW" -o json history info -r "$A")" 'd["snapshot_hash"]')"
+check "the project's files are as the user left them" bash -c "[ ! -e data.txt ] && grep -q 'VERSION 2' train.py"
+run_mlw experiment rerun -r "$A" -e SEED=9 -- --lr 0.5
+expect_contains "rerun -- new arguments, -e over the run's" "$OUT" "DATA alpha ARGS --lr 0.5 SEED 9 VERSION 1"
+expect_eq "… its parameters are the new arguments'" \
+  "$(json_get "$("$MLW" -o json history last)" 'd["params"]')" "{'lr': 0.5}"
+run_mlw -o json experiment rerun -a -r "$A"
+expect_eq "rerun -a returns the new run" "$(json_get "$OUT" 'd["rerun_of"]')" "$A"
+check "… which completes" wait_for 30 run_is "$(json_get "$OUT" 'd["run_id"]')" Completed
+
+# On another kind of target: the local run's snapshot in a container of the Docker engine.
+run_mlw experiment rerun -r "$A" -c docker
+expect_eq "rerun on another kind (docker) (exit code)" "$CODE" 0
+expect_contains "… with the old content" "$OUT" "DATA alpha ARGS --lr 0.1 SEED 7 VERSION 1"
+expect_eq "… recorded on docker" "$(json_get "$("$MLW" -o json history last)" '(d["target"], d["rerun_of"])')" \
+  "('docker', '$A')"
+expect_contains "… its environment built from the same spec, and said so" "$ERR" \
+  "of run $A is not on"
+D=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
+image=$(json_get "$("$MLW" -o json history info -r "$D")" 'd["image_tag"]')
+run_mlw experiment rerun -r "$D"
+expect_eq "a rerun of that run uses its image, still there (no build)" \
+  "$CODE $(json_get "$("$MLW" -o json history last)" 'd["image_tag"]') $(grep -c 'Building environment' <<<"$ERR")" \
+  "0 $image 0"
+
+# --- a store that lost the content -------------------------------------------------------------
+B=$("$MLW" -o json experiment submit -c local train.py | json_get "$(cat)" 'd["run_id"]')
+rm -rf .mlw/objects .mlw/reruns
+run_mlw experiment rerun -r "$B"
+expect_eq "store cleaned, the run folder's copy kept: the rerun restores from it" "$CODE" 0
+expect_contains "… and runs the old content" "$OUT" "DATA none ARGS  SEED None VERSION 2"
+rm -rf .mlw/objects .mlw/reruns ".mlw/runs/$B/snapshot"
+before=$(runs_count)
+expect_error "rerun of a run whose content is gone" 125 "the stored content of 9 of its 9 files is gone" \
+  experiment rerun -r "$B"
+expect_contains "… names the missing files, its script first" "$ERR" "files is gone from .mlw/objects and its run folder: train.py, .amlignore"
+expect_eq "… nothing recorded" "$(runs_count)" "$before"
+expect_error "rerun of no such run" 125 "no run \"nope_1\"" experiment rerun -r nope_1
+expect_error "rerun on no such target" 125 "no target or run configuration zz" \
+  experiment rerun -r "$A" -c zz
+
+# --- history diff --------------------------------------------------------------------------------
+echo beta >data.txt
+printf 'weights\0\1\2' >model.bin
+cat >>aml_config/conda_dependencies.yml <<'YML'
+  - scipy=1.11
+YML
+C=$("$MLW" -o json experiment submit -c local -e SEED=8 train.py --lr 0.2 | json_get "$(cat)" 'd["run_id"]')
+run_mlw history diff -r "$A" -r "$C"
+expect_eq "diff (exit code)" "$CODE" 0
+expect_lines "diff: a unified diff of the changed script" <(printf '%s\n' "$OUT") 0 '^-print(.*VERSION 1")$'
+expect_lines "… its new line" <(printf '%s\n' "$OUT") 0 '^\+print(.*VERSION 2")$'
+expect_contains "… a changed data file" "$OUT" $'-alpha\n+beta'
+expect_contains "… a binary file named, not shown" "$OUT" "Binary file model.bin added"
+expect_contains "… the package added" "$OUT" "package added: scipy=1.11"
+expect_contains "… the arguments" "$OUT" "arguments: [\"--lr\",\"0.1\"] → [\"--lr\",\"0.2\"]"
+expect_contains "… the parameter" "$OUT" "param lr: 0.1 → 0.2"
+expect_contains "… an -e variable changed, not its value" "$OUT" "env SEED: changed"
+expect_not_contains "… never an -e value" "$OUT" "$TOKEN"
+json=$("$MLW" -o json history diff -r "$A" -r "$C")
+expect_eq "diff -o json" "$(json_get "$json" '(d["fields"]["arguments"], sorted((f["path"], f["change"]) for f in d["files"]), d["packages"]["added"])')" \
+  "([['--lr', '0.1'], ['--lr', '0.2']], [('aml_config/conda_dependencies.yml', 'changed'), ('data.txt', 'changed'), ('model.bin', 'added'), ('train.py', 'changed')], ['scipy=1.11'])"
+run_mlw history diff -r "$A" -r "$A"
+expect_eq "diff of a run with itself: nothing, exit 0" "$CODE:$OUT" "0:"
+expect_error "diff needs two runs" 2 "give two runs" history diff -r "$A"
+
+# --- diagnostics: a zip a maintainer can read, without a secret -------------------------------
+"$MLW" -q computetarget attach remote -n rem -a "$ADDR" -u mlwtest --password-stdin \
+  --accept-host-key <"$WORK/pw" >/dev/null 2>&1
+"$MLW" -q computetarget attach remote -n remk -a "$ADDR" -u mlwtest --password-stdin -k \
+  <"$WORK/pw" >/dev/null 2>&1
+KEY=$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/remk.compute)
+KEY=${KEY/#\~/$HOME}
+check "the key target has its key" test -s "$KEY"
+for t in rem remk; do
+  sed -i 's/^EnvironmentVariables: {}$/EnvironmentVariables:\n  WANDB_API_KEY: "k-9f8e7d6c5b4a"\n  EPOCHS: "3"/' \
+    "aml_config/$t.runconfig"
+done
+# zip_read ZIP NAME: one entry's bytes (Python's zipfile: no unzip needed).
+zip_read() { python3 -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' "$1" "$2"; }
+zip_has() { # ZIP: prints the names, then any secret found in the entries
+  python3 - "$1" "$MLW_TEST_SSH_PASSWORD" "$TOKEN" "k-9f8e7d6c5b4a" "$KEY" <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+assert z.testzip() is None
+print(" ".join(sorted(n.split("/", 1)[1] for n in z.namelist())))
+key_lines = [l for l in open(sys.argv[5]).read().splitlines() if l and not l.startswith("-----")]
+blob = b"".join(z.read(n) for n in z.namelist())
+for secret in sys.argv[2:5] + key_lines:
+    if secret.encode() in blob:
+        print("SECRET FOUND:", secret[:6])
+PY
+}
+for t in rem remk; do
+  R=$("$MLW" -o json experiment submit -c "$t" -e "API_TOKEN=$TOKEN" train.py --lr 0.3 |
+    json_get "$(cat)" 'd["run_id"]')
+  expect_eq "a run on $t" "$(run_state "$R")" "Completed 0"
+  run_mlw experiment diagnostics -r "$R" --file "$WORK/$t.zip"
+  expect_eq "diagnostics of a run on $t (exit code)" "$CODE" 0
+  expect_eq "… prints where the zip is" "$OUT" "$WORK/$t.zip"
+  names=$(zip_has "$WORK/$t.zip")
+  expect_eq "… holds the record, logs, files used, doctor, version" "$(head -1 <<<"$names")" \
+    "aml_config/$t.compute aml_config/$t.runconfig doctor.json driver_log.txt env.txt manifest.json run.json supervisor.log version.txt"
+  expect_not_contains "… and no password, token, key or environment secret" "$names" "SECRET FOUND"
+  doctor=$(zip_read "$WORK/$t.zip" "$R/doctor.json")
+  expect_eq "… doctor's rows for the target now" \
+    "$(json_get "$doctor" '[r["result"] for r in d if r["check"] == "login"]')" "['ok']"
+  expect_contains "… the run configuration used, its environment's values masked" \
+    "$(zip_read "$WORK/$t.zip" "$R/aml_config/$t.runconfig")" $'WANDB_API_KEY: ***\n  EPOCHS: ***'
+  [ "$t" = rem ] && expect_contains "… the target's file, its password reference masked" \
+    "$(zip_read "$WORK/$t.zip" "$R/aml_config/$t.compute")" 'password: ***'
+done
+rm ".mlw/runs/$R/driver_log.txt"
+run_mlw experiment diagnostics -r "$R" --file "$WORK/partial.zip"
+expect_eq "diagnostics of a run whose folder is partly gone (exit code)" "$CODE" 0
+expect_contains "… says what was missing, on stderr" "$ERR" "driver_log.txt"
+expect_contains "… and in the zip" "$(zip_read "$WORK/partial.zip" "$R/MISSING.txt")" "driver_log.txt: not in"
+
+docker rmi -f "$image" >/dev/null 2>&1
+finish
