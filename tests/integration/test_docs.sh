@@ -11,7 +11,7 @@
 # of the engine, which suites running beside this one use).
 source "$(dirname "$0")/lib.sh"
 
-require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_USER MLW_TEST_SGE_USER \
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_USER MLW_TEST_SGE_USER MLW_TEST_GPU_USER \
   MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE DOCKER_HOST
 export HOME="$WORK/home"
 mkdir -p "$HOME/.ssh" "$WORK/bin"
@@ -172,6 +172,57 @@ run_mlw computetarget attach slurm -n pyx -a login.example.org --no-connect --co
 expect_eq "attach slurm --container-runtime (cli.md) is accepted" "$CODE" 0
 run_mlw computetarget show -n pyx -o json
 expect_eq "  and written" "$(json_get "$OUT" 'd["container"], d["container_runtime"]')" "nvcr.io/x:1 pyxis"
+
+# --- docs/gpu-guide.md, its blocks in order, on the SIMULATED NVIDIA host ------------------------
+# (tests/fixtures/nvidia-sim: a fake nvidia-smi reports four Tesla K80s; no GPU computes). The
+# machine's name, user and password file are the test sshd's; the CUDA base image is the local
+# test image (a test engine reaches no registry). Not run, and said so: the conda file's
+# tensorflow line (it installs from PyPI, which no test machine reaches).
+echo "SIMULATION: the GPU guide's host is simulated (tests/fixtures/nvidia-sim); no GPU is used"
+GUIDE=$MLW_SOURCE_DIR/docs/gpu-guide.md
+guide_back=$PWD
+cd "$WORK" || exit 1
+guide_lines=0
+for n in 1 2 3 4 5 6; do
+  while IFS= read -r line; do
+    command=${line%%  #*}
+    [ -n "$command" ] || continue
+    command=${command//gpu-vm.example.com/127.0.0.1:$MLW_TEST_SSH_PORT}
+    command=${command//--username me /--username $MLW_TEST_GPU_USER }
+    command=${command//< pw.txt/--base-image $MLW_TEST_IMAGE < $WORK/pw.txt}
+    command=${command//nvidia\/cuda:12.2.2-cudnn8-runtime-ubuntu22.04/$MLW_TEST_IMAGE}
+    if [[ "$command" == "mlw project create"*"&& cd "* ]]; then
+      bash -c "${command%% && cd *}" >"$WORK/line.out" 2>"$WORK/line.err" </dev/null
+      expect_eq "gpu-guide: $line" "$?" 0
+      cd "${command##* && cd }" || exit 1
+      block "$GUIDE" python 1 >gpu_check.py
+      guide_lines=$((guide_lines + 1))
+      continue
+    fi
+    timeout -k 5 300 bash -c "$command" >"$WORK/line.out" 2>"$WORK/line.err" </dev/null
+    code=$?
+    expect_eq "gpu-guide: $line" "$code" 0
+    [ "$code" -eq 0 ] || cat "$WORK/line.err" >&2
+    guide_lines=$((guide_lines + 1))
+    case "$command" in
+      "mlw experiment submit -c local"*)
+        expect_contains "gpu-guide: the local run prints what it sees" "$(cat "$WORK/line.out")" "GPUs: " ;;
+      "mlw computetarget doctor"*)
+        expect_contains "gpu-guide: doctor names the GPUs" "$(cat "$WORK/line.out")" "name: Tesla K80" ;;
+      "mlw experiment submit -c my_dsvm"*)
+        expect_contains "gpu-guide: the run's first lines are its GPUs" "$(cat "$WORK/line.out")" \
+          $'mlw: GPUs seen by this run:\nmlw:   GPU 0, Tesla K80'
+        expect_contains "gpu-guide: the script sees them too" "$(cat "$WORK/line.out")" "GPUs: GPU 0: Tesla K80" ;;
+      "mlw experiment queue"*)
+        expect_contains "gpu-guide: the queue answers for the target" "$(cat "$WORK/line.out")" "TARGET  RUN  STATE" ;;
+    esac
+  done < <(block "$GUIDE" sh "$n")
+done
+expect_eq "every line of the GPU guide ran" "$guide_lines" 12
+yaml=$(block "$GUIDE" yaml 1)
+echo "not run (it installs tensorflow from PyPI, which no test machine reaches): the conda file of step 3"
+expect_contains "gpu-guide: its conda file is one mlw reads" "$yaml" "pip:"
+cd "$guide_back" || exit 1
 
 # --- the commands the docs show: every option named is in --help and typed by a suite ----------
 while read -r verdict name; do
