@@ -63,8 +63,9 @@ std::string mask_config(const std::string& text) {
   return out;
 }
 
-/// The secrets this run could know of: its target's stored password and passphrase, and its
-/// -e values that look like one (named so, or 8 characters or more).
+/// The secrets this run could know of: its target's stored password and passphrase, its -e
+/// values that look like one (named so, or 8 characters or more), and its run configuration's
+/// EnvironmentVariables named like one.
 std::vector<std::string> known_secrets(Context& ctx, const Project& project, const fs::path& dir,
                                        const RunRecord& record) {
   std::vector<std::string> secrets;
@@ -72,6 +73,15 @@ std::vector<std::string> known_secrets(Context& ctx, const Project& project, con
     if (value.size() >= 8 || (!value.empty() && std::regex_search(key, secret_key()))) {
       secrets.push_back(value);
     }
+  }
+  // The run configuration's environment values named like secrets, as the run had them.
+  try {
+    const Project stored{dir / "snapshot", project.name, project.state_dir()};
+    for (const auto& [key, value] :
+         load_run_config(stored, record.run_config).environment_variables) {
+      if (!value.empty() && std::regex_search(key, secret_key())) secrets.push_back(value);
+    }
+  } catch (const Error&) {
   }
   try {
     const ComputeConfig compute = load_compute(project, record.target);

@@ -306,6 +306,7 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
             "machine of it as remote or remotedocker instead (docs/compute-file.md)");
   }
   ConfigDocument shared = without_own_keys(doc);
+  shared.root.remove("restart");  // a mapping of its own: read_restart_policy
   apply_key_table(shared, compute_keys(), config);
   doc.warnings = std::move(shared.warnings);
   const ComputeKind* kind = find_compute_kind(config.type);
@@ -330,6 +331,7 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
                 config.gpus + "\"");
   }
   check_lease_keys(doc, config);
+  read_restart_policy(doc, config);
   return config;
 }
 

@@ -274,6 +274,21 @@ std::vector<std::string> script_command(const RunPlan& plan, const std::string& 
   for (auto& word : expand_argument_vector(plan.run_config, plan.script, plan.arguments)) {
     words.push_back(std::move(word));
   }
+  // A restart policy: the script under exec/restart.sh, which runs it again after those codes.
+  if (const RestartPolicy& restart = plan.compute.restart; restart.set) {
+    std::string codes = restart.on_failure ? "any" : "";
+    for (const int code : restart.on_exit_codes)
+      codes += (codes.empty() ? "" : " ") + std::to_string(code);
+    std::vector<std::string> wrapped = {"/bin/sh",
+                                        "-c",
+                                        script_body("src/exec/restart.sh"),
+                                        "mlw-restart",
+                                        codes,
+                                        std::to_string(restart.max_restarts),
+                                        std::to_string(restart.backoff_seconds)};
+    wrapped.insert(wrapped.end(), words.begin(), words.end());
+    return wrapped;
+  }
   return words;
 }
 

@@ -328,6 +328,13 @@ RunEnding MonitorDriver::ending(RunSession& session) {
   const auto said = [&lines](const char* word) {
     return std::find(lines.begin(), lines.end(), word) != lines.end();
   };
+  // Its restart policy's count (exec/restart.sh), whatever the end.
+  for (const auto& line : lines) {
+    if (!starts_with(line, "restarts ")) continue;
+    if (const auto count = parse_integer(line.substr(9), 0, 1000)) {
+      session.record.restarts = static_cast<int>(*count);
+    }
+  }
   if (said("lost")) {
     RunEnding lost;
     lost.status = status::k_lost;

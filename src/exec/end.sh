@@ -1,10 +1,12 @@
 # shellcheck shell=sh
 # How a run a monitor ran ended, printed in its run folder (follow.sh evaluates it): the script's
 # exit code, then "oom" where the kernel killed it for memory, "lost" where the Docker engine did
-# not answer again, "outage" where it stopped answering for a while.
+# not answer again, "outage" where it stopped answering for a while, "restarts N" where its
+# restart policy ran the script again N times.
 c=
 [ -f exit_code ] && { read -r c || :; } <exit_code
 echo "$c"
 [ -e oom ] && echo oom
 [ -e lost ] && echo lost
 [ -e outage ] && echo outage
+[ -s restarts ] && { read -r r || :; } <restarts && echo "restarts $r"

@@ -165,6 +165,7 @@ if [ "$mlw_mode" = copy ]; then
   oom
   mlw_d cp "$cid:/mlw/run/snapshot/outputs" - 2>/dev/null | tar -C snapshot -xf - 2>/dev/null
   mlw_d cp "$cid:/mlw/run/metrics.jsonl" - 2>/dev/null | tar -xf - 2>/dev/null
+  mlw_d cp "$cid:/mlw/run/restarts" - 2>/dev/null | tar -xf - 2>/dev/null
   finish "${code:-125}"
   (mlw_d rm "$cid" >/dev/null 2>&1 &)
   exit 0

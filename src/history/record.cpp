@@ -119,6 +119,7 @@ nlohmann::ordered_json RunRecord::to_json() const {
   }
   if (!gpus.empty()) out["gpus"] = gpus;  // leased runs only
   if (!rerun_of.empty()) out["rerun_of"] = rerun_of;
+  if (restarts > 0) out["restarts"] = restarts;
   if (!lost_reason.empty()) {
     out["lost_reason"] = lost_reason;
     out["lost_problem"] = lost_problem;
@@ -203,6 +204,7 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   }
   r.sweep_id = str("sweep_id");
   r.rerun_of = str("rerun_of");
+  r.restarts = std::max(0, small("restarts"));
   if (!r.sweep_id.empty()) r.point = small("point");
   r.outputs = strings("outputs");
   r.problems = strings("problems");

@@ -17,7 +17,7 @@ sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" aml_config/
 cat >train.py <<'PY'
 import os, sys
 data = open("data.txt").read().strip() if os.path.exists("data.txt") else "none"
-print("DATA", data, "ARGS", " ".join(sys.argv[1:]), "SEED", os.environ.get("SEED"), "VERSION 1")
+print("DATA", data, "ARGS", " ".join(sys.argv[1:]), "SEED", os.environ.get("SEED"), "STAMP", os.environ.get("STAMP"), "VERSION 1")
 PY
 echo alpha >data.txt
 # An environment spec of this suite's own (a conda file's bytes name its image): not built yet.
@@ -30,9 +30,11 @@ A=$("$MLW" -o json experiment submit -c local -e SEED=7 -e "API_TOKEN=$TOKEN" tr
 expect_eq "the first run completes" "$(run_state "$A")" "Completed 0"
 sed -i 's/VERSION 1/VERSION 2/' train.py
 rm data.txt
+# …and its run configuration: the rerun's is the run's own.
+sed -i 's/^EnvironmentVariables: {}$/EnvironmentVariables: {STAMP: "new"}/' aml_config/local.runconfig
 run_mlw experiment rerun -r "$A"
 expect_eq "rerun after editing and deleting files (exit code)" "$CODE" 0
-expect_contains "the rerun sees the old content, arguments and -e" "$OUT" "DATA alpha ARGS --lr 0.1 SEED 7 VERSION 1"
+expect_contains "the rerun sees the old content, arguments and -e" "$OUT" "DATA alpha ARGS --lr 0.1 SEED 7 STAMP None VERSION 1"
 R1=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
 expect_eq "the rerun's record names its source and snapshot" \
   "$(json_get "$("$MLW" -o json history info -r "$R1")" '(d["rerun_of"], d["arguments"], d["params"])')" \
@@ -42,7 +44,7 @@ expect_eq "… the same snapshot as its source" \
   "$(json_get "$("$MLW" -o json history info -r "$A")" 'd["snapshot_hash"]')"
 check "the project's files are as the user left them" bash -c "[ ! -e data.txt ] && grep -q 'VERSION 2' train.py"
 run_mlw experiment rerun -r "$A" -e SEED=9 -- --lr 0.5
-expect_contains "rerun -- new arguments, -e over the run's" "$OUT" "DATA alpha ARGS --lr 0.5 SEED 9 VERSION 1"
+expect_contains "rerun -- new arguments, -e over the run's" "$OUT" "DATA alpha ARGS --lr 0.5 SEED 9 STAMP None VERSION 1"
 expect_eq "… its parameters are the new arguments'" \
   "$(json_get "$("$MLW" -o json history last)" 'd["params"]')" "{'lr': 0.5}"
 run_mlw -o json experiment rerun -a -r "$A"
@@ -52,7 +54,7 @@ check "… which completes" wait_for 30 run_is "$(json_get "$OUT" 'd["run_id"]')
 # On another kind of target: the local run's snapshot in a container of the Docker engine.
 run_mlw experiment rerun -r "$A" -c docker
 expect_eq "rerun on another kind (docker) (exit code)" "$CODE" 0
-expect_contains "… with the old content" "$OUT" "DATA alpha ARGS --lr 0.1 SEED 7 VERSION 1"
+expect_contains "… with the old content" "$OUT" "DATA alpha ARGS --lr 0.1 SEED 7 STAMP None VERSION 1"
 expect_eq "… recorded on docker" "$(json_get "$("$MLW" -o json history last)" '(d["target"], d["rerun_of"])')" \
   "('docker', '$A')"
 expect_contains "… its environment built from the same spec, and said so" "$ERR" \
@@ -69,7 +71,7 @@ B=$("$MLW" -o json experiment submit -c local train.py | json_get "$(cat)" 'd["r
 rm -rf .mlw/objects .mlw/reruns
 run_mlw experiment rerun -r "$B"
 expect_eq "store cleaned, the run folder's copy kept: the rerun restores from it" "$CODE" 0
-expect_contains "… and runs the old content" "$OUT" "DATA none ARGS  SEED None VERSION 2"
+expect_contains "… and runs the old content" "$OUT" "DATA none ARGS  SEED None STAMP new VERSION 2"
 rm -rf .mlw/objects .mlw/reruns ".mlw/runs/$B/snapshot"
 before=$(runs_count)
 expect_error "rerun of a run whose content is gone" 125 "the stored content of 9 of its 9 files is gone" \
@@ -89,8 +91,9 @@ YML
 C=$("$MLW" -o json experiment submit -c local -e SEED=8 train.py --lr 0.2 | json_get "$(cat)" 'd["run_id"]')
 run_mlw history diff -r "$A" -r "$C"
 expect_eq "diff (exit code)" "$CODE" 0
-expect_lines "diff: a unified diff of the changed script" <(printf '%s\n' "$OUT") 0 '^-print(.*VERSION 1")$'
-expect_lines "… its new line" <(printf '%s\n' "$OUT") 0 '^\+print(.*VERSION 2")$'
+check "diff: a unified diff of the changed script" grep -qE '^-print\(.*VERSION 1"\)$' <<<"$OUT"
+check "… its new line" grep -qE '^\+print\(.*VERSION 2"\)$' <<<"$OUT"
+check "… under its a/ and b/ names" grep -qx -- '--- a/train.py' <<<"$OUT"
 expect_contains "… a changed data file" "$OUT" $'-alpha\n+beta'
 expect_contains "… a binary file named, not shown" "$OUT" "Binary file model.bin added"
 expect_contains "… the package added" "$OUT" "package added: scipy=1.11"
@@ -100,7 +103,7 @@ expect_contains "… an -e variable changed, not its value" "$OUT" "env SEED: ch
 expect_not_contains "… never an -e value" "$OUT" "$TOKEN"
 json=$("$MLW" -o json history diff -r "$A" -r "$C")
 expect_eq "diff -o json" "$(json_get "$json" '(d["fields"]["arguments"], sorted((f["path"], f["change"]) for f in d["files"]), d["packages"]["added"])')" \
-  "([['--lr', '0.1'], ['--lr', '0.2']], [('aml_config/conda_dependencies.yml', 'changed'), ('data.txt', 'changed'), ('model.bin', 'added'), ('train.py', 'changed')], ['scipy=1.11'])"
+  "([['--lr', '0.1'], ['--lr', '0.2']], [('aml_config/conda_dependencies.yml', 'changed'), ('aml_config/local.runconfig', 'changed'), ('data.txt', 'changed'), ('model.bin', 'added'), ('train.py', 'changed')], ['scipy=1.11'])"
 run_mlw history diff -r "$A" -r "$A"
 expect_eq "diff of a run with itself: nothing, exit 0" "$CODE:$OUT" "0:"
 expect_error "diff needs two runs" 2 "give two runs" history diff -r "$A"
@@ -132,8 +135,10 @@ for secret in sys.argv[2:5] + key_lines:
         print("SECRET FOUND:", secret[:6])
 PY
 }
+# A careless script that prints its environment's secrets into the log.
+printf 'import os\nprint("token", os.environ["API_TOKEN"], "wandb", os.environ["WANDB_API_KEY"])\n' >leak.py
 for t in rem remk; do
-  R=$("$MLW" -o json experiment submit -c "$t" -e "API_TOKEN=$TOKEN" train.py --lr 0.3 |
+  R=$("$MLW" -o json experiment submit -c "$t" -e "API_TOKEN=$TOKEN" leak.py |
     json_get "$(cat)" 'd["run_id"]')
   expect_eq "a run on $t" "$(run_state "$R")" "Completed 0"
   run_mlw experiment diagnostics -r "$R" --file "$WORK/$t.zip"
@@ -143,6 +148,8 @@ for t in rem remk; do
   expect_eq "… holds the record, logs, files used, doctor, version" "$(head -1 <<<"$names")" \
     "aml_config/$t.compute aml_config/$t.runconfig doctor.json driver_log.txt env.txt manifest.json run.json supervisor.log version.txt"
   expect_not_contains "… and no password, token, key or environment secret" "$names" "SECRET FOUND"
+  expect_contains "… the log kept, its secrets as ***" "$(zip_read "$WORK/$t.zip" "$R/driver_log.txt")" \
+    "token *** wandb ***"
   doctor=$(zip_read "$WORK/$t.zip" "$R/doctor.json")
   expect_eq "… doctor's rows for the target now" \
     "$(json_get "$doctor" '[r["result"] for r in d if r["check"] == "login"]')" "['ok']"
@@ -156,6 +163,51 @@ run_mlw experiment diagnostics -r "$R" --file "$WORK/partial.zip"
 expect_eq "diagnostics of a run whose folder is partly gone (exit code)" "$CODE" 0
 expect_contains "… says what was missing, on stderr" "$ERR" "driver_log.txt"
 expect_contains "… and in the zip" "$(zip_read "$WORK/partial.zip" "$R/MISSING.txt")" "driver_log.txt: not in"
+
+# --- restart policy on SSH targets: the run's own process there runs the script again -------------
+cat >flaky.py <<'PY'
+import os, sys
+n = int(os.environ["MLW_RESTART_COUNT"])
+box = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "attempts")
+with open(box, "a") as f:
+    f.write(f"{n}\n")
+print("ATTEMPT", n, "SAW", " ".join(open(box).read().split()), flush=True)
+sys.exit(int(sys.argv[1]) if n < int(sys.argv[2]) else 0)
+PY
+cat >slow.py <<'PY'
+import os, time
+print("ATTEMPT", os.environ["MLW_RESTART_COUNT"], flush=True)
+time.sleep(60)
+PY
+sed -i '/scipy=1.11/d' aml_config/conda_dependencies.yml  # (the test image has no conda)
+"$MLW" -q computetarget attach remotedocker -n rd -a "$ADDR" -u mlwtest --password-stdin \
+  --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null 2>&1
+printf 'restart:\n  onExitCodes: [75]\n  maxRestarts: 2\n  backoffSeconds: 1\n' >>aml_config/rd.compute
+echo 'restart: {onFailure: true, maxRestarts: 1, backoffSeconds: 0}' >>aml_config/rem.compute
+run_mlw experiment submit -c rd flaky.py 75 2
+expect_eq "remotedocker: a script that exits 75 twice, restarted, then completes" "$CODE" 0
+expect_eq "… each attempt in the log, a marker before each restart, one checkpoint folder" \
+  "$(grep -E '^(ATTEMPT|mlw: restart)' <<<"$OUT")" \
+  "$(printf '%s\n' 'ATTEMPT 0 SAW 0' 'mlw: restart 1 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 1 SAW 0 1' \
+    'mlw: restart 2 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 2 SAW 0 1 2')"
+expect_eq "… one record: Completed, restarts 2" \
+  "$(json_get "$("$MLW" -o json history last)" '(d["status"], d["exit_code"], d["restarts"])')" "('Completed', 0, 2)"
+run_mlw experiment submit -c rd flaky.py 76 9
+expect_eq "an exit code the policy does not name is not restarted" \
+  "$CODE $(json_get "$("$MLW" -o json history last)" 'd.get("restarts", 0)')" "76 0"
+run_mlw experiment submit -c rem flaky.py 3 9
+expect_eq "remote, onFailure, maxRestarts 1: the loop is bounded, the last attempt's code kept" \
+  "$CODE $(json_get "$("$MLW" -o json history last)" '(d["status"], d["restarts"])')" "3 ('Failed', 1)"
+# (on rem, whose policy restarts on any failure: a stopped script's 143 too, were it not stopped)
+S=$("$MLW" -o json experiment submit -a -c rem slow.py | json_get "$(cat)" 'd["run_id"]')
+check "a long run with a restart policy starts" wait_for 30 bash -c "'$MLW' history logs -r $S | grep -q 'ATTEMPT 0'"
+run_mlw experiment cancel -r "$S"
+expect_eq "cancel stops it and it is not restarted" "$(run_state "$S")" "Canceled 143"
+expect_not_contains "… no restart in its log" "$("$MLW" history logs -r "$S")" "mlw: restart"
+echo 'restart: {onFailure: true}' >>aml_config/local.compute
+expect_error "restart on a target mlw does not restart on" 125 "restart applies to remote and remotedocker" \
+  experiment submit -c local flaky.py 1 0
+sed -i '/^restart:/d' aml_config/local.compute
 
 docker rmi -f "$image" >/dev/null 2>&1
 finish

@@ -9,6 +9,16 @@
 
 namespace mlw {
 
+/// The compute key `restart` (docs/reproduce.md): the run's own process on the target runs the
+/// script again after it exits with one of the codes, at most max_restarts times.
+struct RestartPolicy {
+  bool set = false;                ///< the file has the key
+  std::vector<int> on_exit_codes;  ///< the codes that restart it (empty: on_failure)
+  bool on_failure = false;         ///< every code but 0 restarts it
+  int max_restarts = 3;            ///< then the last attempt's code is the run's
+  int backoff_seconds = 10;        ///< between an exit and the next attempt
+};
+
 /// The contents of `aml_config/<name>.compute` (spec §2).
 struct ComputeConfig {
   std::string type = "local";  ///< canonical executor name: local, docker, remotedocker, …
@@ -32,7 +42,8 @@ struct ComputeConfig {
   std::string spark_submit_location = "spark-submit";  ///< Framework PySpark on local targets
   bool user_managed_environment = false;
   bool use_sudo = false;
-  std::string unused;  ///< sink for 2017 keys that are accepted and ignored
+  std::string unused;     ///< sink for 2017 keys that are accepted and ignored
+  RestartPolicy restart;  ///< the key `restart` (remote and remotedocker targets)
   /// The keys that the target's kind owns (its section, OwnKey), as text: the kind reads them
   /// into its own struct (src/kinds/<kind>/). Checked when the file is read.
   std::map<std::string, std::string> section;
@@ -91,6 +102,10 @@ std::string gpus_per_run_problem(const std::string& value);
 
 /// The key table of `.compute` files: parsing, validation, generated comments and docs.
 const std::vector<KeySpec<ComputeConfig>>& compute_keys();
+
+/// Reads the key `restart` of a `.compute` document into config.restart, each value checked at
+/// its place in the file (config.type must be known); nothing where the key is absent.
+void read_restart_policy(const ConfigDocument& doc, ComputeConfig& config);
 
 /// Parses a `.compute` document; warnings stay in `doc.warnings`.
 ComputeConfig parse_compute(ConfigDocument& doc);

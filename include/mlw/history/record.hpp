@@ -66,6 +66,7 @@ struct RunRecord {
   std::string sweep_id;               ///< the sweep the run is a point of (empty: none)
   int point = -1;                     ///< its point's index in the sweep
   std::string rerun_of;               ///< the run this one reran (empty: none)
+  int restarts = 0;                   ///< times its restart policy ran the script again
   std::vector<std::string> outputs;   ///< relative paths under outputs/
   std::vector<std::string> problems;  ///< what went wrong around the run (e.g. disk full)
   int pid = 0;                        ///< the supervisor's pid while the run is live

@@ -239,4 +239,33 @@ TEST(ComputeFile, The2017LocalFileKeysAreKnown) {
   EXPECT_TRUE(warnings.empty());
 }
 
+TEST(ComputeFile, ARestartPolicyIsReadAndEachMistakeNamedAtItsPlace) {
+  const ComputeConfig codes =
+      parse("type: remote\naddress: h\nrestart:\n  onExitCodes: [75, 137]\n  maxRestarts: 5\n");
+  EXPECT_TRUE(codes.restart.set);
+  EXPECT_EQ(codes.restart.on_exit_codes, (std::vector<int>{75, 137}));
+  EXPECT_EQ(codes.restart.max_restarts, 5);
+  EXPECT_EQ(codes.restart.backoff_seconds, 10);
+  const ComputeConfig any =
+      parse("type: remotedocker\naddress: h\nrestart: {onFailure: true, backoffSeconds: 0}\n");
+  EXPECT_TRUE(any.restart.on_failure);
+  EXPECT_EQ(any.restart.backoff_seconds, 0);
+  EXPECT_FALSE(parse("type: remote\naddress: h\n").restart.set);
+  const std::vector<std::pair<const char*, const char*>> wrong = {
+      {"type: local\nrestart: {onFailure: true}\n", "x.compute:2:10: restart applies to remote"},
+      {"type: remote\nrestart: {}\n", "restart needs onExitCodes"},
+      {"type: remote\nrestart: {onFailure: true, onExitCodes: [1]}\n", "not both"},
+      {"type: remote\nrestart: {onExitCodes: [0]}\n", "from 1 to 255, not \"0\""},
+      {"type: remote\nrestart: {onExitCodes: []}\n", "at least one"},
+      {"type: remote\nrestart: {onFailure: true, maxRestart: 2}\n",
+       "unknown key \"maxRestart\" (did you mean \"maxRestarts\"?)"},
+      {"type: remote\nrestart: {onFailure: true, maxRestarts: -1}\n", "from 0 to 1000"},
+      {"type: remote\nrestart: {onFailure: true, restartAfterReboot: true}\n", "not supported yet"},
+      {"type: remote\nrestart: 3\n", "restart must be a mapping"},
+  };
+  for (const auto& [text, message] : wrong) {
+    EXPECT_NE(error_of(text).find(message), std::string::npos) << text << " -> " << error_of(text);
+  }
+}
+
 }  // namespace mlw

@@ -1,0 +1,46 @@
+# shellcheck shell=sh
+# A run's restart policy (compute key `restart`, docs/reproduce.md), around its script in the run's
+# own process on the target (`sh -c` of this file's body, then "mlw-restart", the exit codes that
+# restart it ("any": every code but 0), the most restarts, the seconds between, and the script's
+# words). Run in the run folder's snapshot/ (a process) or at /mlw/run/snapshot (a container).
+# Each attempt gets MLW_RESTART_COUNT (0 first) and MLW_CHECKPOINT_DIR, a folder in the share
+# folder that outlives the attempts; a line in the log marks each restart; ../restarts holds how
+# many there were. A stop (SIGTERM, SIGINT, or ../stopped) is passed to the script and ends it all:
+# a stopped script is never restarted. The exit code is the last attempt's.
+codes=$1
+max=$2
+backoff=$3
+shift 3
+MLW_CHECKPOINT_DIR=${MLW_SHARE_DIR:-../share/}checkpoints/${MLW_RUN_ID:-run}
+mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
+export MLW_CHECKPOINT_DIR
+n=0
+child=
+stop=
+trap 'stop=1; [ -n "$child" ] && kill -s TERM "$child" 2>/dev/null' TERM INT
+while :; do
+  MLW_RESTART_COUNT=$n
+  export MLW_RESTART_COUNT
+  "$@" &
+  child=$!
+  # wait returns early when a signal's trap ran: the script's own end is waited for again.
+  code=
+  while [ -z "$code" ]; do
+    wait "$child"
+    c=$?
+    kill -0 "$child" 2>/dev/null || code=$c
+  done
+  child=
+  [ -n "$stop" ] || [ -e ../stopped ] && exit "$code"
+  [ "$code" = 0 ] && exit 0
+  [ "$n" -ge "$max" ] && exit "$code"
+  case " $codes " in *" any "* | *" $code "*) ;; *) exit "$code" ;; esac
+  n=$((n + 1))
+  echo "$n" >../restarts.tmp && mv ../restarts.tmp ../restarts
+  echo "mlw: restart $n of $max after exit code $code (in $backoff s)"
+  sleep "$backoff" &
+  child=$!
+  wait "$child"
+  child=
+  if [ -n "$stop" ] || [ -e ../stopped ]; then exit "$code"; fi
+done
