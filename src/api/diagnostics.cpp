@@ -15,6 +15,7 @@
 #include "mlw/config/targets.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/json_text.hpp"
 #include "mlw/util/strings.hpp"
 #include "mlw/util/zip.hpp"
 #include "run_start.hpp"
@@ -162,18 +163,22 @@ void diagnostics(Context& ctx, const std::string& run_id, const std::optional<st
   std::string env = "# the run's -e variables (names only)\n";
   for (const auto& [key, _] : load_run_env(dir)) env += key + "\n";
   put("env.txt", env);
+  nlohmann::ordered_json doctor;
   try {
-    const auto rows = doctor_rows(ctx, record.target);
-    put("doctor.json", rows.dump(2) + "\n");
+    doctor = doctor_rows(ctx, record.target);
   } catch (const Error& e) {
-    put("doctor.json", nlohmann::json({{"error", e.what()}}).dump(2) + "\n");
+    doctor = {{"error", e.what()}};
   }
+  make_json_safe(doctor);
+  put("doctor.json", doctor.dump(2) + "\n");
   put("version.txt", version_text(ctx.clock->now_ms()));
   if (!missing.empty()) put("MISSING.txt", join(missing, "\n") + "\n");
   atomic_write_file(out, zip.finish(), 0600);
   for (const auto& line : missing) spdlog::warn("missing from the run: {}", line);
   if (ctx.output().structured()) {
-    ctx.output().print_object({{"run_id", run_id}, {"file", out.string()}, {"missing", missing}});
+    nlohmann::ordered_json said = {{"run_id", run_id}, {"file", out.string()}, {"missing", missing}};
+    make_json_safe(said);
+    ctx.output().print_object(said);
   } else {
     *ctx.out << out.string() << "\n";
   }

@@ -15,6 +15,7 @@
 #include "mlw/history/store.hpp"
 #include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/json_text.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/sha256.hpp"
 #include "mlw/util/strings.hpp"
@@ -288,7 +289,10 @@ void diff_runs(Context& ctx, const std::string& first, const std::string& second
               {"fields", field_changes(a, b)},
               {"packages", package_changes(project, a, b)},
               {"files", file_changes(ctx, project, a, b)}};
-  if (ctx.output().structured()) return ctx.output().print_object(out);
+  if (ctx.output().structured()) {
+    make_json_safe(out);  // file names and diff lines that are not UTF-8
+    return ctx.output().print_object(out);
+  }
   print_diff(ctx, out);
 }
 

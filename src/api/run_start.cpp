@@ -17,6 +17,7 @@
 #include "mlw/history/params.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/json_text.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/strings.hpp"
 #include "run_start.hpp"
@@ -189,7 +190,7 @@ std::string wait_until_started(const RunPlan& plan, const RunHandle& handle) {
 void save_run_env(const fs::path& run_dir, const std::map<std::string, std::string>& env) {
   if (env.empty()) return;
   nlohmann::ordered_json json = nlohmann::ordered_json::object();
-  for (const auto& [key, value] : env) json[key] = value;
+  for (const auto& [key, value] : env) json[key] = json_safe_text(value);  // bytes as they are
   atomic_write_file(run_dir / "env_vars.json", json.dump() + "\n", 0600);
 }
 
@@ -203,7 +204,7 @@ std::map<std::string, std::string> load_run_env(const fs::path& run_dir) {
                             (run_dir / "env_vars.json").string()));
   }
   for (const auto& [key, value] : json.items()) {
-    if (value.is_string()) env[key] = value.get<std::string>();
+    if (value.is_string()) env[key] = text_from_json(value.get<std::string>());
   }
   return env;
 }

@@ -31,6 +31,15 @@ print(blocks[n - 1] if len(blocks) >= n else "", end="")
 PY
 }
 
+# doc_line NAME COMMAND: runs a line of the docs (output in $WORK/line.out and line.err); it must
+# exit 0.
+doc_line() {
+  timeout -k 5 300 bash -c "$2" >"$WORK/line.out" 2>"$WORK/line.err" </dev/null
+  local code=$?
+  expect_eq "$1" "$code" 0
+  [ "$code" -eq 0 ] || cat "$WORK/line.err" >&2
+}
+
 USE=$(block "$MLW_SOURCE_DIR/README.md" sh 2)
 expect_contains "the README's Use block starts with project create" "$USE" "mlw project create -n demo"
 
@@ -79,10 +88,7 @@ while IFS= read -r line; do
   command=${command//gpu-vm.example.com/127.0.0.1:$MLW_TEST_SSH_PORT}
   command=${command//-u me /-u $MLW_TEST_SSH_USER }
   command=${command//< pw.txt/--base-image $MLW_TEST_IMAGE < $WORK/pw.txt}
-  timeout -k 5 300 bash -c "$command" >"$WORK/line.out" 2>"$WORK/line.err" </dev/null
-  code=$?
-  expect_eq "README: $line" "$code" 0
-  [ "$code" -eq 0 ] || cat "$WORK/line.err" >&2
+  doc_line "README: $line" "$command"
   LINES_RUN=$((LINES_RUN + 1))
   case "$command" in
     "mlw project create"*) cd demo || exit 1 ;;
@@ -199,10 +205,7 @@ for n in 1 2 3 4 5 6; do
       guide_lines=$((guide_lines + 1))
       continue
     fi
-    timeout -k 5 300 bash -c "$command" >"$WORK/line.out" 2>"$WORK/line.err" </dev/null
-    code=$?
-    expect_eq "gpu-guide: $line" "$code" 0
-    [ "$code" -eq 0 ] || cat "$WORK/line.err" >&2
+    doc_line "gpu-guide: $line" "$command"
     guide_lines=$((guide_lines + 1))
     case "$command" in
       "mlw experiment submit -c local"*)
