@@ -77,7 +77,7 @@ std::vector<std::string> known_secrets(Context& ctx, const Project& project, con
   }
   // The run configuration's environment values named like secrets, as the run had them.
   try {
-    const Project stored{dir / "snapshot", project.name, project.state_dir()};
+    const Project stored = run_files(project, dir);
     for (const auto& [key, value] :
          load_run_config(stored, record.run_config).environment_variables) {
       if (!value.empty() && std::regex_search(key, secret_key())) secrets.push_back(value);
@@ -130,11 +130,9 @@ std::string version_text(std::int64_t now_ms) {
 
 void diagnostics(Context& ctx, const std::string& run_id, const std::optional<std::string>& file) {
   const Project project = ctx.project();
-  const fs::path untracked = project.state_dir() / "untracked";
-  const bool hidden = fs::exists(untracked / "runs" / run_id / "run.json");
-  HistoryStore store(hidden ? untracked : project.state_dir());
-  const RunRecord record = store.load(run_id);
-  const fs::path dir = store.run_dir(run_id);
+  const StoredRun run = find_stored_run(project, run_id);
+  const RunRecord& record = run.record;
+  const fs::path& dir = run.dir;
   const fs::path out = file ? fs::path(*file) : fs::current_path() / (run_id + "-diagnostics.zip");
   const std::vector<std::string> secrets = known_secrets(ctx, project, dir, record);
   const std::int64_t now = ctx.clock->now_ms() / 1000;
@@ -176,7 +174,8 @@ void diagnostics(Context& ctx, const std::string& run_id, const std::optional<st
   atomic_write_file(out, zip.finish(), 0600);
   for (const auto& line : missing) spdlog::warn("missing from the run: {}", line);
   if (ctx.output().structured()) {
-    nlohmann::ordered_json said = {{"run_id", run_id}, {"file", out.string()}, {"missing", missing}};
+    nlohmann::ordered_json said = {
+        {"run_id", run_id}, {"file", out.string()}, {"missing", missing}};
     make_json_safe(said);
     ctx.output().print_object(said);
   } else {

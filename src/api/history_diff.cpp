@@ -36,18 +36,10 @@ struct Side {
 };
 
 Side load_side(const Project& project, const std::string& run_id) {
-  const fs::path untracked = project.state_dir() / "untracked";
-  const bool hidden = fs::exists(untracked / "runs" / run_id / "run.json");
-  HistoryStore store(hidden ? untracked : project.state_dir());
-  Side side{store.load(run_id), store.run_dir(run_id), {}};
-  if (const auto text = read_file_if_exists(side.dir / "manifest.json")) {
-    try {
-      for (auto& entry : manifest_from_json(json::parse(*text)).entries) {
-        side.files.emplace(entry.path, entry);
-      }
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("{}: {}", (side.dir / "manifest.json").string(), e.what()));
-    }
+  StoredRun run = find_stored_run(project, run_id);
+  Side side{std::move(run.record), std::move(run.dir), {}};
+  if (auto manifest = read_run_manifest(side.dir)) {
+    for (auto& entry : manifest->entries) side.files.emplace(entry.path, std::move(entry));
   }
   return side;
 }
@@ -129,7 +121,7 @@ json file_changes(Context& ctx, const Project& project, const Side& a, const Sid
 /// The conda file's packages as name -> spec ("numpy=1.26", "pip:torch==2.1").
 std::map<std::string, std::string> packages(const Project& project, const Side& side) {
   std::map<std::string, std::string> out;
-  Project stored{side.dir / "snapshot", project.name, project.state_dir()};
+  const Project stored = run_files(project, side.dir);
   std::string file = "aml_config/conda_dependencies.yml";
   try {
     file = load_run_config(stored, side.record.run_config).conda_dependencies_file;

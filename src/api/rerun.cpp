@@ -25,49 +25,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The past run: its record and folder, in the project's history or its untracked one.
-struct Source {
-  RunRecord record;
-  fs::path dir;
-};
-
-Source find_source(const Project& project, const std::string& run_id) {
-  const fs::path untracked = project.state_dir() / "untracked";
-  if (fs::exists(untracked / "runs" / run_id / "run.json")) {
-    HistoryStore store(untracked);
-    return {store.load(run_id), store.run_dir(run_id)};
-  }
-  HistoryStore store(project.state_dir());
-  RunRecord record = store.load(run_id);  // names the run when there is none
-  return {record, store.run_dir(run_id)};
-}
-
 /// The run's manifest, checked against its snapshot hash.
-Manifest stored_manifest(const Source& source) {
-  const fs::path file = source.dir / "manifest.json";
-  const auto text = read_file_if_exists(file);
+Manifest stored_manifest(const StoredRun& source) {
   const std::string why = fmt::format("cannot rerun {}: ", source.record.run_id);
-  if (!text || source.record.snapshot_hash.empty()) {
+  std::optional<Manifest> manifest;
+  try {
+    manifest = read_run_manifest(source.dir);
+  } catch (const Error& e) {
+    throw Error(why + e.what(), exit_code::k_cannot_start);
+  }
+  if (!manifest || source.record.snapshot_hash.empty()) {
     throw Error(why + "it has no stored snapshot (its run folder has no manifest.json)",
                 exit_code::k_cannot_start);
   }
-  Manifest manifest;
-  try {
-    manifest = manifest_from_json(nlohmann::ordered_json::parse(*text));
-  } catch (const std::exception& e) {
-    throw Error(why + file.string() + ": " + e.what(), exit_code::k_cannot_start);
+  if (manifest->hash() != source.record.snapshot_hash) {
+    throw Error(
+        why + (source.dir / "manifest.json").string() + " does not match the run's snapshot hash",
+        exit_code::k_cannot_start);
   }
-  if (manifest.hash() != source.record.snapshot_hash) {
-    throw Error(why + file.string() + " does not match the run's snapshot hash",
-                exit_code::k_cannot_start);
-  }
-  return manifest;
+  return *manifest;
 }
 
 /// The snapshot's files as a folder of their own (hard links into the store), made once per
 /// snapshot under .mlw/reruns/: the rerun reads its run configuration, conda file and script
 /// there, never in today's working tree. Fails, naming the files, where the store lost them.
-fs::path snapshot_view(const Project& project, const Source& source, const Manifest& manifest) {
+fs::path snapshot_view(const Project& project, const StoredRun& source, const Manifest& manifest) {
   const fs::path objects = project.state_dir() / "objects";
   std::vector<std::string> missing =
       restore_snapshot_objects(manifest, objects, source.dir / "snapshot");
@@ -105,7 +87,7 @@ fs::path snapshot_view(const Project& project, const Source& source, const Manif
 
 /// The target a rerun goes to: the run's own, or -c NAME (a target of the project, else the
 /// Target of its run configuration NAME).
-std::string rerun_target(const Project& project, const Source& source,
+std::string rerun_target(const Project& project, const StoredRun& source,
                          const std::optional<std::string>& where) {
   if (!where) return source.record.target;
   if (fs::exists(project.compute_path(*where))) return *where;
@@ -119,7 +101,7 @@ std::string rerun_target(const Project& project, const Source& source,
 }
 
 /// The rerun's plan: the stored snapshot as the project's files, the project's own history.
-RunPlan plan_rerun(Context& ctx, const RerunRequest& request, const Source& source,
+RunPlan plan_rerun(Context& ctx, const RerunRequest& request, const StoredRun& source,
                    std::unique_ptr<Executor>& executor) {
   const Project project = ctx.project();
   RunPlan plan;
@@ -169,7 +151,7 @@ RunPlan plan_rerun(Context& ctx, const RerunRequest& request, const Source& sour
 
 int rerun(Context& ctx, const RerunRequest& request) {
   ctx.codes = CommandCodes::Submit;
-  const Source source = find_source(ctx.project(), request.run_id);
+  const StoredRun source = find_stored_run(ctx.project(), request.run_id);
   std::unique_ptr<Executor> executor;
   RunPlan plan = plan_rerun(ctx, request, source, executor);
   spdlog::info("rerunning {}: its snapshot ({} files), run configuration {}, on {}",

@@ -16,6 +16,7 @@
 #include "mlw/exec/executor.hpp"
 #include "mlw/history/params.hpp"
 #include "mlw/history/store.hpp"
+#include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/json_text.hpp"
 #include "mlw/util/process.hpp"
@@ -207,6 +208,29 @@ std::map<std::string, std::string> load_run_env(const fs::path& run_dir) {
     if (value.is_string()) env[key] = text_from_json(value.get<std::string>());
   }
   return env;
+}
+
+StoredRun find_stored_run(const Project& project, const std::string& run_id) {
+  const fs::path untracked = project.state_dir() / "untracked";
+  const bool hidden = fs::exists(untracked / "runs" / run_id / "run.json");
+  HistoryStore store(hidden ? untracked : project.state_dir());
+  RunRecord record = store.load(run_id);  // names the run when there is none
+  return {std::move(record), store.run_dir(run_id)};
+}
+
+std::optional<Manifest> read_run_manifest(const fs::path& run_dir) {
+  const fs::path file = run_dir / "manifest.json";
+  const auto text = read_file_if_exists(file);
+  if (!text) return std::nullopt;
+  try {
+    return manifest_from_json(nlohmann::ordered_json::parse(*text));
+  } catch (const std::exception& e) {
+    throw Error(file.string() + ": " + e.what());
+  }
+}
+
+Project run_files(const Project& project, const fs::path& run_dir) {
+  return {run_dir / "snapshot", project.name, project.state_dir()};
 }
 
 int run_plan(Context& ctx, RunPlan& plan, Executor& executor, bool async,

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,20 @@ void save_run_env(const std::filesystem::path& run_dir,
                   const std::map<std::string, std::string>& env);
 /// A run's `-e` variables as save_run_env kept them (none when it kept none).
 std::map<std::string, std::string> load_run_env(const std::filesystem::path& run_dir);
+
+/// A past run: its record and folder, in the project's history or its untracked one.
+struct StoredRun {
+  RunRecord record;
+  std::filesystem::path dir;
+};
+/// The run `run_id` of the project (a NotFoundError naming it when there is none).
+StoredRun find_stored_run(const Project& project, const std::string& run_id);
+/// A run folder's manifest.json (none where it has none); mlw::Error naming the file when it is
+/// malformed.
+std::optional<Manifest> read_run_manifest(const std::filesystem::path& run_dir);
+/// The project as a run's snapshot folder holds it (its files and configuration as they were),
+/// its state still the project's.
+Project run_files(const Project& project, const std::filesystem::path& run_dir);
 
 /// Records the planned run, starts it and follows it to its end (or, `async`, returns once it
 /// has started or is queued): the exit code of spec §4.
