@@ -390,9 +390,13 @@ Manifest manifest_from_json(const nlohmann::ordered_json& json) {
     const auto size = item.find("size");
     const bool safe_path = !entry.path.empty() && entry.path[0] != '/' &&
                            ("/" + entry.path + "/").find("/../") == std::string::npos;
+    // A digest names a file of the object store: 64 lowercase hex digits, nothing else.
+    const bool digest = entry.sha256.size() == 64 &&
+                        entry.sha256.find_first_not_of("0123456789abcdef") == std::string::npos;
     if (!item.is_object() || !safe_path || size == item.end() || !size->is_number_unsigned() ||
-        mode.empty() || mode.find_first_not_of("01234567") != std::string::npos ||
-        (entry.link_target.empty() && entry.sha256.size() != 64)) {
+        mode.empty() || mode.size() > 7 ||
+        mode.find_first_not_of("01234567") != std::string::npos ||
+        (entry.link_target.empty() && !digest)) {
       throw Error("a snapshot manifest entry is malformed: " + item.dump().substr(0, 200));
     }
     entry.size = size->get<std::uint64_t>();

@@ -190,9 +190,14 @@ TEST_F(ManifestTest, AManifestThatClimbsOutOrIsMalformedIsRefused) {
         R"([{"path":"/etc/x","size":1,"mode":"0644","sha256":"SHA"}])",
         R"([{"path":"x","size":-1,"mode":"0644","sha256":"SHA"}])",
         R"([{"path":"x","size":1,"mode":"9","sha256":"SHA"}])",
-        R"([{"path":"x","size":1,"mode":"0644","sha256":"short"}])"}) {
+        R"([{"path":"x","size":1,"mode":"0644","sha256":"short"}])",
+        // A mode too long for any number (the fuzzer's find), a digest that names a path.
+        R"([{"path":"x","size":1,"mode":"0644444444444444444444444","sha256":"SHA"}])",
+        R"([{"path":"x","size":1,"mode":"0644","sha256":"CLIMB"}])"}) {
     std::string json = text;
     if (const auto at = json.find("SHA"); at != std::string::npos) json.replace(at, 3, sha);
+    const std::string climb = "../../../../../../../../../../../../../../../../../../../../etc/";
+    if (const auto at = json.find("CLIMB"); at != std::string::npos) json.replace(at, 5, climb);
     EXPECT_THROW(manifest_from_json(nlohmann::ordered_json::parse(json)), Error) << json;
   }
 }
