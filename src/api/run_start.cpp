@@ -235,6 +235,7 @@ Project run_files(const Project& project, const fs::path& run_dir) {
 
 int run_plan(Context& ctx, RunPlan& plan, Executor& executor, bool async,
              bool cancel_on_interrupt) {
+  plan.detached = async;
   const RunHandle handle = start_run(ctx, plan, executor);
   if (!async) return follow_run(ctx, plan, handle, executor, cancel_on_interrupt);
   ::close(handle.output_fd);

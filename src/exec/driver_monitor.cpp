@@ -230,15 +230,15 @@ std::uintmax_t local_metrics_size(RunSession& session) {
 
 }  // namespace
 
-std::string MonitorDriver::follow_script(RunSession& session, bool launching) const {
+std::string MonitorDriver::follow_script(RunSession& session, bool launching, bool handover) const {
   // Its first line names the step in -vv's trace of each step.
   return fmt::format(
              "# mlw follow\nmlw_run={}\nmlw_offset={}\nmlw_pid={}\nmlw_tree={}\nmlw_end={}\n"
-             "mlw_lease={}\nmlw_metrics={}\n",
+             "mlw_lease={}\nmlw_metrics={}\nmlw_handover={}\n",
              shell_quote(session.paths.run_dir), session.offset + 1,
              launching ? "" : shell_quote(m_monitor_pid),
              launching && !session.paths.tree.empty() ? "1" : "", shell_quote(end_script()),
-             m_lease_pending ? "1" : "", local_metrics_size(session) + 1) +
+             m_lease_pending ? "1" : "", local_metrics_size(session) + 1, handover ? "1" : "") +
          (launching ? std::string(embedded_script("src/exec/launch.sh")) : std::string()) +
          std::string(embedded_script("src/exec/follow.sh")) + RunSession::results_script();
 }
@@ -255,6 +255,9 @@ void MonitorDriver::follow(RunSession& session) {
     StepErrors step;
     std::string& state = step.state;
     bool& launching = step.launching;
+    // A detached run's launch through the kept connection ends once the run started (or
+    // queued): the connection is free for the next submit; the rest logs in on its own.
+    bool handover = false;
     std::size_t sent = 0;  // of m_launch, the step's stdin
     ShellStreams streams;
     streams.on_output = [&](std::string_view chunk) {
@@ -275,9 +278,11 @@ void MonitorDriver::follow(RunSession& session) {
           step.in_results = false;
           session.results_begin();
           launching = !m_launch.empty();
-          return follow_script(session, launching);
+          handover = launching && session.plan.detached && session.shell().kept();
+          return follow_script(session, launching, handover);
         },
         streams);
+    if (handover) session.leave_kept();
     if (step.in_results) session.results_taken();  // they came with the end (one round trip less)
     if (!m_launch_fail.empty() || launching) {
       if (session.canceled()) stop(session);  // it may have started before its pid came back

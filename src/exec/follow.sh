@@ -5,8 +5,8 @@
 # monitor.sh on the step's stdin, after the run folder's tree when mlw_tree is 1: "T\n" and T
 # bytes of tar, its objects in the store), mlw_end (prints how the run ended, run in the run
 # folder), mlw_lease (1: the run waits for its lease), mlw_metrics (the first byte of its
-# metrics.jsonl not yet received, counted from 1) and the results' settings (results.sh follows
-# this file).
+# metrics.jsonl not yet received, counted from 1), mlw_handover (1: end once the run started or
+# queued) and the results' settings (results.sh follows this file).
 # Prints the log from mlw_offset on until the monitor ends, then on stderr: the new monitor's
 # "mlw-pid=N", the lease's "mlw-lease=LINE"s, the metrics' "mlw-metric=LINE"s, then "mlw-state=running" (the monitor goes on: the
 # step was cut short) or "mlw-state=ended", the end's lines, "mlw-results" and the run's results.
@@ -28,6 +28,18 @@ if [ -z "$mlw_pid" ]; then
   echo "mlw-pid=$p" >&2
   case "$p" in '' | *[!0-9]*) exit 0 ;; esac
   mlw_pid=$p
+fi
+# A detached run's launch through the kept connection (mlw_handover=1) ends here, once the run
+# started or (mlw_lease=1) the lease answered first: the connection is free for the next
+# command, and the run is followed by steps that log in on their own.
+if [ -n "$mlw_handover" ]; then
+  if [ -n "$mlw_lease" ]; then
+    : >>"$mlw_run/lease.log"
+    tail -n +1 -s 0.05 --pid="$mlw_pid" -f "$mlw_run/lease.log" 2>/dev/null |
+      sed -u -n 's/^/mlw-lease=/p; q' >&2
+  fi
+  echo mlw-state=running >&2
+  exit 0
 fi
 # A run waiting for its lease (mlw_lease=1): the lease's answers, on stderr as mlw-lease=LINE,
 # until it is granted, refused or stopped (the monitor appends them to lease.log).

@@ -114,7 +114,7 @@ class ThisMachine : public Place {
 
   void after_prepare(Shell&, const TargetRunPaths&, bool) const override {}
 
-  std::function<std::unique_ptr<Shell>()> reconnect(Context&, const RunPlan&) const override {
+  std::function<std::unique_ptr<Shell>(bool)> reconnect(Context&, const RunPlan&) const override {
     return nullptr;
   }
 
@@ -210,9 +210,13 @@ class SshHost : public Place {
     if (built) shell.run(script_call("src/exec/engine_steps.sh", {"mlw_forget", paths.run_dir}));
   }
 
-  std::function<std::unique_ptr<Shell>()> reconnect(Context& ctx,
-                                                    const RunPlan& plan) const override {
-    return [&ctx, &plan] { return ctx.connector->connect(ctx, plan.target_name, plan.compute); };
+  std::function<std::unique_ptr<Shell>(bool)> reconnect(Context& ctx,
+                                                        const RunPlan& plan) const override {
+    return [&ctx, &plan](bool own_login) {
+      ConnectRequest request;
+      request.reuse = !own_login;
+      return ctx.connector->connect(ctx, plan.target_name, plan.compute, request);
+    };
   }
 
   std::string lock_folder(const RunPlan&, const TargetFacts& facts) const override {

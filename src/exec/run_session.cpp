@@ -99,8 +99,14 @@ RunSession::~RunSession() {
 }
 
 Shell& RunSession::shell() {
-  if (!m_shell) m_shell = m_reconnect();
+  if (!m_shell) m_shell = m_reconnect(m_own_login);
   return *m_shell;
+}
+
+void RunSession::leave_kept() {
+  if (!m_shell || !m_shell->kept() || !m_reconnect) return;
+  m_shell.reset();
+  m_own_login = true;
 }
 
 std::string RunSession::host() const {

@@ -127,6 +127,7 @@ class KeptShell : public Shell {
 
   std::string host() const override { return m_fallback ? m_fallback->host() : m_host; }
   std::string auth_method() const override { return "the kept connection"; }
+  bool kept() const override { return !m_fallback; }
 
   ShellResult run(const std::string& script, const ShellStreams& streams = {}) override {
     if (!m_fallback && (!m_conversation || !m_conversation->usable()) && !open()) {

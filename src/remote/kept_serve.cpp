@@ -50,6 +50,11 @@ struct Client {
 /// How long a client waits while another is served before it is told to log in itself.
 constexpr auto k_queue_wait = std::chrono::milliseconds(300);
 
+/// Served this long, a client is taken for one that lasts (a foreground run's follow step): the
+/// next is told at once to log in itself. Shorter, it is waited for: a detached submit's launch
+/// ends right after the submit returned, and the next submit takes the connection then.
+constexpr auto k_long_served = std::chrono::seconds(2);
+
 /// A session's channels, one client at a time (libssh2's non-blocking calls on one session do
 /// not interleave safely). The next client's shell is started ahead while idle (a round trip and
 /// the target's session set-up saved); it checks, when the client's first step comes, that no
@@ -292,10 +297,10 @@ void kept_serve(const SshLink& link, int listen_fd, const std::filesystem::path&
       socklen_t size = sizeof who;
       if (fd >= 0 && ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &who, &size) == 0 &&
           who.uid == ::geteuid()) {
-        // Behind a command served longer than a queue's wait already (a run's follow step,
-        // which lasts as long as the run), it is told at once to log in itself.
+        // Behind a command that lasts (a foreground run's follow step, as long as the run), it
+        // is told at once to log in itself.
         const auto now = Clock::now();
-        const bool long_ahead = !clients.empty() && now - clients.front().came > k_queue_wait;
+        const bool long_ahead = !clients.empty() && now - clients.front().came > k_long_served;
         clients.push_back({});
         clients.back().fd = fd;
         clients.back().came = now;

@@ -63,6 +63,19 @@ expect_contains "second submit prints its output" "$(cat "$WORK/o")" "hello seco
 expect_contains "second submit goes through the kept connection" "$(cat "$WORK/e")" "through the kept connection"
 expect_not_contains "second submit does not log in" "$(cat "$WORK/e")" "logged in as"
 
+# A detached run gives the kept connection back once it started: a submit while it goes on goes
+# through the connection (its supervisor follows it over a login of its own), and the run loses
+# no line.
+run_mlw -o json experiment submit -c rm -a slow.py 20 0.1
+RID=$(json_get "$OUT" 'd["run_id"]')
+"$MLW" -vv experiment submit -c rm hello.py beside >"$WORK/o" 2>"$WORK/e"
+expect_eq "a submit while a detached run goes on" "$?" 0
+expect_contains "it goes through the kept connection" "$(cat "$WORK/e")" "through the kept connection"
+expect_not_contains "it does not log in itself" "$(cat "$WORK/e")" "logged in as"
+timeout -k 5 120 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
+expect_eq "the detached run followed to its end" "$?" 0
+expect_lines "the detached run lost no line" "$WORK/follow.txt" 20 ".mlw/runs/$RID/driver_log.txt"
+
 # Never another user's: the folder is closed to them, and the kept process answers no other uid
 # even where the folder and socket were opened up.
 SOCK=$(ls "$CONNS"/*.sock | head -n 1)
@@ -92,14 +105,16 @@ chmod 700 "$WORK" "$XDG_CONFIG_HOME/mlw" "$CONNS"
 chmod 755 "$SOCK"
 check "the kept process goes on after a submit that could not use it" test -n "$(kept_pids)"
 
-# Killing the kept process mid-run loses nothing: the run's supervisor logs in again.
-run_mlw -o json experiment submit -c rm -a slow.py 30 0.1
-RID=$(json_get "$OUT" 'd["run_id"]')
-check "the run printed before the kept connection is killed" wait_for 30 grep -q "line 3" ".mlw/runs/$RID/driver_log.txt"
+# Killing the kept process mid-run loses nothing: the supervisor of a run followed in the
+# foreground (over the kept connection) logs in again.
+timeout -k 5 120 "$MLW" experiment submit -c rm slow.py 30 0.1 >"$WORK/follow.txt" 2>"$WORK/follow.err" &
+SUBMIT=$!
+check "the run printed before the kept connection is killed" wait_for 30 grep -q "line 3" "$WORK/follow.txt"
+RID=$(sed -n 's/^RunId: //p' "$WORK/follow.err" "$WORK/follow.txt" | head -n 1)
 check "there is a kept process to kill" test -n "$(kept_pids)"
 for pid in $(kept_pids); do kill -9 "$pid"; done
-timeout -k 5 120 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/follow.err"
-expect_eq "logs -f after the kept connection was killed" "$?" 0
+wait "$SUBMIT"
+expect_eq "the submit after the kept connection was killed" "$?" 0
 expect_lines "the run lost no line" "$WORK/follow.txt" 30 ".mlw/runs/$RID/driver_log.txt"
 expect_eq "the run completed" "$(json_get "$("$MLW" -o json history info -r "$RID")" 'd["status"]')" "Completed"
 

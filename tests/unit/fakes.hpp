@@ -63,16 +63,18 @@ class LocalTargetShell : public Shell {
 class AnsweringShell : public Shell {
  public:
   using Answer = std::function<ShellResult(const std::string& script, const ShellStreams&)>;
-  AnsweringShell(std::string host, Answer answer)
-      : m_host(std::move(host)), m_answer(std::move(answer)) {}
+  AnsweringShell(std::string host, Answer answer, bool kept = false)
+      : m_host(std::move(host)), m_answer(std::move(answer)), m_kept(kept) {}
   std::string host() const override { return m_host; }
   ShellResult run(const std::string& script, const ShellStreams& streams) override {
     return m_answer(script, streams);
   }
+  bool kept() const override { return m_kept; }
 
  private:
   std::string m_host;
   Answer m_answer;
+  bool m_kept;
 };
 
 /// A clock that always says 2023-11-14T22:13:20Z.
@@ -385,9 +387,9 @@ class RecordingPlace : public Place {
   void after_prepare(Shell& shell, const TargetRunPaths& paths, bool built) const override {
     m_real.after_prepare(shell, paths, built);
   }
-  std::function<std::unique_ptr<Shell>()> reconnect(Context&, const RunPlan&) const override {
+  std::function<std::unique_ptr<Shell>(bool)> reconnect(Context&, const RunPlan&) const override {
     if (!m_real.connects()) return nullptr;
-    return [this]() -> std::unique_ptr<Shell> {
+    return [this](bool) -> std::unique_ptr<Shell> {
       ask("reconnect");
       return shell();
     };

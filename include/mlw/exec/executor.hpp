@@ -43,6 +43,7 @@ struct RunPlan {
   RunRecord record;                              ///< created, with its run id
   Manifest manifest;
   std::optional<BatchArray> array;  ///< set: the run is an element of a job array
+  bool detached = false;            ///< submitted with -a: nobody reads the live output
 };
 
 /// A line of a run's live output that begins with this byte is mlw's own note from before the

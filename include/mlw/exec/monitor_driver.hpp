@@ -71,8 +71,9 @@ class MonitorDriver : public RunDriver {
   void take_lease_lines(RunSession& session, std::string& state);
   /// Takes the next piece of a follow step's stderr.
   void take_errors(RunSession& session, StepErrors& step, std::string_view chunk);
-  /// The follow step: the launch (the first time), the log, the end and the results.
-  std::string follow_script(RunSession& session, bool launching) const;
+  /// The follow step: the launch (the first time), the log, the end and the results;
+  /// `handover`: the step ends once the run started or queued (follow.sh's mlw_handover).
+  std::string follow_script(RunSession& session, bool launching, bool handover) const;
 
   std::string m_monitor_pid;
   bool m_lease_pending = false;  ///< the run waits for its lease (gpusPerRun, maxConcurrentRuns)

@@ -84,9 +84,10 @@ class Place {
   /// After `experiment prepare` built the image: removes the folder it was built from, where
   /// that is not the run's history folder.
   virtual void after_prepare(Shell& shell, const TargetRunPaths& paths, bool built) const = 0;
-  /// How a supervisor connects again after the connection dropped (empty: nothing to redo).
-  virtual std::function<std::unique_ptr<Shell>()> reconnect(Context& ctx,
-                                                            const RunPlan& plan) const = 0;
+  /// How a supervisor connects again after the connection dropped (empty: nothing to redo);
+  /// its argument true: a login of its own, never the kept connection.
+  virtual std::function<std::unique_ptr<Shell>(bool own_login)> reconnect(
+      Context& ctx, const RunPlan& plan) const = 0;
   /// The folder of mlw's lock files there (environment builds).
   virtual std::string lock_folder(const RunPlan& plan, const TargetFacts& facts) const = 0;
   /// `experiment clean`: removes the content store and finished run folders there; one line

@@ -63,8 +63,8 @@ class RunDriver {
   virtual void after_finish(RunSession&) {}
 };
 
-/// Opens a new connection to the target (after one dropped).
-using Reconnect = std::function<std::unique_ptr<Shell>()>;
+/// Opens a new connection to the target (after one dropped); true: a login of its own.
+using Reconnect = std::function<std::unique_ptr<Shell>(bool own_login)>;
 
 /// What a supervisor holds for one run: the plan, the connection, the record (its transitions
 /// are RunRecorder's) and the log.
@@ -117,6 +117,9 @@ class RunSession : public RunRecorder {
                                std::optional<std::string_view> input = std::nullopt);
   /// The same, for a fixed script.
   ShellResult run_reconnecting(const std::string& script, const ShellStreams& streams = {});
+  /// Gives the kept connection back for the next command: the steps after this one log in on
+  /// their own (a detached run's follow, as long as the run). Nothing unless the shell is kept.
+  void leave_kept();
   /// Shell text that sends the run's results (metrics.jsonl, outputs/), run in the target's run
   /// folder, for a driver's last step to end with; else the session asks in a step of its own.
   static std::string results_script();
@@ -138,6 +141,7 @@ class RunSession : public RunRecorder {
   std::unique_ptr<Shell> m_shell;
   const Place& m_place;
   Reconnect m_reconnect;
+  bool m_own_login = false;  // reconnect with a login of its own (leave_kept)
   int m_live_fd;
   bool m_copy_log;
   int m_local_log = -1;

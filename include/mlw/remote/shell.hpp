@@ -52,6 +52,9 @@ class Shell {
   virtual std::string auth_method() const { return {}; }
   /// The SHA256 fingerprint of the host key that was checked; empty without a connection.
   virtual std::string fingerprint() const { return {}; }
+  /// True while its commands go through a kept connection that other commands of this user
+  /// queue for (a long step there makes them log in themselves).
+  virtual bool kept() const { return false; }
 };
 
 /// Runs scripts on this machine (the docker target); fork + exec of /bin/sh.

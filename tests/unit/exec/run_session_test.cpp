@@ -75,13 +75,15 @@ struct FakeTarget {
   }
 };
 
-/// A connection to the fake target.
-std::unique_ptr<Shell> fake_shell(FakeTarget& target) {
+/// A connection to the fake target (`kept`: through a kept connection).
+std::unique_ptr<Shell> fake_shell(FakeTarget& target, bool kept = false) {
   ++target.connections;
   return std::make_unique<test::AnsweringShell>(
-      "fake-host", [&target](const std::string& script, const ShellStreams& streams) {
+      "fake-host",
+      [&target](const std::string& script, const ShellStreams& streams) {
         return target.answer(script, streams);
-      });
+      },
+      kept);
 }
 
 using test::FixedClock;
@@ -92,6 +94,7 @@ struct Fixture {
   Context ctx;
   RunPlan plan;
   FakeTarget target;
+  std::vector<bool> own_logins;  // each reconnect's argument
 
   explicit Fixture(const std::string& type) {
     ctx.clock = std::make_shared<FixedClock>();
@@ -108,10 +111,14 @@ struct Fixture {
     HistoryStore(plan.history_dir).save(plan.record);
   }
 
-  RunSession session() {
-    return RunSession(ctx, plan, fake_shell(target), TargetFacts{},
+  /// `kept`: its first connection, and any reconnect that may be, is the kept one.
+  RunSession session(bool kept = false) {
+    return RunSession(ctx, plan, fake_shell(target, kept), TargetFacts{},
                       {"/home/u/.mlw/runs/p_1", "/home/u/share", ""}, -1, true, ssh_host(),
-                      [this] { return fake_shell(target); });
+                      [this, kept](bool own_login) {
+                        own_logins.push_back(own_login);
+                        return fake_shell(target, kept && !own_login);
+                      });
   }
 
   RunRecord record() { return HistoryStore(plan.history_dir).load("p_1"); }
@@ -179,6 +186,26 @@ TEST(RunSession, AReconnectResumesTheLogAtTheByteReceived) {
   EXPECT_EQ(record.exit_code, 0);
   EXPECT_EQ(record.process_group, 0);
   EXPECT_EQ(record.pid, 0);
+}
+
+TEST(RunSession, ADetachedRunGivesTheKeptConnectionBackOnceStartedAndFollowsOnItsOwnLogin) {
+  for (const bool detached : {false, true}) {
+    Fixture f("remote");
+    f.plan.detached = detached;
+    f.target.on("\nmlw_pid=\n", {{"", 0, false, "mlw-pid=4242\nmlw-state=running\n"}});
+    f.target.on("\nmlw_pid=4242\n", {{"hello\n", 0, false, "mlw-state=ended\n0\n"}});
+    const auto driver = monitor_driver();
+    auto session = f.session(true);
+    EXPECT_EQ(session.run(*driver, nullptr), 0);
+    const auto launches = f.target.sent("\nmlw_pid=\n");
+    ASSERT_EQ(launches.size(), 1U);
+    EXPECT_EQ(launches[0].find("\nmlw_handover=1\n") != std::string::npos, detached);
+    // Detached: the follow comes over a login of its own; else the same kept connection.
+    EXPECT_EQ(f.own_logins, detached ? std::vector<bool>{true} : std::vector<bool>{});
+    EXPECT_EQ(f.target.connections, detached ? 2 : 1);
+    EXPECT_EQ(f.record().status, status::k_completed);
+    EXPECT_EQ(read_file_if_exists(f.plan.run_dir / "driver_log.txt").value_or(""), "hello\n");
+  }
 }
 
 TEST(RunSession, TheResultsComeAfterTheEndInTheFollowStepItself) {
