@@ -218,6 +218,18 @@ void apply_gpus_option(ComputeConfig& compute, const std::string& target,
   }
 }
 
+/// `submit --requeue` over the target's file: its key requeue, where the kind has it.
+void apply_requeue_option(ComputeConfig& compute, const std::string& target) {
+  const ComputeKind* kind = find_compute_kind(compute.type);
+  if (!kind || !find_own_key(*kind, "requeue")) {
+    throw UsageError(
+        fmt::format("--requeue: target {} ({}) is not a batch target; requeue "
+                    "applies to slurm and sge targets",
+                    target, compute.type));
+  }
+  compute.section["requeue"] = "true";
+}
+
 /// Everything that can be checked before anything is written: configuration, script, executor.
 RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Executor>& executor) {
   RunPlan plan;
@@ -232,6 +244,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   }
   plan.compute = load_compute(plan.project, plan.target_name);
   if (request.gpus) apply_gpus_option(plan.compute, plan.target_name, *request.gpus);
+  if (request.requeue) apply_requeue_option(plan.compute, plan.target_name);
   note_ignored_keys(plan.project, ignored);
   plan.extra_env = parse_env(request.env);
   executor = ctx.executor(plan.compute.type);

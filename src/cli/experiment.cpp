@@ -162,6 +162,9 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
           "GPUs for this run, leased on the target so that runs share it (overrides gpusPerRun; "
           "Slurm: GPUs per node; Grid Engine: the gpu resource)")
       ->type_name("N");
+  submit->add_flag("--requeue", request->requeue,
+                   "Slurm, Grid Engine: requeue the job after its checkpoint signal (the compute "
+                   "key requeue: true, for this run)");
   submit->add_flag("--cancel-on-interrupt", request->cancel_on_interrupt,
                    "Ctrl-C cancels the run (default: detaches, the run goes on)");
   // Everything after SCRIPT is the script's, so submit does not fall through to mlw's own

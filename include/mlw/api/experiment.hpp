@@ -17,6 +17,7 @@ struct SubmitRequest {
   bool cancel_on_interrupt = false;
   std::vector<std::string> env;     ///< KEY=VALUE
   std::optional<std::string> gpus;  ///< --gpus N: overrides gpusPerRun (docs/gpus.md)
+  bool requeue = false;             ///< --requeue: the compute key requeue, for this run
   std::string script;
   std::vector<std::string> arguments;
 };

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "mlw/exec/container.hpp"
+#include "mlw/exec/requeue.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -17,8 +18,9 @@ namespace {
 constexpr const char* k_user_placeholder = "@MLW_USER@";
 
 /// The variables every node sees besides the run's: node count, GPUs and the rendezvous.
-const std::vector<std::string> k_node_variables = {
-    "MLW_NODE_RANK", "MLW_NUM_NODES", "MLW_GPUS_PER_NODE", "MASTER_ADDR", "MASTER_PORT"};
+const std::vector<std::string> k_node_variables = {"MLW_NODE_RANK",     "MLW_NUM_NODES",
+                                                   "MLW_GPUS_PER_NODE", "MASTER_ADDR",
+                                                   "MASTER_PORT",       "MLW_RESTART_COUNT"};
 
 bool in_container(const RunPlan& plan) {
   return !slurm_config(plan.compute).container.empty();
@@ -26,6 +28,17 @@ bool in_container(const RunPlan& plan) {
 
 int number(const std::string& text, int fallback) {
   return static_cast<int>(parse_integer(text, 0, 1 << 30).value_or(fallback));
+}
+
+/// The run's variables as its script sees them, with requeue's.
+std::map<std::string, std::string> slurm_environment(const RunPlan& plan, const std::string& run,
+                                                     const std::string& share) {
+  auto env = run_environment(plan, run, share);
+  for (auto& [key, value] :
+       requeue_environment(requeue_config(plan.compute), share, plan.record.run_id)) {
+    env[key] = value;
+  }
+  return env;
 }
 
 }  // namespace
@@ -104,7 +117,7 @@ SlurmNodeCommand slurm_node_command(const RunPlan& plan, const TargetRunPaths& p
     if (compute.gpus_per_node > 0) node.command.insert(node.command.end(), {"--gpus", "all"});
     // The docker CLI sends words and values to the engine as JSON: a value that is not UTF-8
     // is set inside the container by utf8_command instead, and so are such words.
-    for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
+    for (const auto& [key, value] : slurm_environment(plan, "/mlw/run", "/mlw/share")) {
       if (passes_docker(value)) node.command.insert(node.command.end(), {"-e", key});
     }
     for (const auto& key : k_node_variables) node.command.insert(node.command.end(), {"-e", key});
@@ -126,6 +139,11 @@ std::vector<std::string> sbatch_options(const RunPlan& plan) {
   if (!compute.partition.empty()) options.push_back("--partition=" + compute.partition);
   if (!compute.time_limit.empty()) options.push_back("--time=" + compute.time_limit);
   if (!compute.account.empty()) options.push_back("--account=" + compute.account);
+  // Rerunnable, and the batch shell (job.sh) warned before the limit: it passes the signal on.
+  if (const RequeueConfig requeue = requeue_config(plan.compute); requeue.requeue) {
+    options.push_back("--requeue");
+    options.push_back(fmt::format("--signal=B:{}@{}", requeue.signal, requeue.lead_s));
+  }
   // Relative to the folder sbatch runs in (the run's).
   options.insert(options.end(), {"--output=driver_log.txt", "--open-mode=append"});
   return options;
@@ -133,14 +151,16 @@ std::vector<std::string> sbatch_options(const RunPlan& plan) {
 
 std::string slurm_run_env(const RunPlan& plan, const TargetRunPaths& paths) {
   const SlurmConfig compute = slurm_config(plan.compute);
+  const RequeueConfig requeue = requeue_config(plan.compute);
   std::string text = "# Run " + plan.record.run_id + ", written by mlw; job.sh sources it.\n";
-  const auto env = in_container(plan) ? run_environment(plan, "/mlw/run", "/mlw/share")
-                                      : run_environment(plan, paths.run_dir, paths.share_dir);
+  const auto env = in_container(plan) ? slurm_environment(plan, "/mlw/run", "/mlw/share")
+                                      : slurm_environment(plan, paths.run_dir, paths.share_dir);
   for (const auto& [key, value] : env) text += "export " + shell_quote(key + "=" + value) + "\n";
   const SlurmNodeCommand node = slurm_node_command(plan, paths);
   text +=
       "mlw_share=" + shell_quote(paths.share_dir) + "\n" +
       fmt::format("mlw_nodes={}\nmlw_gpus_per_node={}\n", compute.nodes, compute.gpus_per_node) +
+      fmt::format("mlw_checkpoint_signal={}\n", requeue.requeue ? requeue.signal : "") +
       "srun_options=(" + shell_join(node.srun_options) + ")\n" + "command=(" +
       shell_join(node.command) + ")\n";
   return text;

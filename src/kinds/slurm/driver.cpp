@@ -81,6 +81,10 @@ class SlurmDriver : public MonitorDriver {
       if (eq != std::string::npos) values[line.substr(0, eq)] = trim(line.substr(eq + 1));
     }
     RunEnding ending;
+    // Requeued: its attempts are one run (job.sh counts them), whatever the end.
+    if (const auto count = parse_integer(values["restarts"], 0, 1000)) {
+      session.record.restarts = static_cast<int>(*count);
+    }
     std::optional<int> script_code;
     if (const auto code = parse_integer(values["job_code"], 0, 255)) {
       script_code = static_cast<int>(*code);

@@ -1,8 +1,10 @@
 # shellcheck shell=sh
 # How a Slurm job ended, printed in its run folder (exec/follow.sh evaluates it): the job script's
-# exit code, the job's state and ExitCode as the monitor recorded them, and every rank's exit code.
+# exit code, the job's state and ExitCode as the monitor recorded them, every rank's exit code and
+# how many times the job started again (requeued: job.sh counts its attempts).
 printf 'job_code=%s\nslurm_state=%s\nslurm_exit=%s\n' "$(cat exit_code.job 2>/dev/null)" \
   "$(cat slurm_state 2>/dev/null)" "$(cat slurm_exit 2>/dev/null)"
 for f in rank_exit.*; do
   [ -e "$f" ] && read -r c _ <"$f" && echo "rank_${f#rank_exit.}=$c"
 done
+read -r a <attempts 2>/dev/null && [ "$a" -gt 1 ] 2>/dev/null && echo "restarts=$((a - 1))"

@@ -1,17 +1,29 @@
 #!/bin/bash
 # An mlw run as a Slurm batch job: sbatch runs it from the run folder (its options are on
 # sbatch's command line). run.env, written by mlw, holds the run's variables (exported), the
-# node count and GPUs, the share folder, and two arrays: srun's extra options and the command
-# each node runs. Every rank records its own exit code and when it ended; when one fails srun
-# stops the others (143), and the job's code is the first failure, not the last.
+# node count and GPUs, the share folder, the checkpoint signal (requeue) and two arrays: srun's
+# extra options and the command each node runs. Every rank records its own exit code and when it
+# ended; when one fails srun stops the others (143), and the job's code is the first failure, not
+# the last.
 # What run.env sets, empty until it does.
-mlw_share='' mlw_nodes=1 mlw_gpus_per_node=0
+mlw_share='' mlw_nodes=1 mlw_gpus_per_node=0 mlw_checkpoint_signal=''
 srun_options=()
 command=()
 # shellcheck source=/dev/null
 . ./run.env || exit 125
 run=$PWD
 mkdir -p "$mlw_share" 2>/dev/null
+# Each start of the job is an attempt (Slurm runs this script again in the same folder after a
+# requeue, ours or the cluster's): counted, marked in the log, and given MLW_RESTART_COUNT; an
+# earlier attempt's codes are not this one's.
+attempt=$(($(cat attempts 2>/dev/null || echo 0) + 1))
+echo "$attempt" >attempts.tmp && mv attempts.tmp attempts
+export MLW_RESTART_COUNT=$((attempt - 1))
+if ((attempt > 1)); then
+  rm -f exit_code.job rank_exit.*
+  echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${SLURM_JOB_ID:-} was requeued"
+fi
+[[ -z "${MLW_CHECKPOINT_DIR:-}" ]] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
 export MLW_NUM_NODES="${SLURM_JOB_NUM_NODES:-$mlw_nodes}"
 export MLW_GPUS_PER_NODE="$mlw_gpus_per_node"
 # The first node of the job (Slurm sets SLURM_JOB_NODELIST in every job), else this one.
@@ -25,9 +37,23 @@ for i in "${!command[@]}"; do
   fi
 done
 cd snapshot || exit 125
+# The step runs in the background so that the checkpoint signal (sent to this shell only,
+# --signal=B:) is passed on to it while it runs: srun gives it to every process of the step.
+# Each rank's shell outlives the signal (a trap that does nothing); the script gets it.
 # shellcheck disable=SC2016
-srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c 'MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK; "$@"; c=$?; echo "$c $(date +%s%N)" > "$0/rank_exit.$MLW_NODE_RANK"; exit "$c"' "$run" "${command[@]}" </dev/null
-code=$?
+srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c 'MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK; [ -z "$1" ] || trap : "$1"; shift; "$@"; c=$?; echo "$c $(date +%s%N)" > "$0/rank_exit.$MLW_NODE_RANK"; exit "$c"' "$run" "$mlw_checkpoint_signal" "${command[@]}" </dev/null &
+step=$!
+signalled=
+if [[ -n "$mlw_checkpoint_signal" ]]; then
+  trap 'signalled=1; kill -s "$mlw_checkpoint_signal" "$step" 2>/dev/null' "$mlw_checkpoint_signal"
+fi
+# wait returns early when a trap ran: the step's own end is waited for again.
+code=
+while [[ -z "$code" ]]; do
+  wait "$step"
+  c=$?
+  kill -0 "$step" 2>/dev/null || code=$c
+done
 # The first rank that failed, by when it ended.
 failed=()
 for f in "$run"/rank_exit.*; do
@@ -36,6 +62,16 @@ done
 if ((${#failed[@]} > 0)); then
   first=$(printf '%s\n' "${failed[@]}" | sort -n | head -n 1) || true
   code=${first#* }
+fi
+# Warned, and ended other than 0 (a checkpoint taken): back in the queue, for the next attempt.
+# Where Slurm refuses (MaxBatchRequeue reached, requeue not allowed), the run ends here.
+if [[ -n "$signalled" && "$code" != 0 ]]; then
+  echo "mlw: the script ended with exit code $code after $mlw_checkpoint_signal; requeueing job $SLURM_JOB_ID"
+  if why=$(scontrol requeue "$SLURM_JOB_ID" 2>&1); then
+    sleep 30 # Slurm ends this attempt now
+    exit "$code"
+  fi
+  echo "mlw: error: Slurm did not requeue job $SLURM_JOB_ID: $why"
 fi
 echo "$code" >"$run/exit_code.job.tmp" && mv "$run/exit_code.job.tmp" "$run/exit_code.job"
 exit "$code"

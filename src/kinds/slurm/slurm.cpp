@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "mlw/exec/place.hpp"
+#include "mlw/exec/requeue.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -172,22 +173,22 @@ const TargetKind& slurm_kind() {
       .runner = {.detached = true, .batch = true, .arrays = true, .make_driver = slurm_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "pythonLocation"},
-      .own_keys = {{"partition", ValueKind::String, "Slurm partition.", "", word_problem,
-                    "--partition", "Slurm partition (default: the cluster's default)"},
-                   {"nodes", ValueKind::Int, "Slurm: number of nodes.", "1", nodes_problem,
-                    "--nodes", "Nodes per run (default 1)"},
-                   {"gpusPerNode", ValueKind::Int, "Slurm: GPUs per node.", "0", gpus_problem,
-                    "--gpus-per-node", "GPUs per node (--gpus-per-node for sbatch)"},
-                   {"timeLimit", ValueKind::String, "Slurm: time limit, HH:MM:SS.", "",
-                    time_problem, "--time", "Time limit, HH:MM:SS"},
-                   {"account", ValueKind::String, "Slurm: account to charge.", "", word_problem,
-                    "--account", "Slurm account to charge"},
-                   {"container", ValueKind::String, "Slurm: container image to run in.", "",
-                    word_problem, "--container", "Run the script in this image on the nodes"},
-                   {"containerRuntime", ValueKind::String,
-                    "Slurm: what runs the container on the nodes: docker, pyxis or apptainer.",
-                    "docker", runtime_problem, "--container-runtime",
-                    "docker (default), pyxis or apptainer"}},
+      .own_keys = with_requeue_keys(
+          {{"partition", ValueKind::String, "Slurm partition.", "", word_problem, "--partition",
+            "Slurm partition (default: the cluster's default)"},
+           {"nodes", ValueKind::Int, "Slurm: number of nodes.", "1", nodes_problem, "--nodes",
+            "Nodes per run (default 1)"},
+           {"gpusPerNode", ValueKind::Int, "Slurm: GPUs per node.", "0", gpus_problem,
+            "--gpus-per-node", "GPUs per node (--gpus-per-node for sbatch)"},
+           {"timeLimit", ValueKind::String, "Slurm: time limit, HH:MM:SS.", "", time_problem,
+            "--time", "Time limit, HH:MM:SS"},
+           {"account", ValueKind::String, "Slurm: account to charge.", "", word_problem,
+            "--account", "Slurm account to charge"},
+           {"container", ValueKind::String, "Slurm: container image to run in.", "", word_problem,
+            "--container", "Run the script in this image on the nodes"},
+           {"containerRuntime", ValueKind::String,
+            "Slurm: what runs the container on the nodes: docker, pyxis or apptainer.", "docker",
+            runtime_problem, "--container-runtime", "docker (default), pyxis or apptainer"}}),
       .gpu_key = "gpusPerNode",
       .attach = {.remote = true},
       .attach_examples = {"mlw computetarget attach slurm -n hpc -a login.example.com -u me -k "

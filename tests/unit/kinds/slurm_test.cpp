@@ -89,6 +89,33 @@ TEST(Slurm, UnsetOptionsAreLeftToSlurm) {
   }
 }
 
+TEST(Slurm, RequeueSubmitsARerunnableJobWarnedBeforeItsLimit) {
+  RunPlan plan = slurm_plan();
+  for (const char* absent : {"--requeue", "--signal"}) {
+    EXPECT_FALSE(contains(joined(sbatch_options(plan)), absent)) << absent;
+  }
+  EXPECT_TRUE(contains(slurm_run_env(plan, k_paths), "mlw_checkpoint_signal=\n"));
+  EXPECT_FALSE(contains(slurm_run_env(plan, k_paths), "MLW_CHECKPOINT_DIR"));
+  plan.compute.section["requeue"] = "true";
+  plan.compute.section["checkpointSignal"] = "USR2";
+  plan.compute.section["checkpointLeadSeconds"] = "45";
+  const std::string options = joined(sbatch_options(plan)) + " ";
+  EXPECT_TRUE(contains(options, "--requeue --signal=B:USR2@45 ")) << options;
+  const std::string env = slurm_run_env(plan, k_paths);
+  EXPECT_TRUE(contains(env, "mlw_checkpoint_signal=USR2\n")) << env;
+  EXPECT_TRUE(contains(env, "export MLW_CHECKPOINT_SIGNAL=USR2\n")) << env;
+  EXPECT_TRUE(contains(env,
+                       "export MLW_CHECKPOINT_DIR=/home/u/.mlw/share/checkpoints/"
+                       "demo_1700000000000\n"))
+      << env;
+  // In a container: the share folder as the container sees it, passed by name.
+  plan.compute.section["container"] = "img:1";
+  EXPECT_TRUE(contains(slurm_run_env(plan, k_paths),
+                       "export MLW_CHECKPOINT_DIR=/mlw/share/checkpoints/demo_1700000000000\n"));
+  EXPECT_TRUE(contains(joined(slurm_node_command(plan, k_paths).command),
+                       "-e MLW_CHECKPOINT_DIR -e MLW_CHECKPOINT_SIGNAL"));
+}
+
 TEST(Slurm, ArgumentsAndValuesAreQuotedOnce) {
   const std::string env = slurm_run_env(slurm_plan(), k_paths);
   EXPECT_TRUE(contains(env, "export 'SECRET_TOKEN=s3cr3t value'\n"));

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Requeue on Slurm (issue 37), against the real two-node cluster of tests/fixtures/servers.sh as
+# the user mlwslurm: a job with a 1-minute limit and `requeue: true` whose script checkpoints on
+# its warning signal and finishes on its second attempt (one record, restarts 1, every line of
+# both attempts, a marker line); a job that `scontrol requeue` puts back mid-run (submit
+# --requeue) followed without losing a line; the refusals. The cluster's cred_expire is 20 s
+# (servers.sh): a requeued job starts again after it.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SLURM_USER SLURM_CONF
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+SUSER=$MLW_TEST_SLURM_USER
+export MLW_RECONNECT_TIMEOUT=60
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+
+new_project requeue
+# Resumes from its checkpoint (the next line's number, saved after each line) and stops at the
+# checkpoint signal with 3; on a later attempt it prints five more lines and ends.
+cat >ckpt.py <<'PY'
+import os, signal, sys, time
+path = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "next")
+restart = int(os.environ["MLW_RESTART_COUNT"])
+start = int(open(path).read()) if os.path.exists(path) else 0
+warned = []
+signal.signal(getattr(signal, "SIG" + os.environ["MLW_CHECKPOINT_SIGNAL"]),
+              lambda number, frame: warned.append(number))
+print("attempt", restart, "from line", start, flush=True)
+for i in range(start, start + 5 if restart > 0 else 10**6):
+    if warned:
+        print("checkpoint at line", i, flush=True)
+        sys.exit(3)
+    print("line", i, flush=True)
+    with open(path + ".tmp", "w") as f:
+        f.write(str(i + 1))
+    os.replace(path + ".tmp", path)
+    time.sleep(0.5)
+print("done after", restart, "restart(s)", flush=True)
+PY
+
+"$MLW" computetarget attach slurm -n rq -a "$ADDR" -u "$SUSER" --password-stdin --accept-host-key \
+  -k --time 1 <"$WORK/pw" >/dev/null 2>"$WORK/e"
+expect_eq "attach a Slurm target with a 1-minute limit" "$?" 0
+expect_contains "attach writes the requeue keys, off" "$(cat aml_config/rq.compute)" "requeue: false"
+sed 's/^timeLimit:.*/timeLimit: "10"/' aml_config/rq.compute >aml_config/plain.compute
+sed -i 's/^requeue:.*/requeue: true/; s/^checkpointLeadSeconds:.*/checkpointLeadSeconds: 45/' \
+  aml_config/rq.compute
+cp aml_config/rq.runconfig aml_config/plain.runconfig
+
+# --- bad input ------------------------------------------------------------------------------------
+cp aml_config/rq.compute "$WORK/rq.compute"
+sed -i 's/^checkpointSignal:.*/checkpointSignal: KILL/' aml_config/rq.compute
+run_mlw experiment submit -c rq ckpt.py
+expect_eq "a checkpoint signal that cannot be caught stops the submit" "$CODE" 125
+expect_contains "it says which line and why" "$ERR" "aml_config/rq.compute:"
+expect_contains "and what it may be" "$ERR" "checkpointSignal must be one of USR1"
+cp "$WORK/rq.compute" aml_config/rq.compute
+"$MLW" computetarget attach local -n here >/dev/null 2>&1
+run_mlw experiment submit -c here --requeue ckpt.py
+expect_eq "--requeue on a target that is not a batch one is refused" "$CODE" 125
+expect_contains "it says where requeue applies" "$ERR" "requeue applies to slurm and sge targets"
+check "nothing was recorded for the refusals" bash -c "! ls .mlw/runs/ 2>/dev/null | grep -q ."
+
+# --- the time limit's warning: checkpoint, requeue, finish on the second attempt ----------------
+run_mlw -o json experiment submit -c rq -a ckpt.py
+expect_eq "submit a requeueable job" "$CODE" 0
+LIMITED=$(json_get "$OUT" 'd["run_id"]')
+
+# --- scontrol requeue mid-run (submit --requeue): followed without losing a line ----------------
+# It waits its turn behind the first job where the two nodes are taken by other suites' jobs.
+run_mlw -o json experiment submit -c plain --requeue -a ckpt.py
+expect_eq "submit --requeue" "$CODE" 0
+MOVED=$(json_get "$OUT" 'd["run_id"]')
+check "the second job printed before it is requeued" wait_for 120 grep -q "^line 3" ".mlw/runs/$MOVED/driver_log.txt"
+JOB=$("$MLW" -o json history info -r "$MOVED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
+check "scontrol requeue puts the job back" scontrol requeue "$JOB"
+timeout -k 5 240 "$MLW" history logs -r "$MOVED" -f >"$WORK/moved.txt" 2>"$WORK/moved.err"
+expect_eq "logs -f across the requeue" "$?" 0
+expect_eq "the requeued run completed" "$(run_state "$MOVED")" "Completed 0"
+N=$(grep -c '^line ' "$WORK/moved.txt")
+check "both attempts printed lines ($N)" test "$N" -ge 9
+expect_lines "every line of both attempts" "$WORK/moved.txt" "$N" ".mlw/runs/$MOVED/driver_log.txt"
+expect_contains "the second attempt is marked in the log" "$(cat "$WORK/moved.txt")" "mlw: attempt 2 (restart 1): job $JOB was requeued"
+expect_contains "the script saw its restart" "$(cat "$WORK/moved.txt")" "attempt 1 from line"
+expect_eq "one record, restarts 1" "$("$MLW" -o json history info -r "$MOVED" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
+
+# --- the first job: warned before its 1-minute limit -----------------------------------------
+timeout -k 5 300 "$MLW" history logs -r "$LIMITED" -f >"$WORK/limited.txt" 2>"$WORK/limited.err"
+expect_eq "logs -f of the job warned at its limit" "$?" 0
+expect_eq "it completed on its second attempt" "$(run_state "$LIMITED")" "Completed 0"
+expect_contains "it took a checkpoint at the signal" "$(cat "$WORK/limited.txt")" "checkpoint at line"
+expect_contains "mlw says it requeued the job" "$(cat "$WORK/limited.txt")" "after USR1; requeueing job"
+expect_contains "the second attempt is marked" "$(cat "$WORK/limited.txt")" "mlw: attempt 2 (restart 1)"
+expect_contains "and resumed from the checkpoint" "$(cat "$WORK/limited.txt")" "done after 1 restart(s)"
+N=$(grep -c '^line ' "$WORK/limited.txt")
+check "lines of both attempts ($N)" test "$N" -ge 6
+expect_lines "every line of both attempts, once, in order" "$WORK/limited.txt" "$N" ".mlw/runs/$LIMITED/driver_log.txt"
+expect_eq "one record with restarts 1" "$("$MLW" -o json history info -r "$LIMITED" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
+expect_eq "one record for the two runs" "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2
+
+finish
