@@ -37,10 +37,10 @@ void read_restart_policy(const ConfigDocument& doc, ComputeConfig& config) {
             "restart must be a mapping, e.g. restart: {onExitCodes: [75], maxRestarts: 3, "
             "backoffSeconds: 10}");
   }
-  if (config.type != "remote" && config.type != "remotedocker") {
+  if (config.type != "remote" && config.type != "remotedocker" && config.type != "docker") {
     fail_at(doc, node,
-            fmt::format("restart applies to remote and remotedocker targets, not {} ({} target "
-                        "runs are not restarted by mlw)",
+            fmt::format("restart applies to remote, remotedocker and docker targets, not {} ({} "
+                        "target runs are not restarted by mlw)",
                         config.type, config.type));
   }
   RestartPolicy& policy = config.restart;

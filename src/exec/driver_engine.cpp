@@ -107,6 +107,13 @@ class EngineDriver : public RunDriver {
 
   RunEnding ending(RunSession& session) override {
     if (m_lease) m_lease->end();  // the next run waiting for these GPUs starts now
+    // Its restart policy's count (exec/restart.sh, in the container, writes it into the run
+    // folder this machine shares with it), whatever the end.
+    if (const auto count = read_file_if_exists(session.plan.run_dir / "restarts")) {
+      if (const auto n = parse_integer(trim(*count), 0, 1000)) {
+        session.record.restarts = static_cast<int>(*n);
+      }
+    }
     RunEnding ending;
     if (m_followed.engine_lost) {
       ending.status = status::k_lost;

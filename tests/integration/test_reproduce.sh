@@ -204,8 +204,27 @@ check "a long run with a restart policy starts" wait_for 30 bash -c "'$MLW' hist
 run_mlw experiment cancel -r "$S"
 expect_eq "cancel stops it and it is not restarted" "$(run_state "$S")" "Canceled 143"
 expect_not_contains "… no restart in its log" "$("$MLW" history logs -r "$S")" "mlw: restart"
+# On a docker target (through the Engine API) the container's own process runs the script again.
+cp aml_config/docker.compute "$WORK/docker.compute"
+printf 'restart:\n  onExitCodes: [75]\n  maxRestarts: 2\n  backoffSeconds: 1\n' >>aml_config/docker.compute
+run_mlw experiment submit -c docker flaky.py 75 2
+expect_eq "docker: a script that exits 75 twice, restarted, then completes" "$CODE" 0
+expect_eq "… each attempt and each restart's marker in the log" \
+  "$(grep -E '^(ATTEMPT|mlw: restart)' <<<"$OUT" | sed 's/ SAW .*//')" \
+  "$(printf '%s\n' 'ATTEMPT 0' 'mlw: restart 1 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 1' \
+    'mlw: restart 2 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 2')"
+expect_eq "… one record: Completed, restarts 2" \
+  "$(json_get "$("$MLW" -o json history last)" '(d["status"], d["exit_code"], d["restarts"])')" "('Completed', 0, 2)"
+echo 'restart: {onFailure: true}' >>"$WORK/docker.compute"
+cp "$WORK/docker.compute" aml_config/docker.compute
+S=$("$MLW" -o json experiment submit -a -c docker slow.py | json_get "$(cat)" 'd["run_id"]')
+check "a long docker run with a restart policy starts" wait_for 60 bash -c "'$MLW' history logs -r $S | grep -q 'ATTEMPT 0'"
+run_mlw experiment cancel -r "$S"
+expect_eq "cancel stops it and it is not restarted (docker)" "$(run_state "$S")" "Canceled 143"
+expect_not_contains "… no restart in its log (docker)" "$("$MLW" history logs -r "$S")" "mlw: restart"
+sed -i '/^restart:/d' aml_config/docker.compute
 echo 'restart: {onFailure: true}' >>aml_config/local.compute
-expect_error "restart on a target mlw does not restart on" 125 "restart applies to remote and remotedocker" \
+expect_error "restart on a target mlw does not restart on" 125 "restart applies to remote, remotedocker and docker" \
   experiment submit -c local flaky.py 1 0
 sed -i '/^restart:/d' aml_config/local.compute
 
