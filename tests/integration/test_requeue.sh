@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Requeue on Slurm (issue 37), against the real two-node cluster of tests/fixtures/servers.sh as
-# the user mlwslurm: a job with a 1-minute limit and `requeue: true` whose script checkpoints on
+# Requeue (issue 37) on Slurm, against the real two-node cluster of tests/fixtures/servers.sh as
+# the user mlwslurm, and on its Grid Engine cell as mlwsge: a job with a 1-minute limit and `requeue: true` whose script checkpoints on
 # its warning signal and finishes on its second attempt (one record, restarts 1, every line of
 # both attempts, a marker line); a job that `scontrol requeue` puts back mid-run (submit
-# --requeue) followed without losing a line; the refusals. The cluster's cred_expire is 20 s
+# --requeue) followed without losing a line; the refusals; a rerunnable Grid Engine job that
+# `qmod -rj` reschedules mid-run, the same. The cluster's cred_expire is 20 s
 # (servers.sh): a requeued job starts again after it.
 source "$(dirname "$0")/lib.sh"
 
-require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SLURM_USER SLURM_CONF
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SLURM_USER SLURM_CONF \
+  MLW_TEST_SGE_USER MLW_TEST_SGE_ROOT MLW_TEST_SGE_PORTS
 export HOME="$WORK/home"
 mkdir -p "$HOME"
 ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
@@ -17,18 +19,20 @@ printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
 
 new_project requeue
 # Resumes from its checkpoint (the next line's number, saved after each line) and stops at the
-# checkpoint signal with 3; on a later attempt it prints five more lines and ends.
+# checkpoint signal with 3; on a later attempt it prints five more lines and ends, warned or not
+# (so little is left that it finishes within the lead time).
 cat >ckpt.py <<'PY'
 import os, signal, sys, time
 path = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "next")
 restart = int(os.environ["MLW_RESTART_COUNT"])
 start = int(open(path).read()) if os.path.exists(path) else 0
 warned = []
-signal.signal(getattr(signal, "SIG" + os.environ["MLW_CHECKPOINT_SIGNAL"]),
-              lambda number, frame: warned.append(number))
+if os.environ.get("MLW_CHECKPOINT_SIGNAL"):  # Slurm's warning; Grid Engine gives none
+    signal.signal(getattr(signal, "SIG" + os.environ["MLW_CHECKPOINT_SIGNAL"]),
+                  lambda number, frame: warned.append(number))
 print("attempt", restart, "from line", start, flush=True)
 for i in range(start, start + 5 if restart > 0 else 10**6):
-    if warned:
+    if warned and restart == 0:
         print("checkpoint at line", i, flush=True)
         sys.exit(3)
     print("line", i, flush=True)
@@ -98,5 +102,28 @@ check "lines of both attempts ($N)" test "$N" -ge 6
 expect_lines "every line of both attempts, once, in order" "$WORK/limited.txt" "$N" ".mlw/runs/$LIMITED/driver_log.txt"
 expect_eq "one record with restarts 1" "$("$MLW" -o json history info -r "$LIMITED" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
 expect_eq "one record for the two runs" "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2
+
+# --- Grid Engine: a rerunnable job (requeue: true, qsub -r y) that qmod -rj reschedules --------
+read -r QPORT EPORT <<<"$MLW_TEST_SGE_PORTS"
+export SGE_ROOT=$MLW_TEST_SGE_ROOT SGE_CELL=default SGE_QMASTER_PORT=$QPORT SGE_EXECD_PORT=$EPORT
+"$MLW" computetarget attach sge -n grid -a "$ADDR" -u "$MLW_TEST_SGE_USER" --password-stdin \
+  --accept-host-key -k --queue all.q <"$WORK/pw" >/dev/null 2>"$WORK/e"
+expect_eq "attach a Grid Engine target" "$?" 0
+sed -i 's/^requeue:.*/requeue: true/' aml_config/grid.compute
+run_mlw -o json experiment submit -c grid -a ckpt.py
+expect_eq "submit a rerunnable Grid Engine job" "$CODE" 0
+RESCHEDULED=$(json_get "$OUT" 'd["run_id"]')
+check "the job printed before qmod -rj" wait_for 120 grep -q "^line 3" ".mlw/runs/$RESCHEDULED/driver_log.txt"
+JOB=$("$MLW" -o json history info -r "$RESCHEDULED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
+check "qmod -rj reschedules it" qmod -rj "$JOB"
+timeout -k 5 240 "$MLW" history logs -r "$RESCHEDULED" -f >"$WORK/grid.txt" 2>"$WORK/grid.err"
+expect_eq "logs -f across the reschedule" "$?" 0
+expect_eq "the rescheduled run completed" "$(run_state "$RESCHEDULED")" "Completed 0"
+N=$(grep -c '^line ' "$WORK/grid.txt")
+check "both runs of the job printed lines ($N)" test "$N" -ge 9
+expect_lines "every line of both runs of the job" "$WORK/grid.txt" "$N" ".mlw/runs/$RESCHEDULED/driver_log.txt"
+expect_contains "the second run is marked in the log" "$(cat "$WORK/grid.txt")" "mlw: attempt 2 (restart 1): job $JOB was rescheduled"
+expect_contains "the script resumed from its checkpoint" "$(cat "$WORK/grid.txt")" "done after 1 restart(s)"
+expect_eq "one record, restarts 1 (Grid Engine)" "$("$MLW" -o json history info -r "$RESCHEDULED" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
 
 finish

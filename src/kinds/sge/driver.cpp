@@ -27,7 +27,8 @@ class Driver : public MonitorDriver {
         config.pe,
         std::to_string(config.slots),
         std::to_string(setting("MLW_BATCH_RETRY")),
-        std::to_string(config.gpus)};
+        std::to_string(config.gpus),
+        config.rerun ? "y" : "n"};
     if (array) {  // one task of a sweep's job array (qsub -t 1-N -tc K)
       const std::string& run_dir = session.paths.run_dir;
       words.insert(words.end(),
@@ -62,6 +63,7 @@ class Driver : public MonitorDriver {
   RunEnding ending(RunSession& session) override {
     std::vector<std::string> problems;
     const End end = parse_end(m_seen == Seen::Ended ? m_end : "", session.host(), problems);
+    session.record.restarts = end.restarts;  // rescheduled (requeue): its runs are one run
     RunEnding ending = ending_of(end, session.record.cancel_requested || session.canceled(),
                                  session.record.job_id, session.host());
     ending.problems.insert(ending.problems.begin(), problems.begin(), problems.end());
@@ -77,9 +79,13 @@ class Driver : public MonitorDriver {
 std::string run_env(const RunPlan& plan, const TargetRunPaths& paths) {
   std::string text = "# The variables and the command of run " + plan.record.run_id +
                      ", written by mlw; job.sh sources it.\n";
-  for (const auto& [key, value] : run_environment(plan, paths.run_dir, paths.share_dir)) {
-    text += "export " + shell_quote(key + "=" + value) + "\n";
+  auto env = run_environment(plan, paths.run_dir, paths.share_dir);
+  // Rerunnable: a folder for checkpoints that every run of the job sees.
+  if (config_of(plan.compute).rerun) {
+    env["MLW_CHECKPOINT_DIR"] =
+        share_variable(paths.share_dir) + "checkpoints/" + plan.record.run_id;
   }
+  for (const auto& [key, value] : env) text += "export " + shell_quote(key + "=" + value) + "\n";
   text += "set -- " + shell_join(script_command(plan, plan.compute.python_location)) + "\n";
   return text;
 }
@@ -110,6 +116,8 @@ End parse_end(const std::string& text, const std::string& host,
       if (words.size() > 1) end.failed = words[1];
     } else if (key == "sge_error") {
       end.error = printable(value.substr(0, 1000));
+    } else if (key == "restarts") {
+      end.restarts = static_cast<int>(parse_integer(value, 0, 1000).value_or(0));
     }
   }
   return end;

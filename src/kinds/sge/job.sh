@@ -9,6 +9,18 @@ trap 'canceled=1' USR2
 # shellcheck source=/dev/null
 . ./run.env || exit 125
 mkdir -p "$MLW_SHARE_DIR" 2>/dev/null
+# Each start of the job is an attempt (a rerunnable job that Grid Engine rescheduled runs again in
+# the same folder): counted, marked in the log, given MLW_RESTART_COUNT; an earlier attempt's
+# code is not this one's.
+attempt=$(($(cat attempts 2>/dev/null || echo 0) + 1))
+echo "$attempt" >attempts.tmp && mv attempts.tmp attempts
+MLW_RESTART_COUNT=$((attempt - 1))
+export MLW_RESTART_COUNT
+if [ "$attempt" -gt 1 ]; then
+  rm -f exit_code.job
+  echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${JOB_ID:-} was rescheduled"
+fi
+[ -z "${MLW_CHECKPOINT_DIR:-}" ] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
 cd snapshot || exit 125
 "$@" </dev/null &
 child=$!

@@ -132,6 +132,7 @@ Config config_of(const ComputeConfig& compute) {
   config.pe = own_value(compute, "pe");
   config.slots = std::max(1, number(own_value(compute, "slots")));
   config.gpus = std::max(0, number(own_value(compute, "gpusPerJob")));
+  config.rerun = own_value(compute, "requeue") == "true";
   return config;
 }
 
@@ -187,7 +188,11 @@ const TargetKind& sge_kind() {
                    {"gpusPerJob", ValueKind::Int,
                     "Grid Engine: GPUs per job, asked as -l gpu=N (a consumable complex named "
                     "gpu); 0: none.",
-                    "0", sge::gpus_problem, "--gpus-per-job", "GPUs per job (-l gpu=N)"}},
+                    "0", sge::gpus_problem, "--gpus-per-job", "GPUs per job (-l gpu=N)"},
+                   {"requeue", ValueKind::Bool,
+                    "Grid Engine: submit the job rerunnable (qsub -r y): rescheduled (qmod -rj, a "
+                    "host that failed), it runs again in the same run folder, one record.",
+                    "false", nullptr, "", ""}},
       .gpu_key = "gpusPerJob",
       .attach = {.remote = true, .python = true},
       .attach_examples = {"mlw computetarget attach sge -n grid -a head.example.com -u me -k "

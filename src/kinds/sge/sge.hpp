@@ -21,10 +21,11 @@ inline constexpr const char* k_lost_qmaster = "sge";
 
 /// The kind's own keys of a .compute file, typed.
 struct Config {
-  std::string queue;  ///< -q; empty: any queue the job fits
-  std::string pe;     ///< -pe NAME; empty: one slot, no parallel environment
-  int slots = 1;      ///< the slots asked of `pe`
-  int gpus = 0;       ///< -l gpu=N (a consumable complex named gpu); 0: none asked
+  std::string queue;   ///< -q; empty: any queue the job fits
+  std::string pe;      ///< -pe NAME; empty: one slot, no parallel environment
+  int slots = 1;       ///< the slots asked of `pe`
+  int gpus = 0;        ///< -l gpu=N (a consumable complex named gpu); 0: none asked
+  bool rerun = false;  ///< requeue: -r y, a job the cluster reschedules runs again
 };
 
 /// The own keys of `compute` (a file the reader has checked).
@@ -63,6 +64,7 @@ struct End {
   std::optional<int> exit_status;  ///< qacct's exit_status
   std::string failed;              ///< qacct's failed field ("0", "100", …)
   std::string error;               ///< the reason of a job held in error (Eqw)
+  int restarts = 0;                ///< how many times the job started again (rescheduled)
 };
 
 /// Reads end.sh's lines; a value that is not what it should be is a problem in `problems`.

@@ -1,15 +1,16 @@
 #!/bin/sh
 # Submits an mlw run to Grid Engine, in the run folder:
-#   sh ./submit.sh JOB_NAME QUEUE PE SLOTS RETRY_SECONDS GPUS [ARRAY_DIR INDEX SIZE LIMIT WAIT]
+#   sh ./submit.sh JOB_NAME QUEUE PE SLOTS RETRY_SECONDS GPUS RERUN [ARRAY_DIR INDEX SIZE LIMIT WAIT]
 # Standard input holds job.sh, end.sh and run.env, each after a line with its length in bytes.
-# Prints the job id (and nothing else on stdout); a refusal exits non-zero with qsub's words.
+# RERUN is y (requeue: a job Grid Engine reschedules runs again) or n. Prints the job id (and
+# nothing else on stdout); a refusal exits non-zero with qsub's words.
 # With ARRAY_DIR the run is element INDEX (from 0) of a sweep's job array of SIZE, joined as
 # exec/array_join.sh (which precedes this file) does: one `qsub -t 1-SIZE -tc LIMIT`, whose task t
 # runs job.sh in member t-1's folder; each member's id is JOBID.t.
 set -u
-name=$1 queue=$2 pe=$3 slots=$4 retry=$5 gpus=${6:-0}
+name=$1 queue=$2 pe=$3 slots=$4 retry=$5 gpus=${6:-0} rerun=${7:-n}
 # shellcheck disable=SC2034 # index and wait are array_join.sh's
-array=${7:-} index=${8:-0} size=${9:-1} limit=${10:-0} wait=${11:-300}
+array=${8:-} index=${9:-0} size=${10:-1} limit=${11:-0} wait=${12:-300}
 for f in job.sh end.sh run.env; do
   read -r n || exit 125
   head -c "$n" >"$f" || exit 125
@@ -17,7 +18,7 @@ done
 echo "$retry" >sge_retry
 out=driver_log.txt
 [ -z "$array" ] || out=/dev/null # each task appends to its run's driver_log.txt itself
-set -- -terse -cwd -N "$name" -o "$out" -j y -S /bin/sh -r n -notify
+set -- -terse -cwd -N "$name" -o "$out" -j y -S /bin/sh -r "$rerun" -notify
 [ -z "$queue" ] || set -- "$@" -q "$queue"
 [ -z "$pe" ] || set -- "$@" -pe "$pe" "$slots"
 [ "$gpus" = 0 ] || set -- "$@" -l "gpu=$gpus"

@@ -7,4 +7,4 @@ printf 'job_code=%s\nslurm_state=%s\nslurm_exit=%s\n' "$(cat exit_code.job 2>/de
 for f in rank_exit.*; do
   [ -e "$f" ] && read -r c _ <"$f" && echo "rank_${f#rank_exit.}=$c"
 done
-read -r a <attempts 2>/dev/null && [ "$a" -gt 1 ] 2>/dev/null && echo "restarts=$((a - 1))"
+{ read -r a <attempts && [ "$a" -gt 1 ] && echo "restarts=$((a - 1))"; } 2>/dev/null || :

@@ -6,7 +6,7 @@
 # ended; when one fails srun stops the others (143), and the job's code is the first failure, not
 # the last.
 # What run.env sets, empty until it does.
-mlw_share='' mlw_nodes=1 mlw_gpus_per_node=0 mlw_checkpoint_signal=''
+mlw_share='' mlw_nodes=1 mlw_gpus_per_node=0 mlw_checkpoint_signal='' mlw_checkpoint_lead=0
 srun_options=()
 command=()
 # shellcheck source=/dev/null
@@ -44,9 +44,30 @@ cd snapshot || exit 125
 srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c 'MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK; [ -z "$1" ] || trap : "$1"; shift; "$@"; c=$?; echo "$c $(date +%s%N)" > "$0/rank_exit.$MLW_NODE_RANK"; exit "$c"' "$run" "$mlw_checkpoint_signal" "${command[@]}" </dev/null &
 step=$!
 signalled=
-if [[ -n "$mlw_checkpoint_signal" ]]; then
-  trap 'signalled=1; kill -s "$mlw_checkpoint_signal" "$step" 2>/dev/null' "$mlw_checkpoint_signal"
-fi
+# The seconds of squeue's time left (D-HH:MM:SS, HH:MM:SS, MM:SS), or nothing.
+# shellcheck disable=SC2317 # both functions are the trap's
+seconds_of() {
+  local t=$1 days=0 total=0 part
+  [[ "$t" =~ ^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$ ]] || return 0
+  if [[ "$t" == *-* ]]; then days=${t%%-*} t=${t#*-}; fi
+  for part in ${t//:/ }; do total=$((total * 60 + 10#$part)); done
+  echo $((total + 10#$days * 86400))
+}
+# Slurm may warn a requeued job again as soon as it starts: a warning while more than the lead
+# time and a minute (the resolution of Slurm's warnings) are left is not passed on.
+# shellcheck disable=SC2317
+warned() {
+  local left
+  left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
+  left=$(seconds_of "$left")
+  if [[ -n "$left" ]] && ((left > mlw_checkpoint_lead + 60)); then
+    echo "mlw: $mlw_checkpoint_signal came with ${left} s of the time limit left; not passed on"
+    return 0
+  fi
+  signalled=1
+  kill -s "$mlw_checkpoint_signal" "$step" 2>/dev/null
+}
+[[ -z "$mlw_checkpoint_signal" ]] || trap warned "$mlw_checkpoint_signal"
 # wait returns early when a trap ran: the step's own end is waited for again.
 code=
 while [[ -z "$code" ]]; do
