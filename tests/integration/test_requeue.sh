@@ -52,6 +52,26 @@ sed -i 's/^requeue:.*/requeue: true/; s/^checkpointLeadSeconds:.*/checkpointLead
   aml_config/rq.compute
 cp aml_config/rq.runconfig aml_config/plain.runconfig
 
+# put_back_and_follow RUN COMMAND WORD NAME: once RUN's job printed line 3, COMMAND (scontrol
+# requeue, qmod -rj) puts it back; `logs -f` into $WORK/NAME.txt then has every line of both
+# attempts once and in order, the marker "job ID was WORD", and the record Completed, restarts 1.
+put_back_and_follow() {
+  local run=$1 command=$2 word=$3 out="$WORK/$4.txt" job n
+  check "$command: the job printed first" wait_for 120 grep -q "^line 3" ".mlw/runs/$run/driver_log.txt"
+  job=$("$MLW" -o json history info -r "$run" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
+  # shellcheck disable=SC2086 # the command is two words
+  check "$command puts the job back" $command "$job"
+  timeout -k 5 240 "$MLW" history logs -r "$run" -f >"$out" 2>"$out.err"
+  expect_eq "$command: logs -f across it" "$?" 0
+  expect_eq "$command: the run completed" "$(run_state "$run")" "Completed 0"
+  n=$(grep -c '^line ' "$out")
+  check "$command: both attempts printed lines ($n)" test "$n" -ge 9
+  expect_lines "$command: every line of both attempts" "$out" "$n" ".mlw/runs/$run/driver_log.txt"
+  expect_contains "$command: the second attempt is marked in the log" "$(cat "$out")" \
+    "mlw: attempt 2 (restart 1): job $job was $word"
+  expect_eq "$command: one record, restarts 1" "$("$MLW" -o json history info -r "$run" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
+}
+
 # --- bad input ------------------------------------------------------------------------------------
 cp aml_config/rq.compute "$WORK/rq.compute"
 sed -i 's/^checkpointSignal:.*/checkpointSignal: KILL/' aml_config/rq.compute
@@ -76,18 +96,8 @@ LIMITED=$(json_get "$OUT" 'd["run_id"]')
 run_mlw -o json experiment submit -c plain --requeue -a ckpt.py
 expect_eq "submit --requeue" "$CODE" 0
 MOVED=$(json_get "$OUT" 'd["run_id"]')
-check "the second job printed before it is requeued" wait_for 120 grep -q "^line 3" ".mlw/runs/$MOVED/driver_log.txt"
-JOB=$("$MLW" -o json history info -r "$MOVED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
-check "scontrol requeue puts the job back" scontrol requeue "$JOB"
-timeout -k 5 240 "$MLW" history logs -r "$MOVED" -f >"$WORK/moved.txt" 2>"$WORK/moved.err"
-expect_eq "logs -f across the requeue" "$?" 0
-expect_eq "the requeued run completed" "$(run_state "$MOVED")" "Completed 0"
-N=$(grep -c '^line ' "$WORK/moved.txt")
-check "both attempts printed lines ($N)" test "$N" -ge 9
-expect_lines "every line of both attempts" "$WORK/moved.txt" "$N" ".mlw/runs/$MOVED/driver_log.txt"
-expect_contains "the second attempt is marked in the log" "$(cat "$WORK/moved.txt")" "mlw: attempt 2 (restart 1): job $JOB was requeued"
+put_back_and_follow "$MOVED" "scontrol requeue" requeued moved
 expect_contains "the script saw its restart" "$(cat "$WORK/moved.txt")" "attempt 1 from line"
-expect_eq "one record, restarts 1" "$("$MLW" -o json history info -r "$MOVED" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
 
 # --- the first job: warned before its 1-minute limit -----------------------------------------
 timeout -k 5 300 "$MLW" history logs -r "$LIMITED" -f >"$WORK/limited.txt" 2>"$WORK/limited.err"
@@ -113,17 +123,7 @@ sed -i 's/^requeue:.*/requeue: true/' aml_config/grid.compute
 run_mlw -o json experiment submit -c grid -a ckpt.py
 expect_eq "submit a rerunnable Grid Engine job" "$CODE" 0
 RESCHEDULED=$(json_get "$OUT" 'd["run_id"]')
-check "the job printed before qmod -rj" wait_for 120 grep -q "^line 3" ".mlw/runs/$RESCHEDULED/driver_log.txt"
-JOB=$("$MLW" -o json history info -r "$RESCHEDULED" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
-check "qmod -rj reschedules it" qmod -rj "$JOB"
-timeout -k 5 240 "$MLW" history logs -r "$RESCHEDULED" -f >"$WORK/grid.txt" 2>"$WORK/grid.err"
-expect_eq "logs -f across the reschedule" "$?" 0
-expect_eq "the rescheduled run completed" "$(run_state "$RESCHEDULED")" "Completed 0"
-N=$(grep -c '^line ' "$WORK/grid.txt")
-check "both runs of the job printed lines ($N)" test "$N" -ge 9
-expect_lines "every line of both runs of the job" "$WORK/grid.txt" "$N" ".mlw/runs/$RESCHEDULED/driver_log.txt"
-expect_contains "the second run is marked in the log" "$(cat "$WORK/grid.txt")" "mlw: attempt 2 (restart 1): job $JOB was rescheduled"
+put_back_and_follow "$RESCHEDULED" "qmod -rj" rescheduled grid
 expect_contains "the script resumed from its checkpoint" "$(cat "$WORK/grid.txt")" "done after 1 restart(s)"
-expect_eq "one record, restarts 1 (Grid Engine)" "$("$MLW" -o json history info -r "$RESCHEDULED" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
 
 finish
