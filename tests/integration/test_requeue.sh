@@ -52,9 +52,13 @@ sed -i 's/^requeue:.*/requeue: true/; s/^checkpointLeadSeconds:.*/checkpointLead
   aml_config/rq.compute
 cp aml_config/rq.runconfig aml_config/plain.runconfig
 
+# restarts RUN: the record's restarts.
+restarts() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts", 0))'; }
 # put_back_and_follow RUN COMMAND WORD NAME: once RUN's job printed line 3, COMMAND (scontrol
-# requeue, qmod -rj) puts it back; `logs -f` into $WORK/NAME.txt then has every line of both
-# attempts once and in order, the marker "job ID was WORD", and the record Completed, restarts 1.
+# requeue, qmod -rj) puts it back; `logs -f` into $WORK/NAME.txt then has every line of all
+# attempts once and in order, the marker "job ID was WORD", and the record Completed with as many
+# restarts as the last attempt counted (at least 1: a cluster may put a job back again itself,
+# e.g. Slurm after a launch that met the credential it had just revoked).
 put_back_and_follow() {
   local run=$1 command=$2 word=$3 out="$WORK/$4.txt" job n
   check "$command: the job printed first" wait_for 120 grep -q "^line 3" ".mlw/runs/$run/driver_log.txt"
@@ -69,7 +73,10 @@ put_back_and_follow() {
   expect_lines "$command: every line of both attempts" "$out" "$n" ".mlw/runs/$run/driver_log.txt"
   expect_contains "$command: the second attempt is marked in the log" "$(cat "$out")" \
     "mlw: attempt 2 (restart 1): job $job was $word"
-  expect_eq "$command: one record, restarts 1" "$("$MLW" -o json history info -r "$run" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
+  n=$(restarts "$run")
+  check "$command: one record, restarts $n (at least 1)" test "$n" -ge 1
+  expect_contains "$command: the last attempt finished after as many" "$(cat "$out")" \
+    "done after $n restart(s)"
 }
 
 # --- bad input ------------------------------------------------------------------------------------
@@ -97,7 +104,7 @@ run_mlw -o json experiment submit -c plain --requeue -a ckpt.py
 expect_eq "submit --requeue" "$CODE" 0
 MOVED=$(json_get "$OUT" 'd["run_id"]')
 put_back_and_follow "$MOVED" "scontrol requeue" requeued moved
-expect_contains "the script saw its restart" "$(cat "$WORK/moved.txt")" "attempt 1 from line"
+check "the script saw its restart" grep -qE '^attempt [1-9][0-9]* from line [1-9]' "$WORK/moved.txt"
 
 # --- the first job: warned before its 1-minute limit -----------------------------------------
 timeout -k 5 300 "$MLW" history logs -r "$LIMITED" -f >"$WORK/limited.txt" 2>"$WORK/limited.err"
@@ -106,11 +113,12 @@ expect_eq "it completed on its second attempt" "$(run_state "$LIMITED")" "Comple
 expect_contains "it took a checkpoint at the signal" "$(cat "$WORK/limited.txt")" "checkpoint at line"
 expect_contains "mlw says it requeued the job" "$(cat "$WORK/limited.txt")" "after USR1; requeueing job"
 expect_contains "the second attempt is marked" "$(cat "$WORK/limited.txt")" "mlw: attempt 2 (restart 1)"
-expect_contains "and resumed from the checkpoint" "$(cat "$WORK/limited.txt")" "done after 1 restart(s)"
+N=$(restarts "$LIMITED")
+check "one record, restarts $N (1 but where the cluster put the job back again itself)" test "$N" -ge 1
+expect_contains "and resumed from the checkpoint" "$(cat "$WORK/limited.txt")" "done after $N restart(s)"
 N=$(grep -c '^line ' "$WORK/limited.txt")
 check "lines of both attempts ($N)" test "$N" -ge 6
 expect_lines "every line of both attempts, once, in order" "$WORK/limited.txt" "$N" ".mlw/runs/$LIMITED/driver_log.txt"
-expect_eq "one record with restarts 1" "$("$MLW" -o json history info -r "$LIMITED" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("restarts"))')" 1
 expect_eq "one record for the two runs" "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2
 
 # --- Grid Engine: a rerunnable job (requeue: true, qsub -r y) that qmod -rj reschedules --------
@@ -124,6 +132,6 @@ run_mlw -o json experiment submit -c grid -a ckpt.py
 expect_eq "submit a rerunnable Grid Engine job" "$CODE" 0
 RESCHEDULED=$(json_get "$OUT" 'd["run_id"]')
 put_back_and_follow "$RESCHEDULED" "qmod -rj" rescheduled grid
-expect_contains "the script resumed from its checkpoint" "$(cat "$WORK/grid.txt")" "done after 1 restart(s)"
+check "the script resumed from its checkpoint" grep -qE '^attempt [1-9][0-9]* from line [1-9]' "$WORK/grid.txt"
 
 finish

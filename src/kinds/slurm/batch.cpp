@@ -161,7 +161,7 @@ std::string slurm_run_env(const RunPlan& plan, const TargetRunPaths& paths) {
       "mlw_share=" + shell_quote(paths.share_dir) + "\n" +
       fmt::format("mlw_nodes={}\nmlw_gpus_per_node={}\n", compute.nodes, compute.gpus_per_node) +
       fmt::format("mlw_checkpoint_signal={}\nmlw_checkpoint_lead={}\n",
-                  requeue.requeue ? requeue.signal : "", requeue.lead_s) +
+                  shell_quote(requeue.requeue ? requeue.signal : ""), requeue.lead_s) +
       "srun_options=(" + shell_join(node.srun_options) + ")\n" + "command=(" +
       shell_join(node.command) + ")\n";
   return text;

@@ -94,7 +94,7 @@ TEST(Slurm, RequeueSubmitsARerunnableJobWarnedBeforeItsLimit) {
   for (const char* absent : {"--requeue", "--signal"}) {
     EXPECT_FALSE(contains(joined(sbatch_options(plan)), absent)) << absent;
   }
-  EXPECT_TRUE(contains(slurm_run_env(plan, k_paths), "mlw_checkpoint_signal=\n"));
+  EXPECT_TRUE(contains(slurm_run_env(plan, k_paths), "mlw_checkpoint_signal=''\n"));
   EXPECT_FALSE(contains(slurm_run_env(plan, k_paths), "MLW_CHECKPOINT_DIR"));
   plan.compute.section["requeue"] = "true";
   plan.compute.section["checkpointSignal"] = "USR2";
