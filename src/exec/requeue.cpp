@@ -60,13 +60,16 @@ RequeueConfig requeue_config(const ComputeConfig& compute) {
   return config;
 }
 
+std::string checkpoint_folder(const std::string& share, const std::string& run_id) {
+  return (share.ends_with('/') ? share : share + "/") + "checkpoints/" + run_id;
+}
+
 std::map<std::string, std::string> requeue_environment(const RequeueConfig& config,
                                                        const std::string& share,
                                                        const std::string& run_id) {
   if (!config.requeue) return {};
-  const std::string folder = share.ends_with('/') ? share : share + "/";
   return {{"MLW_CHECKPOINT_SIGNAL", config.signal},
-          {"MLW_CHECKPOINT_DIR", folder + "checkpoints/" + run_id}};
+          {"MLW_CHECKPOINT_DIR", checkpoint_folder(share, run_id)}};
 }
 
 }  // namespace mlw

@@ -184,14 +184,19 @@ sed -i '/scipy=1.11/d' aml_config/conda_dependencies.yml  # (the test image has 
   --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null 2>&1
 printf 'restart:\n  onExitCodes: [75]\n  maxRestarts: 2\n  backoffSeconds: 1\n' >>aml_config/rd.compute
 echo 'restart: {onFailure: true, maxRestarts: 1, backoffSeconds: 0}' >>aml_config/rem.compute
-run_mlw experiment submit -c rd flaky.py 75 2
-expect_eq "remotedocker: a script that exits 75 twice, restarted, then completes" "$CODE" 0
-expect_eq "… each attempt in the log, a marker before each restart, one checkpoint folder" \
-  "$(grep -E '^(ATTEMPT|mlw: restart)' <<<"$OUT")" \
-  "$(printf '%s\n' 'ATTEMPT 0 SAW 0' 'mlw: restart 1 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 1 SAW 0 1' \
-    'mlw: restart 2 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 2 SAW 0 1 2')"
-expect_eq "… one record: Completed, restarts 2" \
-  "$(json_get "$("$MLW" -o json history last)" '(d["status"], d["exit_code"], d["restarts"])')" "('Completed', 0, 2)"
+# restarted_twice NAME KIND: flaky.py exits 75 twice on NAME (onExitCodes [75], maxRestarts 2,
+# backoffSeconds 1), is restarted, and completes: each attempt and marker, one record.
+restarted_twice() {
+  run_mlw experiment submit -c "$1" flaky.py 75 2
+  expect_eq "$2: a script that exits 75 twice, restarted, then completes" "$CODE" 0
+  expect_eq "$2: each attempt in the log, a marker before each restart, one checkpoint folder" \
+    "$(grep -E '^(ATTEMPT|mlw: restart)' <<<"$OUT")" \
+    "$(printf '%s\n' 'ATTEMPT 0 SAW 0' 'mlw: restart 1 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 1 SAW 0 1' \
+      'mlw: restart 2 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 2 SAW 0 1 2')"
+  expect_eq "$2: one record: Completed, restarts 2" \
+    "$(json_get "$("$MLW" -o json history last)" '(d["status"], d["exit_code"], d["restarts"])')" "('Completed', 0, 2)"
+}
+restarted_twice rd remotedocker
 run_mlw experiment submit -c rd flaky.py 76 9
 expect_eq "an exit code the policy does not name is not restarted" \
   "$CODE $(json_get "$("$MLW" -o json history last)" 'd.get("restarts", 0)')" "76 0"
@@ -207,14 +212,7 @@ expect_not_contains "… no restart in its log" "$("$MLW" history logs -r "$S")"
 # On a docker target (through the Engine API) the container's own process runs the script again.
 cp aml_config/docker.compute "$WORK/docker.compute"
 printf 'restart:\n  onExitCodes: [75]\n  maxRestarts: 2\n  backoffSeconds: 1\n' >>aml_config/docker.compute
-run_mlw experiment submit -c docker flaky.py 75 2
-expect_eq "docker: a script that exits 75 twice, restarted, then completes" "$CODE" 0
-expect_eq "… each attempt and each restart's marker in the log" \
-  "$(grep -E '^(ATTEMPT|mlw: restart)' <<<"$OUT" | sed 's/ SAW .*//')" \
-  "$(printf '%s\n' 'ATTEMPT 0' 'mlw: restart 1 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 1' \
-    'mlw: restart 2 of 2 after exit code 75 (in 1 s)' 'ATTEMPT 2')"
-expect_eq "… one record: Completed, restarts 2" \
-  "$(json_get "$("$MLW" -o json history last)" '(d["status"], d["exit_code"], d["restarts"])')" "('Completed', 0, 2)"
+restarted_twice docker docker
 echo 'restart: {onFailure: true}' >>"$WORK/docker.compute"
 cp "$WORK/docker.compute" aml_config/docker.compute
 S=$("$MLW" -o json experiment submit -a -c docker slow.py | json_get "$(cat)" 'd["run_id"]')

@@ -26,6 +26,10 @@ std::vector<OwnKey> with_requeue_keys(std::vector<OwnKey> keys);
 /// The requeue keys of `compute` (a checked file, or attach's settings).
 RequeueConfig requeue_config(const ComputeConfig& compute);
 
+/// The folder every attempt of run `run_id` sees for its checkpoints, in the share folder
+/// `share` (as the script sees it): MLW_CHECKPOINT_DIR.
+std::string checkpoint_folder(const std::string& share, const std::string& run_id);
+
 /// What a requeued run's script sees besides the run's variables: MLW_CHECKPOINT_SIGNAL and
 /// MLW_CHECKPOINT_DIR (`share` is the share folder as the script sees it); nothing without
 /// requeue. MLW_RESTART_COUNT is the job script's, set on each attempt.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "mlw/exec/monitor_driver.hpp"
+#include "mlw/exec/requeue.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -82,8 +83,7 @@ std::string run_env(const RunPlan& plan, const TargetRunPaths& paths) {
   auto env = run_environment(plan, paths.run_dir, paths.share_dir);
   // Rerunnable: a folder for checkpoints that every run of the job sees.
   if (config_of(plan.compute).rerun) {
-    env["MLW_CHECKPOINT_DIR"] =
-        share_variable(paths.share_dir) + "checkpoints/" + plan.record.run_id;
+    env["MLW_CHECKPOINT_DIR"] = checkpoint_folder(paths.share_dir, plan.record.run_id);
   }
   for (const auto& [key, value] : env) text += "export " + shell_quote(key + "=" + value) + "\n";
   text += "set -- " + shell_join(script_command(plan, plan.compute.python_location)) + "\n";

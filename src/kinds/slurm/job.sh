@@ -45,7 +45,6 @@ srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c 'MLW_NODE_RANK="$SLURM_NODE
 step=$!
 signalled=
 # The seconds of squeue's time left (D-HH:MM:SS, HH:MM:SS, MM:SS), or nothing.
-# shellcheck disable=SC2317 # both functions are the trap's
 seconds_of() {
   local t=$1 days=0 total=0 part
   [[ "$t" =~ ^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$ ]] || return 0
@@ -55,8 +54,7 @@ seconds_of() {
 }
 # Slurm may warn a requeued job again as soon as it starts: a warning while more than the lead
 # time and a minute (the resolution of Slurm's warnings) are left is not passed on.
-# shellcheck disable=SC2317
-warned() {
+pass_warning() {
   local left
   left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
   left=$(seconds_of "$left")
@@ -67,12 +65,17 @@ warned() {
   signalled=1
   kill -s "$mlw_checkpoint_signal" "$step" 2>/dev/null
 }
-[[ -z "$mlw_checkpoint_signal" ]] || trap warned "$mlw_checkpoint_signal"
-# wait returns early when a trap ran: the step's own end is waited for again.
+# The trap only notes the warning; wait returns early for it, and the loop passes it on.
+warning=
+[[ -z "$mlw_checkpoint_signal" ]] || trap 'warning=1' "$mlw_checkpoint_signal"
 code=
 while [[ -z "$code" ]]; do
   wait "$step"
   c=$?
+  if [[ -n "$warning" ]]; then
+    warning=
+    pass_warning
+  fi
   kill -0 "$step" 2>/dev/null || code=$c
 done
 # The first rank that failed, by when it ended.
