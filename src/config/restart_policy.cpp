@@ -70,9 +70,12 @@ void read_restart_policy(const ConfigDocument& doc, ComputeConfig& config) {
     } else if (key == "backoffSeconds") {
       policy.backoff_seconds = bounded(doc, value, key, 0, 86400);
     } else if (key == "restartAfterReboot") {
-      fail_at(doc, entry.first,
-              "restart: restartAfterReboot is not supported yet: a run whose machine restarts "
-              "ends Lost (see docs/reproduce.md)");
+      policy.after_reboot = bool_value(doc, value, "restartAfterReboot");
+      if (policy.after_reboot && config.type == "docker") {
+        fail_at(doc, value,
+                "restart: restartAfterReboot applies to remote and remotedocker targets: a docker "
+                "target's runs are followed by mlw on this machine, which the restart ends too");
+      }
     } else {
       fail_at(doc, entry.first,
               fmt::format("restart: unknown key \"{}\"{}", key, did_you_mean(key, restart_keys())));

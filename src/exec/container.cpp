@@ -386,6 +386,13 @@ std::string monitor_script(const RunPlan& given, const TargetRunPaths& paths,
               engine_socket_lookup();
   }
   script += lease_preamble(plan, container);
+  // restartAfterReboot: the boot hook's file (exec/reboot.sh), which the monitor installs.
+  if (const RestartPolicy& restart = plan.compute.restart; restart.set && restart.after_reboot) {
+    script += "mlw_reboot=" + std::to_string(restart.max_restarts) +
+              "\nmlw_reboot_sh=" + shell_quote(embedded_script("src/exec/reboot.sh")) + "\n";
+  } else {
+    script += "mlw_reboot=\n";
+  }
   script += "mlw_run=" + shell_quote(paths.run_dir) +
             "\nmlw_share=" + shell_quote(paths.share_dir) + "\nmlw_mode=" + mode + "\nset -- " +
             shell_join(words) + "\n";

@@ -234,11 +234,12 @@ std::string MonitorDriver::follow_script(RunSession& session, bool launching, bo
   // Its first line names the step in -vv's trace of each step.
   return fmt::format(
              "# mlw follow\nmlw_run={}\nmlw_offset={}\nmlw_pid={}\nmlw_tree={}\nmlw_end={}\n"
-             "mlw_lease={}\nmlw_metrics={}\nmlw_handover={}\n",
+             "mlw_lease={}\nmlw_metrics={}\nmlw_handover={}\nmlw_reboot_wait={}\n",
              shell_quote(session.paths.run_dir), session.offset + 1,
              launching ? "" : shell_quote(m_monitor_pid),
              launching && !session.paths.tree.empty() ? "1" : "", shell_quote(end_script()),
-             m_lease_pending ? "1" : "", local_metrics_size(session) + 1, handover ? "1" : "") +
+             m_lease_pending ? "1" : "", local_metrics_size(session) + 1, handover ? "1" : "",
+             setting("MLW_REBOOT_WAIT")) +
          (launching ? std::string(embedded_script("src/exec/launch.sh")) : std::string()) +
          std::string(embedded_script("src/exec/follow.sh")) + RunSession::results_script();
 }
@@ -350,10 +351,24 @@ RunEnding MonitorDriver::ending(RunSession& session) {
         session.host(), setting("MLW_ENGINE_RETRY"), session.record.run_id);
     return lost;
   }
-  RunEnding ending = exit_code_ending(
-      m_end, session.record.cancel_requested, session.host(),
-      fmt::format("the run's monitor on {} ended without an exit code (see {}/monitor.log there)",
-                  session.host(), session.paths.run_dir));
+  // restartAfterReboot (exec/reboot.sh): the machine restarted, and the run was not started again.
+  const std::string no_code =
+      said("no-relaunch")
+          ? fmt::format("{} restarted during the run and its boot hook (restartAfterReboot) had "
+                        "not started it again {} s after the boot (MLW_REBOOT_WAIT; see crontab "
+                        "-l and {}/monitor.log there)",
+                        session.host(), setting("MLW_REBOOT_WAIT"), session.paths.run_dir)
+          : fmt::format("the run's monitor on {} ended without an exit code (see {}/monitor.log "
+                        "there)",
+                        session.host(), session.paths.run_dir);
+  RunEnding ending =
+      exit_code_ending(m_end, session.record.cancel_requested, session.host(), no_code);
+  if (said("reboot-limit")) {
+    ending.problems.push_back(fmt::format(
+        "{} restarted during the run after its {} restarts (maxRestarts) were used: it was not "
+        "started again",
+        session.host(), session.record.restarts));
+  }
   if (said("outage")) {
     ending.problems.push_back(
         fmt::format("the Docker engine on {} stopped answering during the run; its end was read "

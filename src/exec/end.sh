@@ -2,7 +2,8 @@
 # How a run a monitor ran ended, printed in its run folder (follow.sh evaluates it): the script's
 # exit code, then "oom" where the kernel killed it for memory, "lost" where the Docker engine did
 # not answer again, "outage" where it stopped answering for a while, "restarts N" where its
-# restart policy ran the script again N times.
+# restart policy ran the script again N times, "reboot-limit" where the machine restarted after
+# they were used, "no-relaunch" where the boot hook of restartAfterReboot did not start it again.
 c=
 [ -f exit_code ] && { read -r c || :; } <exit_code
 echo "$c"
@@ -10,3 +11,5 @@ echo "$c"
 [ -e lost ] && echo lost
 [ -e outage ] && echo outage
 [ -s restarts ] && { read -r r || :; } <restarts && echo "restarts $r"
+[ -e reboot_limit ] && echo reboot-limit
+[ -z "$c" ] && [ -e reboot ] && echo no-relaunch

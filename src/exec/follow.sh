@@ -3,8 +3,9 @@
 # after the preamble: mlw_run (the run folder), mlw_offset (the first byte of its driver_log.txt
 # not yet received, counted from 1), mlw_pid (the monitor's pid; empty: start the monitor first,
 # monitor.sh on the step's stdin, after the run folder's tree when mlw_tree is 1: "T\n" and T
-# bytes of tar, its objects in the store), mlw_end (prints how the run ended, run in the run
-# folder), mlw_lease (1: the run waits for its lease), mlw_metrics (the first byte of its
+# bytes of tar, its objects in the store), mlw_reboot_wait (how long after a boot a run that
+# restartAfterReboot keeps may wait for its boot hook, s), mlw_end (prints how the run ended,
+# run in the run folder), mlw_lease (1: the run waits for its lease), mlw_metrics (the first byte of its
 # metrics.jsonl not yet received, counted from 1), mlw_handover (1: end once the run started or
 # queued) and the results' settings (results.sh follows this file).
 # Prints the log from mlw_offset on until the monitor ends, then on stderr: the new monitor's
@@ -28,6 +29,22 @@ if [ -z "$mlw_pid" ]; then
   echo "mlw-pid=$p" >&2
   case "$p" in '' | *[!0-9]*) exit 0 ;; esac
   mlw_pid=$p
+fi
+# A run that restartAfterReboot keeps (RUN/reboot, exec/reboot.sh): its monitor is the one that
+# monitor.pid names for this boot (the hook may have started it again).
+mlw_rb=
+if [ -f "$mlw_run/reboot" ]; then
+  mlw_rb=
+  read -r mlw_rb </proc/sys/kernel/random/boot_id 2>/dev/null || mlw_rb=
+  mlw_mpid() {
+    o=
+    m=
+    { read -r o m || :; } <"$mlw_run/monitor.pid" 2>/dev/null
+    [ "$o" = "$mlw_rb" ] && [ -n "$m" ] && mlw_pid=$m
+    [ "$o" = "$mlw_rb" ]
+  }
+  # A pid of another boot names some other process now: none to follow (no pid is that high).
+  mlw_mpid || [ ! -s "$mlw_run/monitor.pid" ] || mlw_pid=2147483647
 fi
 # A detached run's launch through the kept connection (mlw_handover=1) ends here, once the run
 # started or (mlw_lease=1) the lease answered first: the connection is free for the next
@@ -76,6 +93,25 @@ if [ -n "$mlw_mtail" ]; then
 fi
 exec >&2
 kill -0 "$mlw_pid" 2>/dev/null && echo mlw-state=running && exit 0
+# Its monitor gone with no end: where the machine restarted since it started (another boot's id
+# in monitor.pid), the run waits for the boot hook to start it again (up to 20 s a step, and
+# MLW_REBOOT_WAIT s of the machine's uptime); a stop while it waits ends it (143).
+if [ -n "$mlw_rb" ] && [ -f "$mlw_run/reboot" ] && [ ! -f "$mlw_run/exit_code" ] && ! mlw_mpid; then
+  if [ -e "$mlw_run/stopped" ]; then
+    echo 143 >"$mlw_run/exit_code"
+  else
+    i=0
+    while [ "$i" -lt 20 ] && ! mlw_mpid && [ ! -f "$mlw_run/exit_code" ]; do
+      sleep 1
+      i=$((i + 1))
+    done
+    read -r up _ </proc/uptime 2>/dev/null || up=0
+    if mlw_mpid || [ "${up%.*}" -lt "$mlw_reboot_wait" ]; then
+      echo mlw-state=running
+      exit 0
+    fi
+  fi
+fi
 echo mlw-state=ended
 cd "$mlw_run" || exit 0
 eval "$mlw_end"

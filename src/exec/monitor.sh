@@ -19,12 +19,31 @@
 #   mlw_lease_want       the run's lease (exec/lease.sh: gpu:N or slot:M; "" for none), with
 #                        mlw_lease_sh (lease.sh), mlw_lease_dir, mlw_lease_run, mlw_lease_who,
 #                        mlw_lease_foreign and, for a process, mlw_gpus_sh (gpus.sh)
+#   mlw_reboot           restartAfterReboot: the most restarts (empty: not), with mlw_reboot_sh
+#                        (exec/reboot.sh), whose boot hook starts this file again after a restart
 cd "$mlw_run" || exit 125
-# The exit code; the lease (fd 8) ends with the script.
+# The exit code; the lease (fd 8) ends with the script; the boot hook with the last run it keeps.
 finish() {
   exec 8>&-
   echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code
+  [ -z "$mlw_reboot" ] || mlw_hook_remove
 }
+# restartAfterReboot: the boot hook, installed where this run starts (and again where the hook
+# started it after a restart); a machine without a way to run it is said in the log.
+if [ -n "$mlw_reboot" ]; then
+  # shellcheck source=/dev/null
+  mkdir -p "$HOME/.mlw" && printf '%s' "$mlw_reboot_sh" >"$HOME/.mlw/reboot.sh.$$" &&
+    mv "$HOME/.mlw/reboot.sh.$$" "$HOME/.mlw/reboot.sh" && . "$HOME/.mlw/reboot.sh"
+  if ! command -v mlw_hook_install >/dev/null 2>&1 ||
+    ! e=$(mlw_hook_install "$mlw_reboot" 2>&1); then
+    rm -f reboot
+    echo "mlw: error: cannot install the boot hook of restartAfterReboot on $(uname -n): $e" \
+      >>driver_log.txt
+    mlw_reboot=
+    finish 125
+    exit 0
+  fi
+fi
 if [ ! -d snapshot/outputs ] || [ ! -d "$mlw_share" ]; then
   mkdir -p snapshot/outputs "$mlw_share"
 fi
@@ -140,6 +159,17 @@ settle() {
     fi
   done
 }
+# Started again after the machine restarted (exec/reboot.sh): the engine may still be starting;
+# the container of the earlier boot, stopped by the restart, gives its name to the new one.
+if [ -e rebooted ]; then
+  i=0
+  until mlw_d info >/dev/null 2>&1 || [ "$i" -ge "${mlw_engine_retry:-60}" ]; do
+    sleep 1
+    i=$((i + 1))
+  done
+  mlw_d rm -f "$mlw_container_name" >/dev/null 2>&1
+  rm -f container
+fi
 cid=
 e=
 if [ "$mlw_mode" = copy ]; then
@@ -149,7 +179,10 @@ if [ "$mlw_mode" = copy ]; then
     exit 0
   fi
   echo "$cid" >container
-  if ! tar -cf - --transform 's,^\./,mlw/run/,' ./snapshot ./helper |
+  r=
+  [ -s restarts ] && r=./restarts
+  # shellcheck disable=SC2086 # r is empty or one word
+  if ! tar -cf - --transform 's,^\./,mlw/run/,' ./snapshot ./helper $r |
     mlw_d cp - "$cid:/" 2>>driver_log.txt; then
     finish 125
     exit 0

@@ -6,7 +6,8 @@
 # Each attempt gets MLW_RESTART_COUNT (0 first) and MLW_CHECKPOINT_DIR, a folder in the share
 # folder that outlives the attempts; a line in the log marks each restart; ../restarts holds how
 # many there were. A stop (SIGTERM, SIGINT, or ../stopped) is passed to the script and ends it all:
-# a stopped script is never restarted. The exit code is the last attempt's.
+# a stopped script is never restarted. The exit code is the last attempt's. Started again after
+# the machine restarted (restartAfterReboot, exec/reboot.sh), it counts on from ../restarts.
 codes=$1
 max=$2
 backoff=$3
@@ -15,6 +16,7 @@ MLW_CHECKPOINT_DIR=${MLW_SHARE_DIR:-../share/}checkpoints/${MLW_RUN_ID:-run}
 mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
 export MLW_CHECKPOINT_DIR
 n=0
+[ -s ../restarts ] && { read -r n <../restarts || n=0; }
 child=
 stop=
 trap 'stop=1; [ -n "$child" ] && kill -s TERM "$child" 2>/dev/null' TERM INT

@@ -84,6 +84,7 @@ void container_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
   docker_rows(in, rows);
   gpu_rows(in, rows, true);
   disk_row(in, rows);
+  reboot_row(in, rows);
 }
 
 void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses) {
@@ -178,6 +179,36 @@ void disk_row(const CheckInput& in, std::vector<CheckRow>& rows) {
                   fmt::format("{:.1f} GiB free in {}", free_gb, in.facts.home),
                   "free some space there (mlw experiment clean -c " + in.target_name +
                       " removes mlw's images)"});
+}
+
+void reboot_row(const CheckInput& in, std::vector<CheckRow>& rows) {
+  const std::string& hook = in.facts.reboot_hook;
+  if (hook.empty()) return;
+  const bool wanted = in.compute.restart.set && in.compute.restart.after_reboot;
+  if (hook != "none") {
+    rows.push_back({"boot hook", CheckResult::Ok,
+                    hook == "crontab"
+                        ? "crontab: an @reboot line while a run with restartAfterReboot goes on"
+                        : "systemd: the user unit mlw-reboot.service while a run with "
+                          "restartAfterReboot goes on (the user's manager starts at boot)",
+                    ""});
+    return;
+  }
+  const std::string fix = fmt::format(
+      "install cron on {} (sudo apt-get install cron), or let {}'s systemd manager start at boot "
+      "(sudo loginctl enable-linger {})",
+      in.host, in.compute.username, in.compute.username);
+  CheckRow row{"boot hook", wanted ? CheckResult::Fail : CheckResult::NotNeeded,
+               std::string("none: no crontab, no systemd user manager that starts at boot") +
+                   (wanted ? "" : " (needed only for restartAfterReboot)"),
+               wanted ? fix : ""};
+  if (wanted) {
+    row.refusal = fmt::format(
+        "restartAfterReboot needs a boot hook on {}: {}, or remove restartAfterReboot from "
+        "aml_config/{}.compute",
+        in.host, fix, in.target_name);
+  }
+  rows.push_back(row);
 }
 
 }  // namespace mlw

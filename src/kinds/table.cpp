@@ -71,8 +71,10 @@ std::shared_ptr<ExecutorSource> kind_executors() {
 
 ProbeAsk probe_ask(const ComputeConfig& compute) {
   const TargetKind& kind = kind_of(compute.type);
+  // The boot hook of restartAfterReboot: for the kinds a monitor runs on a machine reached by SSH.
+  const bool reboot = kind.runner.detached && !kind.runner.batch && kind.place->connects();
   return {kind.runner.image, kind.has_key("pythonLocation"),
-          kind.probe_section ? kind.probe_section(compute) : std::string()};
+          kind.probe_section ? kind.probe_section(compute) : std::string(), reboot};
 }
 
 std::vector<std::string> kind_name_list() {

@@ -43,6 +43,10 @@ std::string probe_script(const ComputeConfig& compute, const ProbeAsk& ask,
       "\nmlw_python=" + shell_quote(ask.python ? compute.python_location : "") +
       "\nmlw_ship=" + shell_quote(ship) + "\nmlw_section=" + shell_quote(ask.section) + "\n";
   if (engine_query) script += engine_socket_lookup();
+  // The boot hook that restartAfterReboot would use, where it is wanted or doctor asks.
+  if (ask.reboot && (disk || compute.restart.after_reboot)) {
+    script += "mlw_reboot_probe=1\n" + std::string(embedded_script("src/exec/reboot.sh"));
+  }
   return script + std::string(embedded_script("src/remote/probe.sh"));
 }
 
@@ -69,6 +73,8 @@ TargetFacts parse_probe(const std::string& output, ProbeShip* ship) {
       facts.nvidia_runtime = value == "yes";
     } else if (key == "image") {
       facts.image_present = value;
+    } else if (key == "reboot_hook") {
+      if (value == "crontab" || value == "systemd" || value == "none") facts.reboot_hook = value;
     } else if (key == "nvidia_docker") {
       facts.nvidia_docker_binary = value == "yes";
     } else if (key == "gpu") {

@@ -11,6 +11,7 @@
 #   mlw_ship          a ship (exec/ship.sh) that reads the step's stdin: its lines come back as
 #                     ship=LINE, its end as `ship=end N`
 #   mlw_section       the kind's own lines of the probe
+#   mlw_reboot_probe  1: which boot hook restartAfterReboot would use (exec/reboot.sh follows)
 # shellcheck disable=SC2086 # docker's words have no space in them
 mlw_d() { $mlw_docker "$@"; }
 mlw_probe() {
@@ -54,6 +55,7 @@ mlw_probe() {
     command -v nvidia-docker >/dev/null 2>&1 && echo nvidia_docker=yes
   fi
   eval "$mlw_section"
+  [ -z "${mlw_reboot_probe:-}" ] || echo "reboot_hook=$(mlw_hook_kind)"
   if [ -n "$mlw_python" ]; then
     if v=$("$mlw_python" --version 2>&1); then
       echo "python=ok $v"

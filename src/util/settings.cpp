@@ -21,6 +21,9 @@ const std::vector<Setting>& settings() {
        "how long a command waits for the history's write lock"},
       {"MLW_RECONNECT_TIMEOUT", 300, 0, "s",
        "how long a run's supervisor tries to reach its target again"},
+      {"MLW_REBOOT_WAIT", 600, 1, "s",
+       "how long after its machine restarted a run kept by restartAfterReboot may wait for its "
+       "boot hook to start it again"},
       {"MLW_ENGINE_RETRY", 60, 1, "s",
        "how long a Docker engine may not answer before the run is `Lost`"},
       {"MLW_SLURM_RETRY", 300, 1, "s",

@@ -17,6 +17,7 @@ struct RestartPolicy {
   bool on_failure = false;         ///< every code but 0 restarts it
   int max_restarts = 3;            ///< then the last attempt's code is the run's
   int backoff_seconds = 10;        ///< between an exit and the next attempt
+  bool after_reboot = false;       ///< restartAfterReboot: a boot hook starts it again
 };
 
 /// The contents of `aml_config/<name>.compute` (spec §2).

@@ -137,6 +137,8 @@ void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses)
 void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none);
 /// The free disk row.
 void disk_row(const CheckInput& in, std::vector<CheckRow>& rows);
+/// The boot hook row of restartAfterReboot (remote, remotedocker): where the probe asked.
+void reboot_row(const CheckInput& in, std::vector<CheckRow>& rows);
 
 /// The NVIDIA row's refusal: nvidiaDocker is true but the engine has no NVIDIA runtime.
 std::string nvidia_refusal(const ComputeConfig& compute, const TargetFacts& facts,

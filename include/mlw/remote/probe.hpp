@@ -30,6 +30,8 @@ struct TargetFacts {
   bool python_ok = false;             ///< pythonLocation runs
   std::string python_detail;          ///< its --version, or the error
   std::string image_present;          ///< the image named to the probe, when it exists there
+  /// restartAfterReboot's boot hook: crontab, systemd or none ("": not asked)
+  std::string reboot_hook;
   /// The lines of the kind's own probe section (key, value), in order, for its checks.
   std::vector<std::pair<std::string, std::string>> section;
 };
@@ -40,6 +42,7 @@ struct ProbeAsk {
   bool docker = false;  ///< the Docker engine, its NVIDIA runtime and the environment image
   bool python = false;  ///< pythonLocation's --version
   std::string section;  ///< the kind's own lines of the probe (its probe_section)
+  bool reboot = false;  ///< the boot hook restartAfterReboot would use (exec/reboot.sh)
 };
 
 /// A ship in the probe's step: a script section and its stdin (ship_in_probe), and what it

@@ -12,6 +12,7 @@ void remote_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
   python_row(in, rows, true);
   gpu_rows(in, rows, true);
   disk_row(in, rows);
+  reboot_row(in, rows);
 }
 
 }  // namespace

@@ -251,6 +251,10 @@ TEST(ComputeFile, ARestartPolicyIsReadAndEachMistakeNamedAtItsPlace) {
   EXPECT_TRUE(any.restart.on_failure);
   EXPECT_EQ(any.restart.backoff_seconds, 0);
   EXPECT_FALSE(parse("type: remote\naddress: h\n").restart.set);
+  EXPECT_FALSE(any.restart.after_reboot);
+  EXPECT_TRUE(parse("type: remote\naddress: h\nrestart: {onFailure: true, restartAfterReboot: "
+                    "true}\n")
+                  .restart.after_reboot);
   const std::vector<std::pair<const char*, const char*>> wrong = {
       {"type: local\nrestart: {onFailure: true}\n", "x.compute:2:10: restart applies to remote"},
       {"type: remote\nrestart: {}\n", "restart needs onExitCodes"},
@@ -260,7 +264,10 @@ TEST(ComputeFile, ARestartPolicyIsReadAndEachMistakeNamedAtItsPlace) {
       {"type: remote\nrestart: {onFailure: true, maxRestart: 2}\n",
        "unknown key \"maxRestart\" (did you mean \"maxRestarts\"?)"},
       {"type: remote\nrestart: {onFailure: true, maxRestarts: -1}\n", "from 0 to 1000"},
-      {"type: remote\nrestart: {onFailure: true, restartAfterReboot: true}\n", "not supported yet"},
+      {"type: docker\nrestart: {onFailure: true, restartAfterReboot: true}\n",
+       "x.compute:2:48: restart: restartAfterReboot applies to remote and remotedocker"},
+      {"type: remote\nrestart: {onFailure: true, restartAfterReboot: 2}\n",
+       "restartAfterReboot must be true or false"},
       {"type: remote\nrestart: 3\n", "restart must be a mapping"},
   };
   for (const auto& [text, message] : wrong) {

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# restartAfterReboot (issue 37 point 4, docs/reproduce.md) on the remote and remotedocker targets
+# of tests/fixtures/servers.sh (the real sshd and Docker engine, as the user mlwtest, whose
+# crontab is Debian's cron's). No suite can restart the machine: a restart is played by what it
+# leaves behind — the run's monitor.pid names another boot, its processes (and container) are
+# killed with SIGKILL — and by running the @reboot line of the user's crontab as that user, as
+# cron does at boot. Checked: doctor's row, the hook while the run goes on and gone after it, the
+# run followed across the "restart" with every line of both attempts, one record (restarts 1), a
+# cancel while it waits, maxRestarts used up, and a run without the key that is not kept.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+TUSER=mlwtest
+THOME=$(getent passwd "$TUSER" | cut -d: -f6)
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+command -v crontab >/dev/null || {
+  echo "crontab is missing (Debian's cron; scripts/setup installs it)"
+  exit 1
+}
+hook_line() { crontab -u "$TUSER" -l 2>/dev/null | grep -F '.mlw/reboot.sh' || :; }
+# boot: what cron does at boot: each @reboot line of the user's crontab, run as the user.
+boot() {
+  local line
+  while IFS= read -r line; do
+    su -s /bin/sh "$TUSER" -c "cd && ${line#@reboot }"
+  done < <(crontab -u "$TUSER" -l 2>/dev/null | grep '^@reboot ')
+}
+# restart_machine RUN: what a restart leaves of RUN on the target: its monitor of another boot,
+# its processes and container ended by SIGKILL.
+restart_machine() {
+  local dir="$THOME/.mlw/runs/$1" pid group
+  read -r _ pid <"$dir/monitor.pid"
+  echo "0f0f0f0f-0000-4000-8000-0000000000aa $pid" >"$dir/monitor.pid"
+  group=$(ps -o pgid= -p "$pid" | tr -d ' ')
+  [ -n "$group" ] && kill -KILL -- "-$group"
+  if [ -s "$dir/container" ]; then docker kill "$(cat "$dir/container")" >/dev/null 2>&1 || :; fi
+}
+crontab -u "$TUSER" -r 2>/dev/null || :
+
+new_project reboot
+# Counts lines from its checkpoint (the next line's number, saved after each); the first attempt
+# prints until it is killed, a later one five more lines and ends.
+cat >count.py <<'PY'
+import os, time
+path = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "next")
+restart = int(os.environ["MLW_RESTART_COUNT"])
+start = int(open(path).read()) if os.path.exists(path) else 0
+print("attempt", restart, "from line", start, flush=True)
+for i in range(start, start + 5 if restart > 0 else 10**6):
+    print("line", i, flush=True)
+    with open(path + ".tmp", "w") as f:
+        f.write(str(i + 1))
+    os.replace(path + ".tmp", path)
+    time.sleep(0.2)
+PY
+sed -i '/scipy=1.11/d' aml_config/conda_dependencies.yml # (the test image has no conda)
+"$MLW" -q computetarget attach remote -n rem -a "$ADDR" -u "$TUSER" --password-stdin \
+  <"$WORK/pw" >/dev/null 2>&1
+"$MLW" -q computetarget attach remotedocker -n rd -a "$ADDR" -u "$TUSER" --password-stdin \
+  --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null 2>&1
+echo 'restart: {onFailure: true, maxRestarts: 2, backoffSeconds: 0, restartAfterReboot: true}' \
+  >>aml_config/rem.compute
+echo 'restart: {onFailure: true, maxRestarts: 2, backoffSeconds: 0, restartAfterReboot: true}' \
+  >>aml_config/rd.compute
+
+run_mlw computetarget doctor -n rem
+expect_contains "doctor names the boot hook the target has" "$OUT" "crontab: an @reboot line"
+
+# survives NAME KIND: a run on NAME whose machine "restarts" mid-run goes on from its checkpoint.
+survives() {
+  local run log lines
+  run=$("$MLW" -o json experiment submit -a -c "$1" count.py | json_get "$(cat)" 'd["run_id"]')
+  check "$2: the run prints" wait_for 90 bash -c "'$MLW' history logs -r $run | grep -q '^line 3$'"
+  expect_eq "$2: the boot hook is in the user's crontab while it runs" "$(hook_line)" \
+    '@reboot /bin/sh "$HOME/.mlw/reboot.sh" mlw-boot'
+  restart_machine "$run"
+  sleep 3
+  expect_eq "$2: killed by the restart, it waits for the hook (not Lost)" "$(run_state "$run")" "Running None"
+  boot
+  check "$2: the hook starts it again; it completes" wait_for 90 run_is "$run" Completed
+  log=$("$MLW" history logs -r "$run")
+  expect_contains "$2: a marker names the restart" "$log" "mlw: restart 1 of 2 after the machine restarted"
+  expect_contains "$2: the second attempt goes on from the checkpoint" "$log" "attempt 1 from line"
+  lines=$(grep '^line ' <<<"$log")
+  expect_eq "$2: every line of both attempts once, in order" "$lines" \
+    "$(seq 0 $(($(wc -l <<<"$lines") - 1)) | sed 's/^/line /')"
+  expect_eq "$2: one record, restarts 1" \
+    "$(json_get "$("$MLW" -o json history info -r "$run")" '(d["status"], d["exit_code"], d["restarts"])')" \
+    "('Completed', 0, 1)"
+  expect_eq "$2: the hook is gone with the last run it kept" "$(hook_line)" ""
+}
+survives rem remote
+survives rd remotedocker
+
+# A cancel while the run waits for the hook ends it; the hook does not start it again.
+R=$("$MLW" -o json experiment submit -a -c rem count.py | json_get "$(cat)" 'd["run_id"]')
+check "a third run prints" wait_for 60 bash -c "'$MLW' history logs -r $R | grep -q '^line 1$'"
+restart_machine "$R"
+sleep 2
+run_mlw experiment cancel -r "$R"
+expect_eq "cancel while it waits for the hook" "$(run_state "$R")" "Canceled 143"
+boot
+sleep 2
+expect_not_contains "… the hook does not start it again" "$("$MLW" history logs -r "$R")" "after the machine restarted"
+expect_eq "… and is gone" "$(hook_line)" ""
+
+# maxRestarts used: the hook does not start it again; the run says why.
+sed -i 's/maxRestarts: 2/maxRestarts: 0/' aml_config/rem.compute
+R=$("$MLW" -o json experiment submit -a -c rem count.py | json_get "$(cat)" 'd["run_id"]')
+check "a fourth run prints" wait_for 60 bash -c "'$MLW' history logs -r $R | grep -q '^line 1$'"
+restart_machine "$R"
+boot
+check "maxRestarts 0: after the restart the run fails" wait_for 60 run_is "$R" Failed
+expect_contains "… saying why" "$("$MLW" -o json history info -r "$R")" "restarts (maxRestarts) were used"
+
+# Without restartAfterReboot no hook is installed and a monitor that ends without an exit code
+# ends the run (as before).
+sed -i '/^restart:/d' aml_config/rem.compute
+R=$("$MLW" -o json experiment submit -a -c rem count.py | json_get "$(cat)" 'd["run_id"]')
+check "a run without the key prints" wait_for 60 bash -c "'$MLW' history logs -r $R | grep -q '^line 1$'"
+expect_eq "… no hook for it" "$(hook_line)" ""
+restart_machine "$R"
+check "… killed, it ends, not kept" wait_for 30 run_is "$R" Failed
+
+finish
