@@ -352,17 +352,18 @@ RunEnding MonitorDriver::ending(RunSession& session) {
     return lost;
   }
   // restartAfterReboot (exec/reboot.sh): the machine restarted, and the run was not started again.
-  const std::string no_code =
-      said("no-relaunch")
-          ? fmt::format("{} restarted during the run and its boot hook (restartAfterReboot) had "
-                        "not started it again {} s after the boot (MLW_REBOOT_WAIT; see crontab "
-                        "-l and {}/monitor.log there)",
-                        session.host(), setting("MLW_REBOOT_WAIT"), session.paths.run_dir)
-          : fmt::format("the run's monitor on {} ended without an exit code (see {}/monitor.log "
-                        "there)",
-                        session.host(), session.paths.run_dir);
-  RunEnding ending =
-      exit_code_ending(m_end, session.record.cancel_requested, session.host(), no_code);
+  if (said("no-relaunch")) {
+    return exit_code_ending(
+        "", session.record.cancel_requested, session.host(),
+        fmt::format("{} restarted during the run and its boot hook (restartAfterReboot) had not "
+                    "started it again {} s after the boot (MLW_REBOOT_WAIT; see crontab -l and "
+                    "{}/monitor.log there)",
+                    session.host(), setting("MLW_REBOOT_WAIT"), session.paths.run_dir));
+  }
+  RunEnding ending = exit_code_ending(
+      m_end, session.record.cancel_requested, session.host(),
+      fmt::format("the run's monitor on {} ended without an exit code (see {}/monitor.log there)",
+                  session.host(), session.paths.run_dir));
   if (said("reboot-limit")) {
     ending.problems.push_back(fmt::format(
         "{} restarted during the run after its {} restarts (maxRestarts) were used: it was not "

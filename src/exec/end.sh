@@ -12,4 +12,4 @@ echo "$c"
 [ -e outage ] && echo outage
 [ -s restarts ] && { read -r r || :; } <restarts && echo "restarts $r"
 [ -e reboot_limit ] && echo reboot-limit
-[ -z "$c" ] && [ -e reboot ] && echo no-relaunch
+[ -e no_relaunch ] && echo no-relaunch

@@ -32,18 +32,18 @@ if [ -z "$mlw_pid" ]; then
 fi
 # A run that restartAfterReboot keeps (RUN/reboot, exec/reboot.sh): its monitor is the one that
 # monitor.pid names for this boot (the hook may have started it again).
+# mlw_mpid: true where monitor.pid names a monitor of this boot, whose pid goes to mlw_pid.
 mlw_rb=
-if [ -f "$mlw_run/reboot" ]; then
-  mlw_rb=
-  read -r mlw_rb </proc/sys/kernel/random/boot_id 2>/dev/null || mlw_rb=
-  mlw_mpid() {
-    o=
-    m=
-    { read -r o m || :; } <"$mlw_run/monitor.pid" 2>/dev/null
-    [ "$o" = "$mlw_rb" ] && [ -n "$m" ] && mlw_pid=$m
-    [ "$o" = "$mlw_rb" ]
-  }
-  # A pid of another boot names some other process now: none to follow (no pid is that high).
+mlw_mpid() {
+  [ -n "$mlw_rb" ] || { read -r mlw_rb </proc/sys/kernel/random/boot_id; } 2>/dev/null || return 1
+  o=
+  m=
+  { read -r o m || :; } <"$mlw_run/monitor.pid" 2>/dev/null
+  [ "$o" = "$mlw_rb" ] && [ -n "$m" ] && mlw_pid=$m
+  [ "$o" = "$mlw_rb" ]
+}
+# A pid of another boot names some other process now: none to follow (no pid is that high).
+if [ -n "$mlw_pid" ] && [ -f "$mlw_run/reboot" ]; then
   mlw_mpid || [ ! -s "$mlw_run/monitor.pid" ] || mlw_pid=2147483647
 fi
 # A detached run's launch through the kept connection (mlw_handover=1) ends here, once the run
@@ -96,7 +96,8 @@ kill -0 "$mlw_pid" 2>/dev/null && echo mlw-state=running && exit 0
 # Its monitor gone with no end: where the machine restarted since it started (another boot's id
 # in monitor.pid), the run waits for the boot hook to start it again (up to 20 s a step, and
 # MLW_REBOOT_WAIT s of the machine's uptime); a stop while it waits ends it (143).
-if [ -n "$mlw_rb" ] && [ -f "$mlw_run/reboot" ] && [ ! -f "$mlw_run/exit_code" ] && ! mlw_mpid; then
+if [ -f "$mlw_run/reboot" ] && [ ! -f "$mlw_run/exit_code" ] && [ -s "$mlw_run/monitor.pid" ] &&
+  ! mlw_mpid; then
   if [ -e "$mlw_run/stopped" ]; then
     echo 143 >"$mlw_run/exit_code"
   else
@@ -110,7 +111,12 @@ if [ -n "$mlw_rb" ] && [ -f "$mlw_run/reboot" ] && [ ! -f "$mlw_run/exit_code" ]
       echo mlw-state=running
       exit 0
     fi
+    : >"$mlw_run/no_relaunch"
   fi
+  # Ended here: a later boot does not start it, and the hook goes with the last run it keeps.
+  # shellcheck source=/dev/null
+  [ ! -f "$HOME/.mlw/reboot.sh" ] ||
+    (. "$HOME/.mlw/reboot.sh" && cd "$mlw_run" && mlw_hook_remove) 2>/dev/null
 fi
 echo mlw-state=ended
 cd "$mlw_run" || exit 0

@@ -34,6 +34,9 @@ if [ -n "$mlw_reboot" ]; then
   # shellcheck source=/dev/null
   mkdir -p "$HOME/.mlw" && printf '%s' "$mlw_reboot_sh" >"$HOME/.mlw/reboot.sh.$$" &&
     mv "$HOME/.mlw/reboot.sh.$$" "$HOME/.mlw/reboot.sh" && . "$HOME/.mlw/reboot.sh"
+  # The hook starts it with what this login had for docker (sshd's SetEnv, ~/.profile): cron's
+  # environment is bare.
+  export -p | grep -E '^export (PATH|DOCKER_[A-Z_]+)=' >boot.env
   if ! command -v mlw_hook_install >/dev/null 2>&1 ||
     ! e=$(mlw_hook_install "$mlw_reboot" 2>&1); then
     rm -f reboot

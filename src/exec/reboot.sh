@@ -7,7 +7,8 @@
 #             there is no crontab command,
 #   systemd   the user unit mlw-reboot.service (WantedBy default.target), for a user whose
 #             manager starts at boot (loginctl enable-linger).
-# A run that wants it has the file `reboot` in its folder (its maxRestarts); the hook is installed
+# A run that wants it has the file `reboot` in its folder (its maxRestarts) and `boot.env` (the
+# login's PATH and DOCKER_* variables, which cron's bare environment lacks); the hook is installed
 # while one such run has no end, and removed with the last. Each monitor writes its pid with the
 # boot's id into monitor.pid (exec/launch.sh): a monitor of an earlier boot is gone, whatever
 # process has its pid now.
@@ -98,7 +99,7 @@ mlw_boot_id() {
 # restarted under it (a monitor.pid of another boot, or of a pid that no longer runs), unless the
 # run ended, was stopped (143) or used its restarts (137, said in the log).
 mlw_relaunch() {
-  [ -f exit_code ] && return 0
+  { [ -f exit_code ] || [ -e no_relaunch ]; } && return 0
   mlw_boot_id
   p=
   o=
@@ -124,7 +125,7 @@ mlw_relaunch() {
   : >rebooted
   # Detached as exec/launch.sh starts it, with a parent that reaps it at once.
   # shellcheck disable=SC2016 # the started shell expands $!
-  setsid sh -c '( . ./monitor.sh ) >>monitor.log 2>&1 </dev/null &
+  setsid sh -c '( . ./boot.env; . ./monitor.sh ) >>monitor.log 2>&1 </dev/null &
     echo "$1 $!" >monitor.pid; exec >/dev/null 2>&1; wait' mlw-relaunch "$b" \
     </dev/null >/dev/null 2>&1 &
 }

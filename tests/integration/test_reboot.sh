@@ -16,6 +16,9 @@ ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
 TUSER=mlwtest
 THOME=$(getent passwd "$TUSER" | cut -d: -f6)
 printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+# This machine did not restart: its uptime is long past the 600 s a run may wait for its hook
+# after a boot. The bound itself is checked last, with the default.
+export MLW_REBOOT_WAIT=100000000
 command -v crontab >/dev/null || {
   echo "crontab is missing (Debian's cron; scripts/setup installs it)"
   exit 1
@@ -38,15 +41,17 @@ restart_machine() {
   [ -n "$group" ] && kill -KILL -- "-$group"
   if [ -s "$dir/container" ]; then docker kill "$(cat "$dir/container")" >/dev/null 2>&1 || :; fi
 }
+# (what an earlier, interrupted run of this suite may have left)
 crontab -u "$TUSER" -r 2>/dev/null || :
+rm -f "$THOME"/.mlw/runs/*/reboot
 
 new_project reboot
 # Counts lines from its checkpoint (the next line's number, saved after each); the first attempt
 # prints until it is killed, a later one five more lines and ends.
 cat >count.py <<'PY'
 import os, time
-path = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "next")
-restart = int(os.environ["MLW_RESTART_COUNT"])
+path = os.path.join(os.environ.get("MLW_CHECKPOINT_DIR", "."), "next")
+restart = int(os.environ.get("MLW_RESTART_COUNT", "0"))
 start = int(open(path).read()) if os.path.exists(path) else 0
 print("attempt", restart, "from line", start, flush=True)
 for i in range(start, start + 5 if restart > 0 else 10**6):
@@ -57,9 +62,9 @@ for i in range(start, start + 5 if restart > 0 else 10**6):
     time.sleep(0.2)
 PY
 sed -i '/scipy=1.11/d' aml_config/conda_dependencies.yml # (the test image has no conda)
-"$MLW" -q computetarget attach remote -n rem -a "$ADDR" -u "$TUSER" --password-stdin \
+"$MLW" -q computetarget attach remote -n rem -a "$ADDR" -u "$TUSER" --password-stdin --accept-host-key \
   <"$WORK/pw" >/dev/null 2>&1
-"$MLW" -q computetarget attach remotedocker -n rd -a "$ADDR" -u "$TUSER" --password-stdin \
+"$MLW" -q computetarget attach remotedocker -n rd -a "$ADDR" -u "$TUSER" --password-stdin --accept-host-key \
   --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null 2>&1
 echo 'restart: {onFailure: true, maxRestarts: 2, backoffSeconds: 0, restartAfterReboot: true}' \
   >>aml_config/rem.compute
@@ -115,6 +120,16 @@ restart_machine "$R"
 boot
 check "maxRestarts 0: after the restart the run fails" wait_for 60 run_is "$R" Failed
 expect_contains "… saying why" "$("$MLW" -o json history info -r "$R")" "restarts (maxRestarts) were used"
+
+# A hook that does not start the run within MLW_REBOOT_WAIT s of the boot: the run fails, saying so.
+sed -i 's/maxRestarts: 0/maxRestarts: 2/' aml_config/rem.compute
+R=$(MLW_REBOOT_WAIT=600 "$MLW" -o json experiment submit -a -c rem count.py | json_get "$(cat)" 'd["run_id"]')
+check "a fifth run prints" wait_for 60 bash -c "'$MLW' history logs -r $R | grep -q '^line 1$'"
+restart_machine "$R"
+check "no hook ran within MLW_REBOOT_WAIT of the boot: the run fails" wait_for 60 run_is "$R" Failed
+expect_contains "… saying why" "$("$MLW" -o json history info -r "$R")" "had not started it again 600 s after the boot"
+boot
+expect_eq "… and the hook that runs later does not start it" "$(hook_line)" ""
 
 # Without restartAfterReboot no hook is installed and a monitor that ends without an exit code
 # ends the run (as before).
