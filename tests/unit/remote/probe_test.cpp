@@ -250,3 +250,69 @@ TEST(Probe, TheEnginesAnswerAskedBesideTheShipIsReadAfterIt) {
 }
 
 }  // namespace mlw
+
+namespace mlw {
+
+namespace {
+
+/// The boot hook the probe finds with only the stand-ins in `tools` on PATH (each a script that
+/// prints `answer` and exits 0), and `id`.
+std::string reboot_hook_with(const std::vector<std::string>& tools, const std::string& answer,
+                             bool wanted) {
+  test::TempDir dir("probe-reboot");
+  std::filesystem::create_directories(dir.path() / "bin");
+  std::filesystem::create_symlink(*find_executable("id"), dir.path() / "bin" / "id");
+  for (const auto& tool : tools) {
+    std::ofstream(dir.path() / "bin" / tool) << "#!/bin/sh\necho " << shell_quote(answer) << "\n";
+    std::filesystem::permissions(dir.path() / "bin" / tool, std::filesystem::perms::owner_all);
+  }
+  ComputeConfig compute;
+  compute.type = "remote";
+  compute.restart.set = wanted;
+  compute.restart.after_reboot = wanted;
+  const std::string script = "PATH=" + shell_quote((dir.path() / "bin").string()) + "\n" +
+                             probe_script(compute, probe_ask(compute), "", "", false);
+  return parse_probe(LocalShell().run(script).output).reboot_hook;
+}
+
+}  // namespace
+
+TEST(Probe, TheBootHookIsAskedOnlyWhereWantedAndNamedAsTheMachineHasIt) {
+  EXPECT_EQ(reboot_hook_with({"crontab"}, "", false), "");  // a submit that does not want it
+  EXPECT_EQ(reboot_hook_with({"crontab", "systemctl", "loginctl"}, "yes", true), "crontab");
+  EXPECT_EQ(reboot_hook_with({"systemctl", "loginctl"}, "yes", true), "systemd");
+  EXPECT_EQ(reboot_hook_with({"systemctl", "loginctl"}, "no", true), "none");  // no linger
+  EXPECT_EQ(reboot_hook_with({}, "", true), "none");
+  EXPECT_EQ(parse_probe("reboot_hook=rm -rf /\n").reboot_hook, "");  // a target that lies
+}
+
+TEST(Probe, DoctorsBootHookRowRefusesOnlyARunThatWantsOne) {
+  ComputeConfig compute;
+  compute.type = "remote";
+  compute.username = "me";
+  TargetFacts facts;
+  facts.reboot_hook = "none";
+  std::vector<CheckRow> rows;
+  reboot_row({compute, facts, "gpu-vm", "box"}, rows);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].result, CheckResult::NotNeeded);
+  EXPECT_TRUE(rows[0].refusal.empty());
+  compute.restart.set = compute.restart.after_reboot = true;
+  rows.clear();
+  reboot_row({compute, facts, "gpu-vm", "box"}, rows);
+  EXPECT_EQ(rows[0].result, CheckResult::Fail);
+  EXPECT_NE(rows[0].refusal.find("restartAfterReboot needs a boot hook on gpu-vm: install cron"),
+            std::string::npos)
+      << rows[0].refusal;
+  EXPECT_NE(rows[0].refusal.find("aml_config/box.compute"), std::string::npos);
+  facts.reboot_hook = "crontab";
+  rows.clear();
+  reboot_row({compute, facts, "gpu-vm", "box"}, rows);
+  EXPECT_EQ(rows[0].result, CheckResult::Ok);
+  facts.reboot_hook.clear();
+  rows.clear();
+  reboot_row({compute, facts, "gpu-vm", "box"}, rows);
+  EXPECT_TRUE(rows.empty());
+}
+
+}  // namespace mlw
