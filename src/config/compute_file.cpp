@@ -61,7 +61,9 @@ void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& 
   }
   for (const auto& entry : doc.root) {
     const std::string name = entry.first.Scalar();
-    const auto [owner, key] = owner_of(name);
+    // A name that several kinds own is checked as this kind takes it (sge's timeLimit, slurm's).
+    const OwnKey* key = find_own_key(kind, name);
+    if (!key) key = owner_of(name).second;
     if (!key || entry.second.IsNull()) continue;
     std::string text;
     if (key->kind == ValueKind::Int) {
@@ -74,12 +76,16 @@ void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& 
     const std::string problem = own_value_problem(*key, text);
     if (!problem.empty()) fail_at(doc, entry.second, name + " " + problem);
     if (find_own_key(kind, name)) {
+      // An empty value where none is the default is as if the key were not there (written back
+      // the same way).
+      if (text.empty() && key->fallback.empty()) continue;
       config.section[name] = text;
     } else {
       doc.warnings.push_back(
           fmt::format("{}: {} is a key of {} targets; this one is {}, which "
                       "does not use it",
-                      doc.position_of(entry.first).to_string(false), name, owner->name, kind.name));
+                      doc.position_of(entry.first).to_string(false), name,
+                      owner_of(name).first->name, kind.name));
     }
   }
 }

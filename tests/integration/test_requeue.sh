@@ -27,7 +27,7 @@ path = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "next")
 restart = int(os.environ["MLW_RESTART_COUNT"])
 start = int(open(path).read()) if os.path.exists(path) else 0
 warned = []
-if os.environ.get("MLW_CHECKPOINT_SIGNAL"):  # Slurm's warning; Grid Engine gives none
+if os.environ.get("MLW_CHECKPOINT_SIGNAL"):  # Slurm's warning, or Grid Engine's SIGUSR1
     signal.signal(getattr(signal, "SIG" + os.environ["MLW_CHECKPOINT_SIGNAL"]),
                   lambda number, frame: warned.append(number))
 print("attempt", restart, "from line", start, flush=True)
@@ -133,5 +133,27 @@ expect_eq "submit a rerunnable Grid Engine job" "$CODE" 0
 RESCHEDULED=$(json_get "$OUT" 'd["run_id"]')
 put_back_and_follow "$RESCHEDULED" "qmod -rj" rescheduled grid
 check "the script resumed from its checkpoint" grep -qE '^attempt [1-9][0-9]* from line [1-9]' "$WORK/grid.txt"
+
+# --- Grid Engine: warned before its limit (the soft limit s_rt = timeLimit - checkpointLeadSeconds
+# sends SIGUSR1), checkpoints, ends 3: job.sh exits 99 and Grid Engine runs it again -------------
+sed 's/^timeLimit:.*/timeLimit: "00:01:00"/; s/^checkpointLeadSeconds:.*/checkpointLeadSeconds: 45/' \
+  aml_config/grid.compute >aml_config/gridlim.compute
+sed 's/^Target: "grid"$/Target: "gridlim"/' aml_config/grid.runconfig >aml_config/gridlim.runconfig
+run_mlw -o json experiment submit -c gridlim -a ckpt.py
+expect_eq "submit a rerunnable Grid Engine job with a 1-minute limit" "$CODE" 0
+WARNED=$(json_get "$OUT" 'd["run_id"]')
+timeout -k 5 240 "$MLW" history logs -r "$WARNED" -f >"$WORK/gridlim.txt" 2>"$WORK/gridlim.err"
+expect_eq "logs -f of the Grid Engine job warned before its limit" "$?" 0
+expect_eq "it completed on its second attempt" "$(run_state "$WARNED")" "Completed 0"
+expect_contains "the script took a checkpoint at SIGUSR1" "$(cat "$WORK/gridlim.txt")" "checkpoint at line"
+expect_contains "mlw says the job runs again" "$(cat "$WORK/gridlim.txt")" \
+  "mlw: Grid Engine warned the job (SIGUSR1) and the script ended with 3: it runs again"
+expect_contains "the second attempt is marked" "$(cat "$WORK/gridlim.txt")" "mlw: attempt 2 (restart 1): job"
+N=$(restarts "$WARNED")
+check "one record, restarts $N (at least 1)" test "$N" -ge 1
+expect_contains "and resumed from the checkpoint" "$(cat "$WORK/gridlim.txt")" "done after $N restart(s)"
+N=$(grep -c '^line ' "$WORK/gridlim.txt")
+check "lines of both attempts ($N)" test "$N" -ge 6
+expect_lines "every line of both attempts, once, in order" "$WORK/gridlim.txt" "$N" ".mlw/runs/$WARNED/driver_log.txt"
 
 finish

@@ -29,7 +29,8 @@ class Driver : public MonitorDriver {
         std::to_string(config.slots),
         std::to_string(setting("MLW_BATCH_RETRY")),
         std::to_string(config.gpus),
-        config.rerun ? "y" : "n"};
+        config.rerun ? "y" : "n",
+        limits(config)};
     if (array) {  // one task of a sweep's job array (qsub -t 1-N -tc K)
       const std::string& run_dir = session.paths.run_dir;
       words.insert(words.end(),
@@ -81,9 +82,10 @@ std::string run_env(const RunPlan& plan, const TargetRunPaths& paths) {
   std::string text = "# The variables and the command of run " + plan.record.run_id +
                      ", written by mlw; job.sh sources it.\n";
   auto env = run_environment(plan, paths.run_dir, paths.share_dir);
-  // Rerunnable: a folder for checkpoints that every run of the job sees.
-  if (config_of(plan.compute).rerun) {
-    env["MLW_CHECKPOINT_DIR"] = checkpoint_folder(paths.share_dir, plan.record.run_id);
+  // Rerunnable: the warning's name and a folder for checkpoints that every run of the job sees.
+  for (auto& [key, value] :
+       requeue_environment(requeue_config(plan.compute), paths.share_dir, plan.record.run_id)) {
+    env[key] = value;
   }
   for (const auto& [key, value] : env) text += "export " + shell_quote(key + "=" + value) + "\n";
   text += "set -- " + shell_join(script_command(plan, plan.compute.python_location)) + "\n";

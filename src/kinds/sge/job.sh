@@ -3,9 +3,14 @@
 # driver_log.txt. run.env, written by mlw, exports the run's variables and sets the command's
 # words. The script's exit code goes to exit_code.job; the job exits with it, except 99 and 100,
 # which Grid Engine takes as "run again" and "hold in error" (exit 1 instead).
-# qdel sends SIGUSR2 first (qsub -notify): the run is being canceled, recorded as 143.
+# qdel sends SIGUSR2 first (qsub -notify): the run is being canceled, recorded as 143. SIGUSR1 is
+# Grid Engine's warning (the soft time limit s_rt, a suspend coming): every process of the job
+# gets it, this shell notes it. A rerunnable job (requeue: MLW_CHECKPOINT_SIGNAL is set) whose
+# script then ends other than 0 — it saved a checkpoint — exits 99: Grid Engine runs it again.
 canceled=
+warned=
 trap 'canceled=1' USR2
+trap 'warned=1' USR1
 # shellcheck source=/dev/null
 . ./run.env || exit 125
 mkdir -p "$MLW_SHARE_DIR" 2>/dev/null
@@ -32,6 +37,10 @@ while :; do
 done
 [ -z "$canceled" ] || code=143
 cd .. || exit 125
+if [ -n "$warned" ] && [ -z "$canceled" ] && [ "$code" != 0 ] && [ -n "${MLW_CHECKPOINT_SIGNAL:-}" ]; then
+  echo "mlw: Grid Engine warned the job (SIGUSR1) and the script ended with $code: it runs again"
+  exit 99
+fi
 echo "$code" >exit_code.job.tmp && mv exit_code.job.tmp exit_code.job
 case "$code" in 99 | 100) exit 1 ;; esac
 exit "$code"

@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "mlw/exec/place.hpp"
+#include "mlw/exec/requeue.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/shell_quote.hpp"
@@ -33,6 +35,32 @@ std::string slots_problem(const std::string& value) {
 
 std::string gpus_problem(const std::string& value) {
   return parse_integer(value, 0, 1024) ? "" : "must be 0 (none) or a count of GPUs";
+}
+
+/// Grid Engine's warning is its own SIGUSR1 (qsub -notify, the soft limit s_rt), sent to every
+/// process of the job: no other signal can be asked for.
+std::string signal_problem(const std::string& value) {
+  if (value == "USR1") return "";
+  return fmt::format(
+      "must be USR1 on Grid Engine, not \"{}\": its warning (qsub -notify, the soft time limit "
+      "s_rt) is SIGUSR1, sent to every process of the job",
+      printable(value));
+}
+
+/// HH:MM:SS, as h_rt takes it (hours may be more than 24).
+std::optional<int> seconds_of(const std::string& value) {
+  const auto parts = split(value, ':');
+  if (parts.size() != 3 || parts[1].size() != 2 || parts[2].size() != 2) return std::nullopt;
+  const auto h = parse_integer(parts[0], 0, 100000);
+  const auto m = parse_integer(parts[1], 0, 59);
+  const auto s = parse_integer(parts[2], 0, 59);
+  if (!h || !m || !s || *h * 3600 + *m * 60 + *s == 0) return std::nullopt;
+  return static_cast<int>(*h * 3600 + *m * 60 + *s);
+}
+
+std::string time_problem(const std::string& value) {
+  if (value.empty() || seconds_of(value)) return "";
+  return fmt::format("must be HH:MM:SS (qsub -l h_rt), not \"{}\"", printable(value));
 }
 
 int number(const std::string& text) {
@@ -133,7 +161,18 @@ Config config_of(const ComputeConfig& compute) {
   config.slots = std::max(1, number(own_value(compute, "slots")));
   config.gpus = std::max(0, number(own_value(compute, "gpusPerJob")));
   config.rerun = own_value(compute, "requeue") == "true";
+  config.time_limit_s = seconds_of(own_value(compute, "timeLimit")).value_or(0);
+  config.lead_s = requeue_config(compute).lead_s;
   return config;
+}
+
+std::string limits(const Config& config) {
+  if (config.time_limit_s == 0) return "";
+  std::string text = fmt::format("h_rt={}", config.time_limit_s);
+  if (config.rerun && config.lead_s < config.time_limit_s) {
+    text += fmt::format(",s_rt={}", config.time_limit_s - config.lead_s);
+  }
+  return text;
 }
 
 Facts facts_of(const TargetFacts& facts) {
@@ -162,6 +201,18 @@ std::string probe_section(const ComputeConfig& compute) {
 void checks(const CheckInput& in, std::vector<CheckRow>& rows) {
   const Facts sge = facts_of(in.facts);
   if (scheduler_rows(in, sge, rows)) queue_rows(in, sge, rows);
+  // A warning that would come before the job starts is no warning: refused, not dropped.
+  const Config config = config_of(in.compute);
+  if (config.rerun && config.time_limit_s > 0 && config.lead_s >= config.time_limit_s) {
+    rows.push_back({"checkpoint warning", CheckResult::Fail,
+                    fmt::format("checkpointLeadSeconds {} is not less than timeLimit ({} s)",
+                                config.lead_s, config.time_limit_s),
+                    "lower checkpointLeadSeconds or raise timeLimit",
+                    fmt::format("checkpointLeadSeconds ({}) must be less than timeLimit ({} s) in "
+                                "aml_config/{}.compute: the warning would come before the job "
+                                "starts",
+                                config.lead_s, config.time_limit_s, in.target_name)});
+  }
   python_row(in, rows, true);
   disk_row(in, rows);
 }
@@ -189,10 +240,18 @@ const TargetKind& sge_kind() {
                     "Grid Engine: GPUs per job, asked as -l gpu=N (a consumable complex named "
                     "gpu); 0: none.",
                     "0", sge::gpus_problem, "--gpus-per-job", "GPUs per job (-l gpu=N)"},
+                   {"timeLimit", ValueKind::String,
+                    "Grid Engine: the job's time limit, HH:MM:SS (qsub -l h_rt).", "",
+                    sge::time_problem, "--time", "Time limit, HH:MM:SS (-l h_rt)"},
                    {"requeue", ValueKind::Bool,
                     "Grid Engine: submit the job rerunnable (qsub -r y): rescheduled (qmod -rj, a "
-                    "host that failed), it runs again in the same run folder, one record.",
-                    "false", nullptr, "", ""}},
+                    "host that failed) or warned (SIGUSR1) and ended other than 0, it runs again "
+                    "in the same run folder, one record.",
+                    "false", nullptr, "", ""},
+                   {"checkpointSignal", ValueKind::String,
+                    "Grid Engine: the checkpoint signal, USR1 (its own warning).", "USR1",
+                    sge::signal_problem, "", ""},
+                   requeue_keys()[2]},
       .gpu_key = "gpusPerJob",
       .attach = {.remote = true, .python = true},
       .attach_examples = {"mlw computetarget attach sge -n grid -a head.example.com -u me -k "

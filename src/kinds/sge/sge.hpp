@@ -21,12 +21,18 @@ inline constexpr const char* k_lost_qmaster = "sge";
 
 /// The kind's own keys of a .compute file, typed.
 struct Config {
-  std::string queue;   ///< -q; empty: any queue the job fits
-  std::string pe;      ///< -pe NAME; empty: one slot, no parallel environment
-  int slots = 1;       ///< the slots asked of `pe`
-  int gpus = 0;        ///< -l gpu=N (a consumable complex named gpu); 0: none asked
-  bool rerun = false;  ///< requeue: -r y, a job the cluster reschedules runs again
+  std::string queue;     ///< -q; empty: any queue the job fits
+  std::string pe;        ///< -pe NAME; empty: one slot, no parallel environment
+  int slots = 1;         ///< the slots asked of `pe`
+  int gpus = 0;          ///< -l gpu=N (a consumable complex named gpu); 0: none asked
+  bool rerun = false;    ///< requeue: -r y, a job the cluster reschedules runs again
+  int time_limit_s = 0;  ///< timeLimit: -l h_rt (0: none)
+  int lead_s = 120;      ///< checkpointLeadSeconds: with rerun, -l s_rt this much before h_rt
 };
+
+/// qsub's -l limits of `config`: "h_rt=S", and ",s_rt=S" (SIGUSR1, the checkpoint signal) where
+/// the job is rerunnable and its lead is less than the limit; "" without a limit.
+std::string limits(const Config& config);
 
 /// The own keys of `compute` (a file the reader has checked).
 Config config_of(const ComputeConfig& compute);

@@ -1,16 +1,17 @@
 #!/bin/sh
 # Submits an mlw run to Grid Engine, in the run folder:
-#   sh ./submit.sh JOB_NAME QUEUE PE SLOTS RETRY_SECONDS GPUS RERUN [ARRAY_DIR INDEX SIZE LIMIT WAIT]
+#   sh ./submit.sh JOB_NAME QUEUE PE SLOTS RETRY_SECONDS GPUS RERUN LIMITS [ARRAY_DIR INDEX SIZE LIMIT WAIT]
 # Standard input holds job.sh, end.sh and run.env, each after a line with its length in bytes.
-# RERUN is y (requeue: a job Grid Engine reschedules runs again) or n. Prints the job id (and
+# RERUN is y (requeue: a job Grid Engine reschedules runs again) or n; LIMITS is qsub's -l of the
+# time limit ("h_rt=S[,s_rt=S]"; "" for none). Prints the job id (and
 # nothing else on stdout); a refusal exits non-zero with qsub's words.
 # With ARRAY_DIR the run is element INDEX (from 0) of a sweep's job array of SIZE, joined as
 # exec/array_join.sh (which precedes this file) does: one `qsub -t 1-SIZE -tc LIMIT`, whose task t
 # runs job.sh in member t-1's folder; each member's id is JOBID.t.
 set -u
-name=$1 queue=$2 pe=$3 slots=$4 retry=$5 gpus=${6:-0} rerun=${7:-n}
+name=$1 queue=$2 pe=$3 slots=$4 retry=$5 gpus=${6:-0} rerun=${7:-n} limits=${8:-}
 # shellcheck disable=SC2034 # index and wait are array_join.sh's
-array=${8:-} index=${9:-0} size=${10:-1} limit=${11:-0} wait=${12:-300}
+array=${9:-} index=${10:-0} size=${11:-1} limit=${12:-0} wait=${13:-300}
 for f in job.sh end.sh run.env; do
   read -r n || exit 125
   head -c "$n" >"$f" || exit 125
@@ -22,6 +23,7 @@ set -- -terse -cwd -N "$name" -o "$out" -j y -S /bin/sh -r "$rerun" -notify
 [ -z "$queue" ] || set -- "$@" -q "$queue"
 [ -z "$pe" ] || set -- "$@" -pe "$pe" "$slots"
 [ "$gpus" = 0 ] || set -- "$@" -l "gpu=$gpus"
+[ -z "$limits" ] || set -- "$@" -l "$limits"
 if [ -n "$array" ]; then
   # The array of the members that joined (under the lock); a task without one exits 125.
   mlw_array_submit() {

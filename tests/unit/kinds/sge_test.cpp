@@ -283,3 +283,36 @@ TEST(SgeKind, RunEnvKeepsEveryValueOffTheCommandLine) {
 }
 
 }  // namespace mlw
+
+namespace mlw {
+
+TEST(SgeKind, ATimeLimitAndItsWarningAreQsubsLimitsAndChecked) {
+  const sge::Config plain =
+      sge::config_of(parse("type: sge\naddress: head\ntimeLimit: 01:00:00\n"));
+  EXPECT_EQ(plain.time_limit_s, 3600);
+  EXPECT_EQ(sge::limits(plain), "h_rt=3600");  // no warning without requeue
+  const sge::Config warned = sge::config_of(parse(
+      "type: sge\naddress: head\ntimeLimit: \"0:01:00\"\nrequeue: true\ncheckpointLeadSeconds: "
+      "45\n"));
+  EXPECT_EQ(sge::limits(warned), "h_rt=60,s_rt=15");
+  EXPECT_EQ(sge::limits(sge::config_of(parse("type: sge\naddress: head\nrequeue: true\n"))), "");
+  EXPECT_EQ(error_of("type: sge\naddress: head\ntimeLimit: 2-00:00\n"),
+            "aml_config/g.compute:3:12: timeLimit must be HH:MM:SS (qsub -l h_rt), not "
+            "\"2-00:00\"");
+  EXPECT_EQ(error_of("type: sge\naddress: head\ncheckpointSignal: TERM\n"),
+            "aml_config/g.compute:3:19: checkpointSignal must be USR1 on Grid Engine, not "
+            "\"TERM\": its warning (qsub -notify, the soft time limit s_rt) is SIGUSR1, sent to "
+            "every process of the job");
+  // Slurm's own timeLimit and signals are still Slurm's.
+  EXPECT_EQ(error_of("type: slurm\naddress: head\ntimeLimit: 2-00:00\ncheckpointSignal: TERM\n"),
+            "no error");
+  // A lead that is not less than the limit: refused with the file's name.
+  const ComputeConfig early = parse(
+      "type: sge\naddress: head\ntimeLimit: \"00:01:00\"\nrequeue: true\ncheckpointLeadSeconds: "
+      "60\n");
+  EXPECT_EQ(first_refusal(checks_of(early, probed("sge_queue=all.q 2 1\n"))),
+            "checkpointLeadSeconds (60) must be less than timeLimit (60 s) in "
+            "aml_config/g.compute: the warning would come before the job starts");
+}
+
+}  // namespace mlw
