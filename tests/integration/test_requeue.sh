@@ -79,6 +79,25 @@ put_back_and_follow() {
     "done after $n restart(s)"
 }
 
+# warned_then_finished RUN NAME WHAT SAID: RUN, warned before its limit, took a checkpoint, was put
+# back (mlw's log line SAID) and completed on a later attempt: `logs -f` into $WORK/NAME.txt has
+# every line of all attempts once and in order, the marker, and one record with its restarts.
+warned_then_finished() {
+  local run=$1 out="$WORK/$2.txt" n
+  timeout -k 5 300 "$MLW" history logs -r "$run" -f >"$out" 2>"$out.err"
+  expect_eq "logs -f of $3 warned before its limit" "$?" 0
+  expect_eq "$3 completed on its second attempt" "$(run_state "$run")" "Completed 0"
+  expect_contains "$3: the script took a checkpoint at the signal" "$(cat "$out")" "checkpoint at line"
+  expect_contains "$3: mlw says the job goes back" "$(cat "$out")" "$4"
+  expect_contains "$3: the second attempt is marked" "$(cat "$out")" "mlw: attempt 2 (restart 1): job"
+  n=$(restarts "$run")
+  check "$3: one record, restarts $n (1 but where the cluster put the job back again itself)" test "$n" -ge 1
+  expect_contains "$3: resumed from the checkpoint" "$(cat "$out")" "done after $n restart(s)"
+  n=$(grep -c '^line ' "$out")
+  check "$3: lines of both attempts ($n)" test "$n" -ge 6
+  expect_lines "$3: every line of both attempts, once, in order" "$out" "$n" ".mlw/runs/$run/driver_log.txt"
+}
+
 # --- bad input ------------------------------------------------------------------------------------
 cp aml_config/rq.compute "$WORK/rq.compute"
 sed -i 's/^checkpointSignal:.*/checkpointSignal: KILL/' aml_config/rq.compute
@@ -107,18 +126,7 @@ put_back_and_follow "$MOVED" "scontrol requeue" requeued moved
 check "the script saw its restart" grep -qE '^attempt [1-9][0-9]* from line [1-9]' "$WORK/moved.txt"
 
 # --- the first job: warned before its 1-minute limit -----------------------------------------
-timeout -k 5 300 "$MLW" history logs -r "$LIMITED" -f >"$WORK/limited.txt" 2>"$WORK/limited.err"
-expect_eq "logs -f of the job warned at its limit" "$?" 0
-expect_eq "it completed on its second attempt" "$(run_state "$LIMITED")" "Completed 0"
-expect_contains "it took a checkpoint at the signal" "$(cat "$WORK/limited.txt")" "checkpoint at line"
-expect_contains "mlw says it requeued the job" "$(cat "$WORK/limited.txt")" "after USR1; requeueing job"
-expect_contains "the second attempt is marked" "$(cat "$WORK/limited.txt")" "mlw: attempt 2 (restart 1)"
-N=$(restarts "$LIMITED")
-check "one record, restarts $N (1 but where the cluster put the job back again itself)" test "$N" -ge 1
-expect_contains "and resumed from the checkpoint" "$(cat "$WORK/limited.txt")" "done after $N restart(s)"
-N=$(grep -c '^line ' "$WORK/limited.txt")
-check "lines of both attempts ($N)" test "$N" -ge 6
-expect_lines "every line of both attempts, once, in order" "$WORK/limited.txt" "$N" ".mlw/runs/$LIMITED/driver_log.txt"
+warned_then_finished "$LIMITED" limited "the job" "after USR1; requeueing job"
 expect_eq "one record for the two runs" "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2
 
 # --- Grid Engine: a rerunnable job (requeue: true, qsub -r y) that qmod -rj reschedules --------
@@ -142,18 +150,7 @@ sed 's/^Target: "grid"$/Target: "gridlim"/' aml_config/grid.runconfig >aml_confi
 run_mlw -o json experiment submit -c gridlim -a ckpt.py
 expect_eq "submit a rerunnable Grid Engine job with a 1-minute limit" "$CODE" 0
 WARNED=$(json_get "$OUT" 'd["run_id"]')
-timeout -k 5 240 "$MLW" history logs -r "$WARNED" -f >"$WORK/gridlim.txt" 2>"$WORK/gridlim.err"
-expect_eq "logs -f of the Grid Engine job warned before its limit" "$?" 0
-expect_eq "it completed on its second attempt" "$(run_state "$WARNED")" "Completed 0"
-expect_contains "the script took a checkpoint at SIGUSR1" "$(cat "$WORK/gridlim.txt")" "checkpoint at line"
-expect_contains "mlw says the job runs again" "$(cat "$WORK/gridlim.txt")" \
+warned_then_finished "$WARNED" gridlim "the Grid Engine job" \
   "mlw: Grid Engine warned the job (SIGUSR1) and the script ended with 3: it runs again"
-expect_contains "the second attempt is marked" "$(cat "$WORK/gridlim.txt")" "mlw: attempt 2 (restart 1): job"
-N=$(restarts "$WARNED")
-check "one record, restarts $N (at least 1)" test "$N" -ge 1
-expect_contains "and resumed from the checkpoint" "$(cat "$WORK/gridlim.txt")" "done after $N restart(s)"
-N=$(grep -c '^line ' "$WORK/gridlim.txt")
-check "lines of both attempts ($N)" test "$N" -ge 6
-expect_lines "every line of both attempts, once, in order" "$WORK/gridlim.txt" "$N" ".mlw/runs/$WARNED/driver_log.txt"
 
 finish
