@@ -92,7 +92,7 @@ mlw_hook_remove() {
 # mlw_boot_id: this boot's id into b.
 mlw_boot_id() {
   b=
-  read -r b </proc/sys/kernel/random/boot_id 2>/dev/null || b=
+  { read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=
 }
 
 # mlw_relaunch: in a run folder with `reboot`, starts its monitor again where the machine
