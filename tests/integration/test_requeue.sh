@@ -144,9 +144,12 @@ check "the script resumed from its checkpoint" grep -qE '^attempt [1-9][0-9]* fr
 
 # --- Grid Engine: warned before its limit (the soft limit s_rt = timeLimit - checkpointLeadSeconds
 # sends SIGUSR1), checkpoints, ends 3: job.sh exits 99 and Grid Engine runs it again -------------
-sed 's/^timeLimit:.*/timeLimit: "00:01:00"/; s/^checkpointLeadSeconds:.*/checkpointLeadSeconds: 45/' \
-  aml_config/grid.compute >aml_config/gridlim.compute
-sed 's/^Target: "grid"$/Target: "gridlim"/' aml_config/grid.runconfig >aml_config/gridlim.runconfig
+"$MLW" computetarget attach sge -n gridlim -a "$ADDR" -u "$MLW_TEST_SGE_USER" --password-stdin \
+  -k --queue all.q --time 00:01:00 <"$WORK/pw" >/dev/null 2>"$WORK/e"
+expect_eq "attach a Grid Engine target with a 1-minute limit" "$?" 0
+expect_contains "… written as timeLimit" "$(cat aml_config/gridlim.compute)" 'timeLimit: "00:01:00"'
+sed -i 's/^requeue:.*/requeue: true/; s/^checkpointLeadSeconds:.*/checkpointLeadSeconds: 45/' \
+  aml_config/gridlim.compute
 run_mlw -o json experiment submit -c gridlim -a ckpt.py
 expect_eq "submit a rerunnable Grid Engine job with a 1-minute limit" "$CODE" 0
 WARNED=$(json_get "$OUT" 'd["run_id"]')
