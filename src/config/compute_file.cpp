@@ -62,8 +62,9 @@ void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& 
   for (const auto& entry : doc.root) {
     const std::string name = entry.first.Scalar();
     // A name that several kinds own is checked as this kind takes it (sge's timeLimit, slurm's).
-    const OwnKey* key = find_own_key(kind, name);
-    if (!key) key = owner_of(name).second;
+    const OwnKey* own = find_own_key(kind, name);
+    const auto [owner, other] = owner_of(name);
+    const OwnKey* key = own ? own : other;
     if (!key || entry.second.IsNull()) continue;
     std::string text;
     if (key->kind == ValueKind::Int) {
@@ -75,7 +76,7 @@ void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& 
     }
     const std::string problem = own_value_problem(*key, text);
     if (!problem.empty()) fail_at(doc, entry.second, name + " " + problem);
-    if (find_own_key(kind, name)) {
+    if (own) {
       // An empty value where none is the default is as if the key were not there (written back
       // the same way).
       if (text.empty() && key->fallback.empty()) continue;
@@ -84,8 +85,7 @@ void read_own_keys(ConfigDocument& doc, const ComputeKind& kind, ComputeConfig& 
       doc.warnings.push_back(
           fmt::format("{}: {} is a key of {} targets; this one is {}, which "
                       "does not use it",
-                      doc.position_of(entry.first).to_string(false), name,
-                      owner_of(name).first->name, kind.name));
+                      doc.position_of(entry.first).to_string(false), name, owner->name, kind.name));
     }
   }
 }

@@ -387,7 +387,7 @@ std::string monitor_script(const RunPlan& given, const TargetRunPaths& paths,
   }
   script += lease_preamble(plan, container);
   // restartAfterReboot: the boot hook's file (exec/reboot.sh), which the monitor installs.
-  if (const RestartPolicy& restart = plan.compute.restart; restart.set && restart.after_reboot) {
+  if (const RestartPolicy& restart = plan.compute.restart; restart.after_reboot) {
     script += "mlw_reboot=" + std::to_string(restart.max_restarts) +
               "\nmlw_reboot_sh=" + shell_quote(embedded_script("src/exec/reboot.sh")) + "\n";
   } else {

@@ -44,6 +44,12 @@ const std::vector<OwnKey>& requeue_keys() {
   return keys;
 }
 
+const OwnKey& requeue_key(std::string_view name) {
+  const auto& keys = requeue_keys();
+  return *std::find_if(keys.begin(), keys.end(),
+                       [&](const OwnKey& key) { return key.name == name; });
+}
+
 std::vector<OwnKey> with_requeue_keys(std::vector<OwnKey> keys) {
   keys.insert(keys.end(), requeue_keys().begin(), requeue_keys().end());
   return keys;

@@ -184,7 +184,7 @@ void disk_row(const CheckInput& in, std::vector<CheckRow>& rows) {
 void reboot_row(const CheckInput& in, std::vector<CheckRow>& rows) {
   const std::string& hook = in.facts.reboot_hook;
   if (hook.empty()) return;
-  const bool wanted = in.compute.restart.set && in.compute.restart.after_reboot;
+  const bool wanted = in.compute.restart.after_reboot;
   if (hook != "none") {
     rows.push_back({"boot hook", CheckResult::Ok,
                     hook == "crontab"

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlw/config/compute_file.hpp"
@@ -19,6 +20,9 @@ struct RequeueConfig {
 
 /// The keys requeue, checkpointSignal and checkpointLeadSeconds, for a kind's own_keys.
 const std::vector<OwnKey>& requeue_keys();
+
+/// The shared key named `name` of requeue_keys() (one kind takes some of them as they are).
+const OwnKey& requeue_key(std::string_view name);
 
 /// `keys` and then requeue_keys(), for a kind's row.
 std::vector<OwnKey> with_requeue_keys(std::vector<OwnKey> keys);

@@ -251,7 +251,7 @@ const TargetKind& sge_kind() {
                    {"checkpointSignal", ValueKind::String,
                     "Grid Engine: the checkpoint signal, USR1 (its own warning).", "USR1",
                     sge::signal_problem, "", ""},
-                   requeue_keys()[2]},
+                   requeue_key("checkpointLeadSeconds")},
       .gpu_key = "gpusPerJob",
       .attach = {.remote = true, .python = true},
       .attach_examples = {"mlw computetarget attach sge -n grid -a head.example.com -u me -k "
