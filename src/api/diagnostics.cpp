@@ -11,9 +11,12 @@
 #include "mlw/api/computetarget.hpp"
 #include "mlw/api/experiment.hpp"
 #include "mlw/config/compute_file.hpp"
+#include "mlw/config/keys.hpp"
+#include "mlw/config/names.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
 #include "mlw/history/store.hpp"
+#include "mlw/util/file_end.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/json_text.hpp"
 #include "mlw/util/strings.hpp"
@@ -29,39 +32,100 @@ namespace {
 /// The most of one log taken (its end: where a run failed).
 constexpr std::size_t k_log_bound = 8u << 20;
 
-/// Names of keys whose values are secrets (compute and run configuration files).
-const std::regex& secret_key() {
-  static const std::regex pattern("pass|secret|token|credential|apikey|api_key", std::regex::icase);
-  return pattern;
+/// Names of keys, variables and script options whose values are secrets: `password`,
+/// `api_key`, `AWS_SECRET_ACCESS_KEY`, `HF_TOKEN`, `MY_KEY` (…_KEY, …-key, key).
+bool secret_name(const std::string& name) {
+  static const std::regex pattern("pass|secret|token|credential|api_?key|(^|[_.-])key$",
+                                  std::regex::icase);
+  return std::regex_search(name, pattern);
 }
 
-/// A .compute or .runconfig file with every secret-looking value, and every value under
-/// EnvironmentVariables, replaced by ***; keys, order and comments kept.
-std::string mask_config(const std::string& text) {
-  static const std::regex line_re(R"(^(\s*-?\s*)("?)([A-Za-z_][A-Za-z0-9_.-]*)("?\s*:\s*)(.*)$)");
-  std::string out;
-  std::size_t env_indent = std::string::npos;
-  for (const std::string& line : split(text, '\n')) {
-    const std::size_t indent = line.find_first_not_of(" \t");
-    if (indent != std::string::npos && env_indent != std::string::npos && indent <= env_indent &&
-        line[indent] != '#') {
-      env_indent = std::string::npos;  // the EnvironmentVariables block ended
+/// `node` rebuilt with its values replaced by *** where `all`, or where they sit under a key
+/// named like a secret or under EnvironmentVariables; empty values stay empty (a maintainer sees
+/// what was not set), a key that is not a plain name is masked too.
+YAML::Node masked_yaml(const YAML::Node& node, bool all) {
+  if (node.IsScalar()) return YAML::Node(all && !node.Scalar().empty() ? "***" : node.Scalar());
+  if (node.IsSequence()) {
+    YAML::Node out(YAML::NodeType::Sequence);
+    for (const auto& item : node) out.push_back(masked_yaml(item, all));
+    return out;
+  }
+  if (!node.IsMap()) return YAML::Node(node.Type());
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& entry : node) {
+    const bool plain = entry.first.IsScalar();
+    const std::string key = plain ? entry.first.Scalar() : "***";
+    const bool secret = all || !plain || secret_name(key) || key == "EnvironmentVariables";
+    out[key] = masked_yaml(entry.second, secret);
+  }
+  return out;
+}
+
+/// A .compute or .runconfig file as mlw read it (YAML, or the JSON of 2017 files), re-written
+/// with every secret-named value and every value under EnvironmentVariables as ***, whatever
+/// its YAML style (flow, block scalars, complex keys): masked by parsing, keys in their order,
+/// comments left out. A file that does not parse is left out whole.
+std::string mask_config(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = load_bounded_yaml(text, name);
+  } catch (const Error& e) {
+    return fmt::format("# {}: left out, it cannot be read: {}\n", name, e.what());
+  }
+  YAML::Emitter out;
+  out << masked_yaml(root, false);
+  return fmt::format(
+      "# {} as the run used it; secrets and EnvironmentVariables as ***, comments "
+      "left out\n{}\n",
+      name, out.c_str());
+}
+
+/// A run's script arguments (or command) with the value of every option named like a secret
+/// as *** (`--password X`, `--api_key=X`, `--hf-token X`).
+nlohmann::ordered_json masked_arguments(const nlohmann::ordered_json& words) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  bool next_is_secret = false;
+  for (const auto& word : words) {
+    const std::string text = word.is_string() ? word.get<std::string>() : word.dump();
+    if (next_is_secret && !starts_with(text, "-")) {
+      out.push_back("***");
+      next_is_secret = false;
+      continue;
     }
-    std::smatch m;
-    if (std::regex_match(line, m, line_re)) {
-      const std::string key = m[3];
-      const bool under_env = env_indent != std::string::npos;
-      if (key == "EnvironmentVariables") env_indent = indent;
-      const std::string value = trim(m[5].str());
-      const bool empty = value.empty() || value == "{}" || value == "\"\"" || value == "''";
-      if (!empty && value[0] != '#' && (under_env || std::regex_search(key, secret_key()))) {
-        out += m[1].str() + m[2].str() + key + m[4].str() + "***\n";
+    next_is_secret = false;
+    const auto equals = text.find('=');
+    const std::string name = text.substr(0, equals);
+    if (starts_with(text, "-") && secret_name(name)) {
+      if (equals == std::string::npos) {
+        next_is_secret = true;
+      } else {
+        out.push_back(name + "=***");
         continue;
       }
     }
-    out += line + "\n";
+    out.push_back(text);
   }
   return out;
+}
+
+/// The run's record for the zip: its arguments and command masked as masked_arguments says.
+std::string masked_record(const RunRecord& record) {
+  nlohmann::ordered_json json = record.to_json();
+  for (const char* key : {"arguments", "command"}) {
+    if (json.contains(key) && json[key].is_array()) json[key] = masked_arguments(json[key]);
+  }
+  return json.dump(2) + "\n";
+}
+
+/// True when `name` (a record's target or run configuration) is a plain name: one from a
+/// damaged or hand-made record (`../..`) names no file.
+bool plain_name(const std::string& name) {
+  try {
+    validate_name(name, "name");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 /// The secrets this run could know of: its target's stored password and passphrase, its -e
@@ -71,7 +135,7 @@ std::vector<std::string> known_secrets(Context& ctx, const Project& project, con
                                        const RunRecord& record) {
   std::vector<std::string> secrets;
   for (const auto& [key, value] : load_run_env(dir)) {
-    if (value.size() >= 8 || (!value.empty() && std::regex_search(key, secret_key()))) {
+    if (value.size() >= 8 || (!value.empty() && secret_name(key))) {
       secrets.push_back(value);
     }
   }
@@ -80,11 +144,12 @@ std::vector<std::string> known_secrets(Context& ctx, const Project& project, con
     const Project stored = run_files(project, dir);
     for (const auto& [key, value] :
          load_run_config(stored, record.run_config).environment_variables) {
-      if (!value.empty() && std::regex_search(key, secret_key())) secrets.push_back(value);
+      if (!value.empty() && secret_name(key)) secrets.push_back(value);
     }
   } catch (const Error&) {
   }
   try {
+    if (!plain_name(record.target)) return secrets;
     const ComputeConfig compute = load_compute(project, record.target);
     const SecretStore store(ctx.config_dir);
     for (const std::string& reference : {compute.password, compute.private_key_passphrase}) {
@@ -109,14 +174,14 @@ std::string scrub(std::string text, const std::vector<std::string>& secrets) {
   return text;
 }
 
-/// The end of a file, at most k_log_bound bytes, said so where it was cut.
-std::optional<std::string> bounded(const fs::path& file) {
-  auto text = read_file_if_exists(file);
-  if (text && text->size() > k_log_bound) {
-    *text = fmt::format("(its first {} bytes left out)\n", text->size() - k_log_bound) +
-            text->substr(text->size() - k_log_bound);
+/// The end of a run folder's file, at most k_log_bound bytes, said so where it was cut; read
+/// without following a link or waiting on a FIFO. Absent (with why) when not a regular file.
+FileEnd bounded(const fs::path& file) {
+  FileEnd end = read_file_end(file, k_log_bound);
+  if (end.found && end.size > k_log_bound) {
+    end.text = fmt::format("(its first {} bytes left out)\n", end.size - k_log_bound) + end.text;
   }
-  return text;
+  return end;
 }
 
 std::string version_text(std::int64_t now_ms) {
@@ -141,19 +206,31 @@ void diagnostics(Context& ctx, const std::string& run_id, const std::optional<st
   const auto put = [&](const std::string& name, const std::string& text) {
     zip.add(run_id + "/" + name, scrub(text, secrets), now);
   };
-  put("run.json", record.to_json().dump(2) + "\n");
-  for (const char* name : {"driver_log.txt", "build.log", "supervisor.log", "metrics.jsonl",
-                           "manifest.json", "stop_reason", "lease.log"}) {
-    if (const auto text = bounded(dir / name)) {
-      put(name, *text);
-    } else if (std::string(name) == "driver_log.txt" || std::string(name) == "manifest.json") {
+  put("run.json", masked_record(record));
+  for (const std::string name : {"driver_log.txt", "build.log", "supervisor.log", "metrics.jsonl",
+                                 "manifest.json", "stop_reason", "lease.log"}) {
+    const FileEnd end = bounded(dir / name);
+    if (end.found) {
+      put(name, end.text);
+    } else if (end.why != "missing") {
+      missing.push_back(fmt::format("{}: left out, {}", name, end.why));
+    } else if (name == "driver_log.txt" || name == "manifest.json") {
       missing.push_back(fmt::format("{}: not in {}", name, dir.string()));
     }
   }
   // The configuration files as the run used them (its snapshot's), secrets masked.
-  for (const std::string& name : {record.run_config + ".runconfig", record.target + ".compute"}) {
-    if (const auto text = read_file_if_exists(dir / "snapshot" / "aml_config" / name)) {
-      put("aml_config/" + name, mask_config(*text));
+  for (const auto& [base, suffix] :
+       {std::pair{record.run_config, ".runconfig"}, std::pair{record.target, ".compute"}}) {
+    const std::string name = base + suffix;
+    FileEnd end;
+    if (plain_name(base)) end = bounded(dir / "snapshot" / "aml_config" / name);
+    if (end.found) {
+      put("aml_config/" + name, mask_config(end.text, "aml_config/" + name));
+    } else if (!plain_name(base)) {
+      missing.push_back(
+          fmt::format("the run's {} file: left out, its name \"{}\" in run.json is "
+                      "not a plain name",
+                      suffix + 1, printable(base)));
     } else {
       missing.push_back(fmt::format("aml_config/{}: not in the run's snapshot folder", name));
     }
@@ -163,6 +240,7 @@ void diagnostics(Context& ctx, const std::string& run_id, const std::optional<st
   put("env.txt", env);
   nlohmann::ordered_json doctor;
   try {
+    if (!plain_name(record.target)) throw Error("the run's target in run.json is not a plain name");
     doctor = doctor_rows(ctx, record.target);
   } catch (const Error& e) {
     doctor = {{"error", e.what()}};

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlw/api/history.hpp"
+#include "mlw/config/keys.hpp"
 #include "mlw/config/targets.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/snapshot/manifest.hpp"
@@ -132,8 +133,8 @@ std::map<std::string, std::string> packages(const Project& project, const Side& 
   const auto path = content_of(project, side, entry->second);
   YAML::Node root;
   try {
-    root = YAML::Load(path ? read_file_if_exists(*path).value_or("") : "");
-  } catch (const YAML::Exception&) {
+    root = load_bounded_yaml(path ? read_file_if_exists(*path).value_or("") : "", file);
+  } catch (const Error&) {
     return out;
   }
   const auto name_of = [](const std::string& spec) {

@@ -70,8 +70,7 @@ nlohmann::ordered_json target_queue(Context& ctx, HistoryStore& store, const std
   const TargetKind& kind = kind_of(compute.type);
   std::unique_ptr<Shell> shell = kind.place->open(ctx, name, compute);
   result["host"] = shell->host();
-  const ShellResult read = shell->run("d=" + shell_quote(lease_folder()) + "\n" +
-                                      std::string(embedded_script("src/exec/queue.sh")));
+  const ShellResult read = shell->run(queue_script(lease_folder()));
   if (read.exit_code != 0) {
     throw Error(fmt::format("cannot read the leases on {}: {}", shell->host(),
                             printable(trim(read.errors))));
@@ -79,10 +78,12 @@ nlohmann::ordered_json target_queue(Context& ctx, HistoryStore& store, const std
   int position = 0;
   for (const auto& line : split(read.output.substr(0, k_queue_bound), '\n')) {
     const std::vector<std::string> f = split(line, '\t');
-    if (f.size() < 9 || f[0] != "ticket") continue;
+    if (f.size() < 11 || f[0] != "ticket") continue;
     nlohmann::ordered_json run = {{"run_id", printable(f[4])}, {"user", printable(f[5])}};
     run["wants"] = wants_of(f[6]);
-    run["in_history"] = known_run(store, f[4]);
+    // Another user's ticket never passes for this project's run, whatever it says.
+    run["in_history"] = f[10] == "1" && known_run(store, f[4]);
+    run["target_user"] = printable(f[9]);
     if (f[2] != "-") {
       const auto since = parse_integer(f[3], 0, 1LL << 40);
       run["gpus"] = starts_with(f[6], "gpu:") ? nlohmann::ordered_json(indexes(f[2]))

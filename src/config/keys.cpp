@@ -50,15 +50,51 @@ void refuse_duplicate_keys(const ConfigDocument& doc, const YAML::Node& node, in
 
 }  // namespace
 
-ConfigDocument parse_config_text(const std::string& text, const std::string& display_path) {
-  ConfigDocument doc;
-  doc.display_path = display_path;
+namespace {
+
+/// Counts the values of `node` (an alias counts each time it is used, as a reader walks it) into
+/// `count`; false once past k_yaml_node_bound values or k_yaml_depth_bound levels.
+bool within_yaml_bounds(const YAML::Node& node, int depth, std::size_t& count) {
+  if (++count > k_yaml_node_bound || depth > k_yaml_depth_bound) return false;
+  if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (!within_yaml_bounds(item, depth + 1, count)) return false;
+    }
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) {
+      if (!within_yaml_bounds(entry.first, depth + 1, count) ||
+          !within_yaml_bounds(entry.second, depth + 1, count)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+YAML::Node load_bounded_yaml(const std::string& text, const std::string& display_path) {
+  YAML::Node root;
   try {
-    doc.root = YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}:{}:{}: malformed YAML: {}", display_path, e.mark.line + 1,
                             e.mark.column + 1, e.msg));
   }
+  std::size_t count = 0;
+  if (!within_yaml_bounds(root, 0, count)) {
+    throw Error(
+        fmt::format("{}: too large to read: more than {} values or {} levels of nesting "
+                    "(each use of a YAML alias counts again)",
+                    display_path, k_yaml_node_bound, k_yaml_depth_bound));
+  }
+  return root;
+}
+
+ConfigDocument parse_config_text(const std::string& text, const std::string& display_path) {
+  ConfigDocument doc;
+  doc.display_path = display_path;
+  doc.root = load_bounded_yaml(text, display_path);
   if (doc.root.IsNull()) {
     doc.root = YAML::Node(YAML::NodeType::Map);
   } else if (!doc.root.IsMap()) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "mlw/config/keys.hpp"
 #include "mlw/remote/probe.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
@@ -87,10 +88,9 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
   if (!trim(env.conda_file).empty()) {
     YAML::Node root;
     try {
-      root = YAML::Load(env.conda_file);
-    } catch (const YAML::Exception& e) {
-      throw Error(fmt::format("{}:{}:{}: {}", file, e.mark.line + 1, e.mark.column + 1, e.msg),
-                  exit_code::k_cannot_start);
+      root = load_bounded_yaml(env.conda_file, file);
+    } catch (const Error& e) {
+      throw Error(e.what(), exit_code::k_cannot_start);
     }
     const YAML::Node deps = root.IsMap() ? root["dependencies"] : YAML::Node();
     if (deps && !deps.IsSequence() && !deps.IsNull()) {
@@ -348,7 +348,7 @@ std::string lease_preamble(const RunPlan& plan, bool container) {
       "mlw_lease_want=" + shell_quote(lease.want) + "\nmlw_lease_dir=" + shell_quote(lease.folder) +
       "\nmlw_lease_run=" + shell_quote(lease.run_id) + "\nmlw_lease_who=" + shell_quote(lease.who) +
       "\nmlw_lease_foreign=" + shell_quote(lease.foreign) +
-      "\nmlw_lease_sh=" + shell_quote(embedded_script("src/exec/lease.sh")) + "\n";
+      "\nmlw_lease_sh=" + shell_quote(lease_script()) + "\n";
   if (!container) text += "mlw_gpus_sh=" + shell_quote(script_body("src/exec/gpus.sh")) + "\n";
   return text;
 }

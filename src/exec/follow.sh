@@ -18,7 +18,7 @@ if [ -z "$mlw_pid" ]; then
     read -r t
     if [ -d "$mlw_run" ]; then
       head -c "$t" >/dev/null
-    elif ! { { [ ! -e "$mlw_run.tmp" ] || rm -rf "$mlw_run.tmp"; } && mkdir "$mlw_run.tmp" &&
+    elif ! { { [ ! -e "$mlw_run.tmp" ] || rm -rf "$mlw_run.tmp"; } && mkdir -m 700 "$mlw_run.tmp" &&
       head -c "$t" | tar -x -P -C "$mlw_run.tmp" && : >"$mlw_run.tmp/driver_log.txt" &&
       mv "$mlw_run.tmp" "$mlw_run"; }; then
       echo mlw-pid= >&2

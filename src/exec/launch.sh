@@ -9,7 +9,7 @@
 # shellcheck disable=SC2034 # p is the caller's
 mlw_launch() {
   # shellcheck disable=SC2016 # the started shell expands $!
-  p=$(cd "$1" && cat >monitor.sh && {
+  p=$(cd "$1" && (umask 077 && cat >monitor.sh) && {
     setsid sh -c '( . ./monitor.sh ) >monitor.log 2>&1 </dev/null & echo $!
       { read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=; echo "$b $!" >monitor.pid
       exec >/dev/null 2>&1; wait' </dev/null &

@@ -15,7 +15,9 @@
 #include "mlw/exec/run_session.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
+#include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -47,6 +49,15 @@ LeaseRequest lease_request(const RunPlan& plan) {
   request.run_id = plan.record.run_id;
   request.who = plan.record.user + "@" + plan.record.host;
   return request;
+}
+
+std::string lease_script() {
+  return std::string(embedded_script("src/exec/lease_dir.sh")) +
+         std::string(embedded_script("src/exec/lease.sh"));
+}
+
+std::string queue_script(const std::string& folder) {
+  return "d=" + shell_quote(folder) + "\n" + std::string(embedded_script("src/exec/queue.sh"));
 }
 
 std::vector<std::string> lease_words(const LeaseRequest& request) {
@@ -84,9 +95,9 @@ LeaseAnswer parse_lease_answer(std::string_view line, bool gpus) {
       answer.gpus.push_back(static_cast<int>(*index));
     }
     if (!answer.gpus.empty()) return answer;
-  } else if (word == "error" && !rest.empty()) {
-    answer.kind = LeaseAnswer::Kind::Error;
-    answer.text = rest;
+  } else if ((word == "error" || word == "notice") && !rest.empty()) {
+    answer.kind = word == "error" ? LeaseAnswer::Kind::Error : LeaseAnswer::Kind::Notice;
+    answer.text = printable(rest, k_answer_bound);
     return answer;
   }
   answer.kind = LeaseAnswer::Kind::Error;
@@ -104,7 +115,7 @@ LocalLease::LocalLease(const LeaseRequest& request) : m_gpus(starts_with(request
     throw Error("cannot create a pipe: " + errno_text(errno));
   }
   ProcessSpec spec;
-  spec.argv = {"/bin/sh", "-c", std::string(embedded_script("src/exec/lease.sh"))};
+  spec.argv = {"/bin/sh", "-c", lease_script()};
   for (auto& word : lease_words(request)) spec.argv.push_back(std::move(word));
   try {
     m_pid = spawn(spec, {.stdin_fd = in[0], .stdout_fd = out[1], .new_session = true});
@@ -160,9 +171,14 @@ void LocalLease::end() {
     *fd = -1;
   }
   if (m_pid > 0) {
-    // Its stdin closed, it ends its group (the holders of the locks) at once.
+    // Its stdin closed by every holder, it ends its group (the holders of the locks) at once.
+    // A process the script left behind may hold it still (a lease as long as the script's
+    // processes): waited for a moment, then left to init.
     int status = 0;
-    while (::waitpid(m_pid, &status, 0) < 0 && errno == EINTR) {
+    for (int i = 0; i < 50; ++i) {
+      const pid_t done = ::waitpid(m_pid, &status, WNOHANG);
+      if (done == m_pid || (done < 0 && errno != EINTR)) break;
+      ::usleep(i < 10 ? 2000 : 20000);
     }
     m_pid = -1;
   }
@@ -181,6 +197,9 @@ bool take_lease_answer(RunSession& session, const LeaseAnswer& answer) {
       return true;
     case LeaseAnswer::Kind::Granted:
       session.record.gpus = answer.gpus;
+      return true;
+    case LeaseAnswer::Kind::Notice:
+      session.note("mlw: warning: " + answer.text);
       return true;
     case LeaseAnswer::Kind::Error:
       session.fail(exit_code::k_cannot_start, "cannot lease: " + answer.text);
@@ -209,6 +228,15 @@ bool take_local_lease(RunSession& session, std::unique_ptr<LocalLease>& lease) {
   }
   while (true) {
     const LeaseAnswer answer = lease->next([&session] { return session.canceled(); });
+    if (answer.kind == LeaseAnswer::Kind::Notice) {
+      // In the run's log too, as a target's monitor writes it there.
+      const int log = ::open((session.plan.run_dir / "driver_log.txt").c_str(),
+                             O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (log >= 0) {
+        write_fully(log, "mlw: warning: " + answer.text + "\n");
+        ::close(log);
+      }
+    }
     if (!take_lease_answer(session, answer)) return false;
     if (answer.kind == LeaseAnswer::Kind::Granted) return true;
   }

@@ -133,8 +133,12 @@ class ProcessDriver : public RunDriver {
     m_log = ::open((plan.run_dir / "driver_log.txt").c_str(),
                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     try {
-      m_script = spawn(
-          m_spec, {.stdout_fd = script_pipe[1], .stderr_fd = script_pipe[1], .new_session = true});
+      // The lease's descriptor goes with the script: it lasts as long as the script's processes
+      // even where this supervisor is killed.
+      m_script = spawn(m_spec, {.stdout_fd = script_pipe[1],
+                                .stderr_fd = script_pipe[1],
+                                .new_session = true,
+                                .keep_fd = m_lease ? m_lease->holder() : -1});
     } catch (const Error& e) {
       ::close(script_pipe[1]);
       return not_started(session, e.what());

@@ -50,10 +50,10 @@ fi
 if [ ! -d snapshot/outputs ] || [ ! -d "$mlw_share" ]; then
   mkdir -p snapshot/outputs "$mlw_share"
 fi
-# The lease: lease.sh holds it while its stdin, a fifo only this shell keeps open (fd 8, closed
-# for every command it starts), is open: the kernel ends it when this monitor ends, however it
-# ends. Its answers go into lease.log, which the follow steps read; the run waits here (Queued)
-# until granted. Ended without a grant (a cancel stopped it): 143, as a script stopped.
+# The lease: lease.sh holds it while its stdin, a fifo only this shell and the script keep open
+# (fd 8, closed for every other command it starts), is open: the kernel ends it when both have
+# ended, however they end. Its answers go into lease.log, which the follow steps read; the run
+# waits here (Queued) until granted. Ended without a grant (a cancel stopped it): 143, as a script stopped.
 gpus=
 if [ -n "$mlw_lease_want" ]; then
   rm -f lease.in lease.out
@@ -71,7 +71,11 @@ if [ -n "$mlw_lease_want" ]; then
   a=
   while IFS= read -r a <&7; do
     echo "$a" >>lease.log
-    case "$a" in queued\ *) ;; *) break ;; esac
+    case "$a" in
+      queued\ *) ;;
+      notice\ *) echo "mlw: warning: ${a#notice }" >>driver_log.txt ;;
+      *) break ;;
+    esac
   done
   exec 7<&-
   case "$a" in
@@ -103,7 +107,9 @@ if [ "$mlw_mode" = process ]; then
     export CUDA_VISIBLE_DEVICES="$gpus" NVIDIA_VISIBLE_DEVICES="$gpus"
     set -- /bin/sh -c "$mlw_gpus_sh" mlw-gpus --only "$gpus" "$@"
   fi
-  "$@" </dev/null >>../driver_log.txt 2>&1 8>&- &
+  # The script keeps the lease's fd 8 too: its GPUs stay leased while it runs, even where this
+  # monitor is killed.
+  "$@" </dev/null >>../driver_log.txt 2>&1 &
   echo $! >../script.pid
   [ -e ../stopped ] && kill -TERM $! 2>/dev/null
   wait $!

@@ -97,7 +97,7 @@ read -r t
 [ "$t" -gt 0 ] || exit 0
 # Every process costs a few ms on the target: the folders were made at the start.
 [ -e "$R.tmp" ] && rm -rf "$R.tmp"
-mkdir "$R.tmp"
+mkdir -m 700 "$R.tmp"  # the run folder: its monitor.sh and run.env hold the -e values
 head -c "$t" | tar -x -P -C "$R.tmp"
 : >"$R.tmp/driver_log.txt"
 mv "$R.tmp" "$R"

@@ -280,7 +280,7 @@ void HistoryStore::create(RunRecord& record, std::int64_t now_ms) {
     record.run_number = number.integer(0);
     std::int64_t ms = now_ms;
     record.run_id = unique_run_id(record.project, ms);
-    make_directories(run_dir(record.run_id));
+    make_directories(run_dir(record.run_id), 0700);  // env_vars.json, logs: the user's alone
     write_record(record, true);
     upsert(record, true);
     exec("COMMIT");
@@ -318,7 +318,7 @@ void HistoryStore::create_many(std::vector<RunRecord>& records, std::int64_t now
       record.run_number = next++;
       record.run_id = unique_run_id(record.project, ms);
       ++ms;
-      make_directories(run_dir(record.run_id));
+      make_directories(run_dir(record.run_id), 0700);  // env_vars.json, logs: the user's alone
       ++made;
       write_record(record, false);
       upsert(record, true);

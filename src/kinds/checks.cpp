@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/lease.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/remote/probe.hpp"
@@ -153,10 +154,31 @@ void lease_row(const CheckInput& in, std::vector<CheckRow>& rows) {
                   refusal});
 }
 
+/// Whether the machine's lease folder is shared between its users (issue 45), where doctor asked.
+void lease_folder_row(const CheckInput& in, std::vector<CheckRow>& rows) {
+  const std::string& dir = in.facts.lease_dir;
+  if (dir.empty()) return;
+  if (dir == "shared") {
+    rows.push_back({"lease folder", CheckResult::Ok,
+                    fmt::format("shared between the users of {}: {} is root's, mode 1777", in.host,
+                                lease_folder()),
+                    ""});
+    return;
+  }
+  // Not a failure: the runs lease among this user's own; said with the one-time fix.
+  rows.push_back({"lease folder", CheckResult::NotNeeded,
+                  fmt::format("among {}'s runs only (~/.mlw/leases): {}; to share them between the "
+                              "machine's users, an administrator runs once: {}",
+                              in.compute.username.empty() ? "this user" : in.compute.username, dir,
+                              in.facts.lease_admin),
+                  ""});
+}
+
 }  // namespace
 
 void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none) {
   lease_row(in, rows);
+  lease_folder_row(in, rows);
   const TargetFacts& facts = in.facts;
   if (facts.gpus.empty() && say_none) {
     const bool needed = in.compute.nvidia_docker;

@@ -1,5 +1,7 @@
 #include "mlw/remote/probe.hpp"
 
+#include "mlw/exec/lease.hpp"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -47,6 +49,12 @@ std::string probe_script(const ComputeConfig& compute, const ProbeAsk& ask,
   if (ask.reboot && (disk || compute.restart.after_reboot)) {
     script += "mlw_reboot_probe=1\n" + std::string(embedded_script("src/exec/reboot.sh"));
   }
+  // Whether the machine's lease folder is shared between its users, where doctor asks of a
+  // target whose runs lease.
+  if (disk && (compute.gpus_per_run != "all" || compute.max_concurrent_runs > 0)) {
+    script += "mlw_lease_probe=" + shell_quote(lease_folder()) + "\n" +
+              std::string(embedded_script("src/exec/lease_dir.sh"));
+  }
   return script + std::string(embedded_script("src/remote/probe.sh"));
 }
 
@@ -73,6 +81,10 @@ TargetFacts parse_probe(const std::string& output, ProbeShip* ship) {
       facts.nvidia_runtime = value == "yes";
     } else if (key == "image") {
       facts.image_present = value;
+    } else if (key == "lease_dir") {
+      facts.lease_dir = printable(value, 400);
+    } else if (key == "lease_admin") {
+      facts.lease_admin = printable(value, 400);
     } else if (key == "reboot_hook") {
       if (value == "crontab" || value == "systemd" || value == "none") facts.reboot_hook = value;
     } else if (key == "nvidia_docker") {

@@ -12,6 +12,8 @@
 #                     ship=LINE, its end as `ship=end N`
 #   mlw_section       the kind's own lines of the probe
 #   mlw_reboot_probe  1: which boot hook restartAfterReboot would use (exec/reboot.sh follows)
+#   mlw_lease_probe   the lease folder to look at: is it shared between users (exec/lease_dir.sh
+#                     follows)
 # shellcheck disable=SC2086 # docker's words have no space in them
 mlw_d() { $mlw_docker "$@"; }
 mlw_probe() {
@@ -56,6 +58,7 @@ mlw_probe() {
   fi
   eval "$mlw_section"
   [ -z "${mlw_reboot_probe:-}" ] || echo "reboot_hook=$(mlw_hook_kind)"
+  [ -z "${mlw_lease_probe:-}" ] || mlw_lease_probe "$mlw_lease_probe"
   if [ -n "$mlw_python" ]; then
     if v=$("$mlw_python" --version 2>&1); then
       echo "python=ok $v"

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -371,6 +372,31 @@ void link_entry(const ManifestEntry& entry, const fs::path& objects_dir,
   ::chmod(target.c_str(), entry.mode);
 }
 
+/// The link of `links` that `path` lies under (a folder of its path is that link), if any.
+const std::string* link_above(const std::set<std::string>& links, const std::string& path) {
+  for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    const auto it = links.find(path.substr(0, slash));
+    if (it != links.end()) return &*it;
+  }
+  return nullptr;
+}
+
+/// Refuses an entry that lies under a link entry, in either order: restored, it would be written
+/// through the link, wherever the link points.
+void refuse_entries_under_links(const Manifest& manifest) {
+  std::set<std::string> links;
+  for (const auto& entry : manifest.entries) {
+    if (!entry.link_target.empty()) links.insert(entry.path);
+  }
+  if (links.empty()) return;
+  for (const auto& entry : manifest.entries) {
+    if (const std::string* link = link_above(links, entry.path)) {
+      throw Error(fmt::format("a snapshot manifest entry is malformed: {} lies under the link {}",
+                              entry.path, *link));
+    }
+  }
+}
+
 }  // namespace
 
 Manifest manifest_from_json(const nlohmann::ordered_json& json) {
@@ -403,6 +429,7 @@ Manifest manifest_from_json(const nlohmann::ordered_json& json) {
     entry.mode = static_cast<std::uint32_t>(std::stoul(mode, nullptr, 8) & 07777);
     manifest.entries.push_back(std::move(entry));
   }
+  refuse_entries_under_links(manifest);
   return manifest;
 }
 
@@ -437,7 +464,11 @@ void materialize_snapshot(const Manifest& manifest, const fs::path& objects_dir,
                           const fs::path& project_root, const fs::path& destination) {
   make_directories(destination);
   std::string last_folder;
+  std::set<std::string> links;  // restored so far: nothing is written under one
   for (const auto& entry : manifest.entries) {
+    if (const std::string* link = link_above(links, entry.path)) {
+      throw Error(fmt::format("cannot restore {}: it lies under the link {}", entry.path, *link));
+    }
     const fs::path target = destination / entry.path;
     const std::string folder = target.parent_path().string();
     if (folder != last_folder) {
@@ -448,6 +479,7 @@ void materialize_snapshot(const Manifest& manifest, const fs::path& objects_dir,
       if (::symlink(entry.link_target.c_str(), target.c_str()) != 0) {
         throw Error("cannot create " + target.string() + ": " + errno_text(errno));
       }
+      links.insert(entry.path);
       continue;
     }
     link_entry(entry, objects_dir, project_root, target);

@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "mlw/util/error.hpp"
+#include "mlw/util/strings.hpp"
 
 // The zip format as PKWARE's APPNOTE.TXT describes it: per entry a local file header and the
 // bytes, then the central directory and its end record; every number little-endian.
@@ -47,6 +48,12 @@ void ZipWriter::add(const std::string& name, std::string_view content, std::int6
   if (m_entries.size() >= 0xffff || content.size() >= 0xffffffffu ||
       m_data.size() + content.size() + name.size() + 64 >= 0xffffffffu || name.size() > 0xffff) {
     throw Error("a zip without zip64 cannot hold " + name);
+  }
+  // A name that an unzip would place outside its folder (zip slip) is never written.
+  if (name.empty() || name[0] == '/' || name.find('\\') != std::string::npos ||
+      name.find('\0') != std::string::npos ||
+      ("/" + name + "/").find("/../") != std::string::npos) {
+    throw Error("a zip entry cannot be named \"" + printable(name) + "\"");
   }
   Entry entry;
   entry.name = name;

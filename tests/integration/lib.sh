@@ -49,10 +49,12 @@ expect_not_contains() { # NAME HAYSTACK NEEDLE
   if [[ "$2" != *"$3"* ]]; then pass; else fail "$1: [$3] unexpectedly in [$2]"; fi
 }
 
-# run_mlw ARGS...: runs mlw, leaving OUT (stdout), ERR (stderr) and CODE.
+# run_mlw ARGS...: runs mlw, leaving OUT (stdout), ERR (stderr) and CODE; killed after
+# RUN_TIMEOUT seconds where that is set (a check of something that once spun for ever).
 run_mlw() {
   local out_file="$WORK/.out" err_file="$WORK/.err"
-  "$MLW" "$@" >"$out_file" 2>"$err_file" </dev/null
+  # shellcheck disable=SC2086 # "timeout N" or nothing
+  ${RUN_TIMEOUT:+timeout $RUN_TIMEOUT} "$MLW" "$@" >"$out_file" 2>"$err_file" </dev/null
   CODE=$?
   OUT=$(cat "$out_file")
   ERR=$(cat "$err_file")
@@ -68,6 +70,17 @@ expect_error() {
   local lines
   lines=$(grep -c '^mlw: error: ' <<<"$ERR")
   expect_eq "$name (one error line)" "$lines" "1"
+}
+
+# yaml_alias_bomb HEAD-LINE: a 1 KB "billion laughs" YAML file (9 levels of 9 aliases) after
+# HEAD-LINE, on stdout.
+yaml_alias_bomb() {
+  local level items
+  printf '%s\nlol1: &a1 [x, x, x, x, x, x, x, x, x]\n' "$1"
+  for level in 2 3 4 5 6 7 8 9; do
+    items=$(printf "*a$((level - 1)), %.0s" 1 2 3 4 5 6 7 8)
+    printf 'lol%d: &a%d [%s*a%d]\n' "$level" "$level" "$items" "$((level - 1))"
+  done
 }
 
 # json_get JSON PYTHON-EXPRESSION-ON-d

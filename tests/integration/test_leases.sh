@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 require_env MLW_TEST_GPU_DOCKER_HOST MLW_TEST_NVIDIA_SIM MLW_TEST_GPU_USER MLW_TEST_SSH_PORT \
-  MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE
+  MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE MLW_TEST_HOSTILE_USER
 echo "SIMULATION: every GPU in this suite is simulated (tests/fixtures/nvidia-sim); no GPU is used"
 
 SIM=$MLW_TEST_NVIDIA_SIM
@@ -186,8 +186,8 @@ expect_contains "… named with their user@host in its table" \
 "$MLW" history logs -f -r "$waiting" >"$WORK/follow.out" 2>&1 &
 follower=$!
 holder=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/${long[0]}/run.json")
-kill -9 "$holder"
-check "kill -9 of a holder (its monitor): the waiting run starts within 1 s" \
+kill -9 -- "-$holder"
+check "kill -9 of a holder (its monitor and script): the waiting run starts within 1 s" \
   wait_for 2 bash -c "'$MLW' -o json history info -r $waiting | grep -q '\"status\": \"\\(Running\\|Completed\\)\"'"
 third=$(submit_async lease.py 1)
 expect_eq "another waits" "$(run_state "$third")" "Queued None"
@@ -219,6 +219,23 @@ check "the GPU free again: the run starts on it" wait_for 5 on_gpu_3
 for id in "${fill[@]}"; do "$MLW" -q experiment cancel -r "$id" >/dev/null 2>&1; done
 check "every run of the queue test ends" wait_for 60 all_final "${fill[@]}" "$foreign" "$waiting"
 
+# --- the lease lives as long as the script: kill -9 of a local run's supervisor (issue 45) ------
+home laptop-k
+project p-k local
+first=$(submit_async --gpus 4 lease.py 600)
+check "a local run holds all four GPUs" wait_for 30 run_is "$first" Running
+sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' ".mlw/runs/$first/run.json")
+pg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/$first/run.json")
+kill -9 "$sup"
+check "… its script goes on without its supervisor" kill -0 "$pg"
+second=$(submit_async --gpus 1 lease.py 1)
+check "a second run is queued" wait_for 10 run_is "$second" Queued
+sleep 2
+expect_eq "… and stays queued while the first's script runs (no GPU given twice)" \
+  "$(run_state "$second")" "Queued None"
+kill -9 -- "-$pg"
+check "the first's script ended: the second gets a GPU" wait_for 20 run_is "$second" Completed
+
 # --- maxConcurrentRuns on a target without GPUs: one run at a time ----------------------------
 home laptop-slots
 project p-slots local
@@ -237,15 +254,68 @@ import sys
 print(float(b[2]) >= float(a[3]))' <<<"$slot_lines")" "True"
 PATH="$SIM:$PATH"
 
-# --- a lease folder another user made with the wrong mode --------------------------------------
-home laptop-mode
-project p-mode local
-export MLW_LEASE_DIR=/tmp/mlw-leases-mode.$$
-mkdir -m 755 "$MLW_LEASE_DIR"
-chown "$MLW_TEST_GPU_USER" "$MLW_LEASE_DIR"
-run_mlw experiment submit -c t lease.py
-expect_eq "a lease folder with the wrong mode fails the run" "$CODE" 125
-expect_contains "naming it and the fix" "$ERR" "chmod 1777 $MLW_LEASE_DIR"
+# --- another user of the machine (issue 45) can neither hang, steal nor starve a lease, nor fake
+# the queue view: the attacker is a real user of this machine (MLW_TEST_HOSTILE_USER), the victims
+# root here and the GPU user over SSH ----------------------------------------------------------
+ATT=$MLW_TEST_HOSTILE_USER
+GPU_HOME=$(getent passwd "$MLW_TEST_GPU_USER" | cut -d: -f6)
+as_att() { runuser -u "$ATT" -- "$@"; }
+# A folder that the first comer made is not shared, whoever made it: each user leases in its own.
+for who in local remote; do
+  home "laptop-first-$who"
+  project "p-first-$who" "$who"
+  export MLW_LEASE_DIR=/tmp/mlw-leases-first.$$
+  rm -rf "$MLW_LEASE_DIR"
+  as_att mkdir -m 1777 "$MLW_LEASE_DIR"
+  as_att mkfifo "$MLW_LEASE_DIR/gpu.0"
+  as_att mkdir -m 777 "$MLW_LEASE_DIR/gpu.1"
+  id=$(submit_async lease.py 1)
+  check "$who: a run beside a folder another user made completes (not hung)" wait_for 30 run_is "$id" Completed
+  log=$("$MLW" history logs -r "$id")
+  expect_contains "… its log says the folder is not shared" "$log" \
+    "mlw: warning: the lease folder $MLW_LEASE_DIR is not root's with mode 1777 (it is $ATT's, mode 1777)"
+  expect_contains "… and the administrator's command" "$log" "install -d -o root -g root -m 1777 $MLW_LEASE_DIR"
+  check "… nothing of it in that folder" bash -c "[ -z \"\$(ls '$MLW_LEASE_DIR' | grep -v '^gpu[.][01]\$')\" ]"
+done
+check "the GPU user leased in its own folder" test -d "$GPU_HOME/.mlw/leases"
+expect_eq "… which is its alone" "$(stat -c %U:%a "$GPU_HOME/.mlw/leases")" "$MLW_TEST_GPU_USER:700"
+# A shared folder as an administrator makes it (the command the warning names, as root).
+export MLW_LEASE_DIR=/tmp/mlw-leases-shared.$$
 rm -rf "$MLW_LEASE_DIR"
+cmd=$(sed -n "s/.*an administrator runs once: sudo sh -c '\(.*\)'\$/\1/p" <<<"$log" | sed "s#/tmp/mlw-leases-first.$$#$MLW_LEASE_DIR#g")
+sh -c "$cmd"
+expect_eq "the administrator's command makes the shared folder" "$(stat -c %U:%a "$MLW_LEASE_DIR")" "root:1777"
+check "… another user cannot take a lock from it" bash -c "! runuser -u '$ATT' -- mv '$MLW_LEASE_DIR/gpu.0' '$MLW_LEASE_DIR/mine' 2>/dev/null"
+# The attacker's tickets, first in line: one whose `w` is a FIFO, one with a 20 MB info and a
+# FIFO for its held, one that claims the victim's run holds every GPU, and one that looks real
+# and holds its lock but never takes a GPU (a forged head of the line).
+D=$MLW_LEASE_DIR
+as_att mkdir -m 755 "$D/q.0" "$D/q.1" "$D/q.1/w" "$D/q.2" "$D/q.2/w" "$D/q.3" "$D/q.3/w"
+as_att mkfifo "$D/q.0/w" "$D/q.1/held"
+as_att sh -c "printf 'want=gpu:1\n' >'$D/q.0/info'; head -c 20000000 /dev/zero | tr '\\0' x >'$D/q.1/info'
+  printf 'run=VICTIM\nwho=root@victim\nwant=gpu:4\n' >'$D/q.2/info'; echo '0,1,2,3 1' >'$D/q.2/held'
+  printf 'run=fake\nwho=x@y\nwant=gpu:1\nsince=1\n' >'$D/q.3/info'"
+for q in q.0 q.1 q.2 q.3; do
+  as_att flock "$D/$q" sleep 300 &
+  STARTED_PIDS+=($!)
+done
+home laptop-victim
+project p-victim remote
+sleep 1
+began=$(date +%s)
+victim=$(submit_async lease.py 1)
+check "the victim's run is not hung nor starved by them" wait_for 60 run_is "$victim" Completed
+took=$(($(date +%s) - began))
+check "… it waited only for the forged head to stall (${took} s)" test "$took" -lt 40
+log=$("$MLW" history logs -r "$victim")
+expect_contains "… naming the ticket that is not mlw's" "$log" "passing over $D/q.0 of user $ATT: it is not a ticket of mlw's"
+expect_contains "… and the head that never takes its GPU" "$log" "passing over $D/q.3 of user $ATT: first in line for 5 s with what it wants free"
+sed -i "s/run=VICTIM/run=$victim/" "$D/q.2/info" 2>/dev/null || as_att sed -i "s/run=VICTIM/run=$victim/" "$D/q.2/info"
+RUN_TIMEOUT=20 run_mlw -o json experiment queue -c t
+expect_eq "experiment queue is not hung by a FIFO or slowed by 20 MB (exit code)" "$CODE" 0
+expect_eq "… the forged holder is shown as the other user's, not as the victim's run" "$(json_get "$OUT" '
+[(r["run_id"], r["in_history"], r["target_user"]) for r in d[0]["running"]]')" "[('$victim', False, '$ATT')]"
+for pid in "${STARTED_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+rm -rf "$D" "/tmp/mlw-leases-first.$$"
 
 finish

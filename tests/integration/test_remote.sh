@@ -301,6 +301,20 @@ expect_eq "hostile arguments intact through ssh" \
 run_mlw experiment submit -c box exit_with.py 4
 expect_eq "remote target exit code" "$CODE" 4
 
+# Nothing secret readable by another user of the target (issue 45): the run folder that holds the
+# run's monitor.sh (its -e values) is the target user's alone, on both kinds over SSH, and here.
+for t in box rdk; do
+  run_mlw -o json experiment submit -c "$t" -e API_TOKEN=tok-perm-s3cret exit_with.py 0
+  RID=$(json_get "$OUT" 'd["run_id"]')
+  TDIR="$USER_HOME/.mlw/runs/$RID"
+  check "the $t run's monitor.sh holds the token (what is protected)" grep -q tok-perm-s3cret "$TDIR/monitor.sh"
+  expect_eq "the $t run folder on the target is the user's alone" "$(stat -c %a "$TDIR")" 700
+  expect_eq "… its monitor.sh is 0600" "$(stat -c %a "$TDIR/monitor.sh")" 600
+  check "… another user of the machine cannot read it" \
+    bash -c "! runuser -u nobody -- cat '$TDIR/monitor.sh' >/dev/null 2>&1"
+  expect_eq "… the local run folder too" "$(stat -c %a ".mlw/runs/$RID")" 700
+done
+
 # --- cancel, -a and logs -f -------------------------------------------------------------------
 cat >slow.py <<'PY'
 import sys, time

@@ -154,15 +154,62 @@ for t in rem remk; do
   expect_eq "… doctor's rows for the target now" \
     "$(json_get "$doctor" '[r["result"] for r in d if r["check"] == "login"]')" "['ok']"
   expect_contains "… the run configuration used, its environment's values masked" \
-    "$(zip_read "$WORK/$t.zip" "$R/aml_config/$t.runconfig")" $'WANDB_API_KEY: ***\n  EPOCHS: ***'
+    "$(zip_read "$WORK/$t.zip" "$R/aml_config/$t.runconfig")" $'WANDB_API_KEY: "***"\n  EPOCHS: "***"'
   [ "$t" = rem ] && expect_contains "… the target's file, its password reference masked" \
-    "$(zip_read "$WORK/$t.zip" "$R/aml_config/$t.compute")" 'password: ***'
+    "$(zip_read "$WORK/$t.zip" "$R/aml_config/$t.compute")" 'password: "***"'
 done
 rm ".mlw/runs/$R/driver_log.txt"
 run_mlw experiment diagnostics -r "$R" --file "$WORK/partial.zip"
 expect_eq "diagnostics of a run whose folder is partly gone (exit code)" "$CODE" 0
 expect_contains "… says what was missing, on stderr" "$ERR" "driver_log.txt"
 expect_contains "… and in the zip" "$(zip_read "$WORK/partial.zip" "$R/MISSING.txt")" "driver_log.txt: not in"
+
+# What the third round of outside tries found (issue 45): secrets in script arguments and in any
+# YAML style of EnvironmentVariables, a damaged record naming a file outside the project, a FIFO.
+cp aml_config/local.runconfig "$WORK/local.runconfig.kept"
+python3 - aml_config/local.runconfig aml_config/flow.runconfig <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+env = ('EnvironmentVariables:\n  ? COMPLEX\n  : complex-v4lue-2\n'
+       '  BLOCK: |\n    block-v4lue-3\n    block-v4lue-4\n  FOLDED: >-\n    folded-v4lue-5')
+open(sys.argv[1], "w").write(re.sub(r"^EnvironmentVariables:.*$", env, text, flags=re.M))
+open(sys.argv[2], "w").write(re.sub(r"^EnvironmentVariables:.*$",
+                                    'EnvironmentVariables: {FLOW: "flow-v4lue-1", N: "1"}', text, flags=re.M))
+PY
+F=$("$MLW" -o json experiment submit -c flow train.py | json_get "$(cat)" 'd["run_id"]')
+run_mlw experiment diagnostics -r "$F" --file "$WORK/flow.zip"
+expect_not_contains "diagnostics: a flow-style EnvironmentVariables masked" \
+  "$(zip_read "$WORK/flow.zip" "$F/aml_config/flow.runconfig")" "flow-v4lue-1"
+R=$("$MLW" -o json experiment submit -c local train.py --password hunter2-v4lue-6 \
+  --api_key=ak-v4lue-7 --hf-token tk-v4lue-8 --SECRET_KEY sk-v4lue-9 --lr 0.5 | json_get "$(cat)" 'd["run_id"]')
+cp "$WORK/local.runconfig.kept" aml_config/local.runconfig
+expect_eq "a run with secrets in its arguments and environment" "$(run_state "$R")" "Completed 0"
+run_mlw experiment diagnostics -r "$R" --file "$WORK/styles.zip"
+expect_eq "diagnostics of it (exit code)" "$CODE" 0
+all=$(python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); sys.stdout.write("".join(z.read(n).decode() for n in z.namelist()))' "$WORK/styles.zip")
+for n in 2 3 4 5 6 7 8 9; do
+  expect_not_contains "… no secret value $n in the zip" "$all" "v4lue-$n"
+done
+expect_contains "… the arguments masked by option name" \
+  "$(json_get "$(zip_read "$WORK/styles.zip" "$R/run.json")" 'd["arguments"]')" \
+  "['--password', '***', '--api_key=***', '--hf-token', '***', '--SECRET_KEY', '***', '--lr', '0.5']"
+expect_contains "… the environment's names kept" "$(zip_read "$WORK/styles.zip" "$R/aml_config/local.runconfig")" "FOLDED"
+# A damaged record: its target climbs out of the project; metrics.jsonl is a FIFO.
+echo "OUTSIDE-THE-PROJECT" >"$WORK/outside.compute"
+python3 - ".mlw/runs/$R/run.json" "$(realpath --relative-to=".mlw/runs/$R/snapshot/aml_config" "$WORK")/outside" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["target"] = sys.argv[2]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+rm -f ".mlw/runs/$R/metrics.jsonl"
+mkfifo ".mlw/runs/$R/metrics.jsonl"
+RUN_TIMEOUT=60 run_mlw experiment diagnostics -r "$R" --file "$WORK/damaged.zip"
+expect_eq "diagnostics of a damaged record with a FIFO (exit code: not hung)" "$CODE" 0
+all=$(python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(" ".join(z.namelist())); sys.stdout.write("".join(z.read(n).decode() for n in z.namelist()))' "$WORK/damaged.zip")
+expect_not_contains "… no file from outside the project" "$all" "OUTSIDE-THE-PROJECT"
+expect_not_contains "… no entry name that climbs" "$(head -1 <<<"$all")" ".."
+expect_contains "… says why the FIFO was left out" "$all" "metrics.jsonl: left out, not a regular file"
 
 # --- restart policy on SSH targets: the run's own process there runs the script again -------------
 cat >flaky.py <<'PY'

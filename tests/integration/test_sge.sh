@@ -108,6 +108,11 @@ RID=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
 "$MLW" history download -r "$RID" >/dev/null 2>&1
 expect_eq "every argument arrives whole" "$(json_file "outputs/$RID/args.json")" "$(json_of_args "${ARGS[@]}")"
 check "nothing ran from the arguments" test ! -e "$USER_HOME/PWNED"
+# The job's files on the shared filesystem hold its -e values: the user's alone (issue 45).
+check "the job's run folder is the user's alone" test "$(stat -c %a "$USER_HOME/.mlw/runs/$RID")" = 700
+for f in job.sh run.env; do
+  check "… another user cannot read its $f" bash -c "! runuser -u nobody -- cat '$USER_HOME/.mlw/runs/$RID/$f' >/dev/null 2>&1"
+done
 run_mlw experiment submit -c wide args.py
 expect_contains "the parallel environment's slots reach the job" "$OUT" " 2"
 run_mlw experiment submit -c grid --gpus 2 args.py

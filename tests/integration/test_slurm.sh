@@ -100,6 +100,11 @@ expect_eq "hostile arguments intact through sbatch and srun" \
   "$(json_file ".mlw/runs/$RID/outputs/args.json")" "$EXPECTED"
 check "nothing ran from an argument" test ! -e /tmp/mlw-pwned-slurm
 expect_eq "the Slurm job id is recorded" "$(json_get "$("$MLW" -o json history info -r "$RID")" 'd["job_id"] != ""')" "True"
+# The job's files on the shared filesystem hold its -e values: the user's alone (issue 45).
+check "the job's run folder is the user's alone" test "$(stat -c %a "$USER_HOME/.mlw/runs/$RID")" = 700
+for f in job.sh run.env; do
+  check "… another user cannot read its $f" bash -c "! runuser -u nobody -- cat '$USER_HOME/.mlw/runs/$RID/$f' >/dev/null 2>&1"
+done
 KEYFILE=$(sed -n 's/^privateKeyFile: "\(.*\)"/\1/p' aml_config/one.compute | sed "s#^~#$HOME#")
 "$MLW" computetarget attach slurm -n gpu -a "$ADDR" -u "$SUSER" --gpus-per-node 1 \
   --private-key-file "$KEYFILE" >"$WORK/o" 2>"$WORK/e"

@@ -121,6 +121,12 @@ run_mlw experiment submit -c bad train.py
 expect_contains "unknown key warns with a suggestion" "$ERR" 'aml_config/bad.compute:2: unknown key "pythonLocaton" (did you mean "pythonLocation"?)'
 printf 'type: "local"\nx: [\n' >aml_config/bad.compute
 expect_error "malformed YAML" 125 "aml_config/bad.compute:3:1: malformed YAML" experiment submit -c bad train.py
+# A 1 KB alias bomb in a committed file (issue 45): refused in one line, not walked for ever.
+yaml_alias_bomb 'type: "local"' >aml_config/bad.compute
+RUN_TIMEOUT=60 expect_error "a YAML alias bomb" 125 "aml_config/bad.compute: too large to read" experiment submit -c bad train.py
+RUN_TIMEOUT=60 run_mlw computetarget list
+expect_contains "a YAML alias bomb in computetarget list" "$ERR" "aml_config/bad.compute: too large to read"
+expect_eq "computetarget list ends (not killed)" "$([ "$CODE" -ne 124 ] && echo ended)" "ended"
 expect_error "unknown run configuration" 125 'did you mean "local"' experiment submit -c locl train.py
 printf 'Target: "nowhere"\n' >aml_config/bad.runconfig
 expect_error "runconfig naming a missing target" 125 'no compute target named "nowhere"' experiment submit -c bad train.py

@@ -30,6 +30,16 @@ struct ConfigDocument {
   SourcePosition position_of(const YAML::Node& node) const;
 };
 
+/// The most values one YAML file may hold, counting each use of an alias (a 1 KB "billion
+/// laughs" file names billions): past it the file is refused, not walked.
+inline constexpr std::size_t k_yaml_node_bound = 200000;
+/// The most levels of nesting one YAML file may have.
+inline constexpr int k_yaml_depth_bound = 64;
+
+/// Parses YAML text from `display_path`; throws mlw::Error in one line for malformed YAML and for
+/// a document past k_yaml_node_bound values or k_yaml_depth_bound levels (alias bombs).
+YAML::Node load_bounded_yaml(const std::string& text, const std::string& display_path);
+
 /// Parses YAML (or the JSON of 2017 .runconfig files) from `text`; throws mlw::Error with
 /// file:line:column for malformed input or a top level that is not a mapping.
 ConfigDocument parse_config_text(const std::string& text, const std::string& display_path);

@@ -38,6 +38,13 @@ struct LeaseRequest {
 /// The lease `plan` asks for: gpusPerRun N (gpu:N), else maxConcurrentRuns M (slot:M), else none.
 LeaseRequest lease_request(const RunPlan& plan);
 
+/// The body of the lease: exec/lease_dir.sh, then exec/lease.sh (`sh -c BODY mlw-lease …`).
+std::string lease_script();
+
+/// What `experiment queue` runs on a target: the tickets of the lease folder `folder` where it
+/// is shared, and of the user's own (exec/queue.sh).
+std::string queue_script(const std::string& folder);
+
 /// lease.sh's words after its body (`sh -c BODY mlw-lease …`).
 std::vector<std::string> lease_words(const LeaseRequest& request);
 
@@ -47,12 +54,13 @@ struct LeaseAnswer {
     Queued,   ///< it waits, at `position` (1: next)
     Granted,  ///< held: `gpus` (empty for a slot)
     Error,    ///< it cannot lease: `text` says why
+    Notice,   ///< it leases, but not as asked: `text` says how (a folder that is not shared)
     Ended,    ///< it ended without a grant (stopped)
   };
   Kind kind = Kind::Ended;
   int position = 0;
   std::vector<int> gpus;
-  std::string text;  ///< Granted: the list as said ("1,3"); Error: the problem
+  std::string text;  ///< Granted: the list as said ("1,3"); Error, Notice: what it says
 };
 
 /// Reads one line lease.sh printed (without its newline); anything else is an Error.
@@ -74,8 +82,13 @@ class LocalLease {
   /// The next answer; `stop` is asked every 100 ms while none comes (true: the lease is ended
   /// and Ended returned).
   LeaseAnswer next(const std::function<bool()>& stop);
-  /// Gives the lease back (the GPUs are free for the next run at once).
+  /// Gives the lease back (the GPUs are free for the next run at once, unless the script's
+  /// processes still hold holder()).
   void end();
+  /// The descriptor that holds the lease (-1 once ended): given to the script (SpawnOptions::
+  /// keep_fd), the lease lasts while the script's processes or this object keep it, so that a
+  /// supervisor killed with SIGKILL does not free the GPUs of a script that goes on.
+  int holder() const { return m_in; }
 
  private:
   pid_t m_pid = -1;

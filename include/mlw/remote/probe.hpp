@@ -32,6 +32,10 @@ struct TargetFacts {
   std::string image_present;          ///< the image named to the probe, when it exists there
   /// restartAfterReboot's boot hook: crontab, systemd or none ("": not asked)
   std::string reboot_hook;
+  /// The lease folder: "shared" between the machine's users, why it is not, or "" (not asked)
+  std::string lease_dir;
+  /// The administrator's command that makes the lease folder shared (where it is not)
+  std::string lease_admin;
   /// The lines of the kind's own probe section (key, value), in order, for its checks.
   std::vector<std::pair<std::string, std::string>> section;
 };

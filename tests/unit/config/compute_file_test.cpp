@@ -6,6 +6,7 @@
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
+#include "yaml_bomb.hpp"
 
 namespace mlw {
 
@@ -85,6 +86,21 @@ TEST(ComputeFile, MalformedYamlIsAnErrorWithPosition) {
   EXPECT_EQ(error_of("type: local\n  bad: [\n").rfind("aml_config/x.compute:", 0), 0u);
   EXPECT_NE(error_of("type: local\n  bad: [\n").find("malformed YAML"), std::string::npos);
   EXPECT_NE(error_of("- a\n- b\n").find("expected a mapping"), std::string::npos);
+}
+
+TEST(ComputeFile, AYamlAliasBombIsRefusedInOneLineNotWalked) {
+  const std::string bomb = test::yaml_alias_bomb("type: local\n");
+  EXPECT_LT(bomb.size(), 1100u);
+  EXPECT_EQ(error_of(bomb),
+            "aml_config/x.compute: too large to read: more than 200000 values or 64 levels of "
+            "nesting (each use of a YAML alias counts again)");
+  // Nesting deeper than any configuration file has is refused the same way.
+  EXPECT_NE(error_of("type: local\nx: " + std::string(80, '[') + std::string(80, ']') + "\n")
+                .find("too large to read"),
+            std::string::npos);
+  // Aliases a file really uses are fine.
+  EXPECT_EQ(error_of("type: local\nbaseDockerImage: &i img\nx: *i\n").find("too large"),
+            std::string::npos);
 }
 
 TEST(ComputeFile, UnknownKeyWarnsWithLineAndSuggestion) {

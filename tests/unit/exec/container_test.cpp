@@ -13,6 +13,7 @@
 
 #include "plans.hpp"
 #include "temp_dir.hpp"
+#include "yaml_bomb.hpp"
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
@@ -130,6 +131,21 @@ TEST(Container, MalformedDependencyFileNamesItsLine) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("conda_dependencies.yml:2"), std::string::npos);
+  }
+}
+
+TEST(Container, AYamlAliasBombAsTheCondaFileIsRefusedInOneLine) {
+  test::TempDir dir("mlw-remote");
+  RunPlan plan = container_plan(dir.path());
+  make_directories(dir.path() / "aml_config");
+  atomic_write_file(dir.path() / "aml_config/conda_dependencies.yml",
+                    test::yaml_alias_bomb("dependencies: [python=3.11]\n"));
+  try {
+    environment_spec(plan);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("aml_config/conda_dependencies.yml: too large", 0), 0u);
+    EXPECT_EQ(e.code(), exit_code::k_cannot_start);
   }
 }
 

@@ -5,6 +5,7 @@
 #include "mlw/exec/lease.hpp"
 
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,6 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using Kind = LeaseAnswer::Kind;
+
+/// The name of the user running the tests.
+std::string user_name() {
+  const passwd* entry = ::getpwuid(::geteuid());
+  return entry ? entry->pw_name : std::to_string(::geteuid());
+}
 
 class LeaseTest : public ::testing::Test {
  protected:
@@ -60,9 +67,7 @@ class LeaseTest : public ::testing::Test {
   }
   /// The live tickets queue.sh reads, one line each.
   std::string queue() const {
-    return test::run_command("d=" + shell_quote((m_dir.path() / "leases").string()) + "\n" +
-                             std::string(embedded_script("src/exec/queue.sh")))
-        .output;
+    return test::run_command(queue_script((m_dir.path() / "leases").string())).output;
   }
 
   test::TempDir m_dir{"mlw-lease"};
@@ -77,7 +82,10 @@ TEST(LeaseAnswerTest, ReadsEachLineAndRefusesTheRest) {
   EXPECT_EQ(gpu_list(granted.gpus), "1,3");
   EXPECT_EQ(parse_lease_answer("granted 0", false).gpus, std::vector<int>{});
   EXPECT_EQ(parse_lease_answer("error no GPU", true).text, "no GPU");
-  for (const char* bad : {"granted x", "queued -1", "queued", "hello", "granted 1,,2"}) {
+  const LeaseAnswer notice = parse_lease_answer("notice not shared\x1b[2J", true);
+  EXPECT_EQ(notice.kind, Kind::Notice);
+  EXPECT_EQ(notice.text.find('\x1b'), std::string::npos);  // shown as printable text
+  for (const char* bad : {"granted x", "queued -1", "queued", "hello", "granted 1,,2", "notice"}) {
     EXPECT_EQ(parse_lease_answer(bad, true).kind, Kind::Error) << bad;
   }
 }
@@ -144,7 +152,9 @@ TEST_F(LeaseTest, AGpuInForeignUseIsNotHandedOutUnlessIgnored) {
   EXPECT_EQ(next(b).kind, Kind::Queued);
   ::usleep(300 * 1000);
   EXPECT_NE(queue().find("\tgpu:1\t"), std::string::npos);
-  EXPECT_NE(queue().find("\t0\n"), std::string::npos) << queue();  // waits for GPU 0's user
+  // b waits for GPU 0's user; the ticket is this user's own.
+  EXPECT_NE(queue().find("\tb\tme@laptop\tgpu:1\t"), std::string::npos) << queue();
+  EXPECT_NE(queue().find("\t0\t" + user_name() + "\t1\n"), std::string::npos) << queue();
   LocalLease c(request("gpu:1", "c", "ignore"));
   b.end();
   EXPECT_EQ(next(c).gpus, std::vector<int>{0});
@@ -164,14 +174,35 @@ TEST_F(LeaseTest, RefusalsSayWhatToDo) {
   std::string host = test::run_command("hostname").output;
   host.erase(host.find_last_not_of('\n') + 1);
   EXPECT_EQ(next(many).text, "3 GPUs asked for; " + host + " has 2");
+}
+
+// A lease folder that is not root's with mode 1777 is not shared (issue 45: whoever made it could
+// take the leases in it): the run leases in the user's own folder and says so, with the
+// administrator's command.
+TEST_F(LeaseTest, AFolderThatIsNotSharedSafelyIsLeftForTheUsersOwn) {
   const fs::path folder = m_dir.path() / "leases";
   fs::create_directories(folder);
   ::chmod(folder.c_str(), 0755);
-  LocalLease shut(request("gpu:1", "shut"));
-  const LeaseAnswer refused = next(shut);
-  EXPECT_EQ(refused.kind, Kind::Error);
-  EXPECT_NE(refused.text.find("mode 755"), std::string::npos) << refused.text;
-  EXPECT_NE(refused.text.find("chmod 1777 " + folder.string()), std::string::npos);
+  const char* home = std::getenv("HOME");
+  const std::string kept = home ? home : "";
+  ::setenv("HOME", (m_dir.path() / "home").string().c_str(), 1);
+  LocalLease own(request("gpu:1", "own"));
+  const LeaseAnswer said = next(own);
+  const LeaseAnswer granted = next(own);
+  ::setenv("HOME", kept.c_str(), 1);
+  EXPECT_EQ(said.kind, Kind::Notice);
+  EXPECT_NE(said.text.find("the lease folder " + folder.string() + " is not root's with mode 1777"),
+            std::string::npos)
+      << said.text;
+  EXPECT_NE(said.text.find("mode 755"), std::string::npos) << said.text;
+  EXPECT_NE(said.text.find("leased among this user's runs only"), std::string::npos);
+  EXPECT_NE(said.text.find("install -d -o root -g root -m 1777 " + folder.string()),
+            std::string::npos);
+  EXPECT_EQ(granted.kind, Kind::Granted);
+  EXPECT_TRUE(fs::is_directory(m_dir.path() / "home/.mlw/leases/gpu.0"));
+  EXPECT_EQ(fs::status(m_dir.path() / "home/.mlw/leases").permissions() & fs::perms::all,
+            fs::perms::owner_all);
+  EXPECT_TRUE(fs::is_empty(folder));  // nothing of the run's in the folder it did not trust
 }
 
 }  // namespace

@@ -202,6 +202,39 @@ TEST_F(ManifestTest, AManifestThatClimbsOutOrIsMalformedIsRefused) {
   }
 }
 
+// A hand-made manifest (issue 45): a link entry, then a file "under" it. Restored in order, the
+// file would be written through the link, outside the tree being made.
+TEST_F(ManifestTest, AnEntryUnderALinkEntryIsRefusedAndNothingIsWrittenOutside) {
+  const Manifest m = build();
+  const std::string sha = m.entries.front().sha256;
+  make_directories(m_base / "outside");
+  for (const std::string order : {"link first", "file first"}) {
+    const std::string link = R"({"path":"out","size":0,"mode":"0777","link":")" +
+                             (m_base / "outside").string() + R"("})";
+    const std::string file =
+        R"({"path":"out/pwned.py","size":12,"mode":"0644","sha256":")" + sha + R"("})";
+    const std::string json =
+        "[" + (order == "link first" ? link + "," + file : file + "," + link) + "]";
+    EXPECT_THROW(manifest_from_json(nlohmann::ordered_json::parse(json)), Error) << order;
+  }
+  // And the restore itself checks each path against the links it restored, whatever built the
+  // manifest.
+  Manifest forged;
+  ManifestEntry link;
+  link.path = "a/out";
+  link.mode = 0777;
+  link.link_target = (m_base / "outside").string();
+  ManifestEntry file = m.entries.front();
+  file.path = "a/out/sub/pwned.py";
+  forged.entries = {link, file};
+  EXPECT_THROW(materialize_snapshot(forged, m_base / "objects", m_root, m_base / "tree"), Error);
+  EXPECT_FALSE(fs::exists(m_base / "outside" / "sub"));
+  // "a/outside" is not under "a/out": a name that only starts the same is no link's child.
+  file.path = "a/outside.py";
+  forged.entries = {link, file};
+  EXPECT_NO_THROW(materialize_snapshot(forged, m_base / "objects", m_root, m_base / "tree2"));
+}
+
 TEST_F(ManifestTest, AStoreThatLostAnObjectIsRestoredFromARunFolderWithTheRightContent) {
   const Manifest m = build();
   materialize_snapshot(m, m_base / "objects", m_root, m_base / "run1");

@@ -5,6 +5,7 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "temp_dir.hpp"
+#include "yaml_bomb.hpp"
 
 namespace mlw {
 
@@ -32,6 +33,11 @@ std::string error_of(const std::string& text) {
 }
 
 }  // namespace
+
+TEST(Sweep, AYamlAliasBombAsASweepFileIsRefusedInOneLine) {
+  EXPECT_NE(error_of(test::yaml_alias_bomb("method: grid\n")).find("sweep.yml: too large to read"),
+            std::string::npos);
+}
 
 TEST(Sweep, ListsAfterTheScriptAreSweptTheRestIsKept) {
   SweepSpec spec;

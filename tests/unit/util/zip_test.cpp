@@ -1,5 +1,7 @@
 #include "mlw/util/zip.hpp"
 
+#include "mlw/util/error.hpp"
+
 #include <gtest/gtest.h>
 
 namespace mlw {
@@ -32,6 +34,14 @@ TEST(ZipWriter, StoresEntriesUncompressedWithADirectoryThatFindsThem) {
   EXPECT_EQ(le32(data, directory), 0x02014b50u);
   EXPECT_EQ(le32(data, directory + 16), crc32("hello"));
   EXPECT_EQ(data.substr(directory + 46, 9), "run/a.txt");
+}
+
+TEST(ZipWriter, ANameThatWouldLeaveTheFolderIsRefused) {
+  ZipWriter zip;
+  for (const char* name : {"../x", "run/../../x", "/etc/x", "run/..", "..", "a\\..\\x", ""}) {
+    EXPECT_THROW(zip.add(name, "x", 0), Error) << name;
+  }
+  EXPECT_NO_THROW(zip.add("run/..x/a..b", "x", 0));
 }
 
 }  // namespace
