@@ -81,38 +81,47 @@ std::string mask_config(const std::string& text, const std::string& name) {
 }
 
 /// A run's script arguments (or command) with the value of every option named like a secret
-/// as *** (`--password X`, `--api_key=X`, `--hf-token X`).
-nlohmann::ordered_json masked_arguments(const nlohmann::ordered_json& words) {
+/// as *** (`--password X`, `--api_key=X`, `--hf-token X`); the values taken out go to `secrets`.
+nlohmann::ordered_json masked_arguments(const nlohmann::ordered_json& words,
+                                        std::vector<std::string>& secrets) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   bool next_is_secret = false;
   for (const auto& word : words) {
     const std::string text = word.is_string() ? word.get<std::string>() : word.dump();
-    if (next_is_secret && !starts_with(text, "-")) {
+    const bool option = starts_with(text, "-");
+    if (next_is_secret && !option) {
+      secrets.push_back(text);
       out.push_back("***");
       next_is_secret = false;
       continue;
     }
-    next_is_secret = false;
     const auto equals = text.find('=');
     const std::string name = text.substr(0, equals);
-    if (starts_with(text, "-") && secret_name(name)) {
-      if (equals == std::string::npos) {
-        next_is_secret = true;
-      } else {
-        out.push_back(name + "=***");
-        continue;
-      }
+    next_is_secret = option && secret_name(name) && equals == std::string::npos;
+    if (option && secret_name(name) && equals != std::string::npos) {
+      secrets.push_back(text.substr(equals + 1));
+      out.push_back(name + "=***");
+      continue;
     }
     out.push_back(text);
   }
   return out;
 }
 
-/// The run's record for the zip: its arguments and command masked as masked_arguments says.
+/// The run's record for the zip: its arguments and command masked as masked_arguments says, and
+/// its parameters named like secrets (read from those options) as ***.
 std::string masked_record(const RunRecord& record) {
   nlohmann::ordered_json json = record.to_json();
+  std::vector<std::string> unused;
   for (const char* key : {"arguments", "command"}) {
-    if (json.contains(key) && json[key].is_array()) json[key] = masked_arguments(json[key]);
+    if (json.contains(key) && json[key].is_array()) {
+      json[key] = masked_arguments(json[key], unused);
+    }
+  }
+  if (json.contains("params") && json["params"].is_object()) {
+    for (auto& [name, value] : json["params"].items()) {
+      if (secret_name(name)) value = "***";
+    }
   }
   return json.dump(2) + "\n";
 }
@@ -134,6 +143,10 @@ bool plain_name(const std::string& name) {
 std::vector<std::string> known_secrets(Context& ctx, const Project& project, const fs::path& dir,
                                        const RunRecord& record) {
   std::vector<std::string> secrets;
+  // The values of script options named like secrets, wherever the script printed them (of 4
+  // characters or more: a shorter one would cut words of every log apart).
+  masked_arguments(record.arguments, secrets);
+  std::erase_if(secrets, [](const std::string& s) { return s.size() < 4; });
   for (const auto& [key, value] : load_run_env(dir)) {
     if (value.size() >= 8 || (!value.empty() && secret_name(key))) {
       secrets.push_back(value);

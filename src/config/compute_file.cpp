@@ -215,7 +215,11 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
 }
 
 std::string gpus_per_run_problem(const std::string& value) {
-  if (value == "all" || parse_integer(value, 1, 1024)) return "";
+  // A count as written once, not "01": the lease takes the words as they are.
+  if (const auto count = parse_integer(value, 1, 1024);
+      value == "all" || (count && std::to_string(*count) == value)) {
+    return "";
+  }
   return "must be all or a count of GPUs (1 or more), not \"" + value + "\"";
 }
 

@@ -42,7 +42,8 @@ mlw_hook_add() {
   case $(mlw_hook_kind) in
     crontab)
       t=$(crontab -l 2>/dev/null) || t=
-      case "$t" in *"$mlw_hook_line"*) return 0 ;; esac
+      # The line itself, whole (a commented-out copy is not the hook).
+      printf '%s\n' "$t" | grep -qxF "$mlw_hook_line" && return 0
       printf '%s\n' "$t" "$mlw_hook_line" | sed '/./,$!d' | crontab -
       ;;
     systemd)
@@ -67,7 +68,7 @@ mlw_hook_drop() {
   done
   if command -v crontab >/dev/null 2>&1; then
     t=$(crontab -l 2>/dev/null) || return 0
-    case "$t" in *"$mlw_hook_line"*) ;; *) return 0 ;; esac
+    printf '%s\n' "$t" | grep -qxF "$mlw_hook_line" || return 0
     t=$(printf '%s\n' "$t" | grep -vxF "$mlw_hook_line")
     if [ -n "$t" ]; then printf '%s\n' "$t" | crontab -; else crontab -r; fi
   elif [ -e "$mlw_hook_unit" ]; then

@@ -121,6 +121,23 @@ SweepParameter parameter_at(const ConfigDocument& doc, const std::string& name,
       if (parameter.kind == "loguniform" && parameter.low <= 0) {
         fail_at(doc, bounds, "loguniform bounds must be more than 0");
       }
+      // Bounds whose values a run could not be given as they are: an int past 2^53 (a double
+      // holds no such whole number), a span past the largest double (every draw inf).
+      constexpr double k_whole = 9007199254740992.0;  // 2^53
+      if (parameter.kind == "int" && (std::floor(parameter.low) != parameter.low ||
+                                      std::floor(parameter.high) != parameter.high ||
+                                      parameter.low < -k_whole || parameter.high > k_whole)) {
+        fail_at(doc, bounds,
+                fmt::format("parameter {}: int bounds must be whole numbers from -2^53 to 2^53 "
+                            "(-9007199254740992 to 9007199254740992)",
+                            name));
+      }
+      if (!std::isfinite(parameter.high - parameter.low)) {
+        fail_at(doc, bounds,
+                fmt::format("parameter {}: {} bounds are too far apart to draw from (their "
+                            "difference is past the largest number)",
+                            name, kind));
+      }
       return parameter;
     }
   }
@@ -283,6 +300,12 @@ std::uint64_t sweep_size(const SweepSpec& spec) {
 }
 
 std::vector<nlohmann::ordered_json> expand_sweep(const SweepSpec& spec) {
+  if (const std::uint64_t size = sweep_size(spec); size > k_sweep_points_bound) {
+    throw UsageError(
+        fmt::format("the sweep has {} points, more than {} (the most one sweep holds)",
+                    size == UINT64_MAX ? std::string("over 18e18") : std::to_string(size),
+                    k_sweep_points_bound));
+  }
   std::vector<SweepParameter> parameters = spec.parameters;
   for (auto& parameter : parameters) {  // a grid takes every integer of int bounds
     if (spec.method == "grid" && parameter.kind == "int") {

@@ -16,6 +16,9 @@ export PATH="$SIM:$PATH" DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST
 # local and over SSH, sees it), its own so that nothing else leases beside it.
 export MLW_LEASE_DIR=/tmp/mlw-leases-test.$$
 rm -f "$SIM/compute-apps"
+# Shared between this machine's users (root here, the GPU user over SSH) as an administrator
+# makes it (docs/gpus.md).
+shared_lease_folder "$MLW_LEASE_DIR"
 cleanup_leases() { rm -rf "$MLW_LEASE_DIR" "$SIM/compute-apps"; }
 trap 'cleanup_leases; cleanup' EXIT
 ADDRESS="127.0.0.1:$MLW_TEST_SSH_PORT"
@@ -116,7 +119,7 @@ done
 home laptop-bad
 project p-bad local
 before=$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-for bad in 0 -1 abc; do
+for bad in 0 -1 abc 01 +1; do
   expect_error "--gpus $bad" 125 "--gpus must be all or a count of GPUs" experiment submit -c t --gpus "$bad" lease.py
 done
 expect_error "more GPUs than the target has" 125 "5 GPUs per run asked for; this machine has 4" \
@@ -186,7 +189,8 @@ expect_contains "… named with their user@host in its table" \
 "$MLW" history logs -f -r "$waiting" >"$WORK/follow.out" 2>&1 &
 follower=$!
 holder=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/${long[0]}/run.json")
-kill -9 -- "-$holder"
+# (the monitor's process group: it and the script, which holds the lease too)
+kill -9 -- "-$(ps -o pgid= -p "$holder" | tr -d ' ')"
 check "kill -9 of a holder (its monitor and script): the waiting run starts within 1 s" \
   wait_for 2 bash -c "'$MLW' -o json history info -r $waiting | grep -q '\"status\": \"\\(Running\\|Completed\\)\"'"
 third=$(submit_async lease.py 1)
@@ -286,18 +290,20 @@ cmd=$(sed -n "s/.*an administrator runs once: sudo sh -c '\(.*\)'\$/\1/p" <<<"$l
 sh -c "$cmd"
 expect_eq "the administrator's command makes the shared folder" "$(stat -c %U:%a "$MLW_LEASE_DIR")" "root:1777"
 check "… another user cannot take a lock from it" bash -c "! runuser -u '$ATT' -- mv '$MLW_LEASE_DIR/gpu.0' '$MLW_LEASE_DIR/mine' 2>/dev/null"
-# The attacker's tickets, first in line: one whose `w` is a FIFO, one with a 20 MB info and a
-# FIFO for its held, one that claims the victim's run holds every GPU, and one that looks real
-# and holds its lock but never takes a GPU (a forged head of the line).
+# The attacker's tickets, first in line (named to sort before every real one): one whose `w` is
+# a FIFO, one with a 20 MB info and a FIFO for its held, one that claims the victim's run holds
+# every GPU, and one that looks real and holds its lock but never takes a GPU (a forged head of
+# the line). Each lock holder is a process group of its own, its output not the suite's.
 D=$MLW_LEASE_DIR
-as_att mkdir -m 755 "$D/q.0" "$D/q.1" "$D/q.1/w" "$D/q.2" "$D/q.2/w" "$D/q.3" "$D/q.3/w"
-as_att mkfifo "$D/q.0/w" "$D/q.1/held"
-as_att sh -c "printf 'want=gpu:1\n' >'$D/q.0/info'; head -c 20000000 /dev/zero | tr '\\0' x >'$D/q.1/info'
-  printf 'run=VICTIM\nwho=root@victim\nwant=gpu:4\n' >'$D/q.2/info'; echo '0,1,2,3 1' >'$D/q.2/held'
-  printf 'run=fake\nwho=x@y\nwant=gpu:1\nsince=1\n' >'$D/q.3/info'"
-for q in q.0 q.1 q.2 q.3; do
-  as_att flock "$D/$q" sleep 300 &
-  STARTED_PIDS+=($!)
+as_att mkdir -m 755 "$D/q.0.a" "$D/q.0.b" "$D/q.0.b/w" "$D/q.0.c" "$D/q.0.c/w" "$D/q.0.d" "$D/q.0.d/w"
+as_att mkfifo "$D/q.0.a/w" "$D/q.0.b/held"
+as_att sh -c "printf 'want=gpu:1\n' >'$D/q.0.a/info'; head -c 20000000 /dev/zero | tr '\\0' x >'$D/q.0.b/info'
+  printf 'run=VICTIM\nwho=root@victim\nwant=gpu:4\n' >'$D/q.0.c/info'; echo '0,1,2,3 1' >'$D/q.0.c/held'
+  printf 'run=fake\nwho=x@y\nwant=gpu:1\nsince=1\n' >'$D/q.0.d/info'"
+holders=()
+for q in q.0.a q.0.b q.0.c q.0.d; do
+  setsid runuser -u "$ATT" -- flock "$D/$q" sleep 300 </dev/null >/dev/null 2>&1 &
+  holders+=($!)
 done
 home laptop-victim
 project p-victim remote
@@ -308,14 +314,14 @@ check "the victim's run is not hung nor starved by them" wait_for 60 run_is "$vi
 took=$(($(date +%s) - began))
 check "… it waited only for the forged head to stall (${took} s)" test "$took" -lt 40
 log=$("$MLW" history logs -r "$victim")
-expect_contains "… naming the ticket that is not mlw's" "$log" "passing over $D/q.0 of user $ATT: it is not a ticket of mlw's"
-expect_contains "… and the head that never takes its GPU" "$log" "passing over $D/q.3 of user $ATT: first in line for 5 s with what it wants free"
-sed -i "s/run=VICTIM/run=$victim/" "$D/q.2/info" 2>/dev/null || as_att sed -i "s/run=VICTIM/run=$victim/" "$D/q.2/info"
+expect_contains "… naming the ticket that is not mlw's" "$log" "passing over $D/q.0.a of user $ATT: it is not a ticket of mlw's"
+expect_contains "… and the head that never takes its GPU" "$log" "passing over $D/q.0.d of user $ATT: first in line for 5 s with what it wants free"
+as_att sed -i "s/run=VICTIM/run=$victim/" "$D/q.0.c/info"
 RUN_TIMEOUT=20 run_mlw -o json experiment queue -c t
 expect_eq "experiment queue is not hung by a FIFO or slowed by 20 MB (exit code)" "$CODE" 0
 expect_eq "… the forged holder is shown as the other user's, not as the victim's run" "$(json_get "$OUT" '
 [(r["run_id"], r["in_history"], r["target_user"]) for r in d[0]["running"]]')" "[('$victim', False, '$ATT')]"
-for pid in "${STARTED_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+for pid in "${holders[@]}"; do kill -- "-$pid" 2>/dev/null; done
 rm -rf "$D" "/tmp/mlw-leases-first.$$"
 
 finish

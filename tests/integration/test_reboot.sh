@@ -23,7 +23,7 @@ command -v crontab >/dev/null || {
   echo "crontab is missing (Debian's cron; scripts/setup installs it)"
   exit 1
 }
-hook_line() { crontab -u "$TUSER" -l 2>/dev/null | grep -F '.mlw/reboot.sh' || :; }
+hook_line() { crontab -u "$TUSER" -l 2>/dev/null | grep '^@reboot .*\.mlw/reboot\.sh' || :; }
 # boot: what cron does at boot: each @reboot line of the user's crontab, run as the user.
 boot() {
   local line
@@ -97,7 +97,13 @@ survives() {
     "('Completed', 0, 1)"
   expect_eq "$2: the hook is gone with the last run it kept" "$(hook_line)" ""
 }
+# A commented-out copy of the line (the user's own) is not the hook (issue 45): it is kept, and
+# the hook is added beside it.
+# shellcheck disable=SC2016 # the line as cron reads it
+printf '%s\n' '# @reboot /bin/sh "$HOME/.mlw/reboot.sh" mlw-boot' | crontab -u "$TUSER" -
 survives rem remote
+expect_eq "the user's commented-out line is kept" "$(crontab -u "$TUSER" -l 2>/dev/null)" \
+  '# @reboot /bin/sh "$HOME/.mlw/reboot.sh" mlw-boot'
 survives rd remotedocker
 
 # A cancel while the run waits for the hook ends it; the hook does not start it again.

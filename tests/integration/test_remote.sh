@@ -16,6 +16,8 @@ USER_HOME=$(getent passwd mlwtest | cut -d: -f6)
 export MLW_RECONNECT_TIMEOUT=60
 # A clean slate on the target: no keys or store left by an earlier suite.
 rm -rf "$USER_HOME/.mlw" "$USER_HOME/.ssh"
+expect_eq "the servers' env file (the test users' password) is root's alone" \
+  "$(stat -c %U:%a "$MLW_TEST_SERVERS/env")" "root:600"
 
 new_project rproj
 sed -i "s#^baseDockerImage:.*#baseDockerImage: \"$MLW_TEST_IMAGE\"#" aml_config/docker.compute

@@ -160,6 +160,9 @@ SIM=$MLW_TEST_NVIDIA_SIM
 export PATH="$SIM:$PATH" DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST
 export MLW_LEASE_DIR=/tmp/mlw-leases-sweep.$$
 trap 'rm -rf "$MLW_LEASE_DIR"; cleanup' EXIT
+# Shared between this machine's users (root here, the GPU user over SSH) as an administrator
+# makes it (docs/gpus.md).
+shared_lease_folder "$MLW_LEASE_DIR"
 printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
 export HOME="$WORK/home"
 mkdir -p "$HOME/.ssh"

@@ -69,6 +69,9 @@ SweepSpec load_sweep_file(const std::filesystem::path& path, const std::string& 
 /// set, early stopping's metric); throws mlw::UsageError with one clear line.
 void check_sweep_spec(const SweepSpec& spec);
 
+/// The most points one sweep holds, whatever --max-runs says (each is a run record).
+inline constexpr std::uint64_t k_sweep_points_bound = 1000000;
+
 /// How many points the definition gives (a grid's product; saturates at UINT64_MAX).
 std::uint64_t sweep_size(const SweepSpec& spec);
 

@@ -103,6 +103,12 @@ TEST(ComputeFile, AYamlAliasBombIsRefusedInOneLineNotWalked) {
             std::string::npos);
 }
 
+TEST(ComputeFile, AGpuCountIsWrittenAsANumberIs) {
+  EXPECT_NE(error_of("type: local\ngpusPerRun: 01\n").find("gpusPerRun must be all or a count"),
+            std::string::npos);
+  EXPECT_EQ(parse("type: local\ngpusPerRun: 2\n").gpus_per_run, "2");
+}
+
 TEST(ComputeFile, UnknownKeyWarnsWithLineAndSuggestion) {
   std::vector<std::string> warnings;
   parse("type: docker\nnvidiaDoker: true\n", &warnings);

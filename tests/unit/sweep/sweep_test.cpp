@@ -34,6 +34,21 @@ std::string error_of(const std::string& text) {
 
 }  // namespace
 
+TEST(Sweep, BoundsARunCouldNotBeGivenAreRefused) {
+  EXPECT_NE(error_of("parameters:\n  n: {int: [-1e300, 1e300]}\nmethod: random\ncount: 2\n")
+                .find("int bounds must be whole numbers from -2^53 to 2^53"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  n: {int: [0.5, 3]}\n").find("whole numbers"),
+            std::string::npos);
+  EXPECT_NE(error_of("parameters:\n  x: {uniform: [-1e308, 1e308]}\nmethod: random\ncount: 2\n")
+                .find("uniform bounds are too far apart"),
+            std::string::npos);
+  // A grid past the most a sweep holds is refused before a value of it is made.
+  const SweepSpec huge = from_file("parameters:\n  n: {int: [0, 1e12]}\n");
+  EXPECT_EQ(sweep_size(huge), 1000000000001u);
+  EXPECT_THROW(expand_sweep(huge), UsageError);
+}
+
 TEST(Sweep, AYamlAliasBombAsASweepFileIsRefusedInOneLine) {
   EXPECT_NE(error_of(test::yaml_alias_bomb("method: grid\n")).find("sweep.yml: too large to read"),
             std::string::npos);
