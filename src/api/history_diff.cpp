@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
@@ -59,15 +61,51 @@ std::optional<fs::path> content_of(const Project& project, const Side& side,
   return std::nullopt;
 }
 
-/// As git decides: a NUL byte in the first 8000 bytes makes a file binary.
+/// The most of one file `history diff` compares line by line (a bigger one is named, with its
+/// size, not read: `diff -u` of two 500 MB files takes more than their size in memory).
+constexpr std::uintmax_t k_diff_file_bound = 8u << 20;
+
+/// As git decides: a NUL byte in the first 8000 bytes makes a file binary (only those are read).
 bool looks_binary(const fs::path& file) {
-  const std::string head = read_file_if_exists(file).value_or("").substr(0, 8000);
+  std::ifstream in(file, std::ios::binary);
+  std::string head(8000, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
   return head.find('\0') != std::string::npos;
+}
+
+/// Text for a terminal: control characters (but tab and newline), DEL and the C1 controls shown
+/// as \xNN, so that a file's name or lines cannot drive the terminal (escape sequences).
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const bool c1 = byte == 0xc2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9f;
+    if ((byte < 0x20 && byte != '\t' && byte != '\n') || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else if (c1) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
 }
 
 /// `diff -u` of two files (an empty path: the file is absent on that side).
 std::string unified_diff(Context& ctx, const std::string& path, const std::optional<fs::path>& a,
                          const std::optional<fs::path>& b) {
+  for (const auto& file : {a, b}) {
+    std::error_code ec;
+    const std::uintmax_t size = file ? fs::file_size(*file, ec) : 0;
+    if (!ec && size > k_diff_file_bound) {
+      return fmt::format("(file {}: {:.1f} MB, more than history diff compares line by line)\n",
+                         path, static_cast<double>(size) / 1e6);
+    }
+  }
   ProcessSpec spec{
       {"diff", "-u", "--label", a ? "a/" + path : "/dev/null", "--label",
        b ? "b/" + path : "/dev/null", a ? a->string() : "/dev/null", b ? b->string() : "/dev/null"},
@@ -286,7 +324,13 @@ void diff_runs(Context& ctx, const std::string& first, const std::string& second
     make_json_safe(out);  // file names and diff lines that are not UTF-8
     return ctx.output().print_object(out);
   }
+  // Names and lines as a terminal should show them: escape sequences made visible.
+  std::ostringstream text;
+  std::ostream* const kept = ctx.out;
+  ctx.out = &text;
   print_diff(ctx, out);
+  ctx.out = kept;
+  *ctx.out << terminal_text(text.str());
 }
 
 }  // namespace mlw::api

@@ -107,6 +107,21 @@ expect_eq "diff -o json" "$(json_get "$json" '(d["fields"]["arguments"], sorted(
 run_mlw history diff -r "$A" -r "$A"
 expect_eq "diff of a run with itself: nothing, exit 0" "$CODE:$OUT" "0:"
 expect_error "diff needs two runs" 2 "give two runs" history diff -r "$A"
+# A name and lines with terminal escapes, and a file too big to compare line by line (issue 45).
+ESC_NAME=$'esc\e[31mname.txt'
+printf 'one\e]0;pwned\a\n' >"$ESC_NAME"
+head -c 9000000 /dev/zero | tr '\0' a >big.txt
+D1=$("$MLW" -o json experiment submit -c local train.py | json_get "$(cat)" 'd["run_id"]')
+printf 'two\e[2J\n' >"$ESC_NAME"
+echo b >>big.txt
+D2=$("$MLW" -o json experiment submit -c local train.py | json_get "$(cat)" 'd["run_id"]')
+rm -f "$ESC_NAME" big.txt
+run_mlw history diff -r "$D1" -r "$D2"
+expect_eq "diff with escapes and a big file (exit code)" "$CODE" 0
+check "… no escape byte reaches the terminal" bash -c "! grep -q $'\e' <<<\"\$1\"" _ "$OUT"
+expect_contains "… the escapes shown" "$OUT" '+two\x1b[2J'
+expect_contains "… the name's too" "$OUT" 'esc\x1b[31mname.txt'
+expect_contains "… the big file named, not compared" "$OUT" "(file big.txt: 9.0 MB, more than history diff compares line by line)"
 
 # --- diagnostics: a zip a maintainer can read, without a secret -------------------------------
 "$MLW" -q computetarget attach remote -n rem -a "$ADDR" -u mlwtest --password-stdin \
