@@ -50,10 +50,19 @@ function fmtDuration(s) {
   return h ? `${h} h ${m % 60} min` : `${m} min ${Math.round(s % 60)} s`;
 }
 const fmtTime = (iso) => (iso ? iso.replace("T", " ").replace("Z", "") : "");
+// A number as the command line's tables show it (C's %.6g): 6 significant digits, an exponent
+// below 1e-4 and from 1e6 (0.000367355, 1.23457e+06); whole numbers as they are.
 function fmtNumber(v) {
   if (v === null || v === undefined) return "";
   if (typeof v !== "number") return JSON.stringify(v);
-  return Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(4) : +v.toPrecision(6) + "";
+  if (!Number.isFinite(v) || (Number.isInteger(v) && Math.abs(v) < 1e15)) return String(v);
+  const exp = Math.floor(Math.log10(Math.abs(v)));
+  if (exp < -4 || exp >= 6) {
+    const [m, e] = v.toExponential(5).split("e");
+    const n = +e;
+    return m.replace(/\.?0+$/, "") + "e" + (n < 0 ? "-" : "+") + String(Math.abs(n)).padStart(2, "0");
+  }
+  return String(+v.toPrecision(6));
 }
 const badge = (status) => el("span", { class: "badge s-" + status, text: status });
 const runLink = (id) => el("a", { href: "#/run/" + encodeURIComponent(id), text: id });

@@ -211,7 +211,11 @@ void diagnostics(Context& ctx, const std::string& run_id, const std::optional<st
   const StoredRun run = find_stored_run(project, run_id);
   const RunRecord& record = run.record;
   const fs::path& dir = run.dir;
-  const fs::path out = file ? fs::path(*file) : fs::current_path() / (run_id + "-diagnostics.zip");
+  // By default in the project's outputs/, which no run ships (a zip in the project's folder
+  // would go with the next run's snapshot).
+  const fs::path out = file ? fs::absolute(expand_user(*file))
+                            : project.root / "outputs" / (run_id + "-diagnostics.zip");
+  if (!file) make_directories(out.parent_path());
   const std::vector<std::string> secrets = known_secrets(ctx, project, dir, record);
   const std::int64_t now = ctx.clock->now_ms() / 1000;
   ZipWriter zip;
@@ -263,6 +267,7 @@ void diagnostics(Context& ctx, const std::string& run_id, const std::optional<st
   put("version.txt", version_text(ctx.clock->now_ms()));
   if (!missing.empty()) put("MISSING.txt", join(missing, "\n") + "\n");
   atomic_write_file(out, zip.finish(), 0600);
+  if (file) keep_out_of_snapshots(project, out.parent_path());
   for (const auto& line : missing) spdlog::warn("missing from the run: {}", line);
   if (ctx.output().structured()) {
     nlohmann::ordered_json said = {

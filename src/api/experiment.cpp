@@ -17,6 +17,7 @@
 
 #include "mlw/config/names.hpp"
 #include "mlw/config/targets.hpp"
+#include "mlw/exec/build_output.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/history/params.hpp"
@@ -388,9 +389,22 @@ void prepare(Context& ctx, const std::string& run_config) {
     }
   } cleanup{plan.run_dir};
   executor->validate(ctx, plan);
-  const PrepareResult prepared = executor->prepare(ctx, plan, [&ctx](std::string_view chunk) {
-    if (!ctx.quiet) ctx.err->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+  // The build's output line by line, as a person reads a build that succeeds (build_output.hpp).
+  std::string pending;
+  const auto show = [&ctx](const std::string& line) {
+    const std::string shown = build_line_for_terminal(line);
+    if (!ctx.quiet && (!shown.empty() || line.empty())) *ctx.err << shown << "\n";
+  };
+  const PrepareResult prepared = executor->prepare(ctx, plan, [&](std::string_view chunk) {
+    pending.append(chunk);
+    for (auto newline = pending.find('\n'); newline != std::string::npos;
+         newline = pending.find('\n')) {
+      show(pending.substr(0, newline));
+      pending.erase(0, newline + 1);
+    }
   });
+  if (!pending.empty()) show(pending);
+  ctx.err->flush();
   ctx.output().print_object({{"target", plan.target_name},
                              {"image", prepared.image},
                              {"host", prepared.host},

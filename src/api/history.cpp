@@ -16,6 +16,7 @@
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
+#include "run_start.hpp"
 
 namespace mlw::api {
 
@@ -300,6 +301,7 @@ void download(Context& ctx, const std::string& run_id,
     if (ec) throw Error("cannot write " + (target / relative).string() + ": " + ec.message());
     copied.push_back((target / relative).string());
   }
+  if (destination && !copied.empty()) keep_out_of_snapshots(ctx.project(), target);
   if (!destination) {
     spdlog::info(
         "{} file(s) in {} (outputs/ is not shipped with runs; -d DIR chooses another "

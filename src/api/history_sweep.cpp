@@ -1,8 +1,10 @@
 // `history list`'s fields and filters, and `history compare --sweep` (docs/sweeps.md).
 #include <fmt/format.h>
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "mlw/api/history.hpp"
 #include "mlw/history/params.hpp"
@@ -82,6 +84,39 @@ double saved_seconds(const std::vector<RunRecord>& runs) {
   return saved;
 }
 
+/// A sweep that names no metric (a grid from the command line) is ranked by the loss its runs
+/// logged, lowest first, and says so; where they logged none named like a loss or an error it
+/// says how to rank them instead.
+void rank_by_logged_metric(Context& ctx, const std::vector<RunRecord>& runs, std::string& metric) {
+  std::set<std::string> logged;
+  for (const auto& run : runs) {
+    for (const auto& [name, value] : run.metrics.items()) {
+      if (value.is_number()) logged.insert(name);
+    }
+  }
+  for (const char* word : {"loss", "error", "err"}) {
+    for (const auto& name : logged) {
+      if (lower_ascii(name) == word || (metric.empty() && lower_ascii(name).find(word) == 0)) {
+        metric = name;
+        break;
+      }
+    }
+    if (!metric.empty()) break;
+  }
+  if (ctx.quiet) return;
+  if (!metric.empty()) {
+    spdlog::info(
+        "ranked by the metric {} the runs logged, lowest first (--sort metric:NAME[:max] "
+        "for another)",
+        metric);
+  } else if (!logged.empty()) {
+    spdlog::info(
+        "not ranked: the sweep names no metric; rank it with --sort metric:NAME[:max] "
+        "(its runs logged: {})",
+        join(std::vector<std::string>(logged.begin(), logged.end()), ", "));
+  }
+}
+
 }  // namespace
 
 void compare_sweep(Context& ctx, const std::string& sweep_id,
@@ -115,6 +150,7 @@ void compare_sweep(Context& ctx, const std::string& sweep_id,
     } catch (const Error&) {
     }
   }
+  if (metric.empty()) rank_by_logged_metric(ctx, runs, metric);
   const auto value_of = [&](const RunRecord& run) -> std::optional<double> {
     if (metric.empty() || !run.metrics.contains(metric) || !run.metrics[metric].is_number()) {
       return std::nullopt;
@@ -138,16 +174,26 @@ void compare_sweep(Context& ctx, const std::string& sweep_id,
   columns.push_back({"problem", "PROBLEM"});
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   int rank = 0;
+  // As data, the parameters and the metric nest as `history list` nests them (one schema); a
+  // table has a column each.
+  const bool nested = ctx.output().structured();
   for (const auto& run : runs) {
     nlohmann::ordered_json row = {
         {"rank", ++rank}, {"run_id", run.run_id}, {"point", run.point}, {"status", run.status}};
+    nlohmann::ordered_json params = nlohmann::ordered_json::object();
     for (const auto& name : names) {
-      row["param:" + name] =
-          run.params.contains(name) ? run.params[name] : nlohmann::ordered_json();
+      params[name] = run.params.contains(name) ? run.params[name] : nlohmann::ordered_json();
+      if (!nested) row["param:" + name] = params[name];
     }
+    if (nested) row["params"] = params;
     if (!metric.empty()) {
       const auto value = value_of(run);
-      row["metric:" + metric] = value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json();
+      const nlohmann::ordered_json shown = value ? nlohmann::ordered_json(*value) : nullptr;
+      if (nested) {
+        row["metrics"] = {{metric, shown}};
+      } else {
+        row["metric:" + metric] = shown;
+      }
     }
     row["duration"] = run.start_ms
                           ? nlohmann::ordered_json(format_duration(

@@ -210,6 +210,27 @@ std::map<std::string, std::string> load_run_env(const fs::path& run_dir) {
   return env;
 }
 
+void keep_out_of_snapshots(const Project& project, const fs::path& folder) {
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(project.root, ec);
+  const fs::path relative = fs::weakly_canonical(folder, ec).lexically_relative(root);
+  if (ec || relative.empty() || starts_with(relative.string(), "..")) return;  // outside
+  const std::string first = relative.begin()->string();
+  if (first == "outputs" || first == ".mlw" || first == ".git") return;  // never shipped
+  if (relative == ".") {
+    spdlog::warn(
+        "the files are in the project's own folder: they go with the next run's snapshot unless "
+        ".amlignore names them");
+    return;
+  }
+  const fs::path marker = folder / k_download_marker;
+  if (fs::exists(marker, ec)) return;
+  atomic_write_file(
+      marker, "# Written by mlw: this folder holds runs' files; no run's snapshot takes it.\n");
+  spdlog::info("{} is inside the project: its {} keeps it out of runs' snapshots",
+               project.display(folder), k_download_marker);
+}
+
 StoredRun find_stored_run(const Project& project, const std::string& run_id) {
   const fs::path untracked = project.state_dir() / "untracked";
   const bool hidden = fs::exists(untracked / "runs" / run_id / "run.json");

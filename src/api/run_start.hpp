@@ -60,6 +60,12 @@ void save_run_env(const std::filesystem::path& run_dir,
 /// A run's `-e` variables as save_run_env kept them (none when it kept none).
 std::map<std::string, std::string> load_run_env(const std::filesystem::path& run_dir);
 
+/// Keeps runs' files that mlw writes into `folder` out of the project's snapshots: where the
+/// folder lies inside the project (not in its outputs/ or .mlw/, which no snapshot takes), it
+/// gets the marker file k_download_marker, and a note says so; the project's own top folder is
+/// warned about instead (its files would be shipped with the next run).
+void keep_out_of_snapshots(const Project& project, const std::filesystem::path& folder);
+
 /// A past run: its record and folder, in the project's history or its untracked one.
 struct StoredRun {
   RunRecord record;

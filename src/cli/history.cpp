@@ -1,5 +1,7 @@
-#include "mlw/api/history.hpp"
+#include <algorithm>
+
 #include "cli/app.hpp"
+#include "mlw/api/history.hpp"
 #include "mlw/ui/server.hpp"
 
 namespace mlw::cli {
@@ -58,7 +60,11 @@ void register_history(CLI::App& app, Context& ctx) {
         text = text.substr(0, text.rfind(':'));
       }
       asked.sort = api::parse_run_field(text);
-      asked.columns.push_back(*asked.sort);
+      // Its column once, where --param did not already ask for it.
+      const bool shown = std::any_of(
+          asked.columns.begin(), asked.columns.end(),
+          [&](const auto& c) { return c.kind == asked.sort->kind && c.name == asked.sort->name; });
+      if (!shown) asked.columns.push_back(*asked.sort);
     }
     api::list_runs(ctx, asked);
   });

@@ -65,6 +65,16 @@ std::vector<std::string> readable_lines(const std::string& output) {
 
 }  // namespace
 
+std::string build_line_for_terminal(const std::string& line) {
+  const std::vector<std::string> kept = readable_lines(line);
+  if (kept.empty() && !trim(line).empty()) return "";
+  const auto run = line.find(" : RUN [\"/bin/sh\",\"/mlw/env/install.sh\"");
+  if (run != std::string::npos && starts_with(line, "Step ")) {
+    return line.substr(0, run) + " : RUN /bin/sh /mlw/env/install.sh (mlw's install script)";
+  }
+  return line;
+}
+
 std::string build_output_tail(const std::string& output, std::size_t count) {
   std::vector<std::string> lines = readable_lines(output);
   if (lines.size() > count) lines.erase(lines.begin(), lines.end() - static_cast<long>(count));
@@ -73,8 +83,26 @@ std::string build_output_tail(const std::string& output, std::size_t count) {
   return out;
 }
 
+std::string ssh_command_for(const std::string& host, const std::string& user) {
+  std::string name = host;
+  std::string port;
+  const auto colon = host.rfind(':');
+  const bool bracketed = !host.empty() && host[0] == '[';
+  if (colon != std::string::npos && (bracketed || host.find(':') == colon) &&
+      parse_integer(host.substr(colon + 1), 1, 65535)) {
+    name = host.substr(0, colon);
+    port = host.substr(colon + 1);
+  }
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']') {
+    name = name.substr(1, name.size() - 2);
+  }
+  const bool default_port = port.empty() || port == "22";
+  return "ssh" + (default_port ? std::string() : " -p " + port) + " " +
+         (user.empty() ? std::string() : user + "@") + name;
+}
+
 std::string base_image_problem(const std::string& output, const std::string& image,
-                               const std::string& host) {
+                               const std::string& host, const std::string& user) {
   const std::string text = without_escapes(output);
   // The base image is pulled at the FROM step (the first), before any line of install.sh.
   const auto from = text.find("FROM " + image);
@@ -100,8 +128,8 @@ std::string base_image_problem(const std::string& output, const std::string& ima
              "or docker load it first"
            : fmt::format(
                  "set baseDockerImage to an image {} has (docker images there), or "
-                 "pull or load it there first (docker save IMAGE | ssh {} docker load)",
-                 host, host);
+                 "pull or load it there first (docker save {} | {} docker load)",
+                 host, image, ssh_command_for(host, user));
   for (const char* offline : {"network is unreachable", "no such host", "i/o timeout",
                               "Temporary failure in name resolution", "connection refused",
                               "dial tcp", "TLS handshake timeout"}) {

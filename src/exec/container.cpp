@@ -257,8 +257,13 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
 std::vector<std::string> container_command(const RunPlan& plan) {
   std::vector<std::string> words = utf8_command(plan, script_command(plan));
   if (!plan.compute.nvidia_docker) return words;
-  // The run header (spec §6): the GPUs this container sees, as nvidia-smi names them there.
+  // The run header (spec §6): the GPUs this container sees, numbered as on the machine where
+  // the container was given chosen ones (a lease: device=@GPUS@, filled in by the monitor), as
+  // the record numbers them.
   std::vector<std::string> header = {"/bin/sh", "-c", script_body("src/exec/gpus.sh"), "mlw-gpus"};
+  if (const std::string& gpus = plan.compute.gpus; starts_with(gpus, "device=")) {
+    header.insert(header.end(), {"--machine", gpus.substr(7)});
+  }
   header.insert(header.end(), words.begin(), words.end());
   return header;
 }

@@ -131,6 +131,7 @@ n=$#
 for w in "$@"; do
   [ "$w" = @USER@ ] && w=$u:$g
   [ "$w" = device=@GPUS@ ] && w="\"device=$gpus\""
+  [ "$w" = @GPUS@ ] && w=$gpus
   set -- "$@" "$w"
 done
 shift "$n"
@@ -217,8 +218,15 @@ fi
 # (which says why it cannot).
 if [ -n "$mlw_create_json" ] && mlw_engine; then
   j=${mlw_create_json%%@USER@*}$u:$g${mlw_create_json#*@USER@}
-  # The leased GPUs' indexes in DeviceIDs (["@GPUS@"] becomes ["1","3"]).
-  case "$j" in *@GPUS@*) j=${j%%@GPUS@*}$(echo "$gpus" | sed 's/,/","/g')${j#*@GPUS@} ;; esac
+  # The leased GPUs' indexes in DeviceIDs (["@GPUS@"] becomes ["1","3"]) and in the run
+  # header's words (--machine @GPUS@ becomes "1,3").
+  while :; do
+    case "$j" in
+      *'"@GPUS@"]'*) j=${j%%\"@GPUS@\"]*}\"$(echo "$gpus" | sed 's/,/","/g')\"]${j#*\"@GPUS@\"]} ;;
+      *@GPUS@*) j=${j%%@GPUS@*}$gpus${j#*@GPUS@} ;;
+      *) break ;;
+    esac
+  done
   printf '%s' "$j" >create.json
   a=$(mlw_http 60 POST "/containers/create?name=$mlw_container_name" create.json create.out) ||
     a=

@@ -275,7 +275,8 @@ int RunSession::build_failed(const EnvironmentSpec& env, int build_exit, const s
   // The failing step's last lines (no colour codes, no Docker notice), then the reason once:
   // pip's or conda's own last error, in the run's problem and the submit's error line.
   note(build_output_tail(tail, 15));
-  const std::string base = base_image_problem(tail, plan.compute.base_docker_image, shell().host());
+  const std::string base = base_image_problem(tail, plan.compute.base_docker_image, shell().host(),
+                                              plan.compute.username);
   if (!base.empty()) return fail(exit_code::k_cannot_start, fmt::format("{} ({})", base, where));
   const std::string why = build_error_line(tail);
   return fail(exit_code::k_cannot_start,

@@ -194,8 +194,8 @@ PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputS
   m_place.after_prepare(*m_shell, paths, build);
   if (result.exit_code != 0) {
     const BuildFailure reason = build_failure_reason(log);
-    const std::string base =
-        base_image_problem(log, plan.compute.base_docker_image, m_shell->host());
+    const std::string base = base_image_problem(log, plan.compute.base_docker_image,
+                                                m_shell->host(), plan.compute.username);
     if (!base.empty()) throw Error(base);
     const std::string why = build_error_line(log);
     throw Error(reason.exit_code != 0

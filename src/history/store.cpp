@@ -382,6 +382,25 @@ void HistoryStore::merge_final_index_row(RunRecord& record) {
   record.process_group = 0;
 }
 
+void HistoryStore::repair_ended_rows() {
+  std::vector<std::string> live;
+  {
+    Statement stmt(
+        m_db, (std::string("SELECT run_id FROM runs WHERE status IN ") + k_live_statuses).c_str());
+    if (!stmt.ok()) return;
+    while (stmt.step() == SQLITE_ROW) live.push_back(stmt.text(0));
+  }
+  for (const auto& run_id : live) {
+    const std::optional<RunRecord> record = read_record(run_dir(run_id));
+    if (!record || !status::is_final(record->status)) continue;
+    try {
+      upsert(*record);
+    } catch (const Error&) {
+      // Still busy: the next reader repairs it.
+    }
+  }
+}
+
 std::optional<std::string> HistoryStore::last_run_id() {
   RunQuery newest;
   newest.top = 1;

@@ -40,6 +40,7 @@ struct ListSql {
 }  // namespace
 
 std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
+  repair_ended_rows();
   ListSql sql;
   std::string columns;
   for (const auto& field : query.columns) columns += ", " + sql.column(field);
@@ -85,6 +86,7 @@ std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
 }
 
 std::vector<SweepRow> HistoryStore::sweep_rows(const std::string& sweep_id) {
+  repair_ended_rows();
   std::vector<SweepRow> rows;
   std::map<std::string, std::size_t> index;
   {

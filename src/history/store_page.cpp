@@ -43,6 +43,7 @@ std::string like_anywhere(const std::string& text) {
 }  // namespace
 
 RunPage HistoryStore::page(const RunPageQuery& query, std::int64_t now_ms) {
+  repair_ended_rows();
   const auto& columns = sort_columns();
   auto column = columns.find(query.sort);
   // A parameter's or a metric's column: `param:NAME`, `metric:NAME` (joined as s, ?10).

@@ -4,7 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ostream>
+
+#include <fmt/format.h>
 
 #include "mlw/util/error.hpp"
 #include "mlw/util/json_text.hpp"
@@ -35,6 +38,15 @@ std::string cell_text(const nlohmann::ordered_json& value) {
 }
 
 namespace {
+
+/// A cell of a table, as a person reads it: a float in 6 significant digits (0.000367355, not
+/// 0.00036735525164001404; json, yaml and tsv keep the whole value), the rest as cell_text.
+std::string table_cell(const nlohmann::ordered_json& value) {
+  if (!value.is_number_float()) return cell_text(value);
+  const double number = value.get<double>();
+  if (!std::isfinite(number)) return cell_text(value);
+  return fmt::format("{:.6g}", number);
+}
 
 constexpr const char* k_key_color = "\x1b[1;34m";
 constexpr const char* k_string_color = "\x1b[32m";
@@ -164,7 +176,7 @@ void Output::print_list(const nlohmann::ordered_json& given,
       for (const auto& row : rows) {
         std::vector<std::string> line;
         for (std::size_t i = 0; i < columns.size(); ++i) {
-          line.push_back(cell_text(row.value(columns[i].key, nlohmann::ordered_json())));
+          line.push_back(table_cell(row.value(columns[i].key, nlohmann::ordered_json())));
           widths[i] = std::max(widths[i], display_width(line.back()));
         }
         cells.push_back(std::move(line));

@@ -254,6 +254,8 @@ struct Walker {
       if (name == ".git" || (prefix.empty() && (name == ".mlw" || name == "outputs"))) continue;
       if (rules.ignored(relative, is_dir)) continue;
       if (is_dir) {
+        // A folder that `history download` or `diagnostics` filled with runs' files.
+        if (::access((dirent.path() / k_download_marker).c_str(), F_OK) == 0) continue;
         walk(dirent.path(), relative);
       } else if (S_ISREG(info.st_mode)) {
         add_file(relative, dirent.path(), info);

@@ -189,7 +189,7 @@ GUIDE=$MLW_SOURCE_DIR/docs/gpu-guide.md
 guide_back=$PWD
 cd "$WORK" || exit 1
 guide_lines=0
-for n in 1 2 3 4 5 6; do
+for n in 1 2 3 4 5 6 7; do
   while IFS= read -r line; do
     command=${line%%  #*}
     [ -n "$command" ] || continue
@@ -212,6 +212,10 @@ for n in 1 2 3 4 5 6; do
         expect_contains "gpu-guide: the local run prints what it sees" "$(cat "$WORK/line.out")" "GPUs: " ;;
       "mlw computetarget doctor"*)
         expect_contains "gpu-guide: doctor names the GPUs" "$(cat "$WORK/line.out")" "name: Tesla K80" ;;
+      "mlw experiment prepare"*)
+        # A build that succeeds shows no install message as if it were an error (issue 45).
+        expect_not_contains "gpu-guide: prepare's build shows no install message" \
+          "$(cat "$WORK/line.out" "$WORK/line.err")" "cannot be installed" ;;
       "mlw experiment submit -c my_dsvm"*)
         expect_contains "gpu-guide: the run's first lines are its GPUs" "$(cat "$WORK/line.out")" \
           $'mlw: GPUs seen by this run:\nmlw:   GPU 0, Tesla K80'

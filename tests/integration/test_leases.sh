@@ -98,6 +98,8 @@ check_packing() {
     line=$("$MLW" history logs -r "$id" | grep '^LEASE ')
     recorded=$("$MLW" -o json history info -r "$id" | python3 -c 'import json,sys; print(",".join(map(str, json.load(sys.stdin).get("gpus", []))))')
     expect_eq "$name: $id saw the GPU its record names" "$(cut -d' ' -f2 <<<"$line")" "$recorded"
+    expect_eq "$name: $id's header numbers it as the record does" "$("$MLW" history logs -r "$id" |
+      sed -n 's/^mlw:   GPU \([0-9]*\),.*/\1/p' | paste -sd,)" "$recorded"
     lines+="$line"$'\n'
   done
   expect_eq "$name: at most 4 at once, on distinct GPUs" "$(python3 -c "$check_overlap" <<<"$lines")" "ok"
@@ -111,6 +113,11 @@ for kind in ${LEASE_KINDS-local docker remotedocker remote}; do
   ids=()
   for _ in 1 2 3 4 5 6 7 8; do ids+=("$(submit_async lease.py 2)"); done
   expect_eq "$kind: 8 runs recorded" "${#ids[@]}" 8
+  # A ninth, behind them all, canceled while it waits for a GPU: on every kind that leases.
+  ninth=$(submit_async lease.py 2)
+  "$MLW" -q experiment cancel -r "$ninth" >/dev/null 2>&1
+  check "$kind: a run canceled while it waits ends" wait_for 30 all_final "$ninth"
+  expect_eq "$kind: … Canceled 143, as a script stopped, not 125" "$(run_state "$ninth")" "Canceled 143"
   check "$kind: all 8 end (bounded)" wait_for 120 all_final "${ids[@]}"
   check_packing "$kind" "${ids[@]}"
 done

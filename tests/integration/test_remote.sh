@@ -43,6 +43,22 @@ expect_eq "login by password: the password is kept in the secret store" \
 check "no password in the project" bash -c "! grep -rq -- \"$MLW_TEST_SSH_PASSWORD\" ."
 check "password in the secret store" grep -q -- "$MLW_TEST_SSH_PASSWORD" "$XDG_CONFIG_HOME/mlw/secrets.json"
 
+# A stored password goes only to the endpoint it was given for (issue 45): not to the same user
+# and host on another port, where a second sshd of the same users (and host key) would take it.
+Q=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+sed "s/^Port .*/Port $Q/; s#^PidFile .*#PidFile $WORK/sshd2.pid#" "$MLW_TEST_SERVERS/sshd_config" >"$WORK/sshd2_config"
+/usr/sbin/sshd -f "$WORK/sshd2_config" -E "$WORK/sshd2.log"
+check "a second sshd on port $Q" wait_for 5 test -s "$WORK/sshd2.pid"
+printf '[127.0.0.1]:%s %s\n' "$Q" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" >>"$HOME/.ssh/known_hosts"
+sed "s/^address: .*/address: \"127.0.0.1:$Q\"/" aml_config/rd.compute >aml_config/rdq.compute
+check "… the copied target names the same stored password" grep -q '^password: "MlwSecret=' aml_config/rdq.compute
+run_mlw computetarget doctor -n rdq
+check "the password is not sent to another port (doctor fails)" test "$CODE" -ne 0
+expect_contains "… saying why" "$OUT$ERR" "it is not sent there"
+check "… and the second sshd heard no password" bash -c "! grep -q 'password for' '$WORK/sshd2.log'"
+kill "$(cat "$WORK/sshd2.pid")"
+rm -f aml_config/rdq.compute
+
 "$MLW" computetarget attach remotedocker -n rdk -a "$ADDR" -u mlwtest --password-stdin -k \
   --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
 expect_eq "attach -k" "$?" 0

@@ -173,6 +173,10 @@ for t in rem remk; do
   [ "$t" = rem ] && expect_contains "… the target's file, its password reference masked" \
     "$(zip_read "$WORK/$t.zip" "$R/aml_config/$t.compute")" 'password: "***"'
 done
+# Without --file: in the project's outputs/, which no run ships (issue 45).
+run_mlw experiment diagnostics -r "$R"
+expect_eq "diagnostics without --file: in outputs/" "$OUT" "$PWD/outputs/$R-diagnostics.zip"
+check "… a zip" python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1])' "$OUT"
 rm ".mlw/runs/$R/driver_log.txt"
 run_mlw experiment diagnostics -r "$R" --file "$WORK/partial.zip"
 expect_eq "diagnostics of a run whose folder is partly gone (exit code)" "$CODE" 0

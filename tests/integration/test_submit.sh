@@ -89,6 +89,18 @@ expect_not_contains "excluded by **" "$OUT" "SNAP sub/skip.tmp"
 expect_not_contains "history is never shipped" "$OUT" "SNAP .mlw/"
 expect_contains "runs in its own copy" "$OUT" "PROJECT_CWD $PWD/.mlw/runs/"
 expect_error "script excluded by .amlignore" 127 "excluded from the snapshot" experiment submit -c local data/big.csv
+# Links that leave the project stay out of the snapshot, said once each (issue 45: a second layer
+# beside the unit test); a link inside it is kept.
+echo secret-outside >"$WORK/outside.txt"
+ln -s "$WORK/outside.txt" out_file
+ln -s "$WORK" out_dir
+ln -s data/keep.csv in_link
+run_mlw experiment submit -c local ls_snapshot.py
+expect_contains "a link to a file outside is skipped, said" "$ERR" "skipped symlink out_file: it points outside the project"
+expect_contains "a link to a folder outside is skipped, said" "$ERR" "skipped symlink out_dir: it points outside the project"
+expect_not_contains "… neither reaches the run" "$OUT" "SNAP out_"
+expect_contains "a link inside the project is kept" "$OUT" "SNAP in_link"
+rm -f out_file out_dir in_link
 
 # --- exit codes (spec §4)
 run_mlw experiment submit -c local exit_with.py 3
@@ -152,6 +164,15 @@ expect_contains "… and says where" "$ERR" "outputs/$RUN"
 run_mlw -o json experiment submit -c local metrics.py
 NEXT=$(json_get "$OUT" 'd["run_id"]')
 check "the next run's snapshot does not carry the downloaded results" test ! -e ".mlw/runs/$NEXT/snapshot/outputs/$RUN" -a ! -e ".mlw/runs/$NEXT/snapshot/$RUN"
+# With -d into a folder of the project, as the README types it (issue 45): marked, and said so.
+run_mlw history download -r "$RUN" -d results
+expect_contains "download -d results says the folder stays out of snapshots" "$ERR" \
+  "results is inside the project: its .mlw-download keeps it out of runs' snapshots"
+run_mlw -o json experiment submit -c local metrics.py
+NEXT=$(json_get "$OUT" 'd["run_id"]')
+check "the next run's snapshot does not carry results/" test ! -e ".mlw/runs/$NEXT/snapshot/results"
+check "… nor lists it" bash -c "! grep -q '\"results/' '.mlw/runs/$NEXT/manifest.json'"
+rm -rf results
 
 # --- async, logs -f, cancel
 run_mlw experiment submit -c local -a slow.py 300

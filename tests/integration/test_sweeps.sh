@@ -48,9 +48,16 @@ expect_eq "six runs, in the order of the lists (lr slowest), each with its point
 expect_eq "one snapshot for all" "$(json_get "$json" 'len({r["snapshot_hash"] for r in d})')" 1
 cmp=$("$MLW" -o json history compare --sweep "$sweep" --sort metric:loss)
 expect_eq "compare --sweep: best (lowest loss) first, parameters as columns" \
-  "$(json_get "$cmp" '" ".join("%s/%s" % (r["param:lr"], r["param:bs"]) for r in d)')" \
+  "$(json_get "$cmp" '" ".join("%s/%s" % (r["params"]["lr"], r["params"]["bs"]) for r in d)')" \
   "0.001/64 0.001/32 0.01/64 0.01/32 0.1/64 0.1/32"
+run_mlw history compare --sweep "$sweep"
+expect_contains "a grid without a sweep file is ranked by the loss its runs logged, and says so" "$ERR" \
+  "ranked by the metric loss the runs logged, lowest first"
+expect_contains "… in a loss column" "$(head -1 <<<"$OUT")" " loss "
+expect_eq "… its runs' metric nested as history list nests it" "$(json_get "$cmp" 'sorted(d[0]["metrics"])')" "['loss']"
 table=$("$MLW" history list --sweep "$sweep" --param lr --param metric:loss --where 'lr<0.05' --sort metric:loss:desc)
+expect_eq "--param metric:loss with --sort metric:loss: one loss column" \
+  "$(head -1 <<<"$table" | tr -s ' ' '\n' | grep -cx loss)" 1
 expect_eq "list --where lr<0.05 --sort metric:loss:desc: four runs, worst first" \
   "$(awk 'NR>1 {print $9}' <<<"$table" | tr '\n' ' ')" "0.01 0.01 0.001 0.001 "
 expect_contains "the table has an lr column" "$(head -1 <<<"$table")" "lr"
@@ -104,26 +111,46 @@ expect_error "a sweep whose only target does not answer" 125 "connect: Connectio
 expect_eq "… records nothing" "$(ls .mlw/runs | wc -l) $(ls .mlw/sweeps | wc -l)" "$before $((sweeps + 1))"
 
 # --- resume after the sweep's supervisor is killed ------------------------------------------------
-"$MLW" -q experiment sweep -a -c local --max-concurrent 1 train.py --lr 1,2,3,4 --steps 10 --pause 0.1 >"$WORK/o"
+# Point 0 is held until the test opens its gate, so that --resume meets a point still running
+# whatever the machine's load (issue 45); the others run at once.
+cat >gated.py <<'PY'
+import os, sys, time
+import mlw
+lr = float(sys.argv[sys.argv.index("--lr") + 1])
+gate = sys.argv[sys.argv.index("--gate") + 1]
+for _ in range(1200):  # at most 120 s
+    if lr != 1 or os.path.exists(gate):
+        break
+    time.sleep(0.1)
+mlw.log_metric("loss", lr, step=1)
+PY
+GATE=$WORK/gate
+"$MLW" -q experiment sweep -a -c local --max-concurrent 1 gated.py --lr 1,2,3,4 --gate "$GATE" >"$WORK/o"
 sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
 owner() { json_get "$(json_file ".mlw/sweeps/$sweep/sweep.json")" 'd["pid"]'; }
-check "the first point runs" wait_for 20 bash -c "'$MLW' history list --sweep $sweep | grep -q Running"
+check "the first point runs (held at its gate)" wait_for 20 bash -c "'$MLW' history list --sweep $sweep | grep -q Running"
 kill -9 "$(owner)"
 states() { "$MLW" -o json history list --sweep "$sweep" | json_get "$(cat)" '" ".join(r["status"] for r in d)'; }
-check "the running point goes on and completes (its own supervisor)" wait_for 20 bash -c "[[ \"\$('$MLW' -o json history list --sweep $sweep)\" != *Running* ]]"
-expect_eq "the points never started are Failed, none left Queued or Running" "$(states)" "Completed Failed Failed Failed"
+check "the points never started are Failed" wait_for 20 bash -c "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Failed\"')\" -ge 3 ]"
+expect_eq "… none left Queued, the held one Running" "$(states)" "Running Failed Failed Failed"
 expect_contains "... with the reason and the way out" "$("$MLW" history list --sweep "$sweep" -o json)" \
   "mlw experiment sweep --resume $sweep"
 kept=$(json_get "$(json_file ".mlw/sweeps/$sweep/sweep.json")" 'd["points"][0]["run_id"]')
-"$MLW" -q experiment sweep --resume "$sweep" >/dev/null
-expect_eq "--resume ends with 0" "$?" 0
+"$MLW" -q experiment sweep --resume "$sweep" -a >/dev/null
+expect_eq "--resume -a while a point still runs ends with 0" "$?" 0
 points=$(json_file ".mlw/sweeps/$sweep/sweep.json")
-expect_eq "the completed point keeps its run" "$(json_get "$points" 'd["points"][0]["run_id"]')" "$kept"
-expect_eq "the others have new runs, the failed ones kept as earlier" \
+expect_eq "the running point keeps its run: no second run of it" \
+  "$(json_get "$points" '(d["points"][0]["run_id"], len(d["points"][0].get("earlier_runs", [])))')" "('$kept', 0)"
+touch "$GATE"
+check "every point ends" wait_for 60 bash -c "[[ \"\$('$MLW' -o json history list --sweep $sweep)\" != *'\"Running\"'* && \"\$('$MLW' -o json history list --sweep $sweep)\" != *'\"Queued\"'* ]]"
+points=$(json_file ".mlw/sweeps/$sweep/sweep.json")
+expect_eq "the failed points have new runs, their first ones kept as earlier" \
   "$(json_get "$points" 'sum(len(p.get("earlier_runs", [])) for p in d["points"])')" 3
 cmp=$("$MLW" -o json history compare --sweep "$sweep")
 expect_eq "every point Completed after --resume" "$(json_get "$cmp" '" ".join(sorted(r["status"] for r in d))')" \
   "Completed Completed Completed Completed"
+expect_eq "… one run of point 0 in the history" \
+  "$(json_get "$("$MLW" -o json history list --sweep "$sweep")" 'sum(1 for r in d if r["point"] == 0)')" 1
 
 # --- early stopping by the median rule -----------------------------------------------------------
 cat >stop.yml <<'YML'
@@ -139,12 +166,43 @@ expect_eq "a sweep with stopped trials ends with 0" "$?" 0
 sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
 cmp=$("$MLW" -o json history compare --sweep "$sweep")
 expect_eq "the two bad trials are Stopped (not Failed), the good ones Completed" \
-  "$(json_get "$cmp" '" ".join("%s:%s" % (r["param:lr"], r["status"]) for r in d)')" \
+  "$(json_get "$cmp" '" ".join("%s:%s" % (r["params"]["lr"], r["status"]) for r in d)')" \
   "0.01:Completed 0.02:Completed 5:Stopped 6:Stopped"
 expect_contains "the reason is the run's problem" "$(json_get "$cmp" 'd[2]["problem"]')" "stopped early by the median rule"
 expect_contains "the decision is logged" "$(cat ".mlw/sweeps/$sweep/decisions.log")" "median rule at step"
 expect_contains "compare says what was saved" "$("$MLW" history compare --sweep "$sweep" 2>&1)" "2 trials stopped, about"
 check "stopped early: well under four full trials (8 s)" test $(($(date +%s) - start)) -lt 8
+
+# --- ASHA when higher is better: the best trials go on (issue 45) --------------------------------
+# acc grows with lr at every step: the trial with the highest lr is the best at every rung.
+printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--lr", type=float)\na = p.parse_args()\nfor s in range(1, 9):\n    mlw.log_metric("acc", a.lr * s / 10, step=s)\n    time.sleep(0.1)\n' >acc.py
+cat >asha.yml <<'YML'
+maxConcurrent: 1
+metric: {name: acc, goal: max}
+parameters:
+  lr: [1, 2, 3, 4, 5, 6]
+earlyStop: {rule: asha, minSteps: 2, eta: 2}
+YML
+"$MLW" -q experiment sweep -c local -f asha.yml acc.py >"$WORK/o" 2>"$WORK/e"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+cmp=$("$MLW" -o json history compare --sweep "$sweep")
+expect_eq "ASHA with goal: max: the best trial (lr 6) completes, ranked first" \
+  "$(json_get "$cmp" '(d[0]["params"]["lr"], d[0]["status"])')" "(6, 'Completed')"
+expect_eq "… no trial better than a stopped one was stopped" "$(json_get "$cmp" '
+stopped = [r["params"]["lr"] for r in d if r["status"] == "Stopped"]
+done = [r["params"]["lr"] for r in d if r["status"] == "Completed"]
+all(s < min(done) for s in stopped) and len(done) >= 1')" "True"
+
+# --- seed: in a sweep file: the same seed gives the same points, another seed others -------------
+rand_points() { # SEED: the lr of each point of a 3-point random sweep with that seed
+  printf 'method: random\ncount: 3\nseed: %s\nparameters:\n  lr: {uniform: [0.0, 1.0]}\n' "$1" >rand.yml
+  "$MLW" -q experiment sweep -c local -f rand.yml train.py --steps 1 --pause 0 >"$WORK/o" 2>"$WORK/e"
+  json_get "$("$MLW" -o json history list --sweep "$(sed -n 's/^SweepId: //p' "$WORK/o")")" \
+    '" ".join("%.12f" % r["params"]["lr"] for r in d)'
+}
+first=$(rand_points 7)
+expect_eq "seed: 7 twice gives the same points" "$(rand_points 7)" "$first"
+check "… and seed: 8 others" test "$(rand_points 8)" != "$first"
 
 # --- cancel -r SWEEP -----------------------------------------------------------------------------
 "$MLW" -q experiment sweep -a -c local --max-concurrent 1 train.py --lr 1,2,3 --steps 100 --pause 0.1 >"$WORK/o"

@@ -137,7 +137,10 @@ class HistoryStore {
   RunRecord load(const std::string& run_id);
   /// The newest run's id, or nullopt when there are no runs.
   std::optional<std::string> last_run_id();
-  /// Index rows matching the query, newest first.
+  /// Index rows matching the query, newest first. Rows the index still shows live whose run.json
+  /// has ended are brought to the record first (the record is written before the index, and an
+  /// index write that failed — the database busy past the lock timeout on a loaded machine —
+  /// must not leave a run Queued in the list while `info` says Canceled).
   std::vector<RunSummary> list(const RunQuery& query);
   /// One page of runs (the dashboard): never more than `limit` rows are read. Throws
   /// mlw::UsageError for an unknown sort column.
@@ -160,6 +163,8 @@ class HistoryStore {
   std::optional<RunRecord> read_record(const std::filesystem::path& folder) const;
   void write_record(const RunRecord& record, bool durable);
   void merge_final_index_row(RunRecord& record);
+  /// Live index rows whose run.json has ended, brought to it (see list()).
+  void repair_ended_rows();
   void exec(const char* sql);
   /// The index row of `record`; `is_new` (created, or read from its folder): its parameters too,
   /// which otherwise are written only once it has ended.

@@ -10,6 +10,10 @@
 
 namespace mlw {
 
+/// The file that marks a folder of runs' files that mlw wrote into a project (`history download
+/// -d DIR`, a diagnostics zip's folder): a snapshot leaves such a folder out.
+inline constexpr const char* k_download_marker = ".mlw-download";
+
 /// One entry of a snapshot: a regular file (with its content hash) or a symlink inside the
 /// project.
 struct ManifestEntry {

@@ -249,6 +249,21 @@ TEST(Container, BuildErrorLineIsPipsLastErrorWithoutColours) {
 
 // Issue 33: a base image the target lacks gets an mlw sentence, not Docker's registry error
 // (the outputs as Debian's docker.io 20.10 prints them).
+// Issue 45: a build that succeeds reads as one, on the terminal of `experiment prepare`.
+TEST(Container, ABuildThatSucceedsShowsNoNoticeAndNoInstallMessages) {
+  EXPECT_EQ(build_line_for_terminal("DEPRECATED: The legacy builder is deprecated and will be "
+                                    "removed in a future release."),
+            "");
+  EXPECT_EQ(build_line_for_terminal("            Install the buildx component to build images "
+                                    "with BuildKit:"),
+            "");
+  EXPECT_EQ(build_line_for_terminal("Step 3/4 : RUN [\"/bin/sh\",\"/mlw/env/install.sh\",\"\","
+                                    "\"the base image x has no conda, so …\"]"),
+            "Step 3/4 : RUN /bin/sh /mlw/env/install.sh (mlw's install script)");
+  EXPECT_EQ(build_line_for_terminal("Step 2/4 : COPY . /mlw/env/"), "Step 2/4 : COPY . /mlw/env/");
+  EXPECT_EQ(build_line_for_terminal(""), "");
+}
+
 TEST(Container, BaseImageProblemIsSaidInMlwsWords) {
   const std::string image = "microsoft/mmlspark:plus-gpu-0.7.9";
   const std::string offline =
@@ -256,6 +271,13 @@ TEST(Container, BaseImageProblemIsSaidInMlwsWords) {
       "\nGet \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io on "
       "10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\n";
   const std::string said = base_image_problem(offline, image, "gpu-vm");
+  // The way to bring it there is a command ssh takes (issue 45: not `ssh HOST:PORT`).
+  EXPECT_NE(base_image_problem(offline, image, "127.0.0.1:52487", "me")
+                .find("(docker save " + image + " | ssh -p 52487 me@127.0.0.1 docker load)"),
+            std::string::npos);
+  EXPECT_EQ(ssh_command_for("gpu-vm", ""), "ssh gpu-vm");
+  EXPECT_EQ(ssh_command_for("gpu-vm:22", "me"), "ssh me@gpu-vm");
+  EXPECT_EQ(ssh_command_for("[::1]:2222", "me"), "ssh -p 2222 me@::1");
   EXPECT_NE(said.find("the base image " + image +
                       " is not on gpu-vm (not found locally) and "
                       "the registry is not reachable from there"),

@@ -60,6 +60,34 @@ TEST_F(HistoryStoreTest, SaveUpdatesRecordAndIndex) {
   EXPECT_EQ(rows[0].exit_code, 3);
 }
 
+// Issue 45: `sweep --resume` then `cancel` left runs Queued in `history list` (the index) while
+// `info` (run.json) said Canceled: a supervisor's index write failed with the database busy past
+// the lock timeout on a loaded machine, after run.json was written. The list brings such rows to
+// the record; a filter by status sees the same.
+TEST_F(HistoryStoreTest, ARunThatEndedWhileTheIndexWasBusyIsNeverListedAsLive) {
+  ::setenv("MLW_HISTORY_LOCK_TIMEOUT_MS", "50", 1);
+  HistoryStore store(m_dir);
+  RunRecord r = new_record();
+  r.status = status::k_queued;
+  store.create(r, 5);
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open((m_dir / "history.db").c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  r.status = status::k_canceled;
+  r.exit_code = 143;
+  EXPECT_THROW(store.save(r, true), Error);  // run.json written, the index not
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  ::unsetenv("MLW_HISTORY_LOCK_TIMEOUT_MS");
+  EXPECT_EQ(store.load(r.run_id).status, "Canceled");
+  const auto rows = store.list({});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].status, "Canceled");
+  EXPECT_EQ(rows[0].exit_code, 143);
+  EXPECT_TRUE(store.list({"", "Queued", 0}).empty());
+  EXPECT_EQ(HistoryStore(m_dir).list({"", "Canceled", 0}).size(), 1u);  // repaired, not masked
+}
+
 TEST_F(HistoryStoreTest, ListFiltersAndLimitsNewestFirst) {
   HistoryStore store(m_dir);
   for (int i = 0; i < 5; ++i) {

@@ -25,6 +25,17 @@ TEST(Output, TableAlignsColumnsUnderHeaders) {
   EXPECT_EQ(render(OutputFormat::Table), "ID   N  S\na    1  x y\nbbb     tab\there\n");
 }
 
+// Issue 45: a float in a table is short (6 significant digits); json and tsv keep it whole.
+TEST(Output, ATablesFloatsAreShortTheDataWhole) {
+  const nlohmann::ordered_json rows = nlohmann::ordered_json::array(
+      {{{"v", 0.00036735525164001404}}, {{"v", 1234567.5}}, {{"v", 2.0}}, {{"v", 7}}});
+  std::ostringstream table, tsv;
+  Output(table, OutputFormat::Table).print_list(rows, {{"v", "V"}});
+  Output(tsv, OutputFormat::Tsv).print_list(rows, {{"v", "V"}});
+  EXPECT_EQ(table.str(), "V\n0.000367355\n1.23457e+06\n2\n7\n");
+  EXPECT_EQ(tsv.str(), "0.00036735525164001404\n1234567.5\n2.0\n7\n");
+}
+
 TEST(Output, TsvHasOneLinePerRowAndNoTabsInside) {
   EXPECT_EQ(render(OutputFormat::Tsv), "a\t1\tx y\nbbb\t\ttab here\n");
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <sys/stat.h>
 #include <unistd.h>
 #include "temp_dir.hpp"
@@ -51,6 +53,17 @@ TEST_F(ManifestTest, ExcludesAmlignoreGitMlwAndTopLevelOutputs) {
     EXPECT_EQ(e.sha256, sha256_file(m_root / e.path)) << e.path;
   }
   EXPECT_EQ(m.entries.back().mode, 0755u);
+}
+
+TEST_F(ManifestTest, AFolderOfDownloadedRunFilesIsLeftOut) {
+  write("results/model.bin", "weights");
+  write("results/.mlw-download", "# mlw\n");
+  write("sub/results/x.txt", "kept: no marker\n");
+  const auto p = paths(build());
+  EXPECT_EQ(std::count_if(p.begin(), p.end(),
+                          [](const std::string& path) { return path.rfind("results/", 0) == 0; }),
+            0);
+  EXPECT_NE(std::find(p.begin(), p.end(), "sub/results/x.txt"), p.end());
 }
 
 TEST_F(ManifestTest, HashChangesWithContentAndIsStableOtherwise) {
