@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -364,9 +365,11 @@ int resume_sweep(Context& ctx, const SweepRequest& request) {
   work.sweep_id = sweep.sweep_id;
   work.spec = SweepSpec::from_json(sweep.spec);
   if (request.max_concurrent > 0) work.spec.max_concurrent = request.max_concurrent;
-  HistoryStore store(work.state_dir);
-  store.reconcile_lost(host_name());
-  const auto rerun = points_to_rerun(store, sweep);
+  // Closed before the supervisor is forked (a SQLite connection must not cross a fork: the
+  // supervisor's own then failed with "disk I/O error" and the resumed points were left Lost).
+  std::optional<HistoryStore> store(std::in_place, work.state_dir);
+  store->reconcile_lost(host_name());
+  const auto rerun = points_to_rerun(*store, sweep);
   SweepRequest targets_request = request;
   if (targets_request.run_configs.empty()) targets_request.run_configs = sweep.targets;
   work.targets = plan_targets(ctx, targets_request, sweep.script, sweep.arguments);
@@ -381,7 +384,8 @@ int resume_sweep(Context& ctx, const SweepRequest& request) {
   for (const std::size_t i : rerun) {
     records.push_back(point_record(ctx, sweep, work.targets.front(), work.targets, i));
   }
-  store.create_many(records, ctx.clock->now_ms());
+  store->create_many(records, ctx.clock->now_ms());
+  store.reset();
   for (std::size_t k = 0; k < rerun.size(); ++k) {
     SweepPoint& point = sweep.points[rerun[k]];
     if (!point.run_id.empty()) point.earlier_runs.push_back(point.run_id);

@@ -44,6 +44,6 @@ done
 check "… and left no password behind" test ! -e "$HOST_DIR/password" -a ! -e "$HOST_DIR/env"
 expect_not_contains "it names no user but its own on stderr" "$(cat "$WORK/err")" "mlwtest"
 expect_contains "… its own" "$(cat "$WORK/err")" "(users mlwtry)"
-expect_contains "its stop line is typed as the reader ran it (root here: no sudo)" "$OUT" \
+expect_contains "its stop line is typed as the reader ran it (root here: no sudo)" "$(cat "$WORK/out")" \
   "Stop it with: $MLW_SOURCE_DIR/scripts/try-gpu-host stop $HOST_DIR"
 finish
