@@ -288,6 +288,17 @@ for who in local remote; do
   expect_contains "… and the administrator's command" "$log" "install -d -o root -g root -m 1777 $MLW_LEASE_DIR"
   check "… nothing of it in that folder" bash -c "[ -z \"\$(ls '$MLW_LEASE_DIR' | grep -v '^gpu[.][01]\$')\" ]"
 done
+# A folder that is root's but whose locks another user made first: not shared either (that user
+# could rename a lock under a run and give its GPU twice).
+export MLW_LEASE_DIR=/tmp/mlw-leases-locks.$$
+rm -rf "$MLW_LEASE_DIR"
+install -d -o root -g root -m 1777 "$MLW_LEASE_DIR"
+for k in 0 1 2 3; do as_att mkdir "$MLW_LEASE_DIR/gpu.$k"; done
+id=$(submit_async lease.py 1)
+check "remote: a run beside locks another user made completes" wait_for 30 run_is "$id" Completed
+expect_contains "… its log says the folder has no lock of root's" "$("$MLW" history logs -r "$id")" \
+  "mlw: warning: the shared lease folder $MLW_LEASE_DIR has no gpu.0 of root's"
+rm -rf "$MLW_LEASE_DIR"
 check "the GPU user leased in its own folder" test -d "$GPU_HOME/.mlw/leases"
 expect_eq "… which is its alone" "$(stat -c %U:%a "$GPU_HOME/.mlw/leases")" "$MLW_TEST_GPU_USER:700"
 # A shared folder as an administrator makes it (the command the warning names, as root).

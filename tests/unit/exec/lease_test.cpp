@@ -176,6 +176,43 @@ TEST_F(LeaseTest, RefusalsSayWhatToDo) {
   EXPECT_EQ(next(many).text, "3 GPUs asked for; " + host + " has 2");
 }
 
+// A lock is checked, once taken, to be the file its path still names (issue 45): here a stand-in
+// flock opens the lock, then puts another file at its path (as a user who could rename it would),
+// then locks what it opened. The lease must not hold a file no other run will ever lock.
+TEST_F(LeaseTest, ALockSwappedWhileItIsTakenIsTakenAgain) {
+  const auto real = find_executable("flock");
+  ASSERT_TRUE(real);
+  const std::string flock = shell_quote(real->string());
+  const std::string mark = shell_quote((m_dir.path() / "swapped").string());
+  atomic_write_file(m_dir.path() / "bin" / "flock",
+                    "#!/bin/sh\n"
+                    "if [ \"$1\" = -n ] && [ \"$2\" = -E ] && [ ! -e " +
+                        mark +
+                        " ]; then\n"
+                        "  : >" +
+                        mark +
+                        "\n"
+                        "  p=$4; shift 4\n"
+                        "  exec 9<\"$p\"; mv \"$p\" \"$p.old\"; mkdir \"$p\"\n"
+                        "  " +
+                        flock +
+                        " -n 9 || exit 75\n"
+                        "  exec \"$@\"\n"
+                        "fi\n"
+                        "exec " +
+                        flock + " \"$@\"\n");
+  fs::permissions(m_dir.path() / "bin" / "flock", fs::perms::owner_all);
+  LocalLease a(request("gpu:1", "a"));
+  const LeaseAnswer got = next(a);
+  ASSERT_EQ(got.kind, Kind::Granted) << got.text;
+  EXPECT_TRUE(fs::exists(m_dir.path() / "swapped"));  // the swap happened
+  // The GPU's lock at its path now is held: another run cannot take the same GPU.
+  const fs::path lock = m_dir.path() / "leases" / ("gpu." + std::to_string(got.gpus.at(0)));
+  EXPECT_NE(test::run_command(flock + " -n " + shell_quote(lock.string()) + " true; echo rc=$?")
+                .output.find("rc=1"),
+            std::string::npos);
+}
+
 // A lease folder that is not root's with mode 1777 is not shared (issue 45: whoever made it could
 // take the leases in it): the run leases in the user's own folder and says so, with the
 // administrator's command.
