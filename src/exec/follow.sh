@@ -47,13 +47,13 @@ if [ -n "$mlw_pid" ] && [ -f "$mlw_run/reboot" ]; then
   mlw_mpid || [ ! -s "$mlw_run/monitor.pid" ] || mlw_pid=2147483647
 fi
 # A detached run's launch through the kept connection (mlw_handover=1) ends here, once the run
-# started or (mlw_lease=1) the lease answered first: the connection is free for the next
+# started or (mlw_lease=1) the lease answered first (its notices passed on, not waited after): the connection is free for the next
 # command, and the run is followed by steps that log in on their own.
 if [ -n "$mlw_handover" ]; then
   if [ -n "$mlw_lease" ]; then
     : >>"$mlw_run/lease.log"
     tail -n +1 -s 0.05 --pid="$mlw_pid" -f "$mlw_run/lease.log" 2>/dev/null |
-      sed -u -n 's/^/mlw-lease=/p; q' >&2
+      sed -u -n 's/^/mlw-lease=/p; /^mlw-lease=notice /!q' >&2
   fi
   echo mlw-state=running >&2
   exit 0

@@ -299,6 +299,10 @@ check "remote: a run beside locks another user made completes" wait_for 30 run_i
 expect_contains "… its log says the folder has no lock of root's" "$("$MLW" history logs -r "$id")" \
   "mlw: warning: the shared lease folder $MLW_LEASE_DIR has no gpu.0 of root's"
 rm -rf "$MLW_LEASE_DIR"
+export MLW_LEASE_DIR=/tmp/mlw-leases-first.$$
+run_mlw computetarget doctor -n t
+expect_contains "doctor's lease folder row says whose runs share the GPUs, and the one command" "$OUT" \
+  "among $MLW_TEST_GPU_USER's runs only (~/.mlw/leases): $MLW_LEASE_DIR is $ATT's, mode 1777, not root's with mode 1777; to share them between the machine's users, an administrator runs once: sudo sh -c 'install -d -o root -g root -m 1777 $MLW_LEASE_DIR"
 check "the GPU user leased in its own folder" test -d "$GPU_HOME/.mlw/leases"
 expect_eq "… which is its alone" "$(stat -c %U:%a "$GPU_HOME/.mlw/leases")" "$MLW_TEST_GPU_USER:700"
 # A shared folder as an administrator makes it (the command the warning names, as root).

@@ -103,6 +103,16 @@ TEST(ComputeFile, AYamlAliasBombIsRefusedInOneLineNotWalked) {
             std::string::npos);
 }
 
+// Issue 45 (point 16): a whole-number key with trailing junk is an error at its place, not the
+// number it starts with.
+TEST(ComputeFile, AWholeNumberWithTrailingJunkIsRefused) {
+  EXPECT_EQ(error_of("type: slurm\naddress: h\nnodes: 2x\n"),
+            "aml_config/x.compute:3:8: nodes must be a whole number");
+  EXPECT_EQ(error_of("type: local\nmaxConcurrentRuns: 3 runs\n"),
+            "aml_config/x.compute:2:20: maxConcurrentRuns must be a whole number");
+  EXPECT_EQ(error_of("type: slurm\naddress: h\nnodes: 2\n"), "no error");
+}
+
 TEST(ComputeFile, AGpuCountIsWrittenAsANumberIs) {
   EXPECT_NE(error_of("type: local\ngpusPerRun: 01\n").find("gpusPerRun must be all or a count"),
             std::string::npos);
