@@ -200,7 +200,8 @@ run_mlw experiment diagnostics -r "$F" --file "$WORK/flow.zip"
 expect_not_contains "diagnostics: a flow-style EnvironmentVariables masked" \
   "$(zip_read "$WORK/flow.zip" "$F/aml_config/flow.runconfig")" "flow-v4lue-1"
 R=$("$MLW" -o json experiment submit -c local train.py --password hunter2-v4lue-6 \
-  --api_key=ak-v4lue-7 --hf-token tk-v4lue-8 --SECRET_KEY sk-v4lue-9 --lr 0.5 | json_get "$(cat)" 'd["run_id"]')
+  --api_key=ak-v4lue-7 --hf-token tk-v4lue-8 --SECRET_KEY sk-v4lue-9 --token 'Q~z' --lr 0.5 |
+  json_get "$(cat)" 'd["run_id"]')
 cp "$WORK/local.runconfig.kept" aml_config/local.runconfig
 expect_eq "a run with secrets in its arguments and environment" "$(run_state "$R")" "Completed 0"
 run_mlw experiment diagnostics -r "$R" --file "$WORK/styles.zip"
@@ -211,7 +212,12 @@ for n in 2 3 4 5 6 7 8 9; do
 done
 expect_contains "… the arguments masked by option name" \
   "$(json_get "$(zip_read "$WORK/styles.zip" "$R/run.json")" 'd["arguments"]')" \
-  "['--password', '***', '--api_key=***', '--hf-token', '***', '--SECRET_KEY', '***', '--lr', '0.5']"
+  "['--password', '***', '--api_key=***', '--hf-token', '***', '--SECRET_KEY', '***', '--token', '***', '--lr', '0.5']"
+# The parameters read from those options are masked by name, even a value too short to be
+# scrubbed from the logs (--token 'Q~z'); lr is kept.
+expect_eq "… the parameters named like secrets masked in run.json" \
+  "$(json_get "$(zip_read "$WORK/styles.zip" "$R/run.json")" \
+    '(d["params"]["password"], d["params"]["token"], d["params"]["lr"])')" "('***', '***', 0.5)"
 expect_contains "… the environment's names kept" "$(zip_read "$WORK/styles.zip" "$R/aml_config/local.runconfig")" "FOLDED"
 # A damaged record: its target climbs out of the project; metrics.jsonl is a FIFO.
 echo "OUTSIDE-THE-PROJECT" >"$WORK/outside.compute"
