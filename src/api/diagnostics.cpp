@@ -97,8 +97,9 @@ nlohmann::ordered_json masked_arguments(const nlohmann::ordered_json& words,
     }
     const auto equals = text.find('=');
     const std::string name = text.substr(0, equals);
-    next_is_secret = option && secret_name(name) && equals == std::string::npos;
-    if (option && secret_name(name) && equals != std::string::npos) {
+    const bool secret = option && secret_name(name);
+    next_is_secret = secret && equals == std::string::npos;
+    if (secret && equals != std::string::npos) {
       secrets.push_back(text.substr(equals + 1));
       out.push_back(name + "=***");
       continue;

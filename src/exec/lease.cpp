@@ -57,7 +57,8 @@ std::string lease_script() {
 }
 
 std::string queue_script(const std::string& folder) {
-  return "d=" + shell_quote(folder) + "\n" + std::string(embedded_script("src/exec/queue.sh"));
+  return "d=" + shell_quote(folder) + "\n" + std::string(embedded_script("src/exec/lease_dir.sh")) +
+         std::string(embedded_script("src/exec/queue.sh"));
 }
 
 std::vector<std::string> lease_words(const LeaseRequest& request) {

@@ -1,7 +1,7 @@
 # shellcheck shell=sh disable=SC2154 # d comes from the preamble
 # What `mlw experiment queue` reads of a machine's leases (exec/lease.sh), after the preamble
-# d=FOLDER (the lease folder asked for): the shared folder where it is one (root's, mode 1777), and
-# this user's own (exec/lease_dir.sh). A line per live ticket, in its order (first come, first served),
+# d=FOLDER (the lease folder asked for) and exec/lease_dir.sh: the shared folder where it is one
+# (mlw_lease_shared), and this user's own. A line per live ticket, in its order (first come, first served),
 #   ticket NAME HELD HELD_SINCE RUN WHO WANT SINCE FOREIGN OWNER MINE
 # tab-separated; HELD is the GPUs (or slot) it holds, "-" while it waits; FOREIGN the GPUs it
 # waits for that a process without a lease uses; OWNER the machine's user whose ticket it is (RUN
@@ -40,9 +40,7 @@ EOF
   done
 }
 asked=$d
-if [ -d "$asked" ] && [ ! -L "$asked" ] && [ "$(stat -c %u:%a "$asked")" = 0:1777 ]; then
-  mlw_tickets "$asked"
-fi
+mlw_lease_shared "$asked" && mlw_tickets "$asked"
 own=${HOME:-/nonexistent}/.mlw/leases
 if [ "$own" != "$asked" ] && [ -d "$own" ] && [ ! -L "$own" ] && [ -O "$own" ]; then
   mlw_tickets "$own"

@@ -42,7 +42,7 @@ LeaseRequest lease_request(const RunPlan& plan);
 std::string lease_script();
 
 /// What `experiment queue` runs on a target: the tickets of the lease folder `folder` where it
-/// is shared, and of the user's own (exec/queue.sh).
+/// is shared, and of the user's own (exec/lease_dir.sh, exec/queue.sh).
 std::string queue_script(const std::string& folder);
 
 /// lease.sh's words after its body (`sh -c BODY mlw-lease …`).
