@@ -196,10 +196,15 @@ async function drawCurves(box, id, state, mine) {
 }
 
 function sweepCsv(rows, params, metrics) {
-  const quote = (v) => { const s = v === null || v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v);
-    return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; };
+  // A text that a spreadsheet would read as a formula (=, +, -, @, tab, CR first) gets a leading
+  // apostrophe (OWASP's CSV-injection rule); numbers stay numbers. Header cells are quoted alike.
+  const quote = (v) => {
+    let s = v === null || v === undefined ? "" : typeof v === "string" ? v : JSON.stringify(v);
+    if (typeof v === "string" && /^[=+\-@\t\r]/.test(s)) s = "'" + s;
+    return /[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  };
   const head = ["rank", "run_id", "point", "status"].concat(params, metrics, ["duration_s", "problem"]);
-  const lines = [head.join(",")];
+  const lines = [head.map(quote).join(",")];
   rows.forEach((r, i) => lines.push([i + 1, r.run_id, r.point, r.status].concat(params.map((p) => own(r.params, p)),
     metrics.map((m) => own(r.metrics, m)), [r.duration_s, r.problem]).map(quote).join(",")));
   return lines.join("\n") + "\n";

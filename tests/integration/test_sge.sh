@@ -123,6 +123,17 @@ expect_eq "a run with metrics" "$CODE" 0
 RID=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
 expect_contains "its metrics came back" "$("$MLW" -o json history info -r "$RID")" '"step"'
 
+# --- the time limit (h_rt) stops a run: Failed 143, and the record says so (issue 45) ------------
+"$MLW" computetarget attach sge -n lim -a "$ADDR" -u "$GUSER" --password-stdin -k --queue all.q \
+  --time 00:00:06 <"$WORK/pw" >/dev/null 2>"$WORK/e"
+expect_eq "attach a Grid Engine target with a 6-second limit" "$?" 0
+run_mlw -o json experiment submit -c lim slow.py 600 0.2
+expect_eq "a run past its time limit ends 143" "$CODE" 143
+RID=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
+expect_eq "… recorded Failed 143" "$(run_state "$RID")" "Failed 143"
+expect_contains "… with the time limit as its reason" "$("$MLW" history info -r "$RID" 2>&1)" \
+  "at its time limit (6 s, h_rt; timeLimit in the compute file)"
+
 # --- Queued while the slots are busy, then cancel through qdel -----------------------------------
 run_mlw -o json experiment submit -c wide -a slow.py 600 0.2
 BUSY=$(json_get "$OUT" 'd["run_id"]')
@@ -184,6 +195,9 @@ expect_eq "the run completed" "$(run_state "$RID")" "Completed 0"
 run_mlw -o json experiment clean -c grid
 expect_eq "clean a Grid Engine target" "$CODE" 0
 check "finished run folders removed on the host" bash -c "[ -z \"\$(ls '$USER_HOME/.mlw/runs' 2>/dev/null)\" ]"
+check "the content store, every project's, stays" test -d "$USER_HOME/.mlw/objects"
+run_mlw -o json experiment clean -c grid --all-projects
+expect_eq "clean --all-projects" "$CODE" 0
 check "the content store removed" test ! -e "$USER_HOME/.mlw/objects"
 
 finish

@@ -78,6 +78,13 @@ async function main() {
   const [download] = await Promise.all([page.waitForEvent("download"), page.click("#csv")]);
   const csv = fs.readFileSync(await download.path(), "utf8").trim().split("\n");
   check("CSV export: a header with the parameters, the brushed rows", csv.length === 5 && csv[0].includes("lr,bs,loss"), JSON.stringify(csv));
+  // What the button exports, for a hostile project's names and values: a text a spreadsheet would
+  // run as a formula starts with an apostrophe, header cells are quoted as the rows are.
+  const hostile = await page.evaluate(() => sweepCsv([{ run_id: "r1", point: 1, status: "Completed",
+    params: { "a,b": '=HYPERLINK("x")', n: -2 }, metrics: { "@m": 1 }, duration_s: 3, problem: "+cmd" }],
+  ["a,b", "n"], ["@m"]).split("\n"));
+  check("CSV export: formula cells disarmed, the header quoted", hostile[0] === 'rank,run_id,point,status,"a,b",n,\'@m,duration_s,problem' &&
+    hostile[1] === '1,r1,1,Completed,"\'=HYPERLINK(""x"")",-2,1,3,\'+cmd', JSON.stringify(hostile));
   if (shots) await page.screenshot({ path: path.join(shots, "ui-sweep.png"), fullPage: true });
   // Reloaded from its URL, the page keeps its brush; grouping the curves by bs names the groups.
   // The page's first, ungrouped curves are held back 1.5 s, so they answer after the grouped ones

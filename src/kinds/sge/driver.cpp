@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/exec/requeue.hpp"
 #include "mlw/util/embedded.hpp"
@@ -67,6 +69,7 @@ class Driver : public MonitorDriver {
     const End end = parse_end(m_seen == Seen::Ended ? m_end : "", session.host(), problems);
     session.record.restarts = end.restarts;  // rescheduled (requeue): its runs are one run
     RunEnding ending = ending_of(end, session.record.cancel_requested || session.canceled(),
+                                 config_of(session.plan.compute).time_limit_s,
                                  session.record.job_id, session.host());
     ending.problems.insert(ending.problems.begin(), problems.begin(), problems.end());
     return ending;
@@ -118,6 +121,10 @@ End parse_end(const std::string& text, const std::string& host,
       if (words.size() > 1) end.failed = words[1];
     } else if (key == "sge_error") {
       end.error = printable(value.substr(0, 1000));
+    } else if (key == "stopped_after") {
+      if (const auto seconds = parse_integer(value, 0, 1LL << 40)) {
+        end.stopped_after = static_cast<int>(std::min<long long>(*seconds, 1 << 30));
+      }
     } else if (key == "restarts") {
       end.restarts = static_cast<int>(parse_integer(value, 0, 1000).value_or(0));
     }
@@ -125,8 +132,27 @@ End parse_end(const std::string& text, const std::string& host,
   return end;
 }
 
-RunEnding ending_of(const End& end, bool cancel_requested, const std::string& job_id,
-                    const std::string& host) {
+namespace {
+
+/// Why Grid Engine stopped a job that mlw did not cancel: its time limit when the stop came
+/// within the queue's notify time (at most 60 s by default) of it, else someone's qdel or a limit.
+std::string stopped_by_engine(const End& end, int time_limit_s, const std::string& job_id) {
+  if (time_limit_s > 0 && end.stopped_after && *end.stopped_after + 90 >= time_limit_s) {
+    return fmt::format(
+        "Grid Engine stopped job {} at its time limit ({} s, h_rt; timeLimit in the compute file) "
+        "after {} s",
+        job_id, time_limit_s, *end.stopped_after);
+  }
+  return fmt::format(
+      "Grid Engine stopped job {} after {} s (SIGUSR2, then SIGKILL): mlw did not ask; a qdel by "
+      "another or a limit of the queue did",
+      job_id, end.stopped_after.value_or(0));
+}
+
+}  // namespace
+
+RunEnding ending_of(const End& end, bool cancel_requested, int time_limit_s,
+                    const std::string& job_id, const std::string& host) {
   RunEnding ending;
   if (end.state == "LOST") {
     ending.status = status::k_lost;
@@ -146,6 +172,9 @@ RunEnding ending_of(const End& end, bool cancel_requested, const std::string& jo
   if (end.script_code) {
     ending.status = *end.script_code == 0 ? status::k_completed : status::k_failed;
     ending.exit_code = *end.script_code;
+    if (end.stopped_after && *end.script_code != 0) {
+      ending.problems.push_back(stopped_by_engine(end, time_limit_s, job_id));
+    }
     return ending;
   }
   ending.status = status::k_failed;

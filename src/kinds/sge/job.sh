@@ -3,13 +3,17 @@
 # driver_log.txt. run.env, written by mlw, exports the run's variables and sets the command's
 # words. The script's exit code goes to exit_code.job; the job exits with it, except 99 and 100,
 # which Grid Engine takes as "run again" and "hold in error" (exit 1 instead).
-# qdel sends SIGUSR2 first (qsub -notify): the run is being canceled, recorded as 143. SIGUSR1 is
+# qdel sends SIGUSR2 first (qsub -notify), and so does the hard time limit h_rt: recorded as 143. SIGUSR1 is
 # Grid Engine's warning (the soft time limit s_rt, a suspend coming): every process of the job
 # gets it, this shell notes it. A rerunnable job (requeue: MLW_CHECKPOINT_SIGNAL is set) whose
 # script then ends other than 0 — it saved a checkpoint — exits 99: Grid Engine runs it again.
 canceled=
 warned=
-trap 'canceled=1' USR2
+began=$(date +%s)
+folder=$PWD
+# USR2 comes before Grid Engine's SIGKILL, from qdel or from a limit (h_rt): when, in seconds after
+# the start, goes to stopped_after so that mlw can say which (it knows whether it asked).
+trap 'canceled=1; echo $(($(date +%s) - began)) >"$folder/stopped_after"' USR2
 trap 'warned=1' USR1
 # shellcheck source=/dev/null
 . ./run.env || exit 125
@@ -22,7 +26,7 @@ echo "$attempt" >attempts.tmp && mv attempts.tmp attempts
 MLW_RESTART_COUNT=$((attempt - 1))
 export MLW_RESTART_COUNT
 if [ "$attempt" -gt 1 ]; then
-  rm -f exit_code.job
+  rm -f exit_code.job stopped_after
   echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${JOB_ID:-} was rescheduled"
 fi
 [ -z "${MLW_CHECKPOINT_DIR:-}" ] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null

@@ -71,14 +71,16 @@ struct End {
   std::string failed;              ///< qacct's failed field ("0", "100", …)
   std::string error;               ///< the reason of a job held in error (Eqw)
   int restarts = 0;                ///< how many times the job started again (rescheduled)
+  std::optional<int> stopped_after;  ///< seconds after the start when SIGUSR2 came (qdel, h_rt)
 };
 
 /// Reads end.sh's lines; a value that is not what it should be is a problem in `problems`.
 End parse_end(const std::string& text, const std::string& host, std::vector<std::string>& problems);
 
-/// How the run goes into history, from its end and whether a cancel was asked for.
-RunEnding ending_of(const End& end, bool cancel_requested, const std::string& job_id,
-                    const std::string& host);
+/// How the run goes into history, from its end, whether a cancel was asked for, and the job's
+/// time limit in seconds (0: none) to tell a stop at the limit from another's qdel.
+RunEnding ending_of(const End& end, bool cancel_requested, int time_limit_s,
+                    const std::string& job_id, const std::string& host);
 
 /// The driver: submit.sh (qsub), the monitor, the log followed, qdel, the end.
 std::unique_ptr<RunDriver> driver();

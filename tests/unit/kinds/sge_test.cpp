@@ -153,30 +153,47 @@ TEST(SgeKind, TheEndComesFromTheScriptThenQacct) {
   std::vector<std::string> problems;
   auto end = [&](const std::string& text) { return sge::parse_end(text, "head", problems); };
   RunEnding e =
-      sge::ending_of(end("job_code=3\nbatch_state=done\nsge_acct=3 0\n"), false, "7", "head");
+      sge::ending_of(end("job_code=3\nbatch_state=done\nsge_acct=3 0\n"), false, 0, "7", "head");
   EXPECT_EQ(e.status, status::k_failed);
   EXPECT_EQ(e.exit_code, 3);
-  e = sge::ending_of(end("job_code=0\nbatch_state=done\n"), false, "7", "head");
+  e = sge::ending_of(end("job_code=0\nbatch_state=done\n"), false, 0, "7", "head");
   EXPECT_EQ(e.status, status::k_completed);
   EXPECT_EQ(e.exit_code, 0);
   // qdel: job.sh saw SIGUSR2 and wrote 143; or the job was still queued and never ran.
-  e = sge::ending_of(end("job_code=143\nbatch_state=done\n"), true, "7", "head");
+  e = sge::ending_of(end("job_code=143\nbatch_state=done\n"), true, 0, "7", "head");
   EXPECT_EQ(e.status, status::k_canceled);
   EXPECT_EQ(e.exit_code, 143);
-  e = sge::ending_of(end("batch_state=done\n"), true, "7", "head");
+  e = sge::ending_of(end("batch_state=done\n"), true, 0, "7", "head");
   EXPECT_EQ(e.status, status::k_canceled);
   EXPECT_EQ(e.exit_code, 143);
   // Killed by Grid Engine (h_rt, memory) before job.sh could write its code.
-  e = sge::ending_of(end("batch_state=done\nsge_acct=137 100\n"), false, "7", "head");
+  e = sge::ending_of(end("batch_state=done\nsge_acct=137 100\n"), false, 0, "7", "head");
   EXPECT_EQ(e.status, status::k_failed);
   EXPECT_EQ(e.exit_code, 137);
   ASSERT_EQ(e.problems.size(), 1U);
   EXPECT_EQ(e.problems[0],
             "Grid Engine ended job 7 before the script (qacct: exit_status 137, failed 100)");
-  e = sge::ending_of(end("batch_state=done\nsge_error=can't chdir\n"), false, "7", "head");
+  // Stopped by Grid Engine, not by mlw: at the time limit (h_rt, 60 s) or by another's qdel.
+  e = sge::ending_of(end("job_code=143\nbatch_state=done\nstopped_after=61\n"), false, 60, "7",
+                     "head");
+  EXPECT_EQ(e.status, status::k_failed);
+  EXPECT_EQ(e.exit_code, 143);
+  ASSERT_EQ(e.problems.size(), 1U);
+  EXPECT_EQ(e.problems[0],
+            "Grid Engine stopped job 7 at its time limit (60 s, h_rt; timeLimit in the compute "
+            "file) after 61 s");
+  e = sge::ending_of(end("job_code=143\nbatch_state=done\nstopped_after=5\n"), false, 600, "7",
+                     "head");
+  ASSERT_EQ(e.problems.size(), 1U);
+  EXPECT_NE(e.problems[0].find("mlw did not ask; a qdel by another"), std::string::npos);
+  e = sge::ending_of(end("job_code=143\nbatch_state=done\nstopped_after=5\n"), true, 600, "7",
+                     "head");
+  EXPECT_EQ(e.status, status::k_canceled);
+  EXPECT_TRUE(e.problems.empty());
+  e = sge::ending_of(end("batch_state=done\nsge_error=can't chdir\n"), false, 0, "7", "head");
   EXPECT_EQ(e.exit_code, exit_code::k_cannot_start);
   EXPECT_EQ(e.problems[0], "Grid Engine could not run job 7 on head: can't chdir");
-  e = sge::ending_of(end("batch_state=LOST\n"), false, "7", "head");
+  e = sge::ending_of(end("batch_state=LOST\n"), false, 0, "7", "head");
   EXPECT_EQ(e.status, status::k_lost);
   EXPECT_EQ(e.lost_reason, sge::k_lost_qmaster);
   EXPECT_TRUE(problems.empty());
