@@ -13,6 +13,8 @@
 #include <csignal>
 #include <future>
 #include <iostream>
+#include <regex>
+#include <set>
 #include <thread>
 
 #include "mlw/config/names.hpp"
@@ -411,12 +413,55 @@ void prepare(Context& ctx, const std::string& run_config) {
                              {"built", prepared.built}});
 }
 
-void clean(Context& ctx, const std::string& run_config) {
+namespace {
+
+/// The environment images that this project's recorded runs on `target` used (mlw_env:HASH only:
+/// a record names no other image to remove).
+std::vector<std::string> recorded_images(Context& ctx, const std::string& target) {
+  static const std::regex k_tag("mlw_env:[0-9a-f]{24}");
+  HistoryStore store(ctx.project().state_dir());
+  std::set<std::string> tags;
+  for (const auto& run : store.list(RunQuery(target))) {
+    try {
+      const std::string tag = store.load(run.run_id).image_tag;
+      if (std::regex_match(tag, k_tag)) tags.insert(tag);
+    } catch (const Error& e) {
+      spdlog::debug("clean: run {} not read: {}", run.run_id, e.what());
+    }
+  }
+  return {tags.begin(), tags.end()};
+}
+
+}  // namespace
+
+void clean(Context& ctx, const std::string& run_config, bool all_projects) {
   const auto [name, compute] = target_of(ctx, run_config);
-  const auto removed = ctx.executor(compute.type)->clean(ctx, name, compute);
+  CleanScope scope;
+  scope.project = ctx.project().name;
+  scope.all_projects = all_projects;
+  if (!all_projects) scope.image_tags = recorded_images(ctx, name);
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
-  for (const auto& line : removed) list.push_back(line);
-  ctx.output().print_object({{"target", name}, {"removed", list}});
+  for (const auto& line : ctx.executor(compute.type)->clean(ctx, name, compute, scope)) {
+    if (starts_with(line, "kept objects ")) {
+      if (!ctx.quiet) {
+        *ctx.err << fmt::format(
+            "mlw: the content store on {} ({} objects, shared by every project's runs there) is "
+            "kept; --all-projects removes it with every project's images and run folders\n",
+            name, line.substr(13));
+      }
+      continue;
+    }
+    list.push_back(line);
+  }
+  if (ctx.output().structured()) {
+    ctx.output().print_object({{"target", name}, {"removed", list}});
+    return;
+  }
+  // One line per thing removed: a long list stays readable and greppable.
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& line : list) rows.push_back({{"removed", line}});
+  if (rows.empty()) rows.push_back({{"removed", "(nothing of this project's)"}});
+  ctx.output().print_list(rows, {{"removed", "REMOVED FROM " + name}});
 }
 
 }  // namespace mlw::api

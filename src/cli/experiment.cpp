@@ -87,8 +87,8 @@ void register_sweep(CLI::App& group, Context& ctx, GlobalOptions& globals) {
 }
 
 /// A subcommand that takes one required `-c NAME` (a run configuration) and hands it to `run`.
-void add_target_command(CLI::App& group, const std::string& name, const std::string& about,
-                        const char* example, std::function<void(const std::string&)> run) {
+CLI::App* add_target_command(CLI::App& group, const std::string& name, const std::string& about,
+                             const char* example, std::function<void(const std::string&)> run) {
   auto value = std::make_shared<std::string>();
   auto* command = group.add_subcommand(name, about);
   command->add_option("-c,--run-configuration", *value, "Run configuration")
@@ -96,6 +96,7 @@ void add_target_command(CLI::App& group, const std::string& name, const std::str
       ->type_name("NAME");
   command->footer(examples({example}));
   command->callback([value, run = std::move(run)] { run(*value); });
+  return command;
 }
 
 /// `experiment rerun -r RUN [-c NAME] [-a] [-e K=V]... [-- ARGS...]`.
@@ -235,10 +236,13 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
                      "Ship the project and build the target's environment image ahead of a run",
                      "mlw experiment prepare -c my_dsvm",
                      [&ctx](const std::string& name) { api::prepare(ctx, name); });
-  add_target_command(*group, "clean",
-                     "Remove mlw's images, snapshots and finished run folders from a target",
-                     "mlw experiment clean -c my_dsvm",
-                     [&ctx](const std::string& name) { api::clean(ctx, name); });
+  auto all_projects = std::make_shared<bool>(false);
+  add_target_command(
+      *group, "clean", "Remove this project's images and finished run folders from a target",
+      "mlw experiment clean -c my_dsvm",
+      [&ctx, all_projects](const std::string& name) { api::clean(ctx, name, *all_projects); })
+      ->add_flag("--all-projects", *all_projects,
+                 "Every project's images and run folders there, and the shared content store");
 }
 
 }  // namespace mlw::cli

@@ -146,9 +146,11 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
   // The exec form's JSON array: no shell reads the words, and every one is on the RUN line.
   nlohmann::json run = {"/bin/sh", "/mlw/env/install.sh"};
   for (auto& word : install_arguments(plan, env)) run.push_back(std::move(word));
-  env.dockerfile = fmt::format(
-      "FROM {}\nCOPY . /mlw/env/\nRUN {}\nLABEL mlw.env=\"{}\"\n", plan.compute.base_docker_image,
-      run.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), env.hash);
+  env.dockerfile =
+      fmt::format("FROM {}\nCOPY . /mlw/env/\nRUN {}\nLABEL mlw.env=\"{}\" mlw.project=\"{}\"\n",
+                  plan.compute.base_docker_image,
+                  run.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), env.hash,
+                  project_label(plan.project.name));
   env.install_script = std::string(embedded_script("src/exec/install.sh"));
   return env;
 }
@@ -224,6 +226,19 @@ std::string container_name(const std::string& run_id) {
   }
   if (changed) name += "-" + sha256_hex(run_id).substr(0, 8);
   return name;
+}
+
+std::string project_label(const std::string& project) {
+  std::string label;
+  bool changed = project.empty();
+  for (const char c : project) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    label += ok ? c : '-';
+    changed = changed || !ok;
+  }
+  if (changed) label += "-" + sha256_hex(project).substr(0, 8);
+  return label;
 }
 
 std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,

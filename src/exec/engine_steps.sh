@@ -9,23 +9,52 @@ mlw_has_image() {
   "$@" image inspect "$tag" >/dev/null 2>&1
 }
 
-# mlw_clean_images DOCKER…: removes every mlw_env image of the engine; prints docker's
-# "Untagged: mlw_env:…" lines. An image a container still uses stays.
+# mlw_clean_images PROJECT N TAG... DOCKER...: removes PROJECT's mlw_env images: those built for it
+# (label mlw.project) and the N TAGs (the images its recorded runs used); PROJECT "" removes every
+# mlw_env image of the engine. Prints docker's "Untagged: mlw_env:..." lines. An image a container
+# still uses stays.
 mlw_clean_images() {
-  "$@" images --filter reference='mlw_env:*' --format '{{.Repository}}:{{.Tag}}' |
-    xargs -r "$@" rmi 2>&1 | grep -i untagged
+  project=$1 n=$2
+  shift 2
+  tags=
+  while [ "$n" -gt 0 ]; do
+    tags="$tags$1
+"
+    shift
+    n=$((n - 1))
+  done
+  if [ -z "$project" ]; then
+    "$@" images --filter reference='mlw_env:*' --format '{{.Repository}}:{{.Tag}}'
+  else
+    "$@" images --filter reference='mlw_env:*' --filter label="mlw.project=$project" \
+      --format '{{.Repository}}:{{.Tag}}'
+    printf '%s' "$tags"
+  fi | sort -u | xargs -r "$@" rmi 2>&1 | grep -i untagged
   exit 0
 }
 
-# mlw_clean_store STORE: removes the snapshot store under STORE (~/.mlw) and the folders of the runs
-# that ended; prints "objects N" (how many it held) and "run runs/ID/" for each run folder.
+# mlw_clean_store STORE PROJECT: removes, under STORE (~/.mlw), the folders of PROJECT's runs that
+# ended (runs/PROJECT_DIGITS/), printing "run runs/ID/" for each, and "kept objects N": the
+# snapshot store, which every project's runs share, stays. PROJECT "": every ended run's folder and
+# the snapshot store ("objects N", how many it held).
 mlw_clean_store() {
   cd "$1" 2>/dev/null || exit 0
   # shellcheck disable=SC2012 # a count of names made by mlw (hex digests)
   n=$(ls objects 2>/dev/null | wc -l)
-  rm -rf objects incoming
-  echo "objects $n"
+  if [ -z "$2" ]; then
+    rm -rf objects incoming
+    echo "objects $n"
+  elif [ "$n" -gt 0 ]; then
+    echo "kept objects $n"
+  fi
   for r in runs/*/; do
+    if [ -n "$2" ]; then
+      id=${r#runs/}
+      id=${id%/}
+      rest=${id#"$2"_}
+      [ "$rest" != "$id" ] || continue
+      case $rest in '' | *[!0-9]*) continue ;; esac
+    fi
     { [ -e "$r/exit_code" ] || [ -e "$r/batch_state" ]; } && rm -rf "$r" && echo "run $r"
   done
   exit 0

@@ -330,7 +330,7 @@ PrepareResult LocalExecutor::prepare(Context&, RunPlan& plan, const OutputSink&)
 }
 
 std::vector<std::string> LocalExecutor::clean(Context&, const std::string& target_name,
-                                              const ComputeConfig&) {
+                                              const ComputeConfig&, const CleanScope&) {
   std::vector<std::string> others;
   for (const TargetKind* kind : target_kinds()) {
     // Those with a store and run folders of their own, or images.

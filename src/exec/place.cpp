@@ -122,7 +122,9 @@ class ThisMachine : public Place {
     return (plan.project.state_dir() / "locks").string();
   }
 
-  std::vector<std::string> clean(Shell&, const TargetFacts&) const override { return {}; }
+  std::vector<std::string> clean(Shell&, const TargetFacts&, const CleanScope&) const override {
+    return {};
+  }
 };
 
 /// A Linux machine over SSH: a content store, run folders and locks under its ~/.mlw.
@@ -223,9 +225,11 @@ class SshHost : public Place {
     return facts.home + "/.mlw/locks";
   }
 
-  std::vector<std::string> clean(Shell& shell, const TargetFacts& facts) const override {
-    const ShellResult files = shell.run(
-        script_call("src/exec/engine_steps.sh", {"mlw_clean_store", facts.home + "/.mlw"}));
+  std::vector<std::string> clean(Shell& shell, const TargetFacts& facts,
+                                 const CleanScope& scope) const override {
+    const ShellResult files = shell.run(script_call(
+        "src/exec/engine_steps.sh",
+        {"mlw_clean_store", facts.home + "/.mlw", scope.all_projects ? "" : scope.project}));
     std::vector<std::string> removed;
     for (const auto& line : split(trim(files.output), '\n')) {
       if (!trim(line).empty()) removed.push_back(trim(line));

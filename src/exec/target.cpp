@@ -208,11 +208,15 @@ PrepareResult TargetExecutor::prepare(Context& ctx, RunPlan& plan, const OutputS
 }
 
 std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& target_name,
-                                               const ComputeConfig& compute) {
+                                               const ComputeConfig& compute,
+                                               const CleanScope& scope) {
   connect(ctx, target_name, compute);
   std::vector<std::string> removed;
   if (m_kind.runner.image) {
-    std::vector<std::string> words = {"mlw_clean_images"};
+    std::vector<std::string> words = {"mlw_clean_images",
+                                      scope.all_projects ? "" : project_label(scope.project),
+                                      std::to_string(scope.image_tags.size())};
+    words.insert(words.end(), scope.image_tags.begin(), scope.image_tags.end());
     for (auto& word : docker_words(compute, m_facts)) words.push_back(std::move(word));
     const ShellResult images = m_shell->run(script_call("src/exec/engine_steps.sh", words));
     for (const auto& line : split(trim(images.output), '\n')) {
@@ -220,7 +224,7 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
         removed.push_back("image " + trim(line).substr(trim(line).find(' ') + 1));
     }
   }
-  for (auto& line : m_place.clean(*m_shell, m_facts)) removed.push_back(std::move(line));
+  for (auto& line : m_place.clean(*m_shell, m_facts, scope)) removed.push_back(std::move(line));
   return removed;
 }
 

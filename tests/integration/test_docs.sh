@@ -7,8 +7,8 @@
 # the remotedocker base image by the local test image (the default one is not local, and a test
 # engine must never reach for a registry). Host keys are known beforehand, as after a first
 # `ssh`. Not run, and said so when the suite runs: the Slurm lines (they ask for 4 GPUs per
-# node, which the test cluster has not) and `experiment clean` (it removes every mlw_env image
-# of the engine, which suites running beside this one use).
+# node, which the test cluster has not) and `experiment clean` (it removes the project's
+# mlw_env images, which suites running beside this one share).
 source "$(dirname "$0")/lib.sh"
 
 require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_USER MLW_TEST_SGE_USER MLW_TEST_GPU_USER \
@@ -56,7 +56,8 @@ while IFS= read -r line; do
       echo "not run (it asks for 4 GPUs per node, which the test cluster has not): $command"
       continue ;;
     "mlw experiment clean"*)
-      # It removes every mlw_env image of the engine, which suites running beside this one use.
+      # It removes this project's images, which suites running beside this one share (the same
+      # base image and conda file make the same mlw_env image).
       echo "not run (it would remove images other suites use on the shared engine): $command"
       continue ;;
   esac

@@ -236,6 +236,9 @@ unset MLW_SLURM_RETRY
 run_mlw -o json experiment clean -c one
 expect_eq "clean a Slurm target" "$CODE" 0
 check "finished run folders removed on the login node" bash -c "[ -z \"\$(ls '$USER_HOME/.mlw/runs' 2>/dev/null)\" ]"
+check "the content store, every project's, stays" test -d "$USER_HOME/.mlw/objects"
+run_mlw -o json experiment clean -c one --all-projects
+expect_eq "clean --all-projects" "$CODE" 0
 check "the content store removed" test ! -e "$USER_HOME/.mlw/objects"
 
 finish

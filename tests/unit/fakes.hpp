@@ -200,7 +200,8 @@ class FakeExecutor : public Executor {
   void stop(Context&, const RunRecord&, bool) override { ++m_calls->stopped; }
   void reattach(Context&, RunPlan&) override { throw Error("the fake kind cannot reattach"); }
   PrepareResult prepare(Context&, RunPlan&, const OutputSink&) override { return {}; }
-  std::vector<std::string> clean(Context&, const std::string&, const ComputeConfig&) override {
+  std::vector<std::string> clean(Context&, const std::string&, const ComputeConfig&,
+                                 const CleanScope&) override {
     return {};
   }
 
@@ -397,8 +398,9 @@ class RecordingPlace : public Place {
   std::string lock_folder(const RunPlan& plan, const TargetFacts& facts) const override {
     return m_real.lock_folder(plan, facts);
   }
-  std::vector<std::string> clean(Shell& shell, const TargetFacts& facts) const override {
-    return m_real.clean(shell, facts);
+  std::vector<std::string> clean(Shell& shell, const TargetFacts& facts,
+                                 const CleanScope& scope) const override {
+    return m_real.clean(shell, facts, scope);
   }
 
   /// What was asked, in order.

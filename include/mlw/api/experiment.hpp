@@ -65,8 +65,8 @@ void queue(Context& ctx, const std::optional<std::string>& name);
 void cancel(Context& ctx, const std::string& run_id);
 /// `mlw experiment prepare -c NAME`: ships the project and builds the environment ahead.
 void prepare(Context& ctx, const std::string& run_config);
-/// `mlw experiment clean -c NAME`: removes mlw's images, snapshots and finished run folders
-/// from the target.
-void clean(Context& ctx, const std::string& run_config);
+/// `mlw experiment clean -c NAME [--all-projects]`: removes this project's images and finished
+/// run folders from the target; with `all_projects`, every project's and the content store.
+void clean(Context& ctx, const std::string& run_config, bool all_projects);
 
 }  // namespace mlw::api

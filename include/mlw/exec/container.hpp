@@ -52,6 +52,10 @@ struct TargetRunPaths {
 /// them as '-' and a short hash of the id appended, so two such names cannot meet.
 std::string container_name(const std::string& run_id);
 
+/// The value of an environment image's `mlw.project` label for a project (its folder's name): the
+/// name where it is made of [A-Za-z0-9_.-], else those kept, others '-', and a short hash of it.
+std::string project_label(const std::string& project);
+
 /// The `docker run -d …` words of a container run (image and argv last). Values of environment
 /// variables are not among them: each is passed as `-e NAME` from the monitor's environment.
 std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,

@@ -28,6 +28,14 @@ struct BatchArray {
   int limit = 0;   ///< at most this many elements at once (0: no limit)
 };
 
+/// What `experiment clean` removes: one project's (its runs' folders, the images built for it or
+/// that its runs used), or, with `all_projects`, every project's and the shared content store.
+struct CleanScope {
+  std::string project;                  ///< the project whose leftovers go
+  std::vector<std::string> image_tags;  ///< mlw_env:HASH images its recorded runs used there
+  bool all_projects = false;            ///< every mlw image, run folder and the content store
+};
+
 /// Everything an executor needs to start one run; validated before any executor sees it.
 struct RunPlan {
   Project project;
@@ -94,10 +102,11 @@ class Executor {
   /// `experiment prepare`: ships the project and builds the environment image; the build's
   /// output goes to `on_output`.
   virtual PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) = 0;
-  /// `experiment clean`: removes mlw's images, content store and finished run folders from the
-  /// target; returns what was removed, one line each.
+  /// `experiment clean`: removes mlw's images and finished run folders of `scope` from the
+  /// target (and the content store when it is every project's); returns one line per thing
+  /// removed ("kept objects N": the shared content store that a project's clean leaves).
   virtual std::vector<std::string> clean(Context& ctx, const std::string& target_name,
-                                         const ComputeConfig& compute) = 0;
+                                         const ComputeConfig& compute, const CleanScope& scope) = 0;
 };
 
 /// Forks the run's supervisor: its own session, SIGINT/SIGHUP/SIGPIPE ignored, stdin from

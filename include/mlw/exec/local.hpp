@@ -36,7 +36,7 @@ class LocalExecutor : public Executor {
   PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) override;
   /// Local targets keep nothing of mlw's but the project's history (throws).
   std::vector<std::string> clean(Context& ctx, const std::string& target_name,
-                                 const ComputeConfig& compute) override;
+                                 const ComputeConfig& compute, const CleanScope& scope) override;
 };
 
 }  // namespace mlw

@@ -92,7 +92,8 @@ class Place {
   virtual std::string lock_folder(const RunPlan& plan, const TargetFacts& facts) const = 0;
   /// `experiment clean`: removes the content store and finished run folders there; one line
   /// per thing removed.
-  virtual std::vector<std::string> clean(Shell& shell, const TargetFacts& facts) const = 0;
+  virtual std::vector<std::string> clean(Shell& shell, const TargetFacts& facts,
+                                         const CleanScope& scope) const = 0;
 };
 
 /// This machine: its /bin/sh, the run folder in the project's history, the local Docker socket.

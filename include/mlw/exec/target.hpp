@@ -34,7 +34,7 @@ class TargetExecutor : public Executor {
   void reattach(Context& ctx, RunPlan& plan) override;
   PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) override;
   std::vector<std::string> clean(Context& ctx, const std::string& target_name,
-                                 const ComputeConfig& compute) override;
+                                 const ComputeConfig& compute, const CleanScope& scope) override;
 
  private:
   /// Connects and probes; with `ship`, the probe also ships (experiment prepare).

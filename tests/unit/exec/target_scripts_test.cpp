@@ -139,17 +139,23 @@ TEST(TargetScripts, EngineStepsAskAndCleanTheEngineAndTheStore) {
   place.stand_in("docker",
                  "case \"$1 $2\" in\n"
                  "'image inspect') [ \"$3\" = mlw_env:have ] ;;\n"
-                 "'images --filter') printf 'mlw_env:a\\nmlw_env:b\\n' ;;\n"
-                 "'rmi mlw_env:a') printf 'Untagged: mlw_env:a\\nDeleted: sha256:1\\n'; "
-                 "echo 'Error: conflict: mlw_env:b is in use' >&2; exit 1 ;;\n"
+                 "'images --filter') [ \"$4\" = --filter ] && printf 'mlw_env:p\\n' || "
+                 "printf 'mlw_env:a\\nmlw_env:b\\n' ;;\n"
+                 "'rmi '*) shift; for i; do case $i in\n"
+                 "  mlw_env:b) echo 'Error: conflict: mlw_env:b is in use' >&2 ;;\n"
+                 "  *) printf 'Untagged: %s\\nDeleted: sha256:1\\n' \"$i\" ;; esac; done ;;\n"
                  "esac\n");
   ComputeConfig compute;
   EXPECT_TRUE(image_exists(place.shell, compute, {}, "mlw_env:have"));
   EXPECT_FALSE(image_exists(place.shell, compute, {}, "mlw_env:other"));
-  const ShellResult cleaned =
-      place.target().run(script_call("src/exec/engine_steps.sh", {"mlw_clean_images", "docker"}));
+  const ShellResult cleaned = place.target().run(
+      script_call("src/exec/engine_steps.sh", {"mlw_clean_images", "", "0", "docker"}));
   EXPECT_EQ(cleaned.exit_code, 0);
   EXPECT_EQ(cleaned.output, "Untagged: mlw_env:a\n");
+  // One project's: the images labelled with it and those its runs used, nothing else.
+  const ShellResult own = place.target().run(script_call(
+      "src/exec/engine_steps.sh", {"mlw_clean_images", "proj", "1", "mlw_env:h", "docker"}));
+  EXPECT_EQ(own.output, "Untagged: mlw_env:h\nUntagged: mlw_env:p\n");
   // The store: its objects and incoming/, and the folders of the runs that ended.
   const fs::path store = place.home / ".mlw";
   for (const char* path : {"objects/1", "objects/2", "incoming/x/y", "runs/done/exit_code",
@@ -157,15 +163,29 @@ TEST(TargetScripts, EngineStepsAskAndCleanTheEngineAndTheStore) {
     make_directories((store / path).parent_path());
     atomic_write_file(store / path, "");
   }
+  // A project's clean: its ended runs only (proj_DIGITS, not proj_x_1 nor projx_1); the store
+  // stays.
+  for (const char* path : {"runs/proj_12/exit_code", "runs/proj_13/driver_log.txt",
+                           "runs/proj_x_1/exit_code", "runs/projx_1/exit_code"}) {
+    make_directories((store / path).parent_path());
+    atomic_write_file(store / path, "");
+  }
+  const ShellResult project_cleaned = place.target().run(
+      script_call("src/exec/engine_steps.sh", {"mlw_clean_store", store.string(), "proj"}));
+  EXPECT_EQ(project_cleaned.output, "kept objects 2\nrun runs/proj_12/\n");
+  EXPECT_TRUE(fs::exists(store / "objects/1"));
+  EXPECT_TRUE(fs::exists(store / "runs/proj_13"));
+  fs::remove_all(store / "runs/proj_13");
   const ShellResult store_cleaned = place.target().run(
-      script_call("src/exec/engine_steps.sh", {"mlw_clean_store", store.string()}));
-  EXPECT_EQ(store_cleaned.output, "objects 2\nrun runs/batch/\nrun runs/done/\n");
+      script_call("src/exec/engine_steps.sh", {"mlw_clean_store", store.string(), ""}));
+  EXPECT_EQ(store_cleaned.output,
+            "objects 2\nrun runs/batch/\nrun runs/done/\nrun runs/proj_x_1/\nrun runs/projx_1/\n");
   EXPECT_FALSE(fs::exists(store / "objects"));
   EXPECT_FALSE(fs::exists(store / "incoming"));
   EXPECT_TRUE(fs::exists(store / "runs/live/driver_log.txt"));
   EXPECT_EQ(place.target()
                 .run(script_call("src/exec/engine_steps.sh",
-                                 {"mlw_clean_store", (place.home / "none").string()}))
+                                 {"mlw_clean_store", (place.home / "none").string(), ""}))
                 .output,
             "");
   // A prepared run's folder goes in the background; the step does not wait for it.
