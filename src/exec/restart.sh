@@ -25,6 +25,9 @@ while :; do
   export MLW_RESTART_COUNT
   "$@" &
   child=$!
+  # A stop that came as the attempt started (after the pause's check, before child was set) ends
+  # it at once: the trap had no child to pass it to.
+  if [ -n "$stop" ] || [ -e ../stopped ]; then kill -s TERM "$child" 2>/dev/null; fi
   # wait returns early when a signal's trap ran: the script's own end is waited for again.
   code=
   while [ -z "$code" ]; do

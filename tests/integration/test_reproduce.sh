@@ -281,6 +281,15 @@ check "a long run with a restart policy starts" wait_for 30 bash -c "'$MLW' hist
 run_mlw experiment cancel -r "$S"
 expect_eq "cancel stops it and it is not restarted" "$(run_state "$S")" "Canceled 143"
 expect_not_contains "… no restart in its log" "$("$MLW" history logs -r "$S")" "mlw: restart"
+# A cancel in the pause between two attempts ends the run there: the script never starts again.
+sed -i 's/^restart:.*/restart: {onFailure: true, maxRestarts: 1, backoffSeconds: 30}/' aml_config/rem.compute
+S=$("$MLW" -o json experiment submit -a -c rem flaky.py 3 9 | json_get "$(cat)" 'd["run_id"]')
+check "a run in the pause between its attempts" \
+  wait_for 30 bash -c "'$MLW' history logs -r $S | grep -q 'mlw: restart 1 of 1'"
+run_mlw experiment cancel -r "$S"
+expect_eq "cancel in the pause between attempts: Canceled" "$(run_state "$S" | cut -d' ' -f1)" "Canceled"
+expect_eq "… the script did not start again" "$("$MLW" history logs -r "$S" | grep -c '^ATTEMPT')" 1
+sed -i 's/^restart:.*/restart: {onFailure: true, maxRestarts: 1, backoffSeconds: 0}/' aml_config/rem.compute
 # On a docker target (through the Engine API) the container's own process runs the script again.
 cp aml_config/docker.compute "$WORK/docker.compute"
 printf 'restart:\n  onExitCodes: [75]\n  maxRestarts: 2\n  backoffSeconds: 1\n' >>aml_config/docker.compute
