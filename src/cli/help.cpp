@@ -31,6 +31,13 @@ std::string upper_snake(std::string name) {
   return name;
 }
 
+/// Columns a UTF-8 text takes on a terminal: one per character, not per byte ("…" is three).
+std::size_t columns(const std::string& text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
 }  // namespace
 
 std::size_t help_width() {
@@ -52,7 +59,7 @@ std::string wrap_text(const std::string& text, std::size_t width, std::size_t in
     bool first = true;
     for (const std::string& word : split(paragraph, ' ')) {
       if (word.empty()) continue;
-      if (!first && used + 1 + word.size() > width) {
+      if (!first && used + 1 + columns(word) > width) {
         out += "\n" + std::string(indent, ' ');
         used = indent;
         first = true;
@@ -62,7 +69,7 @@ std::string wrap_text(const std::string& text, std::size_t width, std::size_t in
         ++used;
       }
       out += word;
-      used += word.size();
+      used += columns(word);
       first = false;
     }
   }
@@ -159,10 +166,10 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
 std::string HelpFormatter::row(const std::string& name, const std::string& description) const {
   std::string line = "  " + name;
   if (description.empty()) return line + "\n";
-  if (line.size() + 1 > k_name_column) {
+  if (columns(line) + 1 > k_name_column) {
     line += "\n" + std::string(k_name_column, ' ');
   } else {
-    line += std::string(k_name_column - line.size(), ' ');
+    line += std::string(k_name_column - columns(line), ' ');
   }
   return line + wrap_text(description, m_width, k_name_column, k_name_column) + "\n";
 }

@@ -7,7 +7,7 @@
 #                     are defined), side by side with the ship; its answer is read on fd 4
 #   mlw_nvidia        1: the engine's runtimes matter (nvidiaDocker)
 #   mlw_disk          1: the free disk under $HOME too (doctor, attach)
-#   mlw_python        the interpreter whose --version is asked ("" for none)
+#   mlw_python        the interpreter whose --version and path are asked ("" for none)
 #   mlw_ship          a ship (exec/ship.sh) that reads the step's stdin: its lines come back as
 #                     ship=LINE, its end as `ship=end N`
 #   mlw_section       the kind's own lines of the probe
@@ -61,7 +61,13 @@ mlw_probe() {
   [ -z "${mlw_lease_probe:-}" ] || mlw_lease_probe "$mlw_lease_probe"
   if [ -n "$mlw_python" ]; then
     if v=$("$mlw_python" --version 2>&1); then
-      echo "python=ok $v"
+      # Where it is, and, for a script (a pyenv or conda shim), the interpreter it runs.
+      at=$(command -v "$mlw_python" 2>/dev/null)
+      runs=
+      if read -r first <"$at" 2>/dev/null && [ "${first#\#!}" != "$first" ]; then
+        runs=$("$mlw_python" -S -c 'import sys; print(sys.executable)' 2>/dev/null)
+      fi
+      echo "python=ok $v at $at${runs:+, a script that runs $runs}"
     else
       echo "python=fail $(echo "$v" | tail -n 1)"
     fi

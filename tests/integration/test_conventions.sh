@@ -41,15 +41,31 @@ for group in $("$MLW" __complete '' | cut -f1); do
   done
 done
 check "the tree has the attach kinds" test "${#commands[@]}" -gt 25
-long="" text_type="" no_globals=""
+text_type="" no_globals=""
 for command in "${commands[@]}"; do
   # shellcheck disable=SC2086
   help=$("$MLW" $command --help)
-  [ -z "$(awk 'length > 80' <<<"$help")" ] || long+=" [$command]"
   ! grep -qE ' (TEXT|INT)( |$)' <<<"$help" || text_type+=" [$command]"
   [ -z "$command" ] || grep -qE -- '^  -o,--output FORMAT' <<<"$help" || no_globals+=" [$command]"
+  printf '@@ %s\n%s\n' "$command" "$help" >>"$WORK/helps.txt"
 done
-expect_eq "no help line is over 80 columns off a terminal" "$long" ""
+# Columns are counted in characters (a "…" is one column, not its three bytes): no line over 80,
+# and an option's description starts in column 31 on every row.
+help_lines() { # long|misaligned
+  python3 - "$1" "$WORK/helps.txt" <<'PY'
+import re, sys
+command = ""
+for line in open(sys.argv[2], encoding="utf-8").read().split("\n"):
+    if line.startswith("@@ "):
+        command = line[3:]
+        continue
+    m = re.match(r"^  (-\S.*?)  +(\S.*)$", line)
+    if sys.argv[1] == "long" and len(line) > 80 or sys.argv[1] == "misaligned" and m and m.start(2) != 30:
+        print(f"[{command}] {line}")
+PY
+}
+expect_eq "no help line is over 80 columns off a terminal" "$(help_lines long)" ""
+expect_eq "every option's description starts in column 31" "$(help_lines misaligned)" ""
 expect_eq "no value shows as TEXT or INT" "$text_type" ""
 expect_eq "every command's help lists the global options" "$no_globals" ""
 wide=$(on_terminal "mlw history list --help")

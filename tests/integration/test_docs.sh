@@ -316,6 +316,17 @@ expect_eq "exit codes: 127 for a missing script" "$CODE" 127
 run_mlw computetarget attach local -n nopython --python "$WORK/no/python3"
 run_mlw experiment submit -c nopython code.py 0
 expect_eq "exit codes: 127 for a missing interpreter" "$CODE" 127
+# doctor names the python a run will use: where it is and, behind a shim (pyenv's are shell
+# scripts), the interpreter it runs (issue 45).
+mkdir -p "$WORK/shims"
+printf '#!/bin/sh\nexec python3 "$@"\n' >"$WORK/shims/python" && chmod +x "$WORK/shims/python"
+run_mlw computetarget attach local -n shim --python "$WORK/shims/python"
+run_mlw computetarget doctor -n shim
+expect_contains "doctor: the python's path, and what its shim runs" "$OUT" \
+  "at $WORK/shims/python, a script that runs $(python3 -c 'import sys; print(sys.executable)')"
+run_mlw computetarget doctor -n local
+expect_contains "doctor -n local: the python's resolved path" "$OUT" "python3: Python 3"
+expect_contains "… at its path" "$OUT" " at /"
 run_mlw experiment submit -c local -a code.py sleep
 expect_eq "exit codes: submit -a is 0 once the run started" "$CODE" 0
 ASYNC=$(sed -n 's/^RunId: //p' <<<"$OUT")
