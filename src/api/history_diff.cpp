@@ -229,6 +229,10 @@ json field_changes(const Side& a, const Side& b) {
   field("script", a.record.script, b.record.script);
   field("arguments", json(a.record.arguments), json(b.record.arguments));
   field("params", a.record.params, b.record.params);
+  field("status", a.record.status, b.record.status);
+  field("exit_code", a.record.exit_code ? json(*a.record.exit_code) : json(),
+        b.record.exit_code ? json(*b.record.exit_code) : json());
+  field("metrics", a.record.metrics, b.record.metrics);
   field("run_config", a.record.run_config, b.record.run_config);
   field("target", a.record.target, b.record.target);
   field("target_type", a.record.target_type, b.record.target_type);
@@ -265,15 +269,17 @@ void print_fields(Context& ctx, const json& fields) {
       for (const auto& [key, how] : values.items()) {
         *ctx.out << fmt::format("env {}: {}\n", key, how.get<std::string>());
       }
-    } else if (name == "params") {
+    } else if (name == "params" || name == "metrics") {
+      // One line per parameter or metric (its last value) that differs.
       std::set<std::string> keys;
       for (const auto& side : values) {
         for (const auto& [key, _] : side.items()) keys.insert(key);
       }
+      const char* what = name == "params" ? "param" : "metric";
       for (const auto& key : keys) {
         const json a = values[0].contains(key) ? values[0][key] : json();
         const json b = values[1].contains(key) ? values[1][key] : json();
-        if (a != b) *ctx.out << fmt::format("param {}: {} → {}\n", key, shown(a), shown(b));
+        if (a != b) *ctx.out << fmt::format("{} {}: {} → {}\n", what, key, shown(a), shown(b));
       }
     } else {
       *ctx.out << fmt::format("{}: {} → {}\n", name, shown(values[0]), shown(values[1]));

@@ -18,6 +18,9 @@ cat >train.py <<'PY'
 import os, sys
 data = open("data.txt").read().strip() if os.path.exists("data.txt") else "none"
 print("DATA", data, "ARGS", " ".join(sys.argv[1:]), "SEED", os.environ.get("SEED"), "STAMP", os.environ.get("STAMP"), "VERSION 1")
+if "--lr" in sys.argv:
+    from mlw import log_metric
+    log_metric("loss", float(sys.argv[sys.argv.index("--lr") + 1]) * 10)
 PY
 echo alpha >data.txt
 # An environment spec of this suite's own (a conda file's bytes name its image): not built yet.
@@ -99,9 +102,11 @@ expect_contains "… a binary file named, not shown" "$OUT" "Binary file model.b
 expect_contains "… the package added" "$OUT" "package added: scipy=1.11"
 expect_contains "… the arguments" "$OUT" "arguments: [\"--lr\",\"0.1\"] → [\"--lr\",\"0.2\"]"
 expect_contains "… the parameter" "$OUT" "param lr: 0.1 → 0.2"
+expect_contains "… the metric's last value" "$OUT" "metric loss: 1.0 → 2.0"
 expect_contains "… an -e variable changed, not its value" "$OUT" "env SEED: changed"
 expect_not_contains "… never an -e value" "$OUT" "$TOKEN"
 json=$("$MLW" -o json history diff -r "$A" -r "$C")
+expect_eq "diff -o json: the metrics" "$(json_get "$json" 'd["fields"]["metrics"]')" "[{'loss': 1.0}, {'loss': 2.0}]"
 expect_eq "diff -o json" "$(json_get "$json" '(d["fields"]["arguments"], sorted((f["path"], f["change"]) for f in d["files"]), d["packages"]["added"])')" \
   "([['--lr', '0.1'], ['--lr', '0.2']], [('aml_config/conda_dependencies.yml', 'changed'), ('aml_config/local.runconfig', 'changed'), ('data.txt', 'changed'), ('model.bin', 'added'), ('train.py', 'changed')], ['scipy=1.11'])"
 run_mlw history diff -r "$A" -r "$A"
