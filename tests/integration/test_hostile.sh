@@ -115,6 +115,37 @@ expect_contains "and says what was wrong" "$(json_get "$RECORD" 'd["problems"]')
 expect_eq "what arrived before the fault is kept" "$(cat ".mlw/runs/$ID/outputs/good.txt" 2>/dev/null)" good
 check "what came after it is not" test ! -e ".mlw/runs/$ID/outputs/after.txt"
 rm -f "$USER_HOME/evil/tar"
+# A tar whose names climb out of the run folder (../, an absolute path, a/../../..) and a link to
+# /etc/passwd: each refused and named in the record, the good file kept (issue 45: a second layer
+# under the unit test of SafeTarReader).
+fake tar <<'SH'
+#!/bin/sh
+[ "$1 $2 $3" = "-cf - outputs" ] || exec /bin/tar "$@"
+python3 - <<'PY'
+import sys, tarfile
+out = sys.stdout.buffer
+def member(name, data=b"", typ=tarfile.REGTYPE, link=""):
+    info = tarfile.TarInfo(name); info.size = len(data); info.type = typ; info.linkname = link
+    out.write(info.tobuf(format=tarfile.GNU_FORMAT) + data.ljust((len(data) + 511) // 512 * 512, b"\0"))
+member("outputs/ok.txt", b"ok\n")
+member("../../../../../../../../tmp/mlw-escaped-1.txt", b"bad\n")
+member("/tmp/mlw-escaped-2.txt", b"bad\n")
+member("outputs/a/../../../../../../../../../tmp/mlw-escaped-3.txt", b"bad\n")
+member("outputs/passwd", typ=tarfile.SYMTYPE, link="/etc/passwd")
+out.write(b"\0" * 1024)
+PY
+SH
+rm -f /tmp/mlw-escaped-[123].txt
+run_bounded 120 experiment submit -c rem hello.py
+expect_eq "a tar with names that climb: the run ends with the script's code" "$CODE" 0
+ID=$(ls -t .mlw/runs | head -1)
+check "no file written outside the run folder" bash -c '! ls /tmp/mlw-escaped-[123].txt 2>/dev/null | grep -q .'
+check "… none under the project's .mlw" bash -c "! find .mlw -name 'mlw-escaped-*' | grep -q ."
+check "the link is not made" test ! -L ".mlw/runs/$ID/outputs/passwd"
+expect_eq "the good file is kept" "$(cat ".mlw/runs/$ID/outputs/ok.txt" 2>/dev/null)" ok
+expect_eq "each refused entry is named in the record" \
+  "$(json_get "$(cat ".mlw/runs/$ID/run.json")" 'sum(p.startswith("output refused: ") for p in d["problems"])')" 4
+rm -f "$USER_HOME/evil/tar"
 
 # --- exit codes that are not ones -------------------------------------------------------------
 # The monitor's own tools lie: a fake mv puts something else where the exit code goes (the end
@@ -442,11 +473,16 @@ Host viacmd
   ProxyCommand bash -c 'echo used >$WORK/proxy-used; exec 3<>/dev/tcp/%h/%p; cat <&3 & exec cat >&3'
   StrictHostKeyChecking accept-new
   UserKnownHostsFile $HOME/.ssh/known_hosts_targets
+Host *
+  User nobody
 CFG
+# (The jump host's user is its first User: the User of the later Host * is ignored, as OpenSSH
+# ignores it; ssh -G says the same.)
+expect_eq "ssh -G takes the jump host's first User" "$(ssh -G -F "$HOME/.ssh/config" jump | sed -n 's/^user //p')" "$HUSER"
 "$MLW" computetarget attach remote -n jumped -a viajump -u "$HUSER" --password-stdin \
   <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
 expect_eq "attach through ProxyJump (a second sshd)" "$?" 0
-check "the jump host carried it" grep -q "Accepted publickey for $HUSER" "$WORK/jump.log"
+check "the jump host carried it, as its first User" grep -q "Accepted publickey for $HUSER" "$WORK/jump.log"
 expect_contains "StrictHostKeyChecking accept-new recorded the target in its UserKnownHostsFile" \
   "$(cat "$HOME/.ssh/known_hosts_targets" 2>/dev/null)" "[127.0.0.1]:$MLW_TEST_SSH_PORT ssh-ed25519"
 check "and not in ~/.ssh/known_hosts" test ! -e "$KH"

@@ -101,7 +101,7 @@ expect_eq "the script's exit code is submit's" "$CODE" 3
 run_mlw experiment submit -c grid exit_with.py 99
 expect_eq "99 (Grid Engine's 'run again') is the script's code, run once" "$CODE" 99
 expect_eq "it ran once" "$(grep -c 'exiting with' ".mlw/runs/$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')/driver_log.txt")" 1
-ARGS=('a b' '$(touch PWNED)' "it's" '"q"' '-N' 'x;y' 'ü')
+ARGS=('a b' '' '$(touch PWNED)' "it's" '"q"' '-N' 'x;y' 'ü')
 run_mlw experiment submit -c grid args.py "${ARGS[@]}"
 expect_eq "hostile arguments" "$CODE" 0
 RID=$(json_get "$("$MLW" -o json history last)" 'd["run_id"]')
