@@ -108,8 +108,15 @@ async function showRuns() {
       runsState.sort = "run_number"; load(); } },
     option("", "Metric column: none", runsState.metric), facets.metrics.map((m) => option(m, m, runsState.metric)));
   const sweepLink = el("a", { id: "sweep-link" });
+  // A sweep's runs show its parameters as columns unless columns were chosen already.
   const sweepFilter = el("select", { id: "f-sweep", "aria-label": "Sweep",
-    onchange: (e) => { runsState.sweep = e.target.value; runsState.offset = 0; load(); } },
+    onchange: async (e) => { runsState.sweep = e.target.value; runsState.offset = 0;
+      if (runsState.sweep && !runsState.columns) {
+        const sweep = await getJson("api/sweeps/" + encodeURIComponent(runsState.sweep)).catch(() => null);
+        if (sweep && !runsState.columns) runsState.columns = sweep.parameters.map((p) => "param:" + p).join(",");
+        columnPicker.querySelectorAll("input[data-column]").forEach((box) => { box.checked = chosenColumns().has(box.dataset.column); });
+      }
+      load(); } },
     option("", "Sweep: all", runsState.sweep), facets.sweeps.map((v) => option(v, v, runsState.sweep)));
   // Parameter and metric columns, several at once.
   const chosenColumns = () => new Set(runsState.columns.split(",").filter(Boolean));

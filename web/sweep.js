@@ -36,14 +36,20 @@ function makeAxis(name, values, kind) {
     return { name, kind, log: false, pos, ticks: cats.map((c) => [JSON.parse(c), pos(JSON.parse(c))]) };
   }
   const lo = Math.min(...present), hi = Math.max(...present);
-  const log = lo > 0 && hi / lo >= 100;  // a parameter spanning decades: a log axis
-  const f = log ? Math.log10 : (x) => x;
+  // A parameter of a few whole values (a batch size, a layer count) is discrete: its ticks are
+  // its values, on a log2 axis when they are powers of two spanning 4x or more (16, 32, …, 256).
+  const distinct = Array.from(new Set(present)).sort((x, y) => x - y);
+  const discrete = kind === "param" && distinct.length <= 12 && distinct.every(Number.isInteger);
+  const pow2 = discrete && lo > 0 && hi / lo >= 4 && distinct.every((v) => Number.isInteger(Math.log2(v)));
+  const log = pow2 || (!discrete && lo > 0 && hi / lo >= 100);  // spanning decades: a log axis
+  const f = pow2 ? Math.log2 : log ? Math.log10 : (x) => x;
   const a = f(lo), b = f(hi);
   const pos = (v) => (typeof v !== "number" ? null : b === a ? 0.5 : (f(v) - a) / (b - a));
-  const ticks = log ? [] : [lo, (lo + hi) / 2, hi];
-  if (log) for (let e = Math.ceil(a); e <= Math.floor(b); e++) ticks.push(10 ** e);
+  let ticks = log ? [] : [lo, (lo + hi) / 2, hi];
+  if (discrete) ticks = distinct;
+  else if (log) for (let e = Math.ceil(a); e <= Math.floor(b); e++) ticks.push(10 ** e);
   if (log && ticks.length < 2) ticks.push(lo, hi);
-  return { name, kind, log, pos, ticks: ticks.map((t) => [t, pos(t)]) };
+  return { name, kind, log, base: pow2 ? 2 : log ? 10 : 0, discrete, pos, ticks: ticks.map((t) => [t, pos(t)]) };
 }
 
 function passes(run, axes, brush) {
@@ -100,7 +106,7 @@ function drawParallel(canvas, runs, axes, brush, best, worst) {
     g.strokeStyle = "#57606a";
     g.lineWidth = 1;
     g.beginPath(); g.moveTo(x, top); g.lineTo(x, bottom); g.stroke();
-    g.fillText(ax.name + (ax.log ? " (log)" : ""), x, top - 14);
+    g.fillText(ax.name + (ax.base === 2 ? " (log2)" : ax.log ? " (log)" : ""), x, top - 14);
     g.textAlign = "right";
     for (const [t, p] of ax.ticks.slice(0, 12)) if (p !== null) g.fillText(fmtNumber(t), x - 5, yOf(p) + 4);
     g.textAlign = "center";
@@ -141,7 +147,7 @@ function drawScatter(canvas, runs, ax, metricAxis) {
   g.fillStyle = "#24292f";
   g.font = "11px system-ui, sans-serif";
   g.textAlign = "center";
-  g.fillText(ax.name + (ax.log ? " (log)" : ""), (l + r) / 2, height - 8);
+  g.fillText(ax.name + (ax.base === 2 ? " (log2)" : ax.log ? " (log)" : ""), (l + r) / 2, height - 8);
   g.textAlign = "right";
   for (const [v, p] of metricAxis.ticks.slice(0, 5)) if (p !== null) g.fillText(fmtNumber(v), l - 4, b - p * (b - t) + 4);
   g.textAlign = "center";
@@ -166,32 +172,40 @@ async function drawCurves(box, id, state, mine) {
   if (mine !== generation || box.dataset.ask !== ask) return;
   window.mlw.charts = window.mlw.charts.filter((c) => c.mlwTitle !== "curves" || (c.destroy(), false));
   box.replaceChildren();
-  const groups = data.groups;
+  const groups = data.groups, trials = data.trials || [];
   if (!groups.length) { box.append(el("p", { class: "muted", text: "No run has logged " + state.metric + " yet." })); return; }
-  const xs = Array.from(new Set(groups.flatMap((gr) => gr.x))).sort((a, b) => a - b);
+  // Each trial's own curve in its group's colour (a stopped, failed or canceled one dashed, never
+  // averaged away), and each group's mean over them, thicker, named in the legend.
+  const xs = Array.from(new Set(groups.flatMap((gr) => gr.x).concat(trials.flatMap((t) => t.x)))).sort((a, b) => a - b);
   const at = new Map(xs.map((x, i) => [x, i]));
+  const fill = (x, vals) => { const out = new Array(xs.length).fill(null); x.forEach((v, i) => { out[at.get(v)] = vals[i]; }); return out; };
+  const colorOf = new Map(groups.map((gr, k) => [gr.group, COLORS[k % COLORS.length]]));
   const cols = [xs];
   const series = [{ label: "step" }];
-  const bands = [];
-  groups.forEach((gr, k) => {
-    const color = COLORS[k % COLORS.length];
-    const fill = (vals) => { const out = new Array(xs.length).fill(null); gr.x.forEach((x, i) => { out[at.get(x)] = vals[i]; }); return out; };
-    const label = group ? `${group}=${gr.group} (${gr.runs})` : `all runs (${gr.runs})`;
-    cols.push(smoothed(fill(gr.mean), state.smooth));
-    series.push({ label, stroke: color, width: 2, spanGaps: true });
-    cols.push(smoothed(fill(gr.max), state.smooth));
-    series.push({ label: "max", stroke: color + "55", width: 0.5, spanGaps: true });
-    cols.push(smoothed(fill(gr.min), state.smooth));
-    series.push({ label: "min", stroke: color + "55", width: 0.5, spanGaps: true });
-    bands.push({ series: [series.length - 2, series.length - 1], fill: color + "22" });
+  trials.forEach((t) => {
+    cols.push(smoothed(fill(t.x, t.y), state.smooth));
+    const ended = t.status !== "Completed" && t.status !== "Running";
+    series.push({ label: t.run_id, stroke: (colorOf.get(t.group) || COLORS[0]) + (ended ? "99" : "66"), width: 1,
+      dash: ended ? [5, 4] : undefined, spanGaps: true, mlwTrial: t.status });
+  });
+  groups.forEach((gr) => {
+    const label = group ? `${group}=${gr.group} (${gr.runs})` : `mean of ${gr.runs} runs`;
+    cols.push(smoothed(fill(gr.x, gr.mean), state.smooth));
+    series.push({ label, stroke: colorOf.get(gr.group), width: 2.5, spanGaps: true });
   });
   const plot = new uPlot({
-    width: Math.max(320, box.clientWidth - 24), height: 280, bands,
+    width: Math.max(320, box.clientWidth - 24), height: 280,
     scales: { x: { time: false }, y: state.logy ? { distr: 3 } : {} },
     axes: [{ label: "step" }, { label: state.metric }], series,
     legend: { show: true },
   }, cols, box);
+  // The legend names the groups; a trial is named where the pointer is (its run id in the title).
+  plot.root.querySelectorAll(".u-legend tr.u-series").forEach((row, i) => {
+    if (series[i] && series[i].mlwTrial) row.style.display = "none";
+  });
+  if (data.trials_left_out) box.append(el("p", { class: "muted", text: `${data.trials_left_out} more runs are in the means only` }));
   plot.mlwTitle = "curves";
+  plot.mlwTrials = trials.map((t) => ({ run_id: t.run_id, status: t.status, group: t.group }));
   window.mlw.charts.push(plot);
 }
 
@@ -235,16 +249,18 @@ function sweepModel(sweep, state) {
 function renderSweepTable(table, countLine, model, sweep, state, geometry) {
   const { params, metricNames, axes } = model;
   const rows = model.ranked.filter((r) => passes(r, axes, state.brush));
-  const head = el("tr", {}, ["#", "Run", "Point", "Status"].concat(params, metricNames, ["Duration", "Problem"])
+  const head = el("tr", {}, ["#", "Run", "Point", "Status"].concat(params, metricNames, ["Started", "Duration", "Problem"])
     .map((h) => el("th", { text: h })));
   table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows.slice(0, 500).map((r, i) => el("tr", { "data-run": r.run_id },
     el("td", { class: "num", text: i + 1 }), el("td", {}, runLink(r.run_id)), el("td", { class: "num", text: r.point }),
     el("td", {}, badge(r.status)), params.map((p) => el("td", { class: "num", text: fmtNumber(own(r.params, p)) })),
     metricNames.map((m) => el("td", { class: "num metric", text: fmtNumber(own(r.metrics, m)) })),
+    el("td", { class: "started", text: fmtTime(r.started) }),
     el("td", { class: "num", text: fmtDuration(r.duration_s) }), el("td", { class: "problem", text: r.problem || "" })))));
   countLine.textContent = `${rows.length} of ${sweep.runs.length} runs` + (rows.length > 500 ? " (the best 500 listed)" : "");
   window.mlw.sweep = { runs: sweep.runs.length, shown: rows.length, lines: geometry ? geometry.shown : 0,
-    axes: axes.map((a) => ({ name: a.name, log: a.log })) };
+    axes: axes.map((a) => ({ name: a.name, log: a.log, base: a.base, discrete: a.discrete,
+      ticks: a.ticks.map(([t]) => t) })) };
 }
 
 // Brushing: a drag along an axis keeps the runs whose value lies in the dragged span; a click on

@@ -1,5 +1,5 @@
 // The dashboard's sweep routes: a sweep's runs with their parameters and metrics, and a metric's
-// curves grouped by a parameter (mean and min–max at each step).
+// curves: each trial's own (its group, its status) and each group's mean at each step.
 #include <httplib.h>
 
 #include <fmt/format.h>
@@ -46,6 +46,7 @@ Json sweep_json(Dashboard& board, const std::string& id) {
                     {"point", point_of.at(r.run_id)},
                     {"status", r.status},
                     {"target", r.target},
+                    {"started", r.start_ms ? utc_or_null(r.start_ms) : Json()},
                     {"duration_s", r.start_ms ? Json((end - r.start_ms) / 1000.0) : Json()},
                     {"exit_code", r.exit_code ? Json(*r.exit_code) : Json()},
                     {"problem", row.problem.empty() ? Json() : Json(row.problem)},
@@ -80,6 +81,11 @@ Json sweep_curves(Dashboard& board, const std::string& id, const std::string& me
   };
   std::map<std::string, std::map<double, Cell>> groups;
   std::map<std::string, int> runs_in;
+  // Each trial's curve, at most k_trials of them (200 points each): a stopped trial is as visible
+  // as one that completed; past the bound the page draws the groups only, and says so.
+  constexpr std::size_t k_trials = 300;
+  Json trials = Json::array();
+  std::size_t trials_left_out = 0;
   for (const auto& row : current_rows(store, sweep, sweep.current_runs())) {
     const std::string key = group.empty()                ? std::string("all")
                             : row.params.contains(group) ? row.params[group].dump()
@@ -90,6 +96,16 @@ Json sweep_curves(Dashboard& board, const std::string& id, const std::string& me
     const auto found = reader.series().find(metric);
     if (found == reader.series().end()) continue;
     ++runs_in[key];
+    if (trials.size() < k_trials) {
+      const MetricSeries own = downsample(found->second, -INFINITY, INFINITY, 200);
+      trials.push_back({{"run_id", row.run.run_id},
+                        {"status", row.run.status},
+                        {"group", key},
+                        {"x", own.x},
+                        {"y", own.y}});
+    } else {
+      ++trials_left_out;
+    }
     const MetricSeries shown = downsample(found->second, -INFINITY, INFINITY, 500);
     for (std::size_t i = 0; i < shown.x.size(); ++i) {
       Cell& cell = groups[key][shown.x[i]];
@@ -115,7 +131,9 @@ Json sweep_curves(Dashboard& board, const std::string& id, const std::string& me
                    {"min", low},
                    {"max", high}});
   }
-  return {{"sweep_id", id}, {"metric", metric}, {"group", group}, {"groups", out}};
+  return {{"sweep_id", id},          {"metric", metric},
+          {"group", group},          {"groups", out},
+          {"trials", trials},        {"trials_left_out", trials_left_out}};
 }
 
 }  // namespace mlw::ui

@@ -209,6 +209,8 @@ with open(os.environ["MLW_METRICS_FILE"], "a") as f:
     f.write(json.dumps({"name": "loss", "value": 0.5}) + "\n")
     f.write('{"name": "deep", "value": ' + "[" * 60000 + "]" * 60000 + "}\n")
     f.write("not json at all\n")
+    # A well-formed metric on a line past the 1 MiB line limit (issue 45): skipped, not read.
+    f.write('{"name": "big", "value": 1' + " " * (2 << 20) + "}\n")
     f.write(json.dumps({"name": "acc", "value": 0.9}) + "\n")
 print("DEEP written", flush=True)
 PY
@@ -219,8 +221,8 @@ for target in local rem; do
   run_mlw history info -r "$ID" -o json
   expect_eq "$target: history info does not crash" "$CODE" 0
   expect_eq "$target: the good metrics are kept" "$(json_get "$OUT" 'd["metrics"]')" "{'loss': 0.5, 'acc': 0.9}"
-  expect_contains "$target: the bad lines are counted in problems" "$(json_get "$OUT" 'd["problems"]')" \
-    "metrics.jsonl: 2 lines skipped"
+  expect_contains "$target: the bad lines (and the one over 1 MiB) are counted in problems" \
+    "$(json_get "$OUT" 'd["problems"]')" "metrics.jsonl: 3 lines skipped"
   run_mlw history info -r "$ID"
   expect_eq "$target: history info as a table too" "$CODE" 0
 done
@@ -473,12 +475,24 @@ Host viacmd
   ProxyCommand bash -c 'echo used >$WORK/proxy-used; exec 3<>/dev/tcp/%h/%p; cat <&3 & exec cat >&3'
   StrictHostKeyChecking accept-new
   UserKnownHostsFile $HOME/.ssh/known_hosts_targets
+Host firstuser
+  HostName 127.0.0.1
+  Port $MLW_TEST_SSH_PORT
+  User $HUSER
+  IdentityFile $HOME/.ssh/id_jump
+  IdentitiesOnly yes
+  UserKnownHostsFile $HOME/.ssh/known_hosts_targets
+  StrictHostKeyChecking accept-new
 Host *
   User nobody
 CFG
-# (The jump host's user is its first User: the User of the later Host * is ignored, as OpenSSH
-# ignores it; ssh -G says the same.)
-expect_eq "ssh -G takes the jump host's first User" "$(ssh -G -F "$HOME/.ssh/config" jump | sed -n 's/^user //p')" "$HUSER"
+# (A host's user is its first User: the User of the later Host * is ignored, as OpenSSH ignores
+# it; ssh -G says the same. mlw reads it for an address given without -u.)
+expect_eq "ssh -G takes the first User" "$(ssh -G -F "$HOME/.ssh/config" firstuser | sed -n 's/^user //p')" "$HUSER"
+"$MLW" computetarget attach remote -n firstuser -a firstuser >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach an alias without -u: its first User logs in (not Host *'s)" "$?" 0
+run_bounded 120 experiment submit -c firstuser hello.py as-first-user
+expect_contains "a run as that user" "$OUT" "HELLO ['as-first-user']"
 "$MLW" computetarget attach remote -n jumped -a viajump -u "$HUSER" --password-stdin \
   <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
 expect_eq "attach through ProxyJump (a second sshd)" "$?" 0

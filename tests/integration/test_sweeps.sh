@@ -70,7 +70,7 @@ BROWSER=$(cd "$MLW_SOURCE_DIR/tests/integration" && timeout 180 node ui_sweep_br
   "$sweep" ${MLW_UI_SHOTS:-} 2>&1)
 kill -INT "$UI_PID"
 count_browser_checks "$BROWSER"
-check "the browser checks ran (14 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 14
+check "the browser checks ran (20 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 20
 
 # --- bad input: one line each, nothing recorded -------------------------------------------------
 before=$(ls .mlw/runs | wc -l)
@@ -172,6 +172,20 @@ expect_contains "the reason is the run's problem" "$(json_get "$cmp" 'd[2]["prob
 expect_contains "the decision is logged" "$(cat ".mlw/sweeps/$sweep/decisions.log")" "median rule at step"
 expect_contains "compare says what was saved" "$("$MLW" history compare --sweep "$sweep" 2>&1)" "2 trials stopped, about"
 check "stopped early: well under four full trials (8 s)" test $(($(date +%s) - start)) -lt 8
+# The sweep page's curves: each trial's own, the stopped ones with them (not averaged into a band).
+"$MLW" history ui --port 0 >"$WORK/ui2.out" 2>"$WORK/ui2.err" &
+UI_PID=$!
+check "the dashboard prints its URL" wait_for 10 test -s "$WORK/ui2.out"
+URL=$(head -1 "$WORK/ui2.out")
+BASE=${URL%%/?token=*}
+PORT=${BASE#http://*:}
+PORT=${PORT%%/*}
+curves=$(curl -s --max-time 10 -H "Cookie: mlw_token_$PORT=${URL##*token=}" "$BASE/api/sweeps/$sweep/curves?metric=loss")
+kill -INT "$UI_PID"
+expect_eq "the curves have each trial, stopped ones included, with its status" \
+  "$(json_get "$curves" '" ".join(sorted(t["status"] for t in d["trials"]))')" "Completed Completed Stopped Stopped"
+expect_eq "… each a curve of its own (a stopped trial's ends early)" \
+  "$(json_get "$curves" 'all(len(t["x"]) == len(t["y"]) > 0 for t in d["trials"]) and min(len(t["x"]) for t in d["trials"] if t["status"] == "Stopped") < 20')" "True"
 
 # --- ASHA when higher is better: the best trials go on (issue 45) --------------------------------
 # acc grows with lr at every step: the trial with the highest lr is the best at every rung.

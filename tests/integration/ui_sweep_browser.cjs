@@ -30,6 +30,10 @@ async function main() {
   // The runs page: the sweep as a filter, parameter columns, a filter on a parameter.
   await page.selectOption("#f-sweep", sweep);
   await page.waitForFunction(() => document.querySelectorAll("#runs tbody tr[data-run]").length === 6);
+  await page.waitForSelector('#runs td[data-field="param:bs"]', { timeout: 5000 }).catch(() => null);
+  const defaults = await page.$$eval("#runs th", (ths) => ths.map((t) => t.textContent));
+  check("a sweep's runs show its parameters as columns without asking", defaults.includes("lr") && defaults.includes("bs"),
+    JSON.stringify(defaults));
   await page.click("#f-columns summary");
   await page.check('input[data-column="param:lr"]');
   await page.check('input[data-column="metric:loss"]');
@@ -54,6 +58,21 @@ async function main() {
   check("the parallel coordinates draw every run", info.runs === 6 && info.lines === 6, JSON.stringify(info));
   check("lr spans decades: a log axis; bs does not", info.axes.find((a) => a.name === "lr")?.log === true &&
     info.axes.find((a) => a.name === "bs")?.log === false, JSON.stringify(info.axes));
+  check("bs, a few whole values, is a discrete axis: its ticks are its values",
+    info.axes.find((a) => a.name === "bs")?.discrete === true &&
+    JSON.stringify(info.axes.find((a) => a.name === "bs").ticks) === "[32,64]", JSON.stringify(info.axes));
+  const pow2 = await page.evaluate(() => { const a = makeAxis("bs", [16, 32, 64, 256], "param");
+    return { log: a.log, base: a.base, ticks: a.ticks.map(([t]) => t), mid: a.pos(64) }; });
+  check("powers of two spanning 16x: a log2 axis, 64 midway", pow2.base === 2 && pow2.log &&
+    JSON.stringify(pow2.ticks) === "[16,32,64,256]" && Math.abs(pow2.mid - 0.5) < 1e-9, JSON.stringify(pow2));
+  const starts = await page.$$eval("#sweep-table tbody td.started", (c) => c.map((x) => x.textContent));
+  check("each run's own start time in the sweep's table", starts.length === 6 &&
+    starts.every((s) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d/.test(s)) && new Set(starts).size > 1, JSON.stringify(starts));
+  const trials = await page.evaluate(() => { const c = window.mlw.charts.find((p) => p.mlwTitle === "curves");
+    return c ? { trials: c.mlwTrials.length, series: c.series.length,
+      shownRows: Array.from(c.root.querySelectorAll(".u-legend tr.u-series")).filter((r) => r.style.display !== "none").length } : null; });
+  check("the curves are each trial's (6), the legend names the groups only", trials && trials.trials === 6 &&
+    trials.series === 1 + 6 + 1 && trials.shownRows === 2, JSON.stringify(trials));
   const inked = await page.$eval("#parallel", (canvas) => {
     const d = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
     let n = 0;
