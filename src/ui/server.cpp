@@ -49,6 +49,8 @@ constexpr auto k_keep_alive = std::chrono::seconds(2);
 constexpr int k_requests_per_connection = 100;
 /// How long a worker waits for a request's head before the connection waits without one.
 constexpr auto k_head_wait = std::chrono::milliseconds(300);
+/// How long a worker waits for a kept-alive connection's next request before it waits without.
+constexpr auto k_next_wait = std::chrono::milliseconds(20);
 /// The longest request head (httplib's own limit is the same order).
 constexpr std::size_t k_max_head = 64 * 1024;
 /// At most this many connections wait for their request without a worker.
@@ -171,6 +173,12 @@ class GuardedServer : public httplib::Server {
     };
   }
   ~GuardedServer() override { stop_waiting(); }
+  /// A connection waiting for a request's head without a worker.
+  struct Waiting {
+    int sock;
+    std::chrono::steady_clock::time_point deadline;  ///< closed after it
+    int served;                                      ///< requests it has had
+  };
   GuardedServer(const GuardedServer&) = delete;
   GuardedServer& operator=(const GuardedServer&) = delete;
 
@@ -181,7 +189,7 @@ class GuardedServer : public httplib::Server {
       m_stopping = true;
     }
     if (m_waiter.joinable()) m_waiter.join();
-    for (const auto& [sock, deadline] : m_waiting) ::close(sock);
+    for (const Waiting& waiting : m_waiting) ::close(waiting.sock);
     m_waiting.clear();
   }
 
@@ -202,15 +210,25 @@ class GuardedServer : public httplib::Server {
     httplib::ThreadPool m_pool;
   };
 
-  bool process_and_close_socket(int sock) override {
+  bool process_and_close_socket(int sock) override { return serve(sock, 0); }
+
+  /// Serves the requests of a connection from its `first`; a connection idle between two
+  /// requests (kept alive, up to k_keep_alive) waits without a worker too, so that 500 browsers'
+  /// kept-alive connections do not hold the 24 workers while they think.
+  bool serve(int sock, int first) {
     bool ok = true;
-    for (int served = 0; served < k_requests_per_connection && is_running(); ++served) {
-      if (served > 0) {
-        pollfd fd{sock, POLLIN, 0};
-        if (::poll(&fd, 1, static_cast<int>(k_keep_alive.count())) <= 0) break;
-      }
+    for (int served = first; served < k_requests_per_connection && is_running(); ++served) {
       const auto started = std::chrono::steady_clock::now();
-      if (!head_within(sock, k_head_wait) && wait_without_worker(sock, started)) return true;
+      if (served > first && !head_within(sock, k_next_wait)) {
+        if (wait_without_worker(sock, started + k_keep_alive, served)) return true;
+        const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(k_keep_alive);
+        pollfd fd{sock, POLLIN, 0};
+        if (::poll(&fd, 1, static_cast<int>(idle.count())) <= 0) break;
+      }
+      if (served == first && !head_within(sock, k_head_wait) &&
+          wait_without_worker(sock, started + k_request_time, served)) {
+        return true;
+      }
       DeadlineStream stream(sock, started + k_request_time);
       bool closed = false;
       ok = process_request(stream, served + 1 == k_requests_per_connection, closed, nullptr);
@@ -231,12 +249,12 @@ class GuardedServer : public httplib::Server {
     return true;
   }
 
-  /// Hands `sock` to the waiting thread; false when it cannot take it (too many waiting, or the
-  /// server stops): the worker then goes on with it as before.
-  bool wait_without_worker(int sock, std::chrono::steady_clock::time_point started) {
+  /// Hands `sock` to the waiting thread until `deadline` (its `served` requests done); false when
+  /// it cannot take it (too many waiting, or the server stops): the worker then goes on with it.
+  bool wait_without_worker(int sock, std::chrono::steady_clock::time_point deadline, int served) {
     std::lock_guard lock(m_mutex);
     if (m_stopping || !m_workers || m_waiting.size() >= k_max_waiting) return false;
-    m_waiting.emplace_back(sock, started + k_request_time);
+    m_waiting.push_back({sock, deadline, served});
     if (!m_waiter.joinable()) m_waiter = std::thread([this] { watch(); });
     return true;
   }
@@ -245,17 +263,17 @@ class GuardedServer : public httplib::Server {
   /// past its deadline is closed.
   void watch() {
     while (true) {
-      std::vector<int> ready;
+      std::vector<Waiting> ready;
       {
         std::lock_guard lock(m_mutex);
         if (m_stopping) return;
         const auto now = std::chrono::steady_clock::now();
         for (auto it = m_waiting.begin(); it != m_waiting.end();) {
-          if (head_here(it->first)) {
-            ready.push_back(it->first);
-          } else if (now > it->second) {
-            ::shutdown(it->first, SHUT_RDWR);
-            ::close(it->first);
+          if (head_here(it->sock)) {
+            ready.push_back(*it);
+          } else if (now > it->deadline) {
+            ::shutdown(it->sock, SHUT_RDWR);
+            ::close(it->sock);
           } else {
             ++it;
             continue;
@@ -263,8 +281,8 @@ class GuardedServer : public httplib::Server {
           it = m_waiting.erase(it);
         }
       }
-      for (const int sock : ready) {
-        m_workers->enqueue([this, sock] { process_and_close_socket(sock); });
+      for (const Waiting& waiting : ready) {
+        m_workers->enqueue([this, waiting] { serve(waiting.sock, waiting.served); });
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -273,7 +291,7 @@ class GuardedServer : public httplib::Server {
   Workers* m_workers = nullptr;  ///< made by new_task_queue; httplib owns it
   std::mutex m_mutex;
   bool m_stopping = false;
-  std::vector<std::pair<int, std::chrono::steady_clock::time_point>> m_waiting;
+  std::vector<Waiting> m_waiting;
   std::thread m_waiter;
 };
 

@@ -131,9 +131,8 @@ Json sweep_curves(Dashboard& board, const std::string& id, const std::string& me
                    {"min", low},
                    {"max", high}});
   }
-  return {{"sweep_id", id},          {"metric", metric},
-          {"group", group},          {"groups", out},
-          {"trials", trials},        {"trials_left_out", trials_left_out}};
+  return {{"sweep_id", id}, {"metric", metric}, {"group", group},
+          {"groups", out},  {"trials", trials}, {"trials_left_out", trials_left_out}};
 }
 
 }  // namespace mlw::ui
