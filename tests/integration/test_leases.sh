@@ -35,14 +35,21 @@ home() {
 # The script: which simulated GPUs it sees (the last digit of each UUID) and when it ran.
 script() {
   cat >lease.py <<'PY'
-import re, subprocess, sys, time
+import os, re, subprocess, sys, time
 try:
     seen = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
 except FileNotFoundError:
     seen = ""
 devices = ",".join(re.findall(r"UUID: GPU-[0-9a-f-]*(\d)\)", seen)) or "none"
 start = time.time()
-time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 2)
+arg = sys.argv[1] if len(sys.argv) > 1 else "2"
+if arg.startswith("gate:"):  # held until the test makes the file (bounded): an event, not a clock
+    for _ in range(3000):
+        if os.path.exists(arg[5:]):
+            break
+        time.sleep(0.1)
+else:
+    time.sleep(float(arg))
 print(f"LEASE {devices} {start:.3f} {time.time():.3f}", flush=True)
 PY
 }
@@ -170,7 +177,9 @@ long=()
 for _ in 1 2 3 4; do long+=("$(submit_async lease.py 60)"); done
 check "four long runs hold the four GPUs" wait_for 30 bash -c "for id in ${long[*]}; do '$MLW' -o json history info -r \$id | grep -q '\"status\": \"Running\"' || exit 1; done"
 # Without -a, a run that waits says so, then would print the run as usual (Ctrl-C detaches).
-timeout -s INT 4 "$MLW" experiment submit -c t lease.py 8 >"$WORK/q.out" 2>"$WORK/q.err" </dev/null
+GATE_Q=/tmp/mlw-leases-gate-q-$$
+rm -f "$GATE_Q"
+timeout -s INT 4 "$MLW" experiment submit -c t lease.py "gate:$GATE_Q" >"$WORK/q.out" 2>"$WORK/q.err" </dev/null
 expect_contains "submit says where the run waits" "$(cat "$WORK/q.err")" "Queued (position 1 on t)"
 waiting=$(sed -n 's/^RunId: //p' "$WORK/q.out" "$WORK/q.err" | head -1)
 expect_eq "the fifth run waits (Queued), on the target after Ctrl-C" "$(run_state "$waiting")" "Queued None"
@@ -198,17 +207,17 @@ follower=$!
 holder=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/${long[0]}/run.json")
 # (the monitor's process group: it and the script, which holds the lease too)
 kill -9 -- "-$(ps -o pgid= -p "$holder" | tr -d ' ')"
-check "kill -9 of a holder (its monitor and script): the waiting run starts within 1 s" \
-  wait_for 2 bash -c "'$MLW' -o json history info -r $waiting | grep -q '\"status\": \"\\(Running\\|Completed\\)\"'"
+# (how soon it starts is B11b's measure, bench/: here only that it does, whatever the load)
+check "kill -9 of a holder (its monitor and script): the waiting run starts" \
+  wait_for 30 bash -c "'$MLW' -o json history info -r $waiting | grep -q '\"status\": \"\\(Running\\|Completed\\)\"'"
 third=$(submit_async lease.py 1)
 expect_eq "another waits" "$(run_state "$third")" "Queued None"
 # (cancelled straight after submit -a: its monitor on the target may not have started its
-# lease yet; the waiting run ahead holds GPU 0 for 8 s)
-began=$(date +%s%N)
+# lease yet; the run ahead holds GPU 0 until the test opens its gate)
 run_mlw experiment cancel -r "$third"
 expect_eq "cancel of a waiting run" "$(run_state "$third")" "Canceled 143"
-took=$((($(date +%s%N) - began) / 1000000))
-check "… at once, not when it would have had its GPU (${took} ms)" test "$took" -lt 4000
+expect_eq "… at once, while the GPU it waited for is still held" "$(run_state "$waiting")" "Running None"
+touch "$GATE_Q"
 check "its place is freed (gone from the queue)" bash -c "! '$MLW' experiment queue -c t | grep -q '$third'"
 followed() { ! kill -0 "$follower" 2>/dev/null; }
 check "logs -f of the queued run ends with the run" wait_for 30 followed
@@ -220,13 +229,14 @@ fill=()
 for _ in 1 2 3; do fill+=("$(submit_async lease.py 30)"); done
 check "three runs take GPUs 0-2" wait_for 20 bash -c "for id in ${fill[*]}; do '$MLW' -o json history info -r \$id | grep -q '\"status\": \"Running\"' || exit 1; done"
 foreign=$(submit_async lease.py 1)
-sleep 2
+waits() { "$MLW" -o json experiment queue -c t | grep -q "\"$foreign\""; }
+check "the run waits in the queue" wait_for 30 waits
 expect_eq "a run does not get the GPU a foreign process uses" "$(run_state "$foreign")" "Queued None"
 expect_contains "queue says so" "$("$MLW" experiment queue -c t)" "GPU 3 in use by a process without a lease"
 rm -f "$SIM/compute-apps"
 gpus_of() { "$MLW" -o json history info -r "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("gpus"))'; }
 on_gpu_3() { [ "$(gpus_of "$foreign")" = "[3]" ]; }
-check "the GPU free again: the run starts on it" wait_for 5 on_gpu_3
+check "the GPU free again: the run starts on it" wait_for 30 on_gpu_3
 for id in "${fill[@]}"; do "$MLW" -q experiment cancel -r "$id" >/dev/null 2>&1; done
 check "every run of the queue test ends" wait_for 60 all_final "${fill[@]}" "$foreign" "$waiting"
 
@@ -253,10 +263,14 @@ project p-slots local
 sed -i '/^gpusPerRun/d' aml_config/t.compute
 echo "maxConcurrentRuns: 1" >>aml_config/t.compute
 PATH=${PATH#"$SIM:"}
-one=$(submit_async lease.py 2)
+GATE_S=/tmp/mlw-leases-gate-s-$$
+rm -f "$GATE_S"
+one=$(submit_async lease.py "gate:$GATE_S")
 two=$(submit_async lease.py 1)
 expect_eq "maxConcurrentRuns 1: the second run waits" "$(run_state "$two")" "Queued None"
-check "both end" wait_for 30 all_final "$one" "$two"
+touch "$GATE_S"
+check "both end" wait_for 60 all_final "$one" "$two"
+rm -f "$GATE_S" "$GATE_Q"
 slot_lines="$("$MLW" history logs -r "$one" | grep '^LEASE ')"
 slot_lines+=$'\n'"$("$MLW" history logs -r "$two" | grep '^LEASE ')"
 expect_eq "… one after the other" "$(python3 -c '
