@@ -1,16 +1,21 @@
 // The engine driver: the local docker target's container through the Docker Engine API (create,
 // start, follow its log through engine restarts, read its end, remove it).
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 
 #include "mlw/exec/engine_follow.hpp"
 #include "mlw/exec/lease.hpp"
 #include "mlw/exec/run_session.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/process.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -63,7 +68,47 @@ class EngineDriver : public RunDriver {
       return false;
     }
     session.mark_running();
+    hold_lease_with_container();
     return true;
+  }
+
+  /// A process of this machine that keeps the lease while the container's main process lives
+  /// (exec/hold.sh), so that a supervisor killed with -9 does not free the GPUs of a container
+  /// that goes on. None where the engine's processes are not this machine's (said at -v).
+  void hold_lease_with_container() {
+    if (!m_lease) return;
+    const EngineResponse inspected =
+        m_engine->request("GET", "/containers/" + m_container + "/json");
+    const auto json = nlohmann::json::parse(inspected.body, nullptr, false);
+    long long pid = 0;
+    if (json.is_object() && json.contains("State") && json["State"].is_object() &&
+        json["State"].contains("Pid") && json["State"]["Pid"].is_number_integer()) {
+      pid = json["State"]["Pid"].get<long long>();
+    }
+    if (pid <= 0 || ::access(fmt::format("/proc/{}/stat", pid).c_str(), R_OK) != 0) {
+      spdlog::debug(
+          "lease: container {}'s process is not on this machine: the lease lasts as "
+          "long as this supervisor",
+          m_container);
+      return;
+    }
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c", std::string(embedded_script("src/exec/hold.sh")), "mlw-hold",
+                 std::to_string(pid)};
+    try {
+      m_holder = spawn(spec, {.new_session = true, .keep_fd = m_lease->holder()});
+    } catch (const Error& e) {
+      spdlog::warn("the lease is held by this supervisor only: {}", e.what());
+    }
+  }
+
+  void stop_holder() {
+    if (m_holder <= 0) return;
+    ::kill(m_holder, SIGKILL);
+    int status = 0;
+    while (::waitpid(m_holder, &status, 0) < 0 && errno == EINTR) {
+    }
+    m_holder = -1;
   }
 
   /// The run's lease (gpusPerRun, maxConcurrentRuns), held by this supervisor: waits for it
@@ -106,6 +151,7 @@ class EngineDriver : public RunDriver {
   void stop(RunSession&) override {}
 
   RunEnding ending(RunSession& session) override {
+    stop_holder();
     if (m_lease) m_lease->end();  // the next run waiting for these GPUs starts now
     // Its restart policy's count (exec/restart.sh, in the container, writes it into the run
     // folder this machine shares with it), whatever the end.
@@ -153,6 +199,7 @@ class EngineDriver : public RunDriver {
  private:
   std::unique_ptr<DockerEngine> m_engine;
   std::unique_ptr<LocalLease> m_lease;
+  pid_t m_holder = -1;  ///< exec/hold.sh: keeps the lease while the container's process lives
   std::string m_container;
   EngineFollowResult m_followed;
 };

@@ -256,6 +256,24 @@ expect_eq "… and stays queued while the first's script runs (no GPU given twic
   "$(run_state "$second")" "Queued None"
 kill -9 -- "-$pg"
 check "the first's script ended: the second gets a GPU" wait_for 20 run_is "$second" Completed
+# The same for a docker run: its supervisor killed, the container goes on and keeps its GPUs
+# (exec/hold.sh keeps the lease while the container's process lives).
+home laptop-kd
+project p-kd docker
+first=$(submit_async --gpus 4 lease.py 600)
+check "a docker run holds all four GPUs" wait_for 60 run_is "$first" Running
+sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' ".mlw/runs/$first/run.json")
+container=$(cat ".mlw/runs/$first/container")
+kill -9 "$sup"
+check "… its container goes on without its supervisor" \
+  bash -c "[ \"\$(docker inspect -f '{{.State.Running}}' '$container')\" = true ]"
+second=$(submit_async --gpus 1 lease.py 1)
+check "a second run is queued" wait_for 10 run_is "$second" Queued
+sleep 2
+expect_eq "… and stays queued while the first's container runs (no GPU given twice)" \
+  "$(run_state "$second")" "Queued None"
+docker kill "$container" >/dev/null
+check "the first's container ended: the second gets a GPU" wait_for 60 run_is "$second" Completed
 
 # --- maxConcurrentRuns on a target without GPUs: one run at a time ----------------------------
 home laptop-slots
