@@ -13,7 +13,12 @@ began=$(date +%s)
 folder=$PWD
 # USR2 comes before Grid Engine's SIGKILL, from qdel or from a limit (h_rt): when, in seconds after
 # the start, goes to stopped_after so that mlw can say which (it knows whether it asked).
-trap 'canceled=1; echo $(($(date +%s) - began)) >"$folder/stopped_after"' USR2
+# shellcheck disable=SC2317 # run by the trap below
+stopped() {
+  canceled=1
+  echo $(($(date +%s) - began)) >"$folder/stopped_after"
+}
+trap stopped USR2
 trap 'warned=1' USR1
 # shellcheck source=/dev/null
 . ./run.env || exit 125
