@@ -44,9 +44,10 @@ void register_sweep(CLI::App& group, Context& ctx, GlobalOptions& globals) {
   sweep->add_option_function<std::string>(
       "-f,--file", [request](const std::string& v) { request->file = v; },
       "Sweep file (method, count, seed, maxConcurrent, metric, parameters, earlyStop)");
-  sweep->add_option_function<std::string>(
-      "--resume", [request](const std::string& v) { request->resume = v; },
-      "Run again the points of SWEEP_ID that did not complete")
+  sweep
+      ->add_option_function<std::string>(
+          "--resume", [request](const std::string& v) { request->resume = v; },
+          "Run again the points of SWEEP_ID that did not complete")
       ->type_name("SWEEP_ID");
   sweep->add_flag("-a,--async", request->async, "Return once the points are queued");
   sweep->add_option("--max-runs", request->max_runs, "Accept up to N points (default 10000)")

@@ -65,12 +65,12 @@ std::string run_env(const RunPlan& plan, const TargetRunPaths& paths);
 
 /// What end.sh printed, read: how the run ended.
 struct End {
-  std::optional<int> script_code;  ///< exit_code.job (job.sh wrote it)
-  std::string state;               ///< batch_state: "done", "LOST", or empty
-  std::optional<int> exit_status;  ///< qacct's exit_status
-  std::string failed;              ///< qacct's failed field ("0", "100", …)
-  std::string error;               ///< the reason of a job held in error (Eqw)
-  int restarts = 0;                ///< how many times the job started again (rescheduled)
+  std::optional<int> script_code;    ///< exit_code.job (job.sh wrote it)
+  std::string state;                 ///< batch_state: "done", "LOST", or empty
+  std::optional<int> exit_status;    ///< qacct's exit_status
+  std::string failed;                ///< qacct's failed field ("0", "100", …)
+  std::string error;                 ///< the reason of a job held in error (Eqw)
+  int restarts = 0;                  ///< how many times the job started again (rescheduled)
   std::optional<int> stopped_after;  ///< seconds after the start when SIGUSR2 came (qdel, h_rt)
 };
 
