@@ -370,6 +370,7 @@ std::string lease_preamble(const RunPlan& plan, bool container) {
       "\nmlw_lease_foreign=" + shell_quote(lease.foreign) +
       "\nmlw_lease_sh=" + shell_quote(lease_script()) + "\n";
   if (!container) text += "mlw_gpus_sh=" + shell_quote(script_body("src/exec/gpus.sh")) + "\n";
+  if (container) text += "mlw_hold_sh=" + shell_quote(script_body("src/exec/hold.sh")) + "\n";
   return text;
 }
 

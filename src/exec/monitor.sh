@@ -18,12 +18,14 @@
 #   mlw_engine_retry     how long the engine may not answer before the run is lost (s)
 #   mlw_lease_want       the run's lease (exec/lease.sh: gpu:N or slot:M; "" for none), with
 #                        mlw_lease_sh (lease.sh), mlw_lease_dir, mlw_lease_run, mlw_lease_who,
-#                        mlw_lease_foreign and, for a process, mlw_gpus_sh (gpus.sh)
+#                        mlw_lease_foreign and, for a process, mlw_gpus_sh (gpus.sh), for a
+#                        container mlw_hold_sh (hold.sh)
 #   mlw_reboot           restartAfterReboot: the most restarts (empty: not), with mlw_reboot_sh
 #                        (exec/reboot.sh), whose boot hook starts this file again after a restart
 cd "$mlw_run" || exit 125
 # The exit code; the lease (fd 8) ends with the script; the boot hook with the last run it keeps.
 finish() {
+  [ -z "${holder:-}" ] || kill -9 "$holder" 2>/dev/null
   exec 8>&-
   echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code
   [ -z "$mlw_reboot" ] || mlw_hook_remove
@@ -121,6 +123,25 @@ fi
 # docker as the compute file asks for it: its words have no space in them.
 # shellcheck disable=SC2086
 mlw_d() { $mlw_docker "$@" 8>&-; }
+# The lease outlives this monitor while the container's main process lives (exec/hold.sh, in a
+# session of its own, keeping fd 8): a kill -9 of the monitor does not free the GPUs of a
+# container that goes on. finish stops it, so that the next run is not kept waiting.
+holder=
+mlw_hold() {
+  [ -n "${mlw_hold_sh:-}" ] || return 0
+  (
+    i=0
+    p=
+    while [ "$i" -lt 300 ]; do
+      p=$(mlw_d inspect -f '{{.State.Pid}}' "$cid" 2>/dev/null)
+      case "$p" in '' | 0 | *[!0-9]*) p= ;; *) break ;; esac
+      sleep 0.2
+      i=$((i + 1))
+    done
+    [ -n "$p" ] && exec setsid sh -c "$mlw_hold_sh" mlw-hold "$p"
+  ) </dev/null >/dev/null 2>&1 &
+  holder=$!
+}
 # The user's ids, read by the shell itself (every process costs a few ms on the target).
 u=
 g=
@@ -201,6 +222,7 @@ if [ "$mlw_mode" = copy ]; then
     finish 125
     exit 0
   fi
+  mlw_hold
   mlw_d logs -f "$cid" >>driver_log.txt 2>&1 &
   logs=$!
   code=$(mlw_d wait "$cid") || settle || exit 0
@@ -251,6 +273,7 @@ if [ -e stopped ]; then
   (mlw_d rm -f "$cid" >/dev/null 2>&1 &)
   exit 0
 fi
+mlw_hold
 # One process attaches, starts, streams and waits (as `docker run` does, without -d, logs -f and
 # wait beside it): engine.pl where the engine made the container, else `docker start -a`. Where
 # Perl did not tell the end, the container's state says what is left: still `created`, the

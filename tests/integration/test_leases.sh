@@ -274,6 +274,32 @@ expect_eq "… and stays queued while the first's container runs (no GPU given t
   "$(run_state "$second")" "Queued None"
 docker kill "$container" >/dev/null
 check "the first's container ended: the second gets a GPU" wait_for 60 run_is "$second" Completed
+# And for a remotedocker run, whose lease its monitor on the target holds: the monitor's process
+# group killed with -9, the container goes on and keeps its GPUs.
+home laptop-kr
+project p-kr remotedocker
+first=$(submit_async --gpus 4 lease.py 600)
+check "a remotedocker run holds all four GPUs" wait_for 60 run_is "$first" Running
+check "… its lease is kept while its container lives (hold.sh)" \
+  wait_for 20 pgrep -u "$MLW_TEST_GPU_USER" -f 'mlw-hold [0-9]+$'
+pg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process_group"])' ".mlw/runs/$first/run.json")
+container=$(cat "$(getent passwd "$MLW_TEST_GPU_USER" | cut -d: -f6)/.mlw/runs/$first/container")
+kill -9 -- "-$pg"
+check "… its container goes on without its monitor" \
+  bash -c "[ \"\$(docker inspect -f '{{.State.Running}}' '$container')\" = true ]"
+second=$(submit_async --gpus 1 lease.py 1)
+# (its place in the target's lease queue: a remotedocker run shows Queued while it is prepared)
+place() { "$MLW" -o json experiment queue -c t | python3 -c '
+import json, sys
+q = json.load(sys.stdin)[0]
+print("waiting" if any(w["run_id"] == sys.argv[1] for w in q["waiting"]) else
+      "holding" if any(r["run_id"] == sys.argv[1] for r in q["running"]) else "none")' "$second"; }
+in_line() { [ "$(place)" != none ]; }
+check "a second run is in the lease queue" wait_for 30 in_line
+sleep 2
+expect_eq "… and waits there while the first's container runs (no GPU given twice)" "$(place)" waiting
+docker kill "$container" >/dev/null
+check "the first's container ended: the second gets a GPU" wait_for 60 run_is "$second" Completed
 
 # --- maxConcurrentRuns on a target without GPUs: one run at a time ----------------------------
 home laptop-slots
