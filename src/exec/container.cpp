@@ -214,31 +214,33 @@ std::vector<std::string> utf8_command(const RunPlan& plan, std::vector<std::stri
   return wrapped;
 }
 
-std::string container_name(const std::string& run_id) {
-  std::string name = "mlw-";
-  bool changed = false;
-  for (const char c : run_id) {
-    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    const bool ok = (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9') ||
-                    lower == '_' || lower == '.' || lower == '-';
-    name += ok ? lower : '-';
+namespace {
+
+/// `text` in the characters docker takes in names and labels ([A-Za-z0-9_.-]; lowercased first
+/// where `lower`): the others as '-' and, when one was (or `text` is empty and `empty_changes`),
+/// a short hash of `text` appended, so that two such names cannot meet.
+std::string docker_safe(const std::string& text, bool lower, bool empty_changes) {
+  std::string out;
+  bool changed = empty_changes && text.empty();
+  for (char c : text) {
+    if (lower && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    out += ok ? c : '-';
     changed = changed || !ok;
   }
-  if (changed) name += "-" + sha256_hex(run_id).substr(0, 8);
-  return name;
+  if (changed) out += "-" + sha256_hex(text).substr(0, 8);
+  return out;
+}
+
+}  // namespace
+
+std::string container_name(const std::string& run_id) {
+  return "mlw-" + docker_safe(run_id, true, false);
 }
 
 std::string project_label(const std::string& project) {
-  std::string label;
-  bool changed = project.empty();
-  for (const char c : project) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '-';
-    label += ok ? c : '-';
-    changed = changed || !ok;
-  }
-  if (changed) label += "-" + sha256_hex(project).substr(0, 8);
-  return label;
+  return docker_safe(project, false, true);
 }
 
 std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,

@@ -85,7 +85,7 @@ class EngineDriver : public RunDriver {
         json["State"].contains("Pid") && json["State"]["Pid"].is_number_integer()) {
       pid = json["State"]["Pid"].get<long long>();
     }
-    if (pid <= 0 || ::access(fmt::format("/proc/{}/stat", pid).c_str(), R_OK) != 0) {
+    if (pid <= 0 || !process_start_time(static_cast<pid_t>(pid))) {
       spdlog::debug(
           "lease: container {}'s process is not on this machine: the lease lasts as "
           "long as this supervisor",
