@@ -70,10 +70,35 @@ class Dashboard {
   std::vector<std::thread> m_cancels;
 };
 
+/// The URL to print: the bound address (a wildcard shown as this machine's name) with the token.
+std::string dashboard_url(const std::string& host, int port, const std::string& base,
+                          const std::string& token);
+
+/// A page in a private folder (0700, the user's) that sends the browser on to `url`: what
+/// xdg-open is given, so that the token is on no command line (as Jupyter does). Removed when
+/// the dashboard stops.
+class RedirectFile {
+ public:
+  /// Writes the page for the dashboard on `port`; throws mlw::Error when `folder` is not private.
+  RedirectFile(const std::filesystem::path& folder, int port, const std::string& url);
+  ~RedirectFile();
+  RedirectFile(const RedirectFile&) = delete;
+  RedirectFile& operator=(const RedirectFile&) = delete;
+  /// The page's path.
+  const std::filesystem::path& path() const { return m_path; }
+
+ private:
+  std::filesystem::path m_path;
+};
+
+/// Hands the URL to xdg-open; a thread of its own waits for it and warns when it failed (not
+/// installed, no browser), so that the server need not wait.
+void open_in_browser(const std::string& url);
+
 /// A sweep for its page: what was swept, and each current run's status, parameters and metrics.
 nlohmann::ordered_json sweep_json(Dashboard& board, const std::string& sweep_id);
 /// A metric's curves over the sweep's runs grouped by the parameter `group` (empty: one group):
-/// per group, at each step, the mean, min and max.
+/// per group, at each step, the mean, min and max; and each run's own curve (the first 300).
 nlohmann::ordered_json sweep_curves(Dashboard& board, const std::string& sweep_id,
                                     const std::string& metric, const std::string& group);
 

@@ -9,8 +9,6 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -294,71 +292,6 @@ class GuardedServer : public httplib::Server {
   std::vector<Waiting> m_waiting;
   std::thread m_waiter;
 };
-
-/// The URL to print: the bound address (a wildcard shown as this machine's name) with the token.
-std::string dashboard_url(const std::string& host, int port, const std::string& base,
-                          const std::string& token) {
-  std::string shown = is_wildcard(host) ? host_name() : host;
-  if (shown.find(':') != std::string::npos) shown = "[" + shown + "]";
-  return fmt::format("http://{}:{}{}?token={}", shown, port, base, token);
-}
-
-/// A page in a private folder (0700, the user's) that sends the browser on to `url`: what
-/// xdg-open is given, so that the token is on no command line (as Jupyter does). Removed when
-/// the dashboard stops.
-class RedirectFile {
- public:
-  RedirectFile(const fs::path& folder, int port, const std::string& url) {
-    make_directories(folder, 0700);
-    struct stat info {};
-    if (::lstat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
-        info.st_uid != ::geteuid() || (info.st_mode & 077) != 0) {
-      throw Error(fmt::format("{} must be a folder of yours that only you can open (mode 0700)",
-                              folder.string()));
-    }
-    m_path = folder / fmt::format("open-{}.html", port);
-    const std::string escaped = html_escape(url);
-    atomic_write_file(
-        m_path,
-        fmt::format("<!doctype html>\n<meta http-equiv=\"refresh\" content=\"0;url={}\">"
-                    "\n<a href=\"{}\">Open the mlw dashboard</a>\n",
-                    escaped, escaped),
-        0600);
-  }
-  ~RedirectFile() {
-    std::error_code ignored;
-    fs::remove(m_path, ignored);
-  }
-  RedirectFile(const RedirectFile&) = delete;
-  RedirectFile& operator=(const RedirectFile&) = delete;
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
-
-/// Hands the URL to xdg-open; a thread of its own waits for it and warns when it failed (not
-/// installed, no browser), so that the server need not wait.
-void open_in_browser(const std::string& url) {
-  pid_t pid = -1;
-  try {
-    SpawnOptions streams;
-    streams.stderr_fd = STDERR_FILENO;
-    pid = spawn({{"xdg-open", url}, {}, {}}, streams);
-  } catch (const Error& e) {
-    spdlog::warn("could not open a browser ({}); open the URL above yourself", e.what());
-    return;
-  }
-  std::thread([pid] {
-    int status = 0;
-    if (::waitpid(pid, &status, 0) != pid) return;
-    const int code = exit_code_from_wait_status(status);
-    if (code == 0) return;
-    spdlog::warn("could not open a browser ({}); open the URL above yourself",
-                 code == 127 ? std::string("xdg-open was not found")
-                             : fmt::format("xdg-open exited {}", code));
-  }).detach();
-}
 
 /// Prints the URL, opens it when asked, and serves until SIGINT, SIGTERM or SIGHUP.
 void serve_until_signal(Context& ctx, const UiOptions& options, GuardedServer& server, int port,
