@@ -30,6 +30,7 @@
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
+#include "data_run.hpp"
 #include "run_start.hpp"
 #include "submit_output.hpp"
 #include "sweep_internal.hpp"
@@ -254,6 +255,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   plan.script = resolve_script(ctx, plan.project, request.script);
   plan.arguments = request.arguments;
   plan.record.run_config = request.run_config;
+  plan.record.data = plan_data(plan.project, plan.run_config.data, request.data);
   // TrackedRun: false keeps the run out of the project's history: same machinery, own store.
   plan.history_dir = plan.run_config.tracked_run ? plan.project.state_dir()
                                                  : plan.project.state_dir() / "untracked";

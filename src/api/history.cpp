@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "mlw/config/targets.hpp"
+#include "mlw/data/catalog.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/history/collect.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -43,9 +44,34 @@ nlohmann::ordered_json summary_row(const RunSummary& row, std::int64_t now_ms) {
            row.exit_code ? nlohmann::ordered_json(*row.exit_code) : nlohmann::ordered_json()}};
 }
 
+/// The runs whose records mount `spec` (NAME: any version; NAME@V: that one).
+std::vector<std::string> runs_with_data(Context& ctx, HistoryStore& store,
+                                        const std::string& spec) {
+  const DataRequest request = parse_data_request(spec);
+  std::string id;
+  if (request.spec.find('@') != std::string::npos) {
+    id = DataCatalog(ctx.project().state_dir()).resolve(request.spec).id;
+  }
+  const std::string name = request.spec.substr(0, request.spec.find('@'));
+  std::vector<std::string> ids;
+  for (const auto& row : store.list(RunQuery())) {
+    try {
+      const RunRecord record = store.load(row.run_id);
+      if (std::any_of(record.data.begin(), record.data.end(), [&](const DataUse& use) {
+            return use.name == name && (id.empty() || use.id == id);
+          })) {
+        ids.push_back(row.run_id);
+      }
+    } catch (const Error& e) {
+      spdlog::debug("{}", e.what());
+    }
+  }
+  return ids;
+}
+
 }  // namespace
 
-void list_runs(Context& ctx, const RunQuery& asked) {
+void list_runs(Context& ctx, const RunQuery& asked, const std::string& data) {
   RunQuery query = asked;
   if (!query.status.empty()) {
     // In any case, as az's enumerations are (--status failed).
@@ -61,6 +87,7 @@ void list_runs(Context& ctx, const RunQuery& asked) {
   }
   if (query.top < 0) throw UsageError("--top must be 0 (all) or more");
   HistoryStore store = open_history(ctx);
+  if (!data.empty()) query.run_ids = runs_with_data(ctx, store, data);
   const std::int64_t now = ctx.clock->now_ms();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (ctx.output().structured()) {
@@ -128,6 +155,13 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
     return;
   }
   json.erase("metrics");
+  if (!record.data.empty()) {
+    std::vector<std::string> sets;
+    for (const auto& use : record.data) {
+      sets.push_back(fmt::format("{} ({}) at {}", use.label(), use.id.substr(0, 7), use.mount));
+    }
+    json["data"] = join(sets, ", ");
+  }
   ctx.output().print_object(json);
   const auto series = read_metric_series(store.run_dir(id) / "metrics.jsonl");
   if (series.empty()) return;

@@ -22,6 +22,7 @@
 #include "mlw/util/process.hpp"
 #include "mlw/util/sha256.hpp"
 #include "mlw/util/strings.hpp"
+#include "data_run.hpp"
 #include "run_start.hpp"
 
 namespace mlw::api {
@@ -289,6 +290,7 @@ void print_fields(Context& ctx, const json& fields) {
 
 void print_diff(Context& ctx, const json& out) {
   print_fields(ctx, out["fields"]);
+  for (const auto& line : out["data"]) *ctx.out << line.get<std::string>() << "\n";
   const json& packages = out["packages"];
   for (const auto& spec : packages["added"]) *ctx.out << "package added: " << shown(spec) << "\n";
   for (const auto& spec : packages["removed"]) {
@@ -324,6 +326,7 @@ void diff_runs(Context& ctx, const std::string& first, const std::string& second
   const Side b = load_side(project, second);
   json out = {{"runs", {first, second}},
               {"fields", field_changes(a, b)},
+              {"data", data_diff_lines(project, a.record, b.record)},
               {"packages", package_changes(project, a, b)},
               {"files", file_changes(ctx, project, a, b)}};
   if (ctx.output().structured()) {

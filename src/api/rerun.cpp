@@ -139,6 +139,7 @@ RunPlan plan_rerun(Context& ctx, const RerunRequest& request, const StoredRun& s
   plan.arguments = request.arguments.value_or(past.arguments);
   plan.record.run_config = past.run_config;
   plan.record.rerun_of = past.run_id;
+  plan.record.data = past.data;  // the versions it saw, pushed to this target where it lacks them
   plan.record.git_commit = past.git_commit;
   plan.record.git_dirty = past.git_dirty;
   plan.history_dir =

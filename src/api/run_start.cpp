@@ -21,6 +21,7 @@
 #include "mlw/util/json_text.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/strings.hpp"
+#include "data_run.hpp"
 #include "run_start.hpp"
 #include "submit_output.hpp"
 
@@ -84,6 +85,7 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
       materialize_snapshot(plan.manifest, objects, project.root, plan.run_dir / "snapshot");
     }
     plan.helper_dir = ensure_python_helper(project);
+    place_run_data(ctx, executor, plan);
     store.reset();  // the supervisor opens its own connection; none may cross the fork
     RunHandle handle = executor.start(ctx, plan);
     spdlog::debug("run started: {} ms after submit", ctx.clock->now_ms() - record.created_ms);

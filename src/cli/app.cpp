@@ -113,6 +113,7 @@ void register_app(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   register_computetarget(app, ctx);
   register_experiment(app, ctx, globals);
   register_history(app, ctx);
+  register_data(app, ctx);
   register_config(app, ctx);
   register_completion(app, ctx);
 }

@@ -165,6 +165,12 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
           "GPUs for this run, leased on the target so that runs share it (overrides gpusPerRun; "
           "Slurm: GPUs per node; Grid Engine: the gpu resource)")
       ->type_name("N");
+  submit
+      ->add_option("--data", request->data,
+                   "Mount a data set's version read-only (repeatable; mlw data; default mount "
+                   "/mlw/data/NAME, path in $MLW_DATA_NAME)")
+      ->type_name("NAME[@V][:MOUNT]")
+      ->allow_extra_args(false);
   submit->add_flag("--requeue", request->requeue,
                    "Slurm, Grid Engine: requeue the job after its checkpoint signal (the compute "
                    "key requeue: true, for this run)");

@@ -36,6 +36,9 @@ void register_history(CLI::App& app, Context& ctx) {
   auto fields = std::make_shared<std::vector<std::string>>();
   auto conditions = std::make_shared<std::vector<std::string>>();
   auto sort = std::make_shared<std::string>();
+  auto data = std::make_shared<std::string>();
+  list->add_option("--data", *data, "Only runs that mounted this data set (NAME or NAME@V)")
+      ->type_name("NAME[@V]");
   list->add_option("--param", *fields,
                    "Show a parameter (or metric:NAME, a metric's last value) as a column")
       ->type_name("NAME")
@@ -49,7 +52,7 @@ void register_history(CLI::App& app, Context& ctx) {
                          "mlw history list --sweep demo_sweep_1732200000000 --param lr --param bs",
                          "mlw history list --where 'lr<0.1' --sort metric:loss",
                          "mlw history list -o tsv | cut -f1"}));
-  list->callback([&ctx, query, fields, conditions, sort] {
+  list->callback([&ctx, query, fields, conditions, sort, data] {
     RunQuery asked = *query;
     for (const auto& field : *fields) asked.columns.push_back(api::parse_run_field(field));
     for (const auto& text : *conditions) asked.where.push_back(api::parse_run_condition(text));
@@ -66,7 +69,7 @@ void register_history(CLI::App& app, Context& ctx) {
           [&](const auto& c) { return c.kind == asked.sort->kind && c.name == asked.sort->name; });
       if (!shown) asked.columns.push_back(*asked.sort);
     }
-    api::list_runs(ctx, asked);
+    api::list_runs(ctx, asked, *data);
   });
 
   auto* last = group->add_subcommand("last", "Show the newest run");

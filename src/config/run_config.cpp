@@ -48,6 +48,11 @@ const std::vector<KeySpec<RunConfig>>& run_config_keys() {
        {},
        {}},
       {"TrackedRun", &R::tracked_run, "true: record the run in the project's history.", {}, {}},
+      {"data",
+       &R::data,
+       "Data sets the run mounts read-only: NAME, NAME@VERSION, NAME@VERSION:/MOUNT (mlw data).",
+       {},
+       {}},
       {"UseSampling", &R::unused, "", {}, {}, true},
       // Early 2017 files: the environment was always managed; mlw prepares it the same way.
       {"ManagedEnvironment", &R::unused, "", {}, {}, true},

@@ -1,4 +1,6 @@
 #include "mlw/exec/container.hpp"
+
+#include "mlw/data/dataset.hpp"
 #include "mlw/exec/lease.hpp"
 
 #include <fmt/format.h>
@@ -162,6 +164,13 @@ std::map<std::string, std::string> run_environment(const RunPlan& plan, const st
   std::map<std::string, std::string> env = base;
   for (const auto& [k, v] : plan.run_config.environment_variables) env[k] = v;
   for (const auto& [k, v] : plan.extra_env) env[k] = v;
+  // Data sets: where the run sees each (its mount in a container, else its folder there).
+  const bool in_container = run_dir == "/mlw/run";
+  for (const auto& use : plan.record.data) {
+    const auto path = plan.data_paths.find(use.name);
+    env[data_variable(use.name)] =
+        in_container || path == plan.data_paths.end() ? use.mount : path->second;
+  }
   env["MLW_RUN_ID"] = plan.record.run_id;
   env["MLW_TARGET"] = plan.target_name;
   env["MLW_PROJECT"] = plan.project.name;
@@ -192,6 +201,15 @@ std::string printf_word(const std::string& text) {
 }
 
 }  // namespace
+
+std::vector<std::string> data_binds(const RunPlan& plan) {
+  std::vector<std::string> binds;
+  for (const auto& use : plan.record.data) {
+    const auto path = plan.data_paths.find(use.name);
+    if (path != plan.data_paths.end()) binds.push_back(path->second + ":" + use.mount + ":ro");
+  }
+  return binds;
+}
 
 bool passes_docker(const std::string& value) {
   return is_utf8(value);
@@ -257,6 +275,7 @@ std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPa
     if (!user.empty()) words.insert(words.end(), {"--user", user, "-e", "HOME=/tmp"});
   }
   words.insert(words.end(), {"-v", paths.share_dir + ":/mlw/share"});
+  for (const auto& bind : data_binds(plan)) words.insert(words.end(), {"-v", bind});
   for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
     if (passes_docker(value)) words.insert(words.end(), {"-e", key});
   }
@@ -321,8 +340,9 @@ std::string engine_create_body(const RunPlan& plan, const TargetRunPaths& paths,
   for (const auto& [key, value] : run_environment(plan, "/mlw/run", "/mlw/share")) {
     if (passes_docker(value)) env.push_back(key + "=" + value);
   }
-  nlohmann::json host = {{"Init", true},
-                         {"Binds", {paths.run_dir + ":/mlw/run", paths.share_dir + ":/mlw/share"}}};
+  nlohmann::json binds = {paths.run_dir + ":/mlw/run", paths.share_dir + ":/mlw/share"};
+  for (const auto& bind : data_binds(plan)) binds.push_back(bind);
+  nlohmann::json host = {{"Init", true}, {"Binds", binds}};
   if (plan.compute.nvidia_docker && facts.nvidia_runtime) {
     const std::string gpus = plan.compute.gpus.empty() ? "all" : plan.compute.gpus;
     nlohmann::json request = {{"Driver", ""}, {"Capabilities", {{"gpu"}}}};

@@ -344,4 +344,11 @@ std::vector<std::string> LocalExecutor::clean(Context&, const std::string& targe
                   target_name, join(others, ", "), last));
 }
 
+DataStore LocalExecutor::data_store(Context&, const std::string&, const ComputeConfig& compute) {
+  DataStore store;
+  store.shell = std::make_unique<LocalShell>();
+  store.store = compute.data_store;
+  return store;
+}
+
 }  // namespace mlw

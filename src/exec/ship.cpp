@@ -55,7 +55,8 @@ void add_helper_and_env(TarWriter& tar, const EnvironmentSpec& env, const std::s
   }
 }
 
-/// A progress line on the submitting terminal while objects are sent.
+}  // namespace
+
 std::function<void(std::uint64_t)> ship_progress(Context& ctx, std::uint64_t total,
                                                  std::size_t count) {
   if (!ctx.stderr_is_terminal || ctx.quiet) return {};
@@ -73,6 +74,8 @@ std::function<void(std::uint64_t)> ship_progress(Context& ctx, std::uint64_t tot
              << std::flush;
   };
 }
+
+namespace {
 
 /// The run folder's tree: the snapshot as hard links into the target's store, the helper and
 /// the environment's build files.

@@ -22,6 +22,11 @@ int Executor::gpus_seen(Context&) const {
   return -1;
 }
 
+DataStore Executor::data_store(Context&, const std::string& target_name,
+                               const ComputeConfig& compute) {
+  throw Error(fmt::format("target {} ({}) keeps no data store", target_name, compute.type));
+}
+
 RunHandle start_supervisor(const RunPlan& plan, const std::function<int(int live_fd)>& supervise) {
   int live[2];
   if (::pipe2(live, O_CLOEXEC) != 0) throw Error("cannot create a pipe: " + errno_text(errno));

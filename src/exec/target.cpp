@@ -228,4 +228,14 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
   return removed;
 }
 
+DataStore TargetExecutor::data_store(Context& ctx, const std::string& target_name,
+                                     const ComputeConfig& compute) {
+  DataStore store;
+  store.shell = m_place.open(ctx, target_name, compute);
+  store.store = compute.data_store;
+  store.runs = m_place.shares_run_folder() ? "" : "~/.mlw/runs";
+  store.containers = m_kind.runner.image;
+  return store;
+}
+
 }  // namespace mlw

@@ -118,6 +118,14 @@ nlohmann::ordered_json RunRecord::to_json() const {
     out["point"] = point;
   }
   if (!gpus.empty()) out["gpus"] = gpus;  // leased runs only
+  if (!data.empty()) {
+    nlohmann::ordered_json sets = nlohmann::ordered_json::array();
+    for (const auto& use : data) {
+      sets.push_back(
+          {{"name", use.name}, {"version", use.version}, {"id", use.id}, {"mount", use.mount}});
+    }
+    out["data"] = sets;
+  }
   if (!rerun_of.empty()) out["rerun_of"] = rerun_of;
   if (restarts > 0) out["restarts"] = restarts;
   if (!lost_reason.empty()) {
@@ -217,6 +225,17 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
           gpu.get<std::int64_t>() < 1024) {
         r.gpus.push_back(static_cast<int>(gpu.get<std::int64_t>()));
       }
+    }
+  }
+  if (const auto sets = json.find("data"); sets != json.end() && sets->is_array()) {
+    for (const auto& set : *sets) {
+      if (!set.is_object() || !set.contains("name") || !set["name"].is_string()) continue;
+      DataUse use;
+      use.name = set["name"].get<std::string>();
+      use.version = set.value("version", 0);
+      use.id = set.value("id", "");
+      use.mount = set.value("mount", "");
+      r.data.push_back(std::move(use));
     }
   }
   r.lost_reason = str("lost_reason");

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "mlw/history/store.hpp"
+#include "mlw/util/strings.hpp"
 #include "statement.hpp"
 
 namespace mlw {
@@ -47,6 +48,12 @@ std::vector<RunSummary> HistoryStore::list(const RunQuery& query) {
   if (!query.target.empty()) sql.where.push_back("r.target = " + sql.bind(query.target));
   if (!query.status.empty()) sql.where.push_back("r.status = " + sql.bind(query.status));
   if (!query.sweep_id.empty()) sql.where.push_back("r.sweep_id = " + sql.bind(query.sweep_id));
+  if (query.run_ids) {
+    std::vector<std::string> ids;
+    for (const auto& id : *query.run_ids) ids.push_back(sql.bind(id));
+    sql.where.push_back("r.run_id IN (" + (ids.empty() ? std::string("NULL") : join(ids, ", ")) +
+                        ")");
+  }
   for (const auto& condition : query.where) {
     sql.where.push_back(fmt::format("{} {} {}", sql.column(condition.field),
                                     sql_operator(condition.op), sql.bind(condition.value)));

@@ -78,6 +78,7 @@ struct TarWriter::Impl {
   int fd = -1;
   std::uint64_t file_left = 0;
   bool ended = false;
+  std::function<bool()> more;
 
   void push(Piece piece) {
     total += piece.file ? piece.size : piece.bytes.size();
@@ -131,6 +132,22 @@ void TarWriter::add_symlink(const std::string& name, const std::string& target) 
   m_impl->add_header(name, '2', 0, 0777, target);
 }
 
+void TarWriter::add_lazily(std::function<bool()> more) {
+  m_impl->more = std::move(more);
+}
+
+std::uint64_t TarWriter::entry_bytes(const std::string& name, std::uint64_t size,
+                                     const std::string& link) {
+  auto long_blocks = [](const std::string& text) -> std::uint64_t {
+    return text.size() > 100 ? k_block + text.size() + 1 + padding(text.size() + 1).size() : 0;
+  };
+  return long_blocks(name) + long_blocks(link) + k_block + size + padding(size).size();
+}
+
+std::uint64_t TarWriter::end_bytes() {
+  return 2 * k_block;
+}
+
 std::uint64_t TarWriter::size() const {
   return m_impl->total;
 }
@@ -139,6 +156,10 @@ std::size_t TarWriter::read(char* buffer, std::size_t size) {
   Impl& s = *m_impl;
   std::size_t filled = 0;
   while (filled < size) {
+    if (s.pieces.empty() && s.more && !s.ended) {
+      if (!s.more()) s.more = nullptr;
+      continue;
+    }
     if (s.pieces.empty()) {
       if (s.ended) break;
       s.ended = true;

@@ -18,6 +18,7 @@ struct SubmitRequest {
   std::vector<std::string> env;     ///< KEY=VALUE
   std::optional<std::string> gpus;  ///< --gpus N: overrides gpusPerRun (docs/gpus.md)
   bool requeue = false;             ///< --requeue: the compute key requeue, for this run
+  std::vector<std::string> data;    ///< --data NAME[@V][:MOUNT] (docs/data.md)
   std::string script;
   std::vector<std::string> arguments;
 };

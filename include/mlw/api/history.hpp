@@ -10,7 +10,7 @@
 namespace mlw::api {
 
 /// Prints runs, newest first.
-void list_runs(Context& ctx, const RunQuery& query);
+void list_runs(Context& ctx, const RunQuery& query, const std::string& data = "");
 /// Prints one run's record with its metrics (and, on a terminal, a sparkline per metric).
 void show_run(Context& ctx, const std::optional<std::string>& run_id);
 /// Prints a run's driver log; with `follow`, keeps printing until the run ends.

@@ -39,6 +39,7 @@ struct ComputeConfig {
   int max_concurrent_runs = 0;  ///< runs at once on the machine under a lease; 0: no limit
   std::vector<std::string> docker_run_args;
   std::string native_shared_directory = "~/.mlw/share/";
+  std::string data_store = "~/.mlw/data";  ///< `mlw data`'s store on the machine (docs/data.md)
   std::string python_location = "python3";
   std::string spark_submit_location = "spark-submit";  ///< Framework PySpark on local targets
   bool user_managed_environment = false;

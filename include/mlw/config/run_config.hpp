@@ -18,6 +18,7 @@ struct RunConfig {
   std::string spark_dependencies_file = "aml_config/spark_dependencies.yml";
   bool prepare_environment = false;
   bool tracked_run = true;
+  std::vector<std::string> data;  ///< data sets the runs mount: NAME[@V][:MOUNT] (docs/data.md)
   std::string unused;  ///< sink for keys that are accepted and ignored
 };
 

@@ -56,6 +56,9 @@ std::string container_name(const std::string& run_id);
 /// name where it is made of [A-Za-z0-9_.-], else those kept, others '-', and a short hash of it.
 std::string project_label(const std::string& project);
 
+/// The read-only bind mounts (`FOLDER:MOUNT:ro`) of the data sets' versions a run mounts.
+std::vector<std::string> data_binds(const RunPlan& plan);
+
 /// The `docker run -d …` words of a container run (image and argv last). Values of environment
 /// variables are not among them: each is passed as `-e NAME` from the monitor's environment.
 std::vector<std::string> docker_run_words(const RunPlan& plan, const TargetRunPaths& paths,

@@ -14,6 +14,7 @@
 #include "mlw/config/compute_file.hpp"
 #include "mlw/config/run_config.hpp"
 #include "mlw/context.hpp"
+#include "mlw/exec/data_store.hpp"
 #include "mlw/history/record.hpp"
 #include "mlw/snapshot/manifest.hpp"
 
@@ -51,6 +52,8 @@ struct RunPlan {
   RunRecord record;                              ///< created, with its run id
   Manifest manifest;
   std::optional<BatchArray> array;  ///< set: the run is an element of a job array
+  /// The folders of the data sets' versions it mounts on its target, by name (record.data).
+  std::map<std::string, std::string> data_paths;
   bool detached = false;            ///< submitted with -a: nobody reads the live output
 };
 
@@ -107,6 +110,10 @@ class Executor {
   /// removed ("kept objects N": the shared content store that a project's clean leaves).
   virtual std::vector<std::string> clean(Context& ctx, const std::string& target_name,
                                          const ComputeConfig& compute, const CleanScope& scope) = 0;
+  /// `mlw data` and the data of a submit: the target's data store, reached (its shell) but not
+  /// probed. Kinds without one throw mlw::Error.
+  virtual DataStore data_store(Context& ctx, const std::string& target_name,
+                               const ComputeConfig& compute);
 };
 
 /// Forks the run's supervisor: its own session, SIGINT/SIGHUP/SIGPIPE ignored, stdin from

@@ -35,6 +35,9 @@ class LocalExecutor : public Executor {
   /// Local targets use no environment image (throws).
   PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) override;
   /// Local targets keep nothing of mlw's but the project's history (throws).
+  /// This machine's store (its shell); a run's folder is in the project's history.
+  DataStore data_store(Context& ctx, const std::string& target_name,
+                       const ComputeConfig& compute) override;
   std::vector<std::string> clean(Context& ctx, const std::string& target_name,
                                  const ComputeConfig& compute, const CleanScope& scope) override;
 };

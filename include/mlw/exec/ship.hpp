@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,11 @@ namespace mlw {
 /// links), atomically by rename (none when T is 0).
 std::string ship_script(const std::string& store, const std::string& nonce,
                         const std::string& run_dir);
+
+/// A progress line on a terminal (none otherwise, or with -q) while `count` new files of `total`
+/// bytes are sent: call it with the bytes sent so far.
+std::function<void(std::uint64_t)> ship_progress(Context& ctx, std::uint64_t total,
+                                                 std::size_t count);
 
 /// The names of the objects a snapshot needs in the target's store (sha256, `.x` when
 /// executable), sorted.

@@ -35,6 +35,9 @@ class TargetExecutor : public Executor {
   PrepareResult prepare(Context& ctx, RunPlan& plan, const OutputSink& on_output) override;
   std::vector<std::string> clean(Context& ctx, const std::string& target_name,
                                  const ComputeConfig& compute, const CleanScope& scope) override;
+  /// The place's shell (no probe); run folders under ~/.mlw/runs unless the place shares them.
+  DataStore data_store(Context& ctx, const std::string& target_name,
+                       const ComputeConfig& compute) override;
 
  private:
   /// Connects and probes; with `ship`, the probe also ships (experiment prepare).

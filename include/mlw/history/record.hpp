@@ -36,6 +36,16 @@ inline constexpr const char* k_slurm = "slurm";    ///< the Slurm controller sto
 inline constexpr const char* k_engine = "engine";  ///< the Docker engine stopped answering
 }  // namespace lost_reason
 
+/// A version of a data set a run mounts (docs/data.md).
+struct DataUse {
+  std::string name;
+  int version = 0;
+  std::string id;     ///< the version's manifest hash
+  std::string mount;  ///< where containers see it
+  /// `NAME@VERSION`.
+  std::string label() const { return name + "@" + std::to_string(version); }
+};
+
 /// Everything recorded about one run (`.mlw/runs/<run_id>/run.json`).
 struct RunRecord {
   std::string run_id;
@@ -76,6 +86,7 @@ struct RunRecord {
   bool cancel_requested = false;
   std::string job_id;     ///< the batch system's job id (slurm, sge)
   std::vector<int> gpus;  ///< the GPU indexes leased to the run (gpusPerRun; docs/gpus.md)
+  std::vector<DataUse> data;  ///< the data sets' versions it mounts
   /// Each node's exit code, by rank (multi-node batch jobs; none for a rank the system stopped).
   std::vector<std::optional<int>> node_exit_codes;
   /// Why the run is Lost (lost_reason::…; empty while it is not), and the problem that says so

@@ -50,6 +50,8 @@ struct RunQuery {
   std::string status;               ///< empty: all
   int top = 0;                      ///< 0: all
   std::string sweep_id;             ///< empty: all
+  /// Only these runs (none: all): `history list --data`, which the records answer.
+  std::optional<std::vector<std::string>> run_ids;
   std::vector<RunField> columns;    ///< fields shown beside each run (RunSummary::values)
   std::vector<RunCondition> where;  ///< all must hold (a run without the field fails)
   std::optional<RunField> sort;     ///< none: newest first; runs without it come last

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,15 @@ class TarWriter {
   void add_hard_link(const std::string& name, const std::string& target);
   /// Adds a symbolic link.
   void add_symlink(const std::string& name, const std::string& target);
+  /// Entries made as the stream is read, for streams too long to hold: `more` is called whenever
+  /// the entries added so far are read out; it adds the next ones and returns false when none
+  /// are left. size() then counts only what was added: the caller sums entry_bytes().
+  void add_lazily(std::function<bool()> more);
+  /// The bytes one entry takes in the stream (its long-name blocks, header, content, padding).
+  static std::uint64_t entry_bytes(const std::string& name, std::uint64_t size,
+                                   const std::string& link = "");
+  /// The end blocks' bytes.
+  static std::uint64_t end_bytes();
   /// Fills up to `size` bytes of the stream; 0 at its end. Throws mlw::Error when a source file
   /// cannot be read.
   std::size_t read(char* buffer, std::size_t size);

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlw/context.hpp"
+#include "mlw/data/catalog.hpp"
+#include "mlw/remote/shell.hpp"
+
+namespace mlw {
+
+/// A machine's data store as `mlw data` and submit reach it (docs/data.md).
+struct DataStore {
+  std::unique_ptr<Shell> shell;
+  std::string store;  ///< its folder there: the dataStore key (a leading ~/ is the login's home)
+  /// The folder of run folders there ("~/.mlw/runs"); empty where a run's folder is its folder
+  /// in the project's history (this machine's kinds).
+  std::string runs;
+  bool containers = false;  ///< runs see versions through read-only bind mounts
+};
+
+/// What the store said of one version: ready (its folder's path there), damaged (written to: it
+/// is made again), or missing.
+struct DataReadiness {
+  std::string id;
+  std::string state;  ///< "ready", "damaged" or "missing"
+  std::string path;   ///< ready: the version's folder; damaged: the file written to
+};
+
+/// Asks the store (one round trip) whether each version is ready; with a `run_id`, marks them
+/// used by that run (its folder `run_dir` there) when all are, so that gc keeps them.
+std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::string>& ids,
+                                      const std::string& run_dir = "",
+                                      const std::string& run_id = "");
+
+/// What a push did.
+struct DataPushResult {
+  std::size_t objects_sent = 0;
+  std::uint64_t bytes_sent = 0;
+  std::string path;  ///< the version's folder there
+};
+
+/// Pushes a version: only the objects the store lacks (read from the folder it was added from,
+/// each checked by its hash there), in one tar stream, then its folder of hard links. Interrupted,
+/// what arrived is kept for the next push.
+DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& version,
+                         const DataManifest& manifest);
+
+/// One line of a store step's answer: its first word, the id, and the rest.
+struct DataLine {
+  std::string word;
+  std::string id;
+  std::string rest;
+};
+
+/// Runs one of data.sh's steps (`mlw_data_verify`, `mlw_data_rm`, `mlw_data_gc`,
+/// `mlw_data_du`) with `words` after the store, and returns its lines; throws mlw::Error with
+/// the target's words when it fails (but for the codes in `allowed`).
+std::vector<DataLine> data_step(DataStore& store, const std::string& step,
+                                const std::vector<std::string>& words,
+                                const std::vector<int>& allowed = {});
+
+}  // namespace mlw

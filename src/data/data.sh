@@ -1,0 +1,226 @@
+# shellcheck shell=sh
+# A machine's data store (`mlw data`, docs/data.md): steps called on the line after this file with
+# their words quoted; STORE is the compute file's dataStore (a leading ~/ is the login's home).
+#   STORE/objects/SHA256[.x]  each file's content once (0444, 0555), checked by its hash on arrival
+#   STORE/versions/ID         the objects of a version ("NAME SIZE" lines): written once complete
+#   STORE/trees/ID/           the version's folder: hard links into objects/, folders 0555
+#   STORE/trees/ID.made       its mtime: nothing in the tree may be newer (else it was written to)
+#   STORE/uses/RUN_ID         a run that mounts versions: its run folder, then their ids
+#   STORE/.gc.lock            pushes and uses hold it shared, gc exclusive
+set -e
+umask 022
+mlw_data_locked=
+
+# Sets S to the store's folder and makes its folders; takes the gc lock shared (fd 8), or with
+# $2 = x exclusive.
+mlw_data_open() {
+  case $1 in
+    \~) S=$HOME ;;
+    \~/*) S=$HOME/${1#\~/} ;;
+    *) S=$1 ;;
+  esac
+  if [ ! -d "$S/versions" ] || [ ! -d "$S/trees" ] || [ ! -d "$S/uses" ]; then
+    mkdir -p "$S/objects" "$S/incoming" "$S/versions" "$S/trees" "$S/uses" || {
+      echo "mlw: cannot make the data store $S on $(hostname)" >&2
+      exit 5
+    }
+  fi
+  [ -w "$S/versions" ] || {
+    echo "mlw: the data store $S on $(hostname) is not writable by $(id -un) (mode $(stat -c %A "$S/versions"))" >&2
+    exit 5
+  }
+  [ -z "$mlw_data_locked" ] || return 0
+  exec 8>>"$S/.gc.lock"
+  if [ "$2" = x ]; then flock 8; else flock -s 8; fi
+  mlw_data_locked=1
+}
+
+# Removes a version's tree and its list (the next push makes them again).
+mlw_data_drop() {
+  [ ! -d "$S/trees/$1" ] || {
+    chmod -R u+w "$S/trees/$1" 2>/dev/null || :
+    rm -rf "$S/trees/$1"
+  }
+  rm -f "$S/trees/$1.made" "$S/versions/$1"
+}
+
+# Prints the first file or folder of a version's tree written to since it was made (nothing
+# when none is).
+mlw_data_touched() {
+  t=$(find "$S/trees/$1" -newer "$S/trees/$1.made" ! -type d -print 2>/dev/null | head -n 1)
+  [ -n "$t" ] || t=$(find "$S/trees/$1" -newer "$S/trees/$1.made" -print 2>/dev/null | head -n 1)
+  [ -z "$t" ] || [ ! -d "$t" ] || t=$t/
+  printf '%s' "$t"
+}
+
+# The ids that live runs use, one per line; markers of ended runs (an exit_code in their folder,
+# or an ended run.json) and of runs whose folder never came for 2 days are removed.
+mlw_data_live() {
+  for u in "$S"/uses/*; do
+    [ -f "$u" ] || continue
+    d=$(head -n 1 "$u")
+    case $d in \~/*) d=$HOME/${d#\~/} ;; esac
+    if [ -e "$d/exit_code" ] || grep -Eqs '"ended_ms": [1-9]' "$d/run.json" ||
+      { [ ! -e "$d" ] && [ -n "$(find "$u" -mmin +2880)" ]; }; then
+      rm -f "$u"
+      continue
+    fi
+    tail -n +2 "$u" | sed "s|\$| ${u##*/}|"
+  done
+}
+
+# mlw_data_ready STORE RUN_DIR RUN_ID ID...: for each version "ready ID PATH", "damaged ID FILE"
+# (written to: its tree is removed, to be made again) or "missing ID"; with every one ready and a
+# RUN_ID, marks them used by that run (its folder RUN_DIR) until it ends.
+mlw_data_ready() {
+  mlw_data_open "$1"
+  dir=$2 run=$3
+  shift 3
+  all=1
+  for id in "$@"; do
+    if [ -f "$S/versions/$id" ] && [ -d "$S/trees/$id" ] && [ -f "$S/trees/$id.made" ]; then
+      t=$(mlw_data_touched "$id")
+      if [ -z "$t" ]; then
+        printf 'ready %s %s\n' "$id" "$(cd "$S/trees/$id" && pwd -P)"
+        continue
+      fi
+      printf 'damaged %s %s\n' "$id" "${t#"$S/trees/$id/"}"
+      mlw_data_check "$id" >/dev/null
+    fi
+    printf 'missing %s\n' "$id"
+    all=
+  done
+  if [ -n "$all" ] && [ -n "$run" ]; then
+    { printf '%s\n' "$dir" "$@"; } >"$S/uses/$run.tmp" && mv -f "$S/uses/$run.tmp" "$S/uses/$run"
+  fi
+}
+
+# mlw_data_tree STORE ID: reads "N\n" and N bytes of "OBJECT SIZE" lines, then "T\n" and a T-byte
+# tar that makes trees/.ID.tmp/ (folders, and hard links to objects/, relative to STORE); makes
+# trees/ID from it (folders 0555) and versions/ID; prints "ready ID PATH". Two pushes of one
+# version take turns; a tree another push made is kept.
+mlw_data_tree() {
+  mlw_data_open "$1"
+  id=$2
+  exec 7>"$S/trees/.$id.lock"
+  flock 7
+  read -r n
+  head -c "$n" >"$S/trees/.$id.list"
+  read -r t
+  if [ -f "$S/versions/$id" ] && [ -d "$S/trees/$id" ] && [ -z "$(mlw_data_touched "$id")" ]; then
+    head -c "$t" >/dev/null
+  else
+    mlw_data_drop "$id"
+    tmp=$S/trees/.$id.tmp
+    [ ! -e "$tmp" ] || {
+      chmod -R u+w "$tmp"
+      rm -rf "$tmp"
+    }
+    mkdir "$tmp"
+    head -c "$t" | (cd "$S" && tar -x) || {
+      chmod -R u+w "$tmp"
+      rm -rf "$tmp"
+      echo "mlw: making the folder of data version $id failed on $(hostname)" >&2
+      exit 1
+    }
+    find "$tmp" -type d -exec chmod 555 {} +
+    mv "$tmp" "$S/trees/$id"
+    : >"$S/trees/$id.made"
+    mv -f "$S/trees/.$id.list" "$S/versions/$id"
+  fi
+  rm -f "$S/trees/.$id.list" "$S/trees/.$id.lock"
+  printf 'ready %s %s\n' "$id" "$(cd "$S/trees/$id" && pwd -P)"
+}
+
+# mlw_data_check ID: checks each object of a version by its hash; prints "changed ID OBJECT" for
+# each that is not (or is gone), removes it and the version's tree and list (the next push sends
+# it again); "touched ID FILE" where the tree was written to.
+mlw_data_check() {
+  bad=$(cd "$S/objects" && awk '{ h = $1; sub(/\.x$/, "", h); print h "  " $1 }' "$S/versions/$1" |
+    sha256sum -c --quiet 2>/dev/null | sed -n 's/: FAILED.*$//p')
+  t=$(mlw_data_touched "$1")
+  [ -n "$bad$t" ] || return 0
+  for o in $bad; do
+    printf 'changed %s %s\n' "$1" "$o"
+    rm -f "$S/objects/$o"
+  done
+  [ -z "$t" ] || printf 'touched %s %s\n' "$1" "${t#"$S/trees/$1/"}"
+  mlw_data_drop "$1"
+}
+
+# mlw_data_verify STORE ID...: mlw_data_check of each (every version the store holds when none is
+# named); prints "ok ID" for a version that is intact, "absent ID" for one it does not hold.
+mlw_data_verify() {
+  mlw_data_open "$1" x
+  shift
+  # shellcheck disable=SC2046 # the names are ids: hex digits only
+  [ $# -gt 0 ] || set -- $(ls "$S/versions")
+  for id in "$@"; do
+    if [ ! -f "$S/versions/$id" ]; then
+      printf 'absent %s\n' "$id"
+    else
+      out=$(mlw_data_check "$id")
+      if [ -z "$out" ]; then printf 'ok %s\n' "$id"; else printf '%s\n' "$out"; fi
+    fi
+  done
+}
+
+# mlw_data_rm STORE ID: removes a version's tree and list unless a live run uses it ("in-use ID
+# RUN", exit 4); prints "removed ID" or "absent ID".
+mlw_data_rm() {
+  mlw_data_open "$1" x
+  users=$(mlw_data_live | awk -v id="$2" '$1 == id { printf "%s ", $2 }')
+  if [ -n "$users" ]; then
+    printf 'in-use %s %s\n' "$2" "$users"
+    exit 4
+  fi
+  if [ -e "$S/versions/$2" ] || [ -e "$S/trees/$2" ]; then
+    mlw_data_drop "$2"
+    printf 'removed %s\n' "$2"
+  else
+    printf 'absent %s\n' "$2"
+  fi
+}
+
+# mlw_data_gc STORE: removes the objects no version's list names, trees without a list, and
+# uploads left unfinished for a day; never what a live run uses. Prints "removed N BYTES" and
+# "kept VERSIONS OBJECTS".
+mlw_data_gc() {
+  mlw_data_open "$1" x
+  live=$(mlw_data_live | awk '{ print $1 }')
+  for tree in "$S"/trees/*; do
+    id=${tree##*/}
+    case $id in *.made) continue ;; esac
+    [ -f "$S/versions/$id" ] || printf '%s\n' "$live" | grep -qx "$id" || mlw_data_drop "$id"
+  done
+  find "$S/incoming" -mindepth 1 -maxdepth 1 -mmin +1440 -exec rm -rf {} +
+  cd "$S/objects"
+  { cat "$S"/versions/* 2>/dev/null | awk '{ print $1 }'; echo /; ls -f; } |
+    awk 'p { if ($0 != "." && $0 != ".." && !($0 in keep)) print; next }
+      $0 == "/" { p = 1; next } { keep[$0] = 1 }' >"$S/.gc.list"
+  n=0 b=0
+  while IFS= read -r o; do
+    s=$(stat -c %s "$o" 2>/dev/null || echo 0)
+    rm -f "$o"
+    n=$((n + 1)) b=$((b + s))
+  done <"$S/.gc.list"
+  rm -f "$S/.gc.list"
+  printf 'removed %s %s\n' "$n" "$b"
+  printf 'kept %s %s\n' "$(find "$S/versions" -type f | wc -l)" "$(find . -type f | wc -l)"
+}
+
+# mlw_data_du STORE: "version ID FILES BYTES USERS" per version held, then "total OBJECTS BYTES
+# FREE" (free: bytes left on the store's filesystem).
+mlw_data_du() {
+  mlw_data_open "$1"
+  live=$(mlw_data_live)
+  for v in "$S"/versions/*; do
+    [ -f "$v" ] || continue
+    id=${v##*/}
+    users=$(printf '%s\n' "$live" | awk -v id="$id" '$1 == id { n++ } END { print n + 0 }')
+    awk -v id="$id" -v u="$users" '{ n++; b += $2 } END { printf "version %s %d %.0f %s\n", id, n, b, u }' "$v"
+  done
+  cd "$S/objects"
+  printf 'total %s %s %s\n' "$(find . -type f | wc -l)" \
+    "$(du -sb . | awk '{ print $1 }')" "$(df -P -B1 . | awk 'NR == 2 { print $4 }')"
+}

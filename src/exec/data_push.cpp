@@ -1,0 +1,341 @@
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "mlw/exec/data_store.hpp"
+#include "mlw/exec/ship.hpp"
+#include "mlw/remote/tar.hpp"
+#include "mlw/util/embedded.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// The exit code of ship.sh whose store lacks objects (named, then ":missing").
+constexpr int k_store_lacks = 3;
+/// The most a store step may print per version asked about (its lines are short), and at least.
+constexpr std::size_t k_answer_floor = 1 << 20;
+
+/// A step's stdin: pieces of text and tar streams, one after the other.
+class Segments {
+ public:
+  void text(std::string value) { m_parts.push_back({std::move(value), nullptr}); }
+  void tar(TarWriter& stream) { m_parts.push_back({{}, &stream}); }
+  /// Called with the bytes read from the tar streams so far.
+  std::function<void(std::uint64_t)> on_tar_bytes;
+
+  std::size_t read(char* buffer, std::size_t size) {
+    while (m_index < m_parts.size()) {
+      Part& part = m_parts[m_index];
+      std::size_t n = 0;
+      if (part.stream) {
+        n = part.stream->read(buffer, size);
+        m_tar_bytes += n;
+        if (n > 0 && on_tar_bytes) on_tar_bytes(m_tar_bytes);
+      } else {
+        n = read_held(part.value, m_offset, buffer, size);
+      }
+      if (n > 0) return n;
+      ++m_index;
+      m_offset = 0;
+    }
+    return 0;
+  }
+
+ private:
+  struct Part {
+    std::string value;
+    TarWriter* stream;
+  };
+  std::vector<Part> m_parts;
+  std::size_t m_index = 0;
+  std::size_t m_offset = 0;
+  std::uint64_t m_tar_bytes = 0;
+};
+
+/// Runs `script` with `input`, its answer bounded; throws where it says more than `bound`.
+ShellResult run_bounded(Shell& shell, const std::string& script, Segments* input,
+                        std::size_t bound) {
+  std::string answer;
+  ShellStreams streams;
+  streams.on_output = [&](std::string_view chunk) {
+    if (answer.size() + chunk.size() > bound) {
+      throw Error(fmt::format("{}: its data store answered with more than {} bytes; is a tool on "
+                              "its PATH (awk, ls, sha256sum) replaced?",
+                              shell.host(), bound));
+    }
+    answer.append(chunk);
+  };
+  if (input) streams.read_input = [input](char* b, std::size_t n) { return input->read(b, n); };
+  ShellResult result = shell.run(script, streams);
+  result.output = std::move(answer);
+  return result;
+}
+
+std::vector<DataLine> parse_lines(const std::string& output) {
+  std::vector<DataLine> lines;
+  for (const auto& line : split(output, '\n')) {
+    if (line.empty()) continue;
+    DataLine parsed;
+    const auto first = line.find(' ');
+    parsed.word = line.substr(0, first);
+    if (first != std::string::npos) {
+      const auto second = line.find(' ', first + 1);
+      parsed.id = line.substr(first + 1, second == std::string::npos ? second : second - first - 1);
+      if (second != std::string::npos) parsed.rest = line.substr(second + 1);
+    }
+    lines.push_back(std::move(parsed));
+  }
+  return lines;
+}
+
+/// data.sh, then `mlw_data_open STORE`: the store's folder in $S, its gc lock held shared.
+std::string open_store(const DataStore& store) {
+  return std::string(embedded_script("src/data/data.sh")) + "mlw_data_open " +
+         shell_quote(store.store) + "\n";
+}
+
+/// The ship step (exec/ship.sh) into the store's objects, in a subshell: it reads "U\n", a tar
+/// of objects, "N\n", their names and "0\n".
+std::string ship_into_store(const std::string& nonce) {
+  return "(\nset -- \"$S\" " + shell_quote(nonce) + " \"$S/trees/.none\" \"$S/trees\"\n" +
+         script_body("src/exec/ship.sh") + ")\n";
+}
+
+/// The folder entries and links of a version's tree under `trees/.ID.tmp/`, made as the stream
+/// is read, a few hundred entries at a time.
+class TreeStream {
+ public:
+  TreeStream(const DataManifest& manifest, const std::string& id)
+      : m_manifest(manifest), m_prefix("trees/." + id + ".tmp/") {}
+
+  /// The stream's length.
+  std::uint64_t bytes() const {
+    std::uint64_t total = TarWriter::end_bytes();
+    std::set<std::string> dirs;
+    for (std::size_t i = 0; i < m_manifest.entries.size(); ++i) {
+      for_entry(i, dirs, [&](char, const std::string& name, const std::string& link) {
+        total += TarWriter::entry_bytes(name, 0, link);
+      });
+    }
+    return total;
+  }
+
+  /// Makes `tar` produce the tree as it is read.
+  void feed(TarWriter& tar) {
+    tar.add_lazily([this, &tar] {
+      if (m_next >= m_manifest.entries.size()) return false;
+      for (std::size_t end = std::min(m_next + 256, m_manifest.entries.size()); m_next < end;
+           ++m_next) {
+        for_entry(m_next, m_dirs, [&](char type, const std::string& name, const std::string& link) {
+          if (type == '5') tar.add_directory(name, 0755);
+          if (type == '1') tar.add_hard_link(name, link);
+          if (type == '2') tar.add_symlink(name, link);
+        });
+      }
+      return true;
+    });
+  }
+
+ private:
+  /// Calls `add` with the entries of manifest entry `i`: its folders not yet made, then it.
+  template <class Add>
+  void for_entry(std::size_t i, std::set<std::string>& dirs, Add&& add) const {
+    const DataEntry& entry = m_manifest.entries[i];
+    for (auto slash = entry.path.find('/'); slash != std::string::npos;
+         slash = entry.path.find('/', slash + 1)) {
+      std::string dir = m_prefix + entry.path.substr(0, slash);
+      if (dirs.insert(dir).second) add('5', dir, std::string());
+    }
+    if (entry.link_target.empty()) {
+      add('1', m_prefix + entry.path, "objects/" + data_object_name(entry));
+    } else {
+      add('2', m_prefix + entry.path, entry.link_target);
+    }
+  }
+
+  const DataManifest& m_manifest;
+  std::string m_prefix;
+  std::size_t m_next = 0;
+  std::set<std::string> m_dirs;
+};
+
+/// The objects of a version by name, each with the first file that holds it.
+std::map<std::string, const DataEntry*> objects_of(const DataManifest& manifest) {
+  std::map<std::string, const DataEntry*> objects;
+  for (const auto& entry : manifest.entries) {
+    if (entry.link_target.empty()) objects.emplace(data_object_name(entry), &entry);
+  }
+  return objects;
+}
+
+/// What failed in a push, for the user: no room (with the bytes it needed), a file changed since
+/// it was added, or the target's words.
+[[noreturn]] void push_failed(const DataStore& store, const DataVersion& version,
+                              const ShellResult& result, std::uint64_t needed,
+                              const std::map<std::string, const DataEntry*>& objects) {
+  const std::string said = trim(trim(result.errors) + "\n" + trim(result.output));
+  if (said.find("No space left on device") != std::string::npos ||
+      said.find("Disk quota exceeded") != std::string::npos) {
+    throw Error(fmt::format("{}: the data store {} ran out of room while {} was pushed: it needs "
+                            "{:.1f} MB more ({} bytes); free some (mlw data gc -c TARGET) or set "
+                            "dataStore in the compute file; what arrived is kept, and the next "
+                            "push goes on from it",
+                            store.shell->host(), store.store, version.label(),
+                            static_cast<double>(needed) / 1e6, needed));
+  }
+  for (const auto& line : split(said, '\n')) {
+    if (!starts_with(line, "damaged: ")) continue;
+    const auto found = objects.find(line.substr(9));
+    if (found == objects.end()) continue;
+    throw Error(fmt::format("{} changed since `mlw data add` (its content no longer has the "
+                            "recorded hash); add the folder again: mlw data add {} {}",
+                            printable(version.source + "/" + found->second->path, 4096),
+                            version.name, shell_quote(version.source)));
+  }
+  throw Error(fmt::format("{}: pushing {} to the data store {} failed (exit {}): {}",
+                          store.shell->host(), version.label(), store.store, result.exit_code,
+                          said.empty() ? "it said nothing" : printable(said, 400)));
+}
+
+}  // namespace
+
+std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::string>& ids,
+                                      const std::string& run_dir, const std::string& run_id) {
+  std::vector<std::string> words = {store.store, run_dir, run_id};
+  words.insert(words.end(), ids.begin(), ids.end());
+  const ShellResult result =
+      run_bounded(*store.shell, script_call("src/data/data.sh", {}) + "mlw_data_ready " +
+                                    shell_join(words) + "\n",
+                  nullptr, k_answer_floor + 8192 * ids.size());
+  if (result.exit_code != 0) {
+    throw Error(fmt::format("{}: the data store {} could not be read (exit {}): {}",
+                            store.shell->host(), store.store, result.exit_code,
+                            printable(trim(result.errors + result.output), 400)));
+  }
+  std::vector<DataReadiness> answers;
+  for (auto& line : parse_lines(result.output)) {
+    if (line.word == "ready" || line.word == "damaged" || line.word == "missing") {
+      answers.push_back({line.id, line.word, line.rest});
+    }
+  }
+  return answers;
+}
+
+DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& version,
+                         const DataManifest& manifest) {
+  DataPushResult pushed;
+  for (const auto& answer : data_ready(store, {version.id})) {
+    if (answer.state == "ready") {
+      pushed.path = answer.path;
+      return pushed;
+    }
+    if (answer.state == "damaged") {
+      spdlog::warn("{}: {} on {} was written to ({}); its changed files are sent again",
+                   store.shell->host(), version.label(), store.store,
+                   printable(answer.path, 4096));
+    }
+  }
+  const auto objects = objects_of(manifest);
+  std::string names;
+  std::string listed;
+  for (const auto& [name, entry] : objects) {
+    names += name + "\n";
+    listed += fmt::format("{} {}\n", name, entry->size);
+  }
+  std::random_device random;
+  const std::string nonce = fmt::format("data-{}-{:x}", ::getpid(), random());
+  // What the store lacks (uploads a dropped push left are taken in first).
+  Segments ask;
+  ask.text("0\n" + std::to_string(names.size()) + "\n" + names + "0\n");
+  const ShellResult asked = run_bounded(*store.shell, open_store(store) + ship_into_store(nonce),
+                                        &ask, 2 * names.size() + k_answer_floor);
+  std::vector<const DataEntry*> lacking;
+  if (asked.exit_code == k_store_lacks) {
+    for (const auto& line : split(asked.output, '\n')) {
+      if (line.empty() || line == ":missing") continue;
+      const auto found = objects.find(line);
+      if (found == objects.end()) {
+        throw Error(fmt::format("{}: its data store said it lacks \"{}\", which is no file of "
+                                "{}; is a tool on its PATH (awk, ls) replaced?",
+                                store.shell->host(), printable(line), version.label()));
+      }
+      lacking.push_back(found->second);
+    }
+  } else if (asked.exit_code != 0) {
+    push_failed(store, version, asked, 0, objects);
+  }
+  // The objects it lacks, the names again (checked once more), then the version's tree.
+  TarWriter upload;
+  std::uint64_t upload_bytes = TarWriter::end_bytes();
+  for (const DataEntry* entry : lacking) {
+    pushed.bytes_sent += entry->size;
+    upload_bytes += TarWriter::entry_bytes(data_object_name(*entry), entry->size);
+  }
+  pushed.objects_sent = lacking.size();
+  std::size_t next = 0;
+  upload.add_lazily([&] {
+    if (next >= lacking.size()) return false;
+    const DataEntry& entry = *lacking[next++];
+    upload.add_file(data_object_name(entry), fs::path(version.source) / entry.path, entry.size,
+                    (entry.mode & 0111) ? 0555 : 0444);
+    return true;
+  });
+  TreeStream tree_entries(manifest, version.id);
+  TarWriter tree;
+  tree_entries.feed(tree);
+  Segments input;
+  input.text(lacking.empty() ? "0\n" : std::to_string(upload_bytes) + "\n");
+  if (!lacking.empty()) input.tar(upload);
+  input.text(std::to_string(names.size()) + "\n" + names + "0\n" +
+             std::to_string(listed.size()) + "\n" + listed +
+             std::to_string(tree_entries.bytes()) + "\n");
+  input.tar(tree);
+  if (auto progress = ship_progress(ctx, pushed.bytes_sent, lacking.size())) {
+    input.on_tar_bytes = [progress, total = pushed.bytes_sent](std::uint64_t sent) {
+      progress(std::min(sent, total));
+    };
+  }
+  spdlog::info("pushing {}: {} of its {} files' contents ({} bytes) to {}", version.label(),
+               lacking.size(), objects.size(), pushed.bytes_sent, store.shell->host());
+  const ShellResult result =
+      run_bounded(*store.shell,
+                  open_store(store) + ship_into_store(nonce) + "mlw_data_tree " +
+                      shell_join({store.store, version.id}) + "\n",
+                  &input, 2 * names.size() + k_answer_floor);
+  if (ctx.stderr_is_terminal && !ctx.quiet && !lacking.empty()) *ctx.err << "\r\x1b[K" << std::flush;
+  if (result.exit_code != 0) push_failed(store, version, result, pushed.bytes_sent, objects);
+  for (auto& line : parse_lines(result.output)) {
+    if (line.word == "ready" && line.id == version.id) pushed.path = line.rest;
+  }
+  if (pushed.path.empty()) push_failed(store, version, result, 0, objects);
+  return pushed;
+}
+
+std::vector<DataLine> data_step(DataStore& store, const std::string& step,
+                                const std::vector<std::string>& words,
+                                const std::vector<int>& allowed) {
+  std::vector<std::string> all = {store.store};
+  all.insert(all.end(), words.begin(), words.end());
+  const ShellResult result = run_bounded(
+      *store.shell, script_call("src/data/data.sh", {}) + step + " " + shell_join(all) + "\n",
+      nullptr, 64 << 20);
+  if (result.exit_code != 0 &&
+      std::find(allowed.begin(), allowed.end(), result.exit_code) == allowed.end()) {
+    throw Error(fmt::format("{}: {} on the data store {} failed (exit {}): {}",
+                            store.shell->host(), step, store.store, result.exit_code,
+                            printable(trim(result.errors + "\n" + result.output), 400)));
+  }
+  return parse_lines(result.output);
+}
+
+}  // namespace mlw
