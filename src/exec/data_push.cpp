@@ -185,7 +185,8 @@ std::map<std::string, const DataEntry*> objects_of(const DataManifest& manifest)
                               const std::map<std::string, const DataEntry*>& objects) {
   const std::string said = trim(trim(result.errors) + "\n" + trim(result.output));
   if (said.find("No space left on device") != std::string::npos ||
-      said.find("Disk quota exceeded") != std::string::npos) {
+      said.find("Disk quota exceeded") != std::string::npos ||
+      said.find(": Wrote only ") != std::string::npos) {  // GNU tar on a full disk
     throw Error(fmt::format("{}: the data store {} ran out of room while {} was pushed: it needs "
                             "{:.1f} MB more ({} bytes); free some (mlw data gc -c TARGET) or set "
                             "dataStore in the compute file; what arrived is kept, and the next "

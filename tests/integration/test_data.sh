@@ -1,0 +1,287 @@
+#!/usr/bin/env bash
+# `mlw data` (issue 46, docs/data.md) against the real sshd and Docker engines of
+# tests/fixtures/servers.sh: versions of a folder, pushed once per machine (only what a store
+# lacks), mounted read-only into runs on remote, remotedocker and docker targets (the script
+# lists and hashes what it sees), recorded with the run; a kill -9 mid-push, two pushes at once, a
+# full disk, a changed object, rerun on another target, rm and gc while a queued run needs it.
+# Slurm and Grid Engine: test_data_batch.sh.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+USER_HOME=$(getent passwd mlwtest | cut -d: -f6)
+rm -rf "$USER_HOME/.mlw" "$USER_HOME/.ssh"
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+STORE="$USER_HOME/.mlw/data"
+
+# The data set: files in folders, an executable, a name with a space, one that is not UTF-8, a
+# link inside and one that leaves the folder.
+DS="$WORK/ds"
+mkdir -p "$DS/images/cats" "$DS/shards"
+for i in 1 2 3 4 5; do printf 'cat %s\n' "$i" >"$DS/images/cats/c$i.jpg"; done
+head -c 300000 /dev/urandom >"$DS/shards/s0.bin"
+printf '#!/bin/sh\necho hi\n' >"$DS/tool.sh" && chmod 755 "$DS/tool.sh"
+printf 'spaced\n' >"$DS/with space.txt"
+printf 'odd\n' >"$DS/$(printf 'caf\xe9.txt')"
+ln -s images/cats/c1.jpg "$DS/first.jpg"
+ln -s /etc/passwd "$DS/passwd"
+# The files' own hashes, as the run must see them.
+expected_listing() {
+  python3 - "$1" <<'PY'
+import hashlib, os, sys
+root = sys.argv[1].encode()
+names = []
+for folder, dirs, files in os.walk(root):
+    for f in files:
+        path = os.path.join(folder, f)
+        if os.path.islink(path) and not os.path.realpath(path).startswith(os.path.realpath(root)):
+            continue
+        names.append(os.path.relpath(path, root))
+for name in sorted(names):
+    with open(os.path.join(root, name), "rb") as f:
+        print(name.decode("ascii", "backslashreplace"), hashlib.sha256(f.read()).hexdigest()[:16])
+PY
+}
+
+new_project dproj
+cat >see.py <<'PY'
+import hashlib, os, sys
+root = os.environ["MLW_DATA_DS"]
+print("ROOT", root)
+names = []
+for folder, dirs, files in os.walk(root):
+    for f in files:
+        names.append(os.path.relpath(os.path.join(folder, f), root).encode("utf-8", "surrogateescape"))
+for name in sorted(names):
+    with open(os.path.join(root.encode(), name), "rb") as f:
+        print("SEES", name.decode("ascii", "backslashreplace"), hashlib.sha256(f.read()).hexdigest()[:16])
+try:
+    open(os.path.join(root, "images", "new.txt"), "w").write("x")
+    print("WRITE: allowed")
+except OSError as e:
+    print("WRITE: refused", e.strerror)
+    sys.exit(3)
+PY
+sees() { printf '%s\n' "$1" | sed -n 's/^SEES //p'; }
+
+# Bad input: one line each, nothing written.
+run_mlw data add ds "$WORK/nowhere"
+expect_eq "a folder that does not exist" "$CODE" 1
+expect_contains "… said with its name" "$ERR" "nowhere: no such folder"
+run_mlw data add ds "$DS/tool.sh"
+expect_contains "a file is not a folder" "$ERR" "not a folder"
+mkdir "$WORK/empty"
+run_mlw data add ds "$WORK/empty"
+expect_contains "an empty folder" "$ERR" "holds no files"
+for bad in "a/b" "a@b" "a b" "$(printf 'caf\xc3\xa9')" ".hidden"; do
+  run_mlw data add "$bad" "$DS"
+  expect_eq "the name [$bad] is refused as usage" "$CODE" 2
+done
+check "nothing recorded by the refusals" test ! -e .mlw/data/ds/versions.json
+
+# A version: the files' hashes, nothing copied here; again unchanged, only stats.
+sleep 2.2 # the racy window: files younger than 2 s are read again by the next add
+run_mlw -o json data add ds "$DS" -m "first cut"
+expect_eq "data add" "$CODE" 0
+expect_eq "… read every file" "$(json_get "$OUT" 'd["files_read"]')" 9
+expect_contains "… the link that leaves the folder is skipped, said" "$ERR" "skipped link passwd"
+ID1=$(json_get "$OUT" 'd["id"]')
+check "nothing copied into the project" bash -c "[ \$(du -sk .mlw | cut -f1) -lt 200 ]"
+run_mlw -o json data add ds "$DS"
+expect_eq "again, unchanged: no file read" "$(json_get "$OUT" 'd["files_read"]')" 0
+expect_eq "… and no new version" "$(json_get "$OUT" 'd["added"]')" False
+run_mlw data list
+expect_contains "list shows the version" "$OUT" "ds@1"
+run_mlw -o json data show "ds@${ID1:0:7}"
+expect_eq "show by the id's digits" "$(json_get "$OUT" 'd["label"]')" "ds@1"
+expect_contains "… the name that is not UTF-8, escaped" "$OUT" 'caf\\xe9.txt'
+run_mlw data show ds@7
+expect_contains "a version that does not exist" "$ERR" 'no version "7"'
+
+"$MLW" computetarget attach remote -n rm -a "$ADDR" -u mlwtest --password-stdin -k \
+  --accept-host-key <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach remote" "$?" 0
+sed -i 's/^Framework:.*/Framework: Python/' aml_config/rm.runconfig
+
+# Pushed once: all of it, then nothing.
+run_mlw -o json data push ds -c rm
+expect_eq "push" "$CODE" 0
+expect_eq "… sends each content once (c1..c5, s0, tool, space, café)" "$(json_get "$OUT" 'd["files_sent"]')" 9
+run_mlw -o json data push ds -c rm
+expect_eq "again: nothing sent" "$(json_get "$OUT" 'd["files_sent"]'),$(json_get "$OUT" 'd["bytes_sent"]')" "0,0"
+TREE=$(json_get "$OUT" 'd["path"]')
+check "the version's folder is on the target, read-only" bash -c "[ \$(stat -c %a '$TREE') = 555 ] && [ \$(stat -c %a '$TREE/images/cats/c1.jpg') = 444 ]"
+check "… its files are hard links into the store" bash -c "[ \$(stat -c %h '$TREE/images/cats/c1.jpg') -ge 2 ]"
+
+# Mounted into a run on a machine without containers (mlwtest: the files are 0444 in 0555).
+run_mlw experiment submit -c rm --data ds see.py
+expect_eq "a run on the remote target that tries to write exits as its script says" "$CODE" 3
+expect_eq "… it sees every file with its content" "$(sees "$OUT")" "$(expected_listing "$DS")"
+expect_contains "… its write was refused" "$OUT" "WRITE: refused Permission denied"
+RID1=$("$MLW" history list -o tsv | head -1 | cut -f1)
+objects_before=$(find "$STORE/objects" -type f | wc -l)
+run_mlw -v experiment submit -c rm --data ds see.py
+expect_not_contains "a second run pushes nothing" "$ERR" "pushing"
+expect_eq "… and the store is as it was" "$(find "$STORE/objects" -type f | wc -l)" "$objects_before"
+run_mlw -o json history info -r "$RID1"
+expect_eq "the record names the version" "$(json_get "$OUT" 'd["data"][0]["name"] + "@" + str(d["data"][0]["version"])')" "ds@1"
+expect_eq "… by its id" "$(json_get "$OUT" 'd["data"][0]["id"]')" "$ID1"
+
+# One changed file: one object sent.
+sleep 0.1
+printf 'cat 3, retouched\n' >"$DS/images/cats/c3.jpg"
+run_mlw data add ds "$DS" -m "c3 retouched"
+expect_contains "a new version" "$OUT" "ds@2"
+run_mlw -o json data push ds@2 -c rm
+expect_eq "one changed file: one object sent" "$(json_get "$OUT" 'd["files_sent"]')" 1
+run_mlw experiment submit -c rm --data ds@2 see.py
+RID2=$("$MLW" history list -o tsv | head -1 | cut -f1)
+run_mlw history list --data ds@1 -o tsv
+expect_eq "history list --data ds@1: the two runs of @1" "$(printf '%s\n' "$OUT" | wc -l)" 2
+run_mlw history diff -r "$RID1" -r "$RID2"
+expect_contains "history diff says which data changed" "$OUT" "data ds: ds@1 → ds@2: 1 changed (images/cats/c3.jpg)"
+run_mlw history info -r "$RID2"
+expect_contains "history info names the version" "$OUT" "ds@2"
+
+# A store object changed by hand: verify says so and removes it; the next push sends it again.
+obj=$(find "$STORE/objects" -name "$(sha256sum <"$DS/images/cats/c3.jpg" | cut -c1-64)")
+chmod u+w "$obj" && printf 'tampered\n' >"$obj"
+run_mlw data verify -c rm
+expect_eq "verify finds the changed object" "$CODE" 1
+expect_contains "… names its file" "$OUT" "images/cats/c3.jpg"
+run_mlw -o json data push ds@2 -c rm
+expect_eq "… and the next push sends it again" "$(json_get "$OUT" 'd["files_sent"]')" 1
+run_mlw data verify -c rm
+expect_eq "the store verifies again" "$CODE" 0
+
+# A run in a container: the version is a read-only bind mount at /mlw/data/ds.
+"$MLW" computetarget attach remotedocker -n rd -a "$ADDR" -u mlwtest --password-stdin -k \
+  --accept-host-key --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+expect_eq "attach remotedocker" "$?" 0
+run_mlw experiment submit -c rd --data ds@2 see.py
+expect_eq "a container run that writes to the mount fails" "$CODE" 3
+expect_contains "… at /mlw/data/ds" "$OUT" "ROOT /mlw/data/ds"
+expect_contains "… read-only" "$OUT" "WRITE: refused Read-only file system"
+expect_eq "… and sees every file" "$(sees "$OUT")" "$(expected_listing "$DS")"
+run_mlw data verify -c rd
+expect_eq "the store still verifies" "$CODE" 0
+run_mlw experiment submit -c rd --data ds@2:/data see.py
+expect_contains "a mount point of one's own" "$OUT" "ROOT /data"
+
+# The local Docker engine: this machine's store, mounted read-only.
+"$MLW" computetarget attach docker -n dk --base-image "$MLW_TEST_IMAGE" >"$WORK/o" 2>"$WORK/e"
+run_mlw experiment submit -c dk --data ds see.py
+expect_eq "docker: the write fails" "$CODE" 3
+expect_contains "… read-only" "$OUT" "Read-only file system"
+expect_eq "… and the run sees every file" "$(sees "$OUT")" "$(expected_listing "$DS")"
+
+# rerun on another target pushes the recorded version there first.
+chmod -R u+w "$HOME/.mlw/data" && rm -rf "$HOME/.mlw/data"
+run_mlw experiment rerun -r "$RID2" -c dk
+expect_contains "rerun on docker sees @2 (c3 retouched)" "$OUT" "images/cats/c3.jpg $(printf 'cat 3, retouched\n' | sha256sum | cut -c1-16)"
+ID2=$("$MLW" -o json data show ds@2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+check "… pushed to this machine's store first" test -d "$HOME/.mlw/data/trees/$ID2"
+run_mlw experiment rerun -r "$RID1" -c dk
+expect_eq "a rerun of @1, whose folder has changed since and this machine lacks, is refused" "$CODE" 125
+expect_contains "… saying which file changed" "$ERR" "c3.jpg changed since"
+
+# kill -9 mid-push, then a push that resumes: what arrived is not sent again.
+mkdir -p "$WORK/big"
+for i in $(seq 1 24); do head -c 2000000 /dev/urandom >"$WORK/big/part$i"; done
+run_mlw data add big "$WORK/big"
+kept_before=$(find "$STORE/objects" -type f | wc -l)
+"$MLW" data push big -c rm >"$WORK/o" 2>"$WORK/e" &
+pushing=$!
+for _ in $(seq 1 400); do
+  [ "$(find "$STORE/objects" -type f | wc -l)" -ge $((kept_before + 6)) ] && break
+  sleep 0.02
+done
+kill -9 "$pushing"
+wait "$pushing" 2>/dev/null
+run_mlw -o json data push big -c rm
+expect_eq "the resumed push succeeds" "$CODE" 0
+sent=$(json_get "$OUT" 'd["files_sent"]')
+check "… and sends less than all 24 files ($sent)" test "$sent" -lt 24
+run_mlw data verify -c rm big
+expect_eq "… every object checked by its hash" "$CODE" 0
+
+# Two projects push one version to one machine at once.
+cp -r "$WORK/dproj" "$WORK/dproj2"
+mkdir -p "$WORK/big2"
+for i in $(seq 1 12); do head -c 1000000 /dev/urandom >"$WORK/big2/part$i"; done
+run_mlw data add big2 "$WORK/big2"
+(cd "$WORK/dproj2" && "$MLW" data add big2 "$WORK/big2" >/dev/null 2>&1)
+"$MLW" data push big2 -c rm >"$WORK/p1" 2>&1 &
+p1=$!
+(cd "$WORK/dproj2" && "$MLW" data push big2 -c rm >"$WORK/p2" 2>&1) &
+p2=$!
+wait "$p1"
+r1=$?
+wait "$p2"
+r2=$?
+expect_eq "two pushes at once both succeed" "$r1,$r2" "0,0"
+run_mlw data verify -c rm
+expect_eq "… and the store verifies" "$CODE" 0
+
+# A full disk: a 1 MB store. One line with the room it needs; the next push resumes.
+mkdir -p "$WORK/tmpfs"
+mount -t tmpfs -o size=1m tmpfs "$WORK/tmpfs"
+chown mlwtest "$WORK/tmpfs"
+chmod 755 "$WORK"
+"$MLW" computetarget attach remote -n tiny -a "$ADDR" -u mlwtest --password-stdin -k \
+  --accept-host-key <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+printf 'dataStore: %s\n' "$WORK/tmpfs/store" >>aml_config/tiny.compute
+mkdir -p "$WORK/two"
+head -c 1500000 /dev/urandom >"$WORK/two/a.bin"
+run_mlw data add two "$WORK/two"
+run_mlw data push two -c tiny
+expect_eq "a store without room" "$CODE" 1
+expect_contains "… says so with the room needed" "$ERR" "ran out of room"
+expect_contains "… in bytes" "$ERR" "1500000 bytes"
+expect_eq "… in one line" "$(printf '%s\n' "$ERR" | grep -c 'mlw: error')" 1
+mount -o remount,size=8m "$WORK/tmpfs"
+run_mlw -o json data push two -c tiny
+expect_eq "with room, the next push succeeds" "$CODE" 0
+
+# rm and gc never take what a queued run needs; both do once it has ended.
+cat >hold.py <<'PY'
+import os, sys, time
+for _ in range(300):
+    if os.path.exists(sys.argv[1]):
+        break
+    time.sleep(0.1)
+print("held")
+PY
+"$MLW" computetarget attach remote -n q -a "$ADDR" -u mlwtest --password-stdin -k \
+  --accept-host-key <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
+sed -i 's/^Framework:.*/Framework: Python/' aml_config/q.runconfig
+printf 'maxConcurrentRuns: 1\n' >>aml_config/q.compute
+"$MLW" experiment submit -a -c q hold.py "$WORK/release" >"$WORK/o" 2>&1
+printf 'import os\nprint(sorted(os.listdir(os.environ["MLW_DATA_DS"])))\n' >list.py
+"$MLW" experiment submit -a -c q --data ds@1 list.py >"$WORK/o" 2>&1
+QRID=$("$MLW" history list -o tsv | head -1 | cut -f1)
+check "a run waits in the queue with ds@1" wait_for 30 run_is "$QRID" Queued
+run_mlw data rm ds@1 -c q
+expect_eq "rm of a version a queued run needs is refused" "$CODE" 1
+expect_contains "… naming the run" "$ERR" "$QRID"
+run_mlw -o json data gc -c q
+expect_eq "gc while it waits" "$CODE" 0
+check "… keeps its version's folder" test -d "$STORE/trees/$ID1"
+touch "$WORK/release"
+check "… and completes once it is its turn" wait_for 60 run_is "$QRID" Completed
+run_mlw data rm ds@1 -c q
+expect_eq "once it has ended, rm removes the version" "$CODE" 0
+run_mlw -o json data gc -c q
+check "… and gc its objects that no other version uses" test "$(json_get "$OUT" 'd["removed_objects"]')" -ge 1
+run_mlw -o json data du -c q
+expect_contains "du lists what stays" "$OUT" "ds@2"
+
+# A forged manifest in the project is refused before anything is sent.
+chmod u+w ".mlw/data/ds/manifests/$ID1" 2>/dev/null
+sed -i 's/c1.jpg/../' ".mlw/data/ds/manifests/$ID1"
+run_mlw data push ds@1 -c rm
+expect_contains "a changed manifest is refused" "$ERR" "was changed"
+
+finish
