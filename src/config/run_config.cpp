@@ -52,7 +52,9 @@ const std::vector<KeySpec<RunConfig>>& run_config_keys() {
        &R::data,
        "Data sets the run mounts read-only: NAME, NAME@VERSION, NAME@VERSION:/MOUNT (mlw data).",
        {},
-       {}},
+       {},
+       false,
+       true},
       {"UseSampling", &R::unused, "", {}, {}, true},
       // Early 2017 files: the environment was always managed; mlw prepares it the same way.
       {"ManagedEnvironment", &R::unused, "", {}, {}, true},

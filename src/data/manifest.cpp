@@ -147,6 +147,7 @@ DataManifest read_data_manifest(std::string_view text, const std::string& origin
         fail("the link's target is not a relative path");
       }
       entry.link_target = *target;
+      entry.mode = 0777;
     } else {
       fail("expected \"F SHA256 SIZE MODE PATH\" or \"L TARGET PATH\"");
     }
