@@ -278,6 +278,7 @@ async function showRun(id) {
       ["Duration", record.live && record.started ? "running for " + fmtDuration((Date.now() - Date.parse(record.started)) / 1000)
         : fmtDuration(record.duration_s)], ["Exit code", record.exit_code ?? ""],
       ["Sweep", record.sweep_id ? `${record.sweep_id} (point ${record.point})` : ""],
+      ["Data", (record.data || []).map((d) => `${d.name}@${d.version} (${String(d.id).slice(0, 7)}) at ${d.mount}`).join("; ")],
       ["Problems", (record.problems || []).join("; ")], ["Run folder", record.run_folder]];
     recordBox.replaceChildren(...rows.filter(([, v]) => v !== "" && v !== null && v !== undefined)
       .flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]),

@@ -47,9 +47,11 @@ mlw_data_drop() {
 # Prints the first file or folder of a version's tree written to since it was made (nothing
 # when none is).
 mlw_data_touched() {
-  t=$(find "$S/trees/$1" -newer "$S/trees/$1.made" ! -type d -print 2>/dev/null | head -n 1)
-  [ -n "$t" ] || t=$(find "$S/trees/$1" -newer "$S/trees/$1.made" -print 2>/dev/null | head -n 1)
-  [ -z "$t" ] || [ ! -d "$t" ] || t=$t/
+  t=$(find "$S/trees/$1" -newer "$S/trees/$1.made" -print -quit 2>/dev/null)
+  [ -z "$t" ] || [ ! -d "$t" ] || {
+    f=$(find "$S/trees/$1" -newer "$S/trees/$1.made" ! -type d -print -quit 2>/dev/null)
+    t=${f:-$t/}
+  }
   printf '%s' "$t"
 }
 

@@ -346,7 +346,8 @@ std::vector<std::string> LocalExecutor::clean(Context&, const std::string& targe
 
 DataStore LocalExecutor::data_store(Context&, const std::string&, const ComputeConfig& compute) {
   DataStore store;
-  store.shell = std::make_unique<LocalShell>();
+  store.owned = std::make_unique<LocalShell>();
+  store.shell = store.owned.get();
   store.store = compute.data_store;
   return store;
 }

@@ -231,7 +231,9 @@ std::vector<std::string> TargetExecutor::clean(Context& ctx, const std::string& 
 DataStore TargetExecutor::data_store(Context& ctx, const std::string& target_name,
                                      const ComputeConfig& compute) {
   DataStore store;
-  store.shell = m_place.open(ctx, target_name, compute);
+  // A submit's validate has connected: its shell (the kept connection) serves the store too.
+  if (!m_shell) store.owned = m_place.open(ctx, target_name, compute);
+  store.shell = m_shell ? m_shell.get() : store.owned.get();
   store.store = compute.data_store;
   store.runs = m_place.shares_run_folder() ? "" : "~/.mlw/runs";
   store.containers = m_kind.runner.image;

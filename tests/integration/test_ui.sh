@@ -31,7 +31,9 @@ PY
 printf 'import sys\nprint("failing")\nsys.exit(3)\n' >fail.py
 printf 'print("hello")\n' >hello.py
 printf 'import time\nfor i in range(2400):\n    print("tick", i, flush=True)\n    time.sleep(0.25)\n' >slow.py
-"$MLW" -q experiment submit -c local train.py 200 >/dev/null
+mkdir -p "$WORK/tinyds" && printf 'a\n' >"$WORK/tinyds/a.txt"
+"$MLW" -q data add tiny "$WORK/tinyds" >/dev/null
+HOME="$WORK/home" "$MLW" -q experiment submit -c local --data tiny train.py 200 >/dev/null
 RUN_A=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 "$MLW" -q experiment submit -c local train.py 120 >/dev/null
 RUN_B=$("$MLW" history last -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')

@@ -82,6 +82,7 @@ async function main() {
   check("the loss line is drawn on the canvas", inked > 200, `${inked} pixels of the line's colour`);
   const record = await page.textContent("#record");
   check("the record shows the arguments and the exit code", record.includes("train.py 200") && record.includes("Exit code0"), record);
+  check("the record names the data set's version it mounted", /Datatiny@1 \([0-9a-f]{7}\)/.test(record), record);
   await page.waitForFunction(() => document.getElementById("log").dataset.ended === "1");
   const logText = await page.textContent("#log");
   check("the driver log is shown", logText.includes("done 200"), logText.slice(-200));
