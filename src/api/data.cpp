@@ -49,8 +49,8 @@ void data_add(Context& ctx, const std::string& name, const std::string& path,
     throw Error(fmt::format("{}: no such folder", printable(path, 4096)));
   }
   if (!S_ISDIR(info.st_mode)) {
-    throw Error(fmt::format("{}: not a folder (a data set is a folder of files)",
-                            printable(path, 4096)));
+    throw Error(
+        fmt::format("{}: not a folder (a data set is a folder of files)", printable(path, 4096)));
   }
   DataCatalog catalog(ctx.project().state_dir());
   HashReport report;
@@ -71,11 +71,11 @@ void data_add(Context& ctx, const std::string& name, const std::string& path,
   out["files_read"] = report.files_read;
   out["bytes_read"] = report.bytes_read;
   if (ctx.output().structured()) return ctx.output().print_object(out);
-  *ctx.out << fmt::format("{} {}{}: {} files, {} (read {} files, {} in {:.1f} s; the rest "
-                          "unchanged since the last add)\n",
-                          v.label(), v.id.substr(0, 7), added ? "" : " (unchanged: no new version)",
-                          v.files, megabytes(v.bytes), report.files_read,
-                          megabytes(report.bytes_read), seconds);
+  *ctx.out << fmt::format(
+      "{} {}{}: {} files, {} (read {} files, {} in {:.1f} s; the rest "
+      "unchanged since the last add)\n",
+      v.label(), v.id.substr(0, 7), added ? "" : " (unchanged: no new version)", v.files,
+      megabytes(v.bytes), report.files_read, megabytes(report.bytes_read), seconds);
 }
 
 void data_list(Context& ctx, const std::optional<std::string>& name) {
@@ -131,7 +131,8 @@ void data_show(Context& ctx, const std::string& spec) {
   ctx.output().print_object(out);
   *ctx.out << "\n";
   for (const auto& item : files) {
-    *ctx.out << fmt::format("  {:>12}  {}\n", item.contains("size") ? cell_text(item["size"]) : "link",
+    *ctx.out << fmt::format("  {:>12}  {}\n",
+                            item.contains("size") ? cell_text(item["size"]) : "link",
                             printable(text_from_json(item["path"].get<std::string>()), 4096));
   }
   if (manifest.entries.size() > 20) {
@@ -150,9 +151,12 @@ void data_push(Context& ctx, const std::string& spec, const std::string& target)
   catalog.note_target(v.id, open.target, true);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  nlohmann::ordered_json out = {{"label", v.label()},   {"id", v.id},
-                                {"target", open.target}, {"files_sent", pushed.objects_sent},
-                                {"bytes_sent", pushed.bytes_sent}, {"path", json_safe_text(pushed.path)}};
+  nlohmann::ordered_json out = {{"label", v.label()},
+                                {"id", v.id},
+                                {"target", open.target},
+                                {"files_sent", pushed.objects_sent},
+                                {"bytes_sent", pushed.bytes_sent},
+                                {"path", json_safe_text(pushed.path)}};
   if (ctx.output().structured()) return ctx.output().print_object(out);
   *ctx.out << fmt::format("{} on {}: {} ({} new files, {} sent in {:.1f} s)\n", v.label(),
                           open.target, printable(pushed.path, 4096), pushed.objects_sent,
@@ -178,9 +182,10 @@ void data_verify(Context& ctx, const std::string& target, const std::optional<st
   }
   ctx.output().print_list(rows, {{"version", "Version"}, {"state", "State"}, {"file", "File"}});
   if (damaged) {
-    throw Error(fmt::format("the data store of {} holds changed files (removed: the next push "
-                            "or submit sends them again)",
-                            open.target));
+    throw Error(
+        fmt::format("the data store of {} holds changed files (removed: the next push "
+                    "or submit sends them again)",
+                    open.target));
   }
 }
 
@@ -204,12 +209,12 @@ void data_du(Context& ctx, const std::string& target) {
     }
   }
   if (ctx.output().structured()) {
-    return ctx.output().print_object({{"target", open.target}, {"versions", rows}, {"store", total}});
+    return ctx.output().print_object(
+        {{"target", open.target}, {"versions", rows}, {"store", total}});
   }
-  ctx.output().print_list(rows, {{"version", "Version"},
-                                 {"files", "Files"},
-                                 {"bytes", "Bytes"},
-                                 {"runs", "Runs using it"}});
+  ctx.output().print_list(
+      rows,
+      {{"version", "Version"}, {"files", "Files"}, {"bytes", "Bytes"}, {"runs", "Runs using it"}});
   if (!total.is_null()) {
     *ctx.out << fmt::format("store: {} objects, {} ({} free)\n", cell_text(total["objects"]),
                             megabytes(total["bytes"].get<std::uint64_t>()),
@@ -220,21 +225,23 @@ void data_du(Context& ctx, const std::string& target) {
 void data_rm(Context& ctx, const std::string& spec, const std::optional<std::string>& target) {
   DataCatalog catalog(ctx.project().state_dir());
   if (spec.find('@') == std::string::npos) {
-    throw UsageError(fmt::format("name the version to remove: {}@N (mlw data list {})", spec, spec));
+    throw UsageError(
+        fmt::format("name the version to remove: {}@N (mlw data list {})", spec, spec));
   }
   const DataVersion v = catalog.resolve(spec);
   if (!target) {
     catalog.forget(v);
-    *ctx.out << fmt::format("removed {} from this project (targets keep their copies: mlw data "
-                            "rm {} -c TARGET)\n",
-                            v.label(), spec);
+    *ctx.out << fmt::format(
+        "removed {} from this project (targets keep their copies: mlw data "
+        "rm {} -c TARGET)\n",
+        v.label(), spec);
     return;
   }
   OpenStore open = open_data_store(ctx, *target);
   for (const auto& line : data_step(open.store, "mlw_data_rm", {v.id}, {4})) {
     if (line.word == "in-use") {
-      throw Error(fmt::format("{} on {} is in use by run {}: remove it once they end",
-                              v.label(), open.target, trim(line.rest)));
+      throw Error(fmt::format("{} on {} is in use by run {}: remove it once they end", v.label(),
+                              open.target, trim(line.rest)));
     }
     catalog.note_target(v.id, open.target, false);
     *ctx.out << fmt::format("{} {} from {}\n", line.word == "removed" ? "removed" : "no copy of",
@@ -256,7 +263,8 @@ void data_gc(Context& ctx, const std::string& target) {
   }
   if (ctx.output().structured()) return ctx.output().print_object(out);
   *ctx.out << fmt::format("{}: removed {} objects ({}); kept {} versions ({} objects)\n",
-                          open.target, cell_text(out.value("removed_objects", nlohmann::ordered_json(0))),
+                          open.target,
+                          cell_text(out.value("removed_objects", nlohmann::ordered_json(0))),
                           megabytes(out.value("removed_bytes", std::uint64_t{0})),
                           cell_text(out.value("kept_versions", nlohmann::ordered_json(0))),
                           cell_text(out.value("kept_objects", nlohmann::ordered_json(0))));

@@ -70,7 +70,8 @@ std::vector<DataUse> plan_data(const Project& project, const std::vector<std::st
   for (const auto& name : order) {
     const DataRequest& request = by_name[name];
     const DataVersion v = catalog.resolve(request.spec);
-    DataUse use{v.name, v.number, v.id, request.mount.empty() ? "/mlw/data/" + v.name : request.mount};
+    DataUse use{v.name, v.number, v.id,
+                request.mount.empty() ? "/mlw/data/" + v.name : request.mount};
     if (const auto [it, fresh] = variables.emplace(data_variable(name), name); !fresh) {
       throw UsageError(fmt::format("data sets {} and {} would both be {} in the run: rename one",
                                    it->second, name, it->first));
@@ -106,9 +107,10 @@ void place_run_data(Context& ctx, Executor& executor, RunPlan& plan) {
     try {
       v = catalog.resolve(use->name + "@" + use->id);
     } catch (const Error&) {
-      throw Error(fmt::format("{} ({}) is neither on {} nor in this project's data sets any more; "
-                              "add its folder again (mlw data add {} PATH)",
-                              use->label(), use->id.substr(0, 7), plan.target_name, use->name));
+      throw Error(
+          fmt::format("{} ({}) is neither on {} nor in this project's data sets any more; "
+                      "add its folder again (mlw data add {} PATH)",
+                      use->label(), use->id.substr(0, 7), plan.target_name, use->name));
     }
     if (answer.state == "damaged") {
       spdlog::warn("{} on {} was written to ({}): its changed files are sent again", v.label(),
@@ -128,9 +130,10 @@ void place_run_data(Context& ctx, Executor& executor, RunPlan& plan) {
                               plan.target_name, answer.state));
     }
     if (store.containers && answer.path.find_first_of(":,") != std::string::npos) {
-      throw Error(fmt::format("{}: the data store's folder {} holds ':' or ',', which docker's "
-                              "-v cannot mount; set dataStore to another folder",
-                              plan.target_name, answer.path));
+      throw Error(
+          fmt::format("{}: the data store's folder {} holds ':' or ',', which docker's "
+                      "-v cannot mount; set dataStore to another folder",
+                      plan.target_name, answer.path));
     }
     plan.data_paths[use->name] = answer.path;
     spdlog::info("data {} ({}) at {}", use->label(), use->id.substr(0, 7),
@@ -179,8 +182,8 @@ std::vector<std::string> data_diff_lines(const Project& project, const RunRecord
     } catch (const Error& e) {
       spdlog::debug("{}", e.what());
     }
-    lines.push_back(fmt::format("data {}: {} → {}: {}", name, before->label(), after->label(),
-                                detail));
+    lines.push_back(
+        fmt::format("data {}: {} → {}: {}", name, before->label(), after->label(), detail));
   }
   return lines;
 }

@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "data_run.hpp"
 #include "mlw/config/names.hpp"
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/build_output.hpp"
@@ -30,7 +31,6 @@
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
-#include "data_run.hpp"
 #include "run_start.hpp"
 #include "submit_output.hpp"
 #include "sweep_internal.hpp"

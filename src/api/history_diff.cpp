@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
+#include "data_run.hpp"
 #include "mlw/api/history.hpp"
 #include "mlw/config/keys.hpp"
 #include "mlw/config/targets.hpp"
@@ -22,7 +23,6 @@
 #include "mlw/util/process.hpp"
 #include "mlw/util/sha256.hpp"
 #include "mlw/util/strings.hpp"
-#include "data_run.hpp"
 #include "run_start.hpp"
 
 namespace mlw::api {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "data_run.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/history/params.hpp"
 #include "mlw/history/store.hpp"
@@ -21,7 +22,6 @@
 #include "mlw/util/json_text.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/strings.hpp"
-#include "data_run.hpp"
 #include "run_start.hpp"
 #include "submit_output.hpp"
 

@@ -73,9 +73,10 @@ std::vector<SweepTarget> plan_targets(Context& ctx, const SweepRequest& request,
       SweepTarget target;
       target.plan = plan_run(ctx, one, executor);
       if (!target.plan.record.data.empty()) {
-        throw Error(fmt::format("aml_config/{}.runconfig mounts data sets (data:), which sweeps do "
-                                "not take yet; submit the points one by one, or remove data:",
-                                one.run_config));
+        throw Error(
+            fmt::format("aml_config/{}.runconfig mounts data sets (data:), which sweeps do "
+                        "not take yet; submit the points one by one, or remove data:",
+                        one.run_config));
       }
       target.capacity = target_capacity(ctx, target.plan, *executor);
       targets.push_back(std::move(target));

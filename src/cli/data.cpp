@@ -49,7 +49,8 @@ void register_data(CLI::App& app, Context& ctx) {
   push->add_option("NAME[@V]", args->spec, "NAME (its newest version), NAME@N or NAME@ID")
       ->required();
   add_target(push, args->target);
-  push->footer(examples({"mlw data push imagenet -c my_dsvm", "mlw data push imagenet@2 -c slurm"}));
+  push->footer(
+      examples({"mlw data push imagenet -c my_dsvm", "mlw data push imagenet@2 -c slurm"}));
   push->callback([&ctx, args] { api::data_push(ctx, args->spec, args->target); });
 
   auto* verify = group->add_subcommand(
@@ -73,8 +74,8 @@ void register_data(CLI::App& app, Context& ctx) {
       ->type_name("TARGET");
   rm->callback([&ctx, args] { api::data_rm(ctx, args->spec, args->maybe_target); });
 
-  auto* gc = group->add_subcommand(
-      "gc", "Remove from a target's store what no version held there needs");
+  auto* gc =
+      group->add_subcommand("gc", "Remove from a target's store what no version held there needs");
   add_target(gc, args->target);
   gc->callback([&ctx, args] { api::data_gc(ctx, args->target); });
 }

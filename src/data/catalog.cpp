@@ -96,9 +96,9 @@ DataVersion DataCatalog::resolve(const std::string& spec) const {
   const auto all = versions(name);
   if (all.empty()) {
     auto known = names();
-    throw Error(fmt::format("no data set \"{}\" in this project{}", printable(name),
-                            known.empty() ? "; add one with `mlw data add NAME PATH`"
-                                          : did_you_mean(name, known)));
+    throw Error(fmt::format(
+        "no data set \"{}\" in this project{}", printable(name),
+        known.empty() ? "; add one with `mlw data add NAME PATH`" : did_you_mean(name, known)));
   }
   if (at == std::string::npos) return all.back();
   const std::string which = spec.substr(at + 1);
@@ -113,10 +113,11 @@ DataVersion DataCatalog::resolve(const std::string& spec) const {
     }
   }
   if (found.size() == 1) return *found.front();
-  throw Error(fmt::format("data set {} has no version \"{}\"{} (its versions: @1 to @{}; `mlw "
-                          "data list {}`)",
-                          name, printable(which), found.size() > 1 ? " alone: name more digits" : "",
-                          all.back().number, name));
+  throw Error(
+      fmt::format("data set {} has no version \"{}\"{} (its versions: @1 to @{}; `mlw "
+                  "data list {}`)",
+                  name, printable(which), found.size() > 1 ? " alone: name more digits" : "",
+                  all.back().number, name));
 }
 
 DataManifest DataCatalog::manifest(const DataVersion& version) const {
@@ -127,9 +128,10 @@ DataManifest DataCatalog::manifest(const DataVersion& version) const {
                             path.string()));
   }
   if (sha256_hex(*text) != version.id) {
-    throw Error(fmt::format("{}: its manifest {} was changed (its hash is not the version's id); "
-                            "add the folder again",
-                            version.label(), path.string()));
+    throw Error(
+        fmt::format("{}: its manifest {} was changed (its hash is not the version's id); "
+                    "add the folder again",
+                    version.label(), path.string()));
   }
   return read_data_manifest(*text, path.string());
 }
@@ -195,8 +197,8 @@ fs::path DataCatalog::stat_cache(const std::string& name) const {
 void DataCatalog::note_target(const std::string& id, const std::string& target, bool holds) {
   const fs::path path = m_root / "held.json";
   const Locked lock(m_root / ".held.lock");
-  auto json = nlohmann::ordered_json::parse(read_file_if_exists(path).value_or("{}"), nullptr,
-                                            false);
+  auto json =
+      nlohmann::ordered_json::parse(read_file_if_exists(path).value_or("{}"), nullptr, false);
   if (!json.is_object()) json = nlohmann::ordered_json::object();
   auto& ids = json[target];
   if (!ids.is_array()) ids = nlohmann::ordered_json::array();
@@ -236,11 +238,13 @@ DataRequest parse_data_request(const std::string& text) {
     const bool ok = starts_with(request.mount, "/") && request.mount.size() > 1 &&
                     request.mount.find("/../") == std::string::npos &&
                     !request.mount.ends_with("/..") &&
-                    request.mount.find(',') == std::string::npos && request.mount.find(':') == std::string::npos;
+                    request.mount.find(',') == std::string::npos &&
+                    request.mount.find(':') == std::string::npos;
     if (!ok) {
-      throw UsageError(fmt::format("--data {}: the mount point must be an absolute path in the "
-                                   "container, e.g. {}:/data",
-                                   printable(text), request.spec));
+      throw UsageError(
+          fmt::format("--data {}: the mount point must be an absolute path in the "
+                      "container, e.g. {}:/data",
+                      printable(text), request.spec));
     }
   }
   check_data_name(request.spec.substr(0, request.spec.find('@')));

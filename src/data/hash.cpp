@@ -72,9 +72,9 @@ std::unordered_map<std::string, Cached> load_cache(const fs::path& path) {
     const auto name = unescape_data_path(fields[5]);
     if (!size || !mtime || !ctime || !inode || !name) continue;
     if (*mtime >= *began - k_racy_ns || *ctime >= *began - k_racy_ns) continue;
-    cache[*name] = {{static_cast<std::uint64_t>(*size), *mtime, *ctime,
-                     static_cast<std::uint64_t>(*inode)},
-                    fields[4]};
+    cache[*name] = {
+        {static_cast<std::uint64_t>(*size), *mtime, *ctime, static_cast<std::uint64_t>(*inode)},
+        fields[4]};
   }
   return cache;
 }
@@ -130,8 +130,9 @@ struct Lister {
 
   void walk(const fs::path& folder, const std::string& prefix) {
     DIR* dir = ::opendir(folder.c_str());
-    if (!dir) throw Error("cannot read folder " + printable(folder.string(), 4096) + ": " +
-                          errno_text(errno));
+    if (!dir)
+      throw Error("cannot read folder " + printable(folder.string(), 4096) + ": " +
+                  errno_text(errno));
     const std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, ::closedir);
     while (const dirent* item = ::readdir(dir)) {
       const std::string name = item->d_name;
@@ -139,9 +140,10 @@ struct Lister {
       const std::string relative = prefix.empty() ? name : prefix + "/" + name;
       struct stat info {};
       if (::fstatat(::dirfd(dir), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) {
-        throw Error(fmt::format("{} went away while it was listed; add the folder again when it is "
-                                "still",
-                                printable(relative, 4096)));
+        throw Error(
+            fmt::format("{} went away while it was listed; add the folder again when it is "
+                        "still",
+                        printable(relative, 4096)));
       }
       if (S_ISDIR(info.st_mode)) {
         walk(folder / name, relative);
@@ -171,9 +173,10 @@ std::string hash_file(const fs::path& full, const std::string& relative, const S
     delete f;
   });
   auto changed = [&] {
-    return Error(fmt::format("{} changed while it was hashed; add the folder again when it is "
-                             "still (a data set is a version of files that do not change)",
-                             printable(relative, 4096)));
+    return Error(
+        fmt::format("{} changed while it was hashed; add the folder again when it is "
+                    "still (a data set is a version of files that do not change)",
+                    printable(relative, 4096)));
   };
   struct stat before {};
   if (::fstat(fd, &before) != 0 || !(stat_of(before) == listed)) throw changed();

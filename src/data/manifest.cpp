@@ -89,7 +89,8 @@ std::string DataManifest::text() const {
       out += fmt::format("F {} {} {:o} {}\n", entry.sha256, entry.size, entry.mode,
                          escape_data_path(entry.path));
     } else {
-      out += fmt::format("L {} {}\n", escape_data_path(entry.link_target), escape_data_path(entry.path));
+      out += fmt::format("L {} {}\n", escape_data_path(entry.link_target),
+                         escape_data_path(entry.path));
     }
   }
   return out;
@@ -140,7 +141,8 @@ DataManifest read_data_manifest(std::string_view text, const std::string& origin
       entry.sha256 = fields[1];
       entry.size = static_cast<std::uint64_t>(*size);
       entry.mode = static_cast<std::uint32_t>(std::stoul(fields[3], nullptr, 8)) & 0777;
-      if (fmt::format("{:o}", entry.mode) != fields[3]) fail("the mode is not octal permission bits");
+      if (fmt::format("{:o}", entry.mode) != fields[3])
+        fail("the mode is not octal permission bits");
     } else if (fields.size() == 3 && fields[0] == "L") {
       const auto target = unescape_data_path(fields[1]);
       if (!target || target->empty() || target->size() > k_max_path || target->front() == '/') {
@@ -161,7 +163,8 @@ DataManifest read_data_manifest(std::string_view text, const std::string& origin
   }
   if (line_number == 0) throw Error(origin + ": the manifest is empty");
   // One text per manifest, so that its id names it: "%41" for "A", "0644" for "644" are not it.
-  if (manifest.text() != text) throw Error(origin + ": the manifest is not in its one written form");
+  if (manifest.text() != text)
+    throw Error(origin + ": the manifest is not in its one written form");
   return manifest;
 }
 
@@ -191,14 +194,16 @@ DataDiff diff_data(const DataManifest& before, const DataManifest& after) {
 
 void check_data_name(const std::string& name) {
   if (name.empty()) throw UsageError("a data set needs a name");
-  if (name.size() > 64) throw UsageError("data set name \"" + printable(name) + "\" is over 64 characters");
+  if (name.size() > 64)
+    throw UsageError("data set name \"" + printable(name) + "\" is over 64 characters");
   for (const char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '.' || c == '-';
     if (!ok) {
-      throw UsageError(fmt::format("data set name \"{}\" may hold only letters, digits, '_', '.' "
-                                   "and '-' (not '{}')",
-                                   printable(name), printable(std::string(1, c))));
+      throw UsageError(
+          fmt::format("data set name \"{}\" may hold only letters, digits, '_', '.' "
+                      "and '-' (not '{}')",
+                      printable(name), printable(std::string(1, c))));
     }
   }
   if (name[0] == '.' || name[0] == '-') {

@@ -69,9 +69,10 @@ ShellResult run_bounded(Shell& shell, const std::string& script, Segments* input
   ShellStreams streams;
   streams.on_output = [&](std::string_view chunk) {
     if (answer.size() + chunk.size() > bound) {
-      throw Error(fmt::format("{}: its data store answered with more than {} bytes; is a tool on "
-                              "its PATH (awk, ls, sha256sum) replaced?",
-                              shell.host(), bound));
+      throw Error(
+          fmt::format("{}: its data store answered with more than {} bytes; is a tool on "
+                      "its PATH (awk, ls, sha256sum) replaced?",
+                      shell.host(), bound));
     }
     answer.append(chunk);
   };
@@ -187,21 +188,23 @@ std::map<std::string, const DataEntry*> objects_of(const DataManifest& manifest)
   if (said.find("No space left on device") != std::string::npos ||
       said.find("Disk quota exceeded") != std::string::npos ||
       said.find(": Wrote only ") != std::string::npos) {  // GNU tar on a full disk
-    throw Error(fmt::format("{}: the data store {} ran out of room while {} was pushed: it needs "
-                            "{:.1f} MB more ({} bytes); free some (mlw data gc -c TARGET) or set "
-                            "dataStore in the compute file; what arrived is kept, and the next "
-                            "push goes on from it",
-                            store.shell->host(), store.store, version.label(),
-                            static_cast<double>(needed) / 1e6, needed));
+    throw Error(
+        fmt::format("{}: the data store {} ran out of room while {} was pushed: it needs "
+                    "{:.1f} MB more ({} bytes); free some (mlw data gc -c TARGET) or set "
+                    "dataStore in the compute file; what arrived is kept, and the next "
+                    "push goes on from it",
+                    store.shell->host(), store.store, version.label(),
+                    static_cast<double>(needed) / 1e6, needed));
   }
   for (const auto& line : split(said, '\n')) {
     if (!starts_with(line, "damaged: ")) continue;
     const auto found = objects.find(line.substr(9));
     if (found == objects.end()) continue;
-    throw Error(fmt::format("{} changed since `mlw data add` (its content no longer has the "
-                            "recorded hash); add the folder again: mlw data add {} {}",
-                            printable(version.source + "/" + found->second->path, 4096),
-                            version.name, shell_quote(version.source)));
+    throw Error(
+        fmt::format("{} changed since `mlw data add` (its content no longer has the "
+                    "recorded hash); add the folder again: mlw data add {} {}",
+                    printable(version.source + "/" + found->second->path, 4096), version.name,
+                    shell_quote(version.source)));
   }
   throw Error(fmt::format("{}: pushing {} to the data store {} failed (exit {}): {}",
                           store.shell->host(), version.label(), store.store, result.exit_code,
@@ -214,10 +217,10 @@ std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::s
                                       const std::string& run_dir, const std::string& run_id) {
   std::vector<std::string> words = {store.store, run_dir, run_id};
   words.insert(words.end(), ids.begin(), ids.end());
-  const ShellResult result =
-      run_bounded(*store.shell, script_call("src/data/data.sh", {}) + "mlw_data_ready " +
-                                    shell_join(words) + "\n",
-                  nullptr, k_answer_floor + 8192 * ids.size());
+  const ShellResult result = run_bounded(
+      *store.shell,
+      script_call("src/data/data.sh", {}) + "mlw_data_ready " + shell_join(words) + "\n", nullptr,
+      k_answer_floor + 8192 * ids.size());
   if (result.exit_code != 0) {
     throw Error(fmt::format("{}: the data store {} could not be read (exit {}): {}",
                             store.shell->host(), store.store, result.exit_code,
@@ -242,8 +245,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     }
     if (answer.state == "damaged") {
       spdlog::warn("{}: {} on {} was written to ({}); its changed files are sent again",
-                   store.shell->host(), version.label(), store.store,
-                   printable(answer.path, 4096));
+                   store.shell->host(), version.label(), store.store, printable(answer.path, 4096));
     }
   }
   const auto objects = objects_of(manifest);
@@ -266,9 +268,10 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
       if (line.empty() || line == ":missing") continue;
       const auto found = objects.find(line);
       if (found == objects.end()) {
-        throw Error(fmt::format("{}: its data store said it lacks \"{}\", which is no file of "
-                                "{}; is a tool on its PATH (awk, ls) replaced?",
-                                store.shell->host(), printable(line), version.label()));
+        throw Error(
+            fmt::format("{}: its data store said it lacks \"{}\", which is no file of "
+                        "{}; is a tool on its PATH (awk, ls) replaced?",
+                        store.shell->host(), printable(line), version.label()));
       }
       lacking.push_back(found->second);
     }
@@ -297,9 +300,8 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
   Segments input;
   input.text(lacking.empty() ? "0\n" : std::to_string(upload_bytes) + "\n");
   if (!lacking.empty()) input.tar(upload);
-  input.text(std::to_string(names.size()) + "\n" + names + "0\n" +
-             std::to_string(listed.size()) + "\n" + listed +
-             std::to_string(tree_entries.bytes()) + "\n");
+  input.text(std::to_string(names.size()) + "\n" + names + "0\n" + std::to_string(listed.size()) +
+             "\n" + listed + std::to_string(tree_entries.bytes()) + "\n");
   input.tar(tree);
   if (auto progress = ship_progress(ctx, pushed.bytes_sent, lacking.size())) {
     input.on_tar_bytes = [progress, total = pushed.bytes_sent](std::uint64_t sent) {
@@ -313,7 +315,8 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
                   open_store(store) + ship_into_store(nonce) + "mlw_data_tree " +
                       shell_join({store.store, version.id}) + "\n",
                   &input, 2 * names.size() + k_answer_floor);
-  if (ctx.stderr_is_terminal && !ctx.quiet && !lacking.empty()) *ctx.err << "\r\x1b[K" << std::flush;
+  if (ctx.stderr_is_terminal && !ctx.quiet && !lacking.empty())
+    *ctx.err << "\r\x1b[K" << std::flush;
   if (result.exit_code != 0) push_failed(store, version, result, pushed.bytes_sent, objects);
   for (auto& line : parse_lines(result.output)) {
     if (line.word == "ready" && line.id == version.id) pushed.path = line.rest;
@@ -332,8 +335,8 @@ std::vector<DataLine> data_step(DataStore& store, const std::string& step,
       nullptr, 64 << 20);
   if (result.exit_code != 0 &&
       std::find(allowed.begin(), allowed.end(), result.exit_code) == allowed.end()) {
-    throw Error(fmt::format("{}: {} on the data store {} failed (exit {}): {}",
-                            store.shell->host(), step, store.store, result.exit_code,
+    throw Error(fmt::format("{}: {} on the data store {} failed (exit {}): {}", store.shell->host(),
+                            step, store.store, result.exit_code,
                             printable(trim(result.errors + "\n" + result.output), 400)));
   }
   return parse_lines(result.output);

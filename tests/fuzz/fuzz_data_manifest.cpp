@@ -7,7 +7,7 @@
 #include "mlw/util/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string text = mlw::fuzz::text(data, size);
+  const std::string text(mlw::fuzz::text(data, size));
   try {
     const mlw::DataManifest manifest = mlw::read_data_manifest(text, "fuzz");
     // One written form: what is read writes back to the same text, so its id names it.

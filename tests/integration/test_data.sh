@@ -278,6 +278,26 @@ check "… and gc its objects that no other version uses" test "$(json_get "$OUT
 run_mlw -o json data du -c q
 expect_contains "du lists what stays" "$OUT" "ds@2"
 
+# A file that changes while it is hashed is refused with its name.
+mkdir -p "$WORK/moving"
+printf 'x\n' >"$WORK/moving/log.txt"
+( end=$((SECONDS + 4)); while [ $SECONDS -lt $end ]; do printf 'more\n' >>"$WORK/moving/log.txt"; done ) &
+appender=$!
+sleep 0.2
+run_mlw data add moving "$WORK/moving"
+kill "$appender" 2>/dev/null
+wait "$appender" 2>/dev/null
+expect_eq "a folder with a file being written" "$CODE" 1
+expect_contains "… is refused, naming the file" "$ERR" "log.txt changed while it was"
+check "… and no version recorded" test ! -e .mlw/data/moving/versions.json
+
+# A store whose folders the login cannot write (another user's, a wrong mode): one line.
+chmod 555 "$STORE/versions"
+run_mlw data push big2 -c rm
+chmod 755 "$STORE/versions"
+expect_eq "a store the login cannot write" "$CODE" 1
+expect_contains "… is said, with its mode" "$ERR" "is not writable by mlwtest (mode dr-xr-xr-x)"
+
 # A forged manifest in the project is refused before anything is sent.
 chmod u+w ".mlw/data/ds/manifests/$ID1" 2>/dev/null
 sed -i 's/c1.jpg/../' ".mlw/data/ds/manifests/$ID1"

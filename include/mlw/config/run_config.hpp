@@ -19,7 +19,7 @@ struct RunConfig {
   bool prepare_environment = false;
   bool tracked_run = true;
   std::vector<std::string> data;  ///< data sets the runs mount: NAME[@V][:MOUNT] (docs/data.md)
-  std::string unused;  ///< sink for keys that are accepted and ignored
+  std::string unused;             ///< sink for keys that are accepted and ignored
 };
 
 /// The key table of `.runconfig` files.

@@ -68,9 +68,8 @@ struct HashReport {
 /// `stat_cache` (and changed at least 2 s before `now_ns` and the cache was written: the racy
 /// window) is not read. A file that changes while it is read is refused with its name. The
 /// cache is rewritten afterwards.
-DataManifest hash_folder(const std::filesystem::path& root,
-                         const std::filesystem::path& stat_cache, std::int64_t now_ns,
-                         HashReport& report);
+DataManifest hash_folder(const std::filesystem::path& root, const std::filesystem::path& stat_cache,
+                         std::int64_t now_ns, HashReport& report);
 
 /// A data set's name: letters, digits, '_', '.', '-', not starting with '.' or '-', at most 64;
 /// throws mlw::UsageError saying what is wrong.

@@ -13,7 +13,7 @@ namespace mlw {
 
 /// A machine's data store as `mlw data` and submit reach it (docs/data.md).
 struct DataStore {
-  Shell* shell = nullptr;       ///< the executor's open shell there, or `owned`
+  Shell* shell = nullptr;        ///< the executor's open shell there, or `owned`
   std::unique_ptr<Shell> owned;  ///< a shell opened for the store alone
   std::string store;  ///< its folder there: the dataStore key (a leading ~/ is the login's home)
   /// The folder of run folders there ("~/.mlw/runs"); empty where a run's folder is its folder

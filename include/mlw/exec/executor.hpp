@@ -54,7 +54,7 @@ struct RunPlan {
   std::optional<BatchArray> array;  ///< set: the run is an element of a job array
   /// The folders of the data sets' versions it mounts on its target, by name (record.data).
   std::map<std::string, std::string> data_paths;
-  bool detached = false;            ///< submitted with -a: nobody reads the live output
+  bool detached = false;  ///< submitted with -a: nobody reads the live output
 };
 
 /// A line of a run's live output that begins with this byte is mlw's own note from before the

@@ -46,10 +46,10 @@ struct RunQuery {
   /// A query of the runs on `target` with `status`, at most `top` (empty, 0: all).
   RunQuery(std::string target_ = "", std::string status_ = "", int top_ = 0)
       : target(std::move(target_)), status(std::move(status_)), top(top_) {}
-  std::string target;               ///< empty: all
-  std::string status;               ///< empty: all
-  int top = 0;                      ///< 0: all
-  std::string sweep_id;             ///< empty: all
+  std::string target;    ///< empty: all
+  std::string status;    ///< empty: all
+  int top = 0;           ///< 0: all
+  std::string sweep_id;  ///< empty: all
   /// Only these runs (none: all): `history list --data`, which the records answer.
   std::optional<std::vector<std::string>> run_ids;
   std::vector<RunField> columns;    ///< fields shown beside each run (RunSummary::values)

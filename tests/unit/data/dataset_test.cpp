@@ -66,25 +66,25 @@ TEST(DataManifest, TheReaderRefusesAnythingElse) {
   const std::string sha(64, 'a');
   const std::string head = "mlw-data 1\n";
   for (const std::string& bad : {
-           std::string(),                                      // empty
-           std::string("mlw-data 2\n"),                        // another format
-           head + "F " + sha + " 1 644 a",                     // no final new line
+           std::string(),                                            // empty
+           std::string("mlw-data 2\n"),                              // another format
+           head + "F " + sha + " 1 644 a",                           // no final new line
            head + "F " + sha + " 1 644 b\nF " + sha + " 1 644 a\n",  // unsorted
            head + "F " + sha + " 1 644 a\nF " + sha + " 1 644 a\n",  // repeated
-           head + "F " + sha + " 1 644 ../x\n",                // leaves the folder
-           head + "F " + sha + " 1 644 /etc/passwd\n",         // absolute
-           head + "F " + sha + " 1 644 a//b\n",                // an empty component
-           head + "F " + sha.substr(1) + " 1 644 a\n",         // a short hash
-           head + "F " + std::string(64, 'A') + " 1 644 a\n",  // upper case
-           head + "F " + sha + " -1 644 a\n",                  // a negative size
-           head + "F " + sha + " 01 644 a\n",                  // not its written form
-           head + "F " + sha + " 1 0644 a\n",                  // a mode not as written
-           head + "F " + sha + " 1 648 a\n",                   // not octal
-           head + "F " + sha + " 1 644 %41\n",                 // "A" escaped
-           head + "F " + sha + " 1 644 a%2\n",                 // a cut escape
-           head + "F " + sha + " 1 644 a b\n",                 // a space not escaped
-           head + "L /etc/passwd a\n",                         // an absolute link
-           head + "X " + sha + " 1 644 a\n",                   // an unknown kind
+           head + "F " + sha + " 1 644 ../x\n",                      // leaves the folder
+           head + "F " + sha + " 1 644 /etc/passwd\n",               // absolute
+           head + "F " + sha + " 1 644 a//b\n",                      // an empty component
+           head + "F " + sha.substr(1) + " 1 644 a\n",               // a short hash
+           head + "F " + std::string(64, 'A') + " 1 644 a\n",        // upper case
+           head + "F " + sha + " -1 644 a\n",                        // a negative size
+           head + "F " + sha + " 01 644 a\n",                        // not its written form
+           head + "F " + sha + " 1 0644 a\n",                        // a mode not as written
+           head + "F " + sha + " 1 648 a\n",                         // not octal
+           head + "F " + sha + " 1 644 %41\n",                       // "A" escaped
+           head + "F " + sha + " 1 644 a%2\n",                       // a cut escape
+           head + "F " + sha + " 1 644 a b\n",                       // a space not escaped
+           head + "L /etc/passwd a\n",                               // an absolute link
+           head + "X " + sha + " 1 644 a\n",                         // an unknown kind
        }) {
     EXPECT_THROW(read_data_manifest(bad, "m"), Error) << bad;
   }
