@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "mlw/data/dataset.hpp"
+#include "mlw/snapshot/manifest.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/sha256.hpp"
@@ -98,11 +99,6 @@ void save_cache(const fs::path& path, std::int64_t began_ns, const DataManifest&
   }
 }
 
-bool inside(const fs::path& root, const fs::path& candidate) {
-  const auto relative = candidate.lexically_relative(root);
-  return !relative.empty() && !relative.native().starts_with("..");
-}
-
 /// Lists a folder's files, links and subfolders into a manifest (unsorted), with each file's
 /// stat.
 struct Lister {
@@ -113,16 +109,15 @@ struct Lister {
   HashReport& report;
 
   void link(const std::string& relative, const std::string& prefix, const fs::path& full) {
-    std::error_code ec;
-    const fs::path resolved = fs::weakly_canonical(full, ec);
-    if (ec || !inside(canonical_root, resolved) || !fs::exists(resolved, ec)) {
+    auto target = link_inside(canonical_root, prefix, full);
+    if (!target) {
       report.warnings.push_back("skipped link " + printable(relative, 4096) +
                                 ": it points outside the folder (or nowhere)");
       return;
     }
     DataEntry entry;
     entry.path = relative;
-    entry.link_target = resolved.lexically_relative(canonical_root / prefix).string();
+    entry.link_target = std::move(*target);
     entry.mode = 0777;
     manifest.entries.push_back(std::move(entry));
     stats.emplace_back();

@@ -224,16 +224,15 @@ struct Walker {
   }
 
   void add_symlink(const std::string& relative, const std::string& prefix, const fs::path& full) {
-    std::error_code ec;
-    const fs::path resolved = fs::weakly_canonical(full, ec);
-    if (ec || !inside(canonical_root, resolved) || !fs::exists(resolved, ec)) {
+    auto target = link_inside(canonical_root, prefix, full);
+    if (!target) {
       manifest.warnings.push_back("skipped symlink " + relative +
                                   ": it points outside the project (or nowhere)");
       return;
     }
     ManifestEntry entry;
     entry.path = relative;
-    entry.link_target = resolved.lexically_relative(canonical_root / prefix).string();
+    entry.link_target = std::move(*target);
     entry.mode = 0777;
     manifest.entries.push_back(std::move(entry));
   }
@@ -267,6 +266,14 @@ struct Walker {
 };
 
 }  // namespace
+
+std::optional<std::string> link_inside(const fs::path& canonical_root, const std::string& prefix,
+                                       const fs::path& full) {
+  std::error_code ec;
+  const fs::path resolved = fs::weakly_canonical(full, ec);
+  if (ec || !inside(canonical_root, resolved) || !fs::exists(resolved, ec)) return std::nullopt;
+  return resolved.lexically_relative(canonical_root / prefix).string();
+}
 
 fs::path object_path(const fs::path& objects_dir, const std::string& sha256, bool executable) {
   return objects_dir / sha256.substr(0, 2) / (sha256 + (executable ? ".x" : ""));

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,13 @@ struct Manifest {
 /// Where the content store keeps an object: `<objects_dir>/<2>/<sha256>`, `.x` for executables.
 std::filesystem::path object_path(const std::filesystem::path& objects_dir,
                                   const std::string& sha256, bool executable);
+
+/// The text of a link at `full` (in the folder `prefix` of a tree whose canonical root is
+/// `canonical_root`), relative to its folder, where it resolves to something inside the tree;
+/// none where it leaves the tree or points nowhere (snapshots and data sets skip such links).
+std::optional<std::string> link_inside(const std::filesystem::path& canonical_root,
+                                       const std::string& prefix,
+                                       const std::filesystem::path& full);
 
 /// True when any execute bit is set in `mode`.
 bool is_executable(std::uint32_t mode);
