@@ -135,6 +135,11 @@ void place_run_data(Context& ctx, Executor& executor, RunPlan& plan) {
                       "-v cannot mount; set dataStore to another folder",
                       plan.target_name, answer.path));
     }
+    if (!store.containers && use->mount != "/mlw/data/" + use->name) {
+      spdlog::warn("{}: the mount point {} applies in containers; on {} the run reads {} at ${}",
+                   use->label(), use->mount, plan.target_name, answer.path,
+                   data_variable(use->name));
+    }
     plan.data_paths[use->name] = answer.path;
     spdlog::info("data {} ({}) at {}", use->label(), use->id.substr(0, 7),
                  store.containers ? use->mount : answer.path);

@@ -169,6 +169,9 @@ run_mlw data verify -c rd
 expect_eq "the store still verifies" "$CODE" 0
 run_mlw experiment submit -c rd --data ds@2:/data see.py
 expect_contains "a mount point of one's own" "$OUT" "ROOT /data"
+run_mlw experiment submit -c rm --data ds@2:/data see.py
+expect_contains "… which a run without a container cannot have: said" "$ERR" "the mount point /data applies in containers"
+expect_contains "… and where it reads it instead" "$OUT" "ROOT $STORE/trees/"
 
 # The local Docker engine: this machine's store, mounted read-only.
 "$MLW" computetarget attach docker -n dk --base-image "$MLW_TEST_IMAGE" >"$WORK/o" 2>"$WORK/e"
