@@ -18,16 +18,16 @@ SCALE = int(os.environ.get("MLW_BENCH_SCALE", "1"))
 
 
 def make_images(folder):
-    """20,000 files: 19,984 of 100 KB in folders of 500, and 16 shards of 100 MB (2 GiB in all)."""
+    """20,000 files: 19,995 of 80 KB in folders of 500, and 5 shards of 100 MB (2 GB in all)."""
     rng = __import__("random").Random(14)
-    images = 19984 // SCALE
+    images = 19995 // SCALE
     for i in range(images):
         sub = os.path.join(folder, "images", f"d{i // 500}")
         os.makedirs(sub, exist_ok=True)
         with open(os.path.join(sub, f"img{i}.jpg"), "wb") as out:
-            out.write(rng.randbytes(100 * 1000))
+            out.write(rng.randbytes(80 * 1000))
     os.makedirs(os.path.join(folder, "shards"), exist_ok=True)
-    for i in range(16):
+    for i in range(5):
         with open(os.path.join(folder, "shards", f"s{i}.bin"), "wb") as out:
             for _ in range(100 // SCALE):
                 out.write(os.urandom(1000 * 1000))
@@ -79,7 +79,7 @@ def main(mlw, link=None):
     make_images(data)
     t.mlw("data", "add", "images", data)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(data) for f in fs)
-    what = f"first push, {20000 // SCALE:,} files / {size / 2**30:.1f} GiB (`data push -c rd`)"
+    what = f"first push, {20000 // SCALE:,} files / {size / 1e9:.1f} GB (`data push -c rd`)"
     a_mlw, a_floor = first_push(t, "images", data, what, runs=1 if wan else 3)
     if wan:
         wire = size * 8 / (WAN["rate_mbit"] * 1e6) * 1000
@@ -111,7 +111,7 @@ def main(mlw, link=None):
     run_once(rsync(t, data, "b14-rsync"), env=t.env)
     for i in range(5):
         with open(victim, "wb") as out:
-            out.write(os.urandom(100 * 1000))
+            out.write(os.urandom(80 * 1000))
         t.mlw("data", "add", "images", data)
         for name in (["mlw", "rsync"] if i % 2 == 0 else ["rsync", "mlw"]):
             argv = ([mlw, "-q", "data", "push", "images", "-c", "rd"] if name == "mlw"

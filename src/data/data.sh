@@ -200,12 +200,9 @@ mlw_data_gc() {
   { cat "$S"/versions/* 2>/dev/null | awk '{ print $1 }'; echo /; ls -f; } |
     awk 'p { if ($0 != "." && $0 != ".." && !($0 in keep)) print; next }
       $0 == "/" { p = 1; next } { keep[$0] = 1 }' >"$S/.gc.list"
-  n=0 b=0
-  while IFS= read -r o; do
-    s=$(stat -c %s "$o" 2>/dev/null || echo 0)
-    rm -f "$o"
-    n=$((n + 1)) b=$((b + s))
-  done <"$S/.gc.list"
+  n=$(wc -l <"$S/.gc.list")
+  b=$(xargs -r -d '\n' stat -c %s -- <"$S/.gc.list" 2>/dev/null | awk '{ b += $1 } END { printf "%.0f", b }')
+  xargs -r -d '\n' rm -f -- <"$S/.gc.list"
   rm -f "$S/.gc.list"
   printf 'removed %s %s\n' "$n" "$b"
   printf 'kept %s %s\n' "$(find "$S/versions" -type f | wc -l)" "$(find . -type f | wc -l)"
