@@ -55,14 +55,16 @@ mlw_data_touched() {
   printf '%s' "$t"
 }
 
-# The ids that live runs use, one per line; markers of ended runs (an exit_code in their folder,
-# or an ended run.json) and of runs whose folder never came for 2 days are removed.
+# The ids that live runs use, one per line; markers of ended runs (an exit_code in their folder —
+# exit_code.job for a batch job — or an ended run.json) and of runs whose folder never came for
+# 2 days are removed.
 mlw_data_live() {
   for u in "$S"/uses/*; do
     [ -f "$u" ] || continue
     d=$(head -n 1 "$u")
     case $d in \~/*) d=$HOME/${d#\~/} ;; esac
-    if [ -e "$d/exit_code" ] || grep -Eqs '"ended_ms": [1-9]' "$d/run.json" ||
+    if [ -e "$d/exit_code" ] || [ -e "$d/exit_code.job" ] ||
+      grep -Eqs '"ended_ms": [1-9]' "$d/run.json" ||
       { [ ! -e "$d" ] && [ -n "$(find "$u" -mmin +2880)" ]; }; then
       rm -f "$u"
       continue

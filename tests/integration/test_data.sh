@@ -284,11 +284,15 @@ expect_contains "du lists what stays" "$OUT" "ds@2"
 # A file that changes while it is hashed is refused with its name.
 mkdir -p "$WORK/moving"
 printf 'x\n' >"$WORK/moving/log.txt"
-( end=$((SECONDS + 4)); while [ $SECONDS -lt $end ]; do printf 'more\n' >>"$WORK/moving/log.txt"; done ) &
+# It appends until data add has returned (at most 120 s, however slow a sanitizer build is).
+(
+  end=$((SECONDS + 120))
+  while [ ! -e "$WORK/moving.stop" ] && [ $SECONDS -lt $end ]; do printf 'more\n' >>"$WORK/moving/log.txt"; done
+) &
 appender=$!
 sleep 0.2
 run_mlw data add moving "$WORK/moving"
-kill "$appender" 2>/dev/null
+touch "$WORK/moving.stop"
 wait "$appender" 2>/dev/null
 expect_eq "a folder with a file being written" "$CODE" 1
 expect_contains "… is refused, naming the file" "$ERR" "log.txt changed while it was"

@@ -51,6 +51,10 @@ for kind in slurm sge; do
   run_mlw -v experiment submit -c "$kind" --data ds see.py
   expect_eq "$kind: a second job" "$CODE" 0
   expect_not_contains "$kind: … pushes nothing" "$ERR" "pushing"
+  run_mlw data rm ds@1 -c "$kind"
+  expect_eq "$kind: once its jobs have ended, the version can be removed" "$CODE" 0
+  check "$kind: … and is gone from the store" test ! -e "$UH/.mlw/data/versions/$(json_get \
+    "$("$MLW" -o json data show ds@1)" 'd["id"]')"
 done
 
 finish

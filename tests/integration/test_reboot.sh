@@ -38,6 +38,9 @@ restart_machine() {
   read -r _ pid <"$dir/monitor.pid"
   echo "0f0f0f0f-0000-4000-8000-0000000000aa $pid" >"$dir/monitor.pid"
   group=$(ps -o pgid= -p "$pid" | tr -d ' ')
+  # Everything stops at once, as in a restart: the container is frozen before its monitor dies
+  # (else, on a loaded machine, it printed lines no one was left to read, past its checkpoint).
+  if [ -s "$dir/container" ]; then docker pause "$(cat "$dir/container")" >/dev/null 2>&1 || :; fi
   [ -n "$group" ] && kill -KILL -- "-$group"
   if [ -s "$dir/container" ]; then docker kill "$(cat "$dir/container")" >/dev/null 2>&1 || :; fi
 }
