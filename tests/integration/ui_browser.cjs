@@ -7,6 +7,13 @@ const { chromium } = require(path.join(process.env.MLW_SOURCE_DIR, "web/node_mod
 
 const [url, runA, runB, runLive, shots] = process.argv.slice(2);
 let failures = 0;
+// In the page: the runs table's two last losses are in order (1: lowest first, -1: highest first).
+function metricsInOrder(direction) {
+  const v = [...document.querySelectorAll("#runs tbody td.metric")].map((x) => x.textContent)
+    .filter((t) => t !== "").map(Number);
+  return v.length === 2 && (v[1] - v[0]) * direction > 0;
+}
+
 function check(name, ok, why = "") {
   console.log(ok ? `ok ${name}` : `not ok ${name}: ${why}`);
   if (!ok) failures++;
@@ -48,13 +55,14 @@ async function main() {
   await page.waitForSelector("#runs th[data-sort=metric]");
   await page.click("#runs th[data-sort=metric]");
   await page.waitForFunction(() => document.querySelector("#runs th.sorted")?.dataset.sort === "metric");
-  await page.waitForTimeout(300);
+  // The header turns at the click; the rows come with the page's next answer (slow under load).
+  await page.waitForFunction(metricsInOrder, -1, { timeout: 10000 }).catch(() => {});
   const values = await page.$$eval("#runs tbody td.metric", (c) => c.map((x) => x.textContent).filter((t) => t !== "").map(Number));
   const sorted = values.slice().sort((a, b) => b - a);
   check("sorting by the last loss puts the highest first", values.length === 2 && JSON.stringify(values) === JSON.stringify(sorted), JSON.stringify(values));
   await page.click("#runs th[data-sort=metric]");
   await page.waitForFunction(() => document.querySelector("#runs th.sorted")?.textContent.includes("▲"));
-  await page.waitForTimeout(300);
+  await page.waitForFunction(metricsInOrder, 1, { timeout: 10000 }).catch(() => {});
   const ascending = await page.$$eval("#runs tbody td.metric", (c) => c.map((x) => x.textContent).filter((t) => t !== "").map(Number));
   check("… and the lowest first when clicked again", ascending.length === 2 && ascending[0] < ascending[1], JSON.stringify(ascending));
   if (shots) await page.screenshot({ path: path.join(shots, "ui-runs.png") });
