@@ -92,18 +92,17 @@ void place_run_data(Context& ctx, Executor& executor, RunPlan& plan) {
   std::vector<std::string> ids;
   for (const auto& use : plan.record.data) ids.push_back(use.id);
   auto answers = data_ready(store, ids, run_dir, plan.record.run_id);
+  const auto use_of = [&plan](const std::string& id) {
+    return std::find_if(plan.record.data.begin(), plan.record.data.end(),
+                        [&id](const DataUse& u) { return u.id == id; });
+  };
   bool pushed = false;
   DataCatalog catalog(plan.project.state_dir());
   for (const auto& answer : answers) {
     if (answer.state == "ready") continue;
-    const auto use = std::find_if(plan.record.data.begin(), plan.record.data.end(),
-                                  [&](const DataUse& u) { return u.id == answer.id; });
+    const auto use = use_of(answer.id);
     if (use == plan.record.data.end()) continue;
-    // Its manifest, even where the version was removed from the catalog since (rerun).
     DataVersion v;
-    v.name = use->name;
-    v.number = use->version;
-    v.id = use->id;
     try {
       v = catalog.resolve(use->name + "@" + use->id);
     } catch (const Error&) {
@@ -122,8 +121,7 @@ void place_run_data(Context& ctx, Executor& executor, RunPlan& plan) {
   }
   if (pushed) answers = data_ready(store, ids, run_dir, plan.record.run_id);
   for (const auto& answer : answers) {
-    const auto use = std::find_if(plan.record.data.begin(), plan.record.data.end(),
-                                  [&](const DataUse& u) { return u.id == answer.id; });
+    const auto use = use_of(answer.id);
     if (use == plan.record.data.end()) continue;
     if (answer.state != "ready") {
       throw Error(fmt::format("{} is not ready on {} after it was pushed ({})", use->label(),

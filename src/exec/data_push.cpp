@@ -101,8 +101,7 @@ std::vector<DataLine> parse_lines(const std::string& output) {
 
 /// data.sh, then `mlw_data_open STORE`: the store's folder in $S, its gc lock held shared.
 std::string open_store(const DataStore& store) {
-  return std::string(embedded_script("src/data/data.sh")) + "mlw_data_open " +
-         shell_quote(store.store) + "\n";
+  return script_call("src/data/data.sh", {"mlw_data_open", store.store});
 }
 
 /// The ship step (exec/ship.sh) into the store's objects, in a subshell: it reads "U\n", a tar
@@ -215,12 +214,10 @@ std::map<std::string, const DataEntry*> objects_of(const DataManifest& manifest)
 
 std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::string>& ids,
                                       const std::string& run_dir, const std::string& run_id) {
-  std::vector<std::string> words = {store.store, run_dir, run_id};
+  std::vector<std::string> words = {"mlw_data_ready", store.store, run_dir, run_id};
   words.insert(words.end(), ids.begin(), ids.end());
-  const ShellResult result = run_bounded(
-      *store.shell,
-      script_call("src/data/data.sh", {}) + "mlw_data_ready " + shell_join(words) + "\n", nullptr,
-      k_answer_floor + 8192 * ids.size());
+  const ShellResult result = run_bounded(*store.shell, script_call("src/data/data.sh", words),
+                                         nullptr, k_answer_floor + 8192 * ids.size());
   if (result.exit_code != 0) {
     throw Error(fmt::format("{}: the data store {} could not be read (exit {}): {}",
                             store.shell->host(), store.store, result.exit_code,
@@ -303,7 +300,8 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
   input.text(std::to_string(names.size()) + "\n" + names + "0\n" + std::to_string(listed.size()) +
              "\n" + listed + std::to_string(tree_entries.bytes()) + "\n");
   input.tar(tree);
-  if (auto progress = ship_progress(ctx, pushed.bytes_sent, lacking.size())) {
+  const auto progress = ship_progress(ctx, pushed.bytes_sent, lacking.size());
+  if (progress) {
     input.on_tar_bytes = [progress, total = pushed.bytes_sent](std::uint64_t sent) {
       progress(std::min(sent, total));
     };
@@ -315,8 +313,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
                   open_store(store) + ship_into_store(nonce) + "mlw_data_tree " +
                       shell_join({store.store, version.id}) + "\n",
                   &input, 2 * names.size() + k_answer_floor);
-  if (ctx.stderr_is_terminal && !ctx.quiet && !lacking.empty())
-    *ctx.err << "\r\x1b[K" << std::flush;
+  if (progress) *ctx.err << "\r\x1b[K" << std::flush;
   if (result.exit_code != 0) push_failed(store, version, result, pushed.bytes_sent, objects);
   for (auto& line : parse_lines(result.output)) {
     if (line.word == "ready" && line.id == version.id) pushed.path = line.rest;
@@ -328,11 +325,10 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
 std::vector<DataLine> data_step(DataStore& store, const std::string& step,
                                 const std::vector<std::string>& words,
                                 const std::vector<int>& allowed) {
-  std::vector<std::string> all = {store.store};
+  std::vector<std::string> all = {step, store.store};
   all.insert(all.end(), words.begin(), words.end());
-  const ShellResult result = run_bounded(
-      *store.shell, script_call("src/data/data.sh", {}) + step + " " + shell_join(all) + "\n",
-      nullptr, 64 << 20);
+  const ShellResult result =
+      run_bounded(*store.shell, script_call("src/data/data.sh", all), nullptr, 64 << 20);
   if (result.exit_code != 0 &&
       std::find(allowed.begin(), allowed.end(), result.exit_code) == allowed.end()) {
     throw Error(fmt::format("{}: {} on the data store {} failed (exit {}): {}", store.shell->host(),
