@@ -107,7 +107,9 @@ DataVersion DataCatalog::resolve(const std::string& spec) const {
     for (const auto& v : all) {
       if (v.number == *number) found.push_back(&v);
     }
-  } else if (which.size() >= 4 && is_hex(which)) {
+  }
+  // An id's first digits may all be decimal ones (`@4494794`): no such version, then an id.
+  if (found.empty() && which.size() >= 4 && is_hex(which)) {
     for (const auto& v : all) {
       if (starts_with(v.id, which)) found.push_back(&v);
     }

@@ -186,6 +186,15 @@ TEST(DataCatalog, VersionsAreNumberedAndNamedByTheirIds) {
   EXPECT_EQ(catalog.resolve("ds@" + v2.id.substr(0, 7)).number, 2);
   EXPECT_THROW(catalog.resolve("ds@3"), Error);
   EXPECT_THROW(catalog.resolve("nope"), Error);
+  // An id whose first digits are all decimal ones names it too (where no version has that number).
+  DataManifest digits;
+  int tries = 0;
+  do {
+    digits.entries = {{"n" + std::to_string(tries++), 1, 0644, std::string(64, '3'), ""}};
+  } while (digits.id().find_first_not_of("0123456789") < 5 && tries < 10000);
+  const DataVersion v3 = catalog.add("ds", digits, "/src", "third", 4000, added);
+  EXPECT_EQ(catalog.resolve("ds@" + v3.id.substr(0, 5)).number, 3);
+  EXPECT_EQ(catalog.resolve("ds@3").number, 3);
   EXPECT_EQ(catalog.manifest(v1).entries[0].sha256, std::string(64, '1'));
   // A manifest changed by hand is not the version any more.
   const fs::path file = dir.path() / "data/ds/manifests" / v1.id;
