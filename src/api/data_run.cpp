@@ -115,7 +115,7 @@ void place_run_data(Context& ctx, Executor& executor, RunPlan& plan) {
       spdlog::warn("{} on {} was written to ({}): its changed files are sent again", v.label(),
                    plan.target_name, printable(answer.path, 4096));
     }
-    push_data(ctx, store, v, catalog.manifest(v));
+    push_data(ctx, store, v, catalog.manifest(v), &catalog);
     catalog.note_target(v.id, plan.target_name, true);
     pushed = true;
   }

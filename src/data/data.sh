@@ -99,17 +99,27 @@ mlw_data_ready() {
   fi
 }
 
-# mlw_data_tree STORE ID: reads "N\n" and N bytes of "OBJECT SIZE" lines, then "T\n" and a T-byte
-# tar that makes trees/.ID.tmp/ (folders, and hard links to objects/, relative to STORE); makes
-# trees/ID from it (folders 0555) and versions/ID; prints "ready ID PATH". Two pushes of one
-# version take turns; a tree another push made is kept.
+# mlw_data_tree STORE ID [BASE]: reads "N\n" and N bytes of "OBJECT SIZE" lines, then "T\n" and a
+# T-byte tar that makes trees/.ID.tmp/ (folders, and hard links to objects/, relative to STORE); makes
+# trees/ID from it (folders 0555) and versions/ID; prints "ready ID PATH". With BASE (a version
+# whose tree this store holds), "F\n" and F bytes of NUL-ended paths, "D\n" and D bytes of folders
+# come before the tar: the tree starts as BASE's (cp -al: links, no content copied), those files
+# and then those (emptied) folders are removed, and the tar holds only what is new or changed;
+# where BASE's tree is gone or was written to, nothing is made and it exits 6 (the push sends the
+# whole tree). Two pushes of one version take turns; a tree another push made is kept.
 mlw_data_tree() {
   mlw_data_open "$1"
-  id=$2
+  id=$2 base=$3
   exec 7>"$S/trees/.$id.lock"
   flock 7
   read -r n
   head -c "$n" >"$S/trees/.$id.list"
+  if [ -n "$base" ]; then
+    read -r f
+    head -c "$f" >"$S/trees/.$id.gone"
+    read -r d
+    head -c "$d" >"$S/trees/.$id.gone-dirs"
+  fi
   read -r t
   if [ -f "$S/versions/$id" ] && [ -d "$S/trees/$id" ] && [ -z "$(mlw_data_touched "$id")" ]; then
     head -c "$t" >/dev/null
@@ -120,7 +130,20 @@ mlw_data_tree() {
       chmod -R u+w "$tmp"
       rm -rf "$tmp"
     }
-    mkdir "$tmp"
+    if [ -n "$base" ]; then
+      mlw_data_derive "$id" "$base" || {
+        head -c "$t" >/dev/null
+        [ ! -e "$tmp" ] || {
+          chmod -R u+w "$tmp"
+          rm -rf "$tmp"
+        }
+        rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs"
+        echo "mlw: the tree of $base is gone or was written to on $(hostname)" >&2
+        exit 6
+      }
+    else
+      mkdir "$tmp"
+    fi
     head -c "$t" | (cd "$S" && tar -x) || {
       chmod -R u+w "$tmp"
       rm -rf "$tmp"
@@ -132,8 +155,20 @@ mlw_data_tree() {
     : >"$S/trees/$id.made"
     mv -f "$S/trees/.$id.list" "$S/versions/$id"
   fi
-  rm -f "$S/trees/.$id.list" "$S/trees/.$id.lock"
+  rm -f "$S/trees/.$id.list" "$S/trees/.$id.lock" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs"
   printf 'ready %s %s\n' "$id" "$(cd "$S/trees/$id" && pwd -P)"
+}
+
+# mlw_data_derive ID BASE: trees/.ID.tmp as BASE's tree less the paths in trees/.ID.gone and the
+# folders in trees/.ID.gone-dirs (deepest first), its folders writable; fails where BASE's tree
+# is not whole.
+mlw_data_derive() {
+  [ -f "$S/versions/$2" ] && [ -d "$S/trees/$2" ] && [ -f "$S/trees/$2.made" ] &&
+    [ -z "$(mlw_data_touched "$2")" ] || return 1
+  cp -al "$S/trees/$2" "$S/trees/.$1.tmp" || return 1
+  find "$S/trees/.$1.tmp" -type d -exec chmod u+w {} + || return 1
+  (cd "$S/trees/.$1.tmp" && xargs -r -0 rm -f -- <"$S/trees/.$1.gone" &&
+    xargs -r -0 rmdir -- <"$S/trees/.$1.gone-dirs")
 }
 
 # mlw_data_check ID: checks each object of a version by its hash; prints "changed ID OBJECT" for

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <random>
 #include <set>
 
@@ -21,6 +22,8 @@ namespace {
 
 /// The exit code of ship.sh whose store lacks objects (named, then ":missing").
 constexpr int k_store_lacks = 3;
+/// The exit code of mlw_data_tree whose base version's tree is gone or was written to.
+constexpr int k_base_gone = 6;
 /// The most a store step may print per version asked about (its lines are short), and at least.
 constexpr std::size_t k_answer_floor = 1 << 20;
 
@@ -149,14 +152,19 @@ std::string ship_into_store(const std::string& nonce) {
 /// is read, a few hundred entries at a time.
 class TreeStream {
  public:
-  TreeStream(const DataManifest& manifest, const std::string& id)
-      : m_manifest(manifest), m_prefix("trees/." + id + ".tmp/") {}
+  /// The tree of `entries` (in path order), folders in `made` (relative) taken as there.
+  TreeStream(std::vector<const DataEntry*> entries, const std::string& id,
+             const std::set<std::string>& made = {})
+      : m_entries(std::move(entries)), m_prefix("trees/." + id + ".tmp/") {
+    for (const auto& dir : made) m_made.insert(m_prefix + dir);
+    m_dirs = m_made;
+  }
 
   /// The stream's length.
   std::uint64_t bytes() const {
     std::uint64_t total = TarWriter::end_bytes();
-    std::set<std::string> dirs;
-    for (std::size_t i = 0; i < m_manifest.entries.size(); ++i) {
+    std::set<std::string> dirs = m_made;
+    for (std::size_t i = 0; i < m_entries.size(); ++i) {
       for_entry(i, dirs, [&](char, const std::string& name, const std::string& link) {
         total += TarWriter::entry_bytes(name, 0, link);
       });
@@ -167,9 +175,8 @@ class TreeStream {
   /// Makes `tar` produce the tree as it is read.
   void feed(TarWriter& tar) {
     tar.add_lazily([this, &tar] {
-      if (m_next >= m_manifest.entries.size()) return false;
-      for (std::size_t end = std::min(m_next + 256, m_manifest.entries.size()); m_next < end;
-           ++m_next) {
+      if (m_next >= m_entries.size()) return false;
+      for (std::size_t end = std::min(m_next + 256, m_entries.size()); m_next < end; ++m_next) {
         for_entry(m_next, m_dirs, [&](char type, const std::string& name, const std::string& link) {
           if (type == '5') tar.add_directory(name, 0755);
           if (type == '1') tar.add_hard_link(name, link);
@@ -184,7 +191,7 @@ class TreeStream {
   /// Calls `add` with the entries of manifest entry `i`: its folders not yet made, then it.
   template <class Add>
   void for_entry(std::size_t i, std::set<std::string>& dirs, Add&& add) const {
-    const DataEntry& entry = m_manifest.entries[i];
+    const DataEntry& entry = *m_entries[i];
     for (auto slash = entry.path.find('/'); slash != std::string::npos;
          slash = entry.path.find('/', slash + 1)) {
       std::string dir = m_prefix + entry.path.substr(0, slash);
@@ -197,7 +204,8 @@ class TreeStream {
     }
   }
 
-  const DataManifest& m_manifest;
+  std::vector<const DataEntry*> m_entries;
+  std::set<std::string> m_made;
   std::string m_prefix;
   std::size_t m_next = 0;
   std::set<std::string> m_dirs;
@@ -242,6 +250,95 @@ class Objects {
   }
   std::vector<const DataEntry*> m_entries;
 };
+
+/// How a version's tree is made: whole, or from a base version's tree that the store holds
+/// (what is gone removed, what is new or changed sent): O(changes) entries on the wire.
+struct TreePlan {
+  std::string base;                       ///< the base version's id; empty: whole
+  std::vector<const DataEntry*> entries;  ///< sent, in path order
+  std::set<std::string> made;             ///< folders the base's tree already has
+  std::string gone;                       ///< paths to remove, each ended by NUL
+  std::string gone_dirs;                  ///< folders to remove, deepest first, each ended by NUL
+};
+
+std::set<std::string> folders_of(const DataManifest& manifest) {
+  std::set<std::string> dirs;
+  for (const auto& entry : manifest.entries) {
+    for (auto slash = entry.path.find('/'); slash != std::string::npos;
+         slash = entry.path.find('/', slash + 1)) {
+      dirs.insert(entry.path.substr(0, slash));
+    }
+  }
+  return dirs;
+}
+
+TreePlan whole_tree(const DataManifest& manifest) {
+  TreePlan plan;
+  for (const auto& entry : manifest.entries) plan.entries.push_back(&entry);
+  return plan;
+}
+
+/// The plan that starts from `base`'s tree; nullopt where a path is a folder in one version and
+/// a file or link in the other (a whole tree is simpler than unmaking one).
+std::optional<TreePlan> derived_tree(const DataManifest& manifest, const std::string& base_id,
+                                     const DataManifest& base) {
+  const auto dirs = folders_of(manifest);
+  const auto base_dirs = folders_of(base);
+  for (const auto& entry : manifest.entries) {
+    if (base_dirs.count(entry.path)) return std::nullopt;
+  }
+  for (const auto& entry : base.entries) {
+    if (dirs.count(entry.path)) return std::nullopt;
+  }
+  TreePlan plan;
+  plan.base = base_id;
+  auto a = base.entries.begin();
+  auto b = manifest.entries.begin();
+  const auto same = [](const DataEntry& x, const DataEntry& y) {
+    return x.link_target == y.link_target &&
+           (!x.link_target.empty() || data_object_name(x) == data_object_name(y));
+  };
+  while (a != base.entries.end() || b != manifest.entries.end()) {
+    if (b == manifest.entries.end() || (a != base.entries.end() && a->path < b->path)) {
+      plan.gone.append(a->path).append(1, '\0');
+      ++a;
+    } else if (a == base.entries.end() || b->path < a->path) {
+      plan.entries.push_back(&*b++);
+    } else {
+      if (!same(*a, *b)) {
+        plan.gone.append(a->path).append(1, '\0');
+        plan.entries.push_back(&*b);
+      }
+      ++a;
+      ++b;
+    }
+  }
+  std::vector<std::string> emptied;
+  for (const auto& dir : base_dirs) {
+    if (dirs.count(dir)) {
+      plan.made.insert(dir);
+    } else {
+      emptied.push_back(dir);
+    }
+  }
+  // Deepest first: a folder after the folders inside it.
+  std::sort(emptied.begin(), emptied.end(), std::greater<>());
+  for (const auto& dir : emptied) plan.gone_dirs.append(dir).append(1, '\0');
+  return plan;
+}
+
+/// The version to make a tree from: the newest other version of the data set before it (else
+/// after it); empty where it has none.
+std::string base_candidate(const DataCatalog* catalog, const DataVersion& version) {
+  if (!catalog) return {};
+  std::string before;
+  std::string after;
+  for (const auto& other : catalog->versions(version.name)) {
+    if (other.id == version.id) continue;
+    (other.number < version.number ? before : after) = other.id;
+  }
+  return before.empty() ? after : before;
+}
 
 /// What failed in a push, for the user: no room (with the bytes it needed), a file changed since
 /// it was added, or the target's words.
@@ -298,9 +395,17 @@ std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::s
 }
 
 DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& version,
-                         const DataManifest& manifest) {
+                         const DataManifest& manifest, const DataCatalog* catalog) {
   DataPushResult pushed;
-  for (const auto& answer : data_ready(store, {version.id})) {
+  const std::string base_id = base_candidate(catalog, version);
+  std::vector<std::string> ids = {version.id};
+  if (!base_id.empty()) ids.push_back(base_id);
+  bool base_ready = false;
+  for (const auto& answer : data_ready(store, ids)) {
+    if (answer.id == base_id) {
+      base_ready = answer.state == "ready";
+      continue;
+    }
     if (answer.state == "ready") {
       pushed.path = answer.path;
       return pushed;
@@ -371,32 +476,60 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
                     (entry.mode & 0111) ? 0555 : 0444);
     return true;
   });
-  TreeStream tree_entries(manifest, version.id);
-  TarWriter tree;
-  tree_entries.feed(tree);
-  Segments input;
-  input.text(lacking.empty() ? "0\n" : std::to_string(upload_bytes) + "\n");
-  if (!lacking.empty()) input.tar(upload);
-  input.text(std::to_string(names_bytes) + "\n");
-  names(input);
-  input.text("0\n" + std::to_string(listed_bytes) + "\n");
-  listed(input);
-  input.text(std::to_string(tree_entries.bytes()) + "\n");
-  input.tar(tree);
-  const auto progress = ship_progress(ctx, pushed.bytes_sent, lacking.size());
-  if (progress) {
-    input.on_tar_bytes = [progress, total = pushed.bytes_sent](std::uint64_t sent) {
-      progress(std::min(sent, total));
-    };
+  TreePlan plan = whole_tree(manifest);
+  if (base_ready) {
+    for (const auto& other : catalog->versions(version.name)) {
+      if (other.id != base_id) continue;
+      if (auto derived = derived_tree(manifest, base_id, catalog->manifest(other))) {
+        plan = std::move(*derived);
+      }
+    }
   }
-  spdlog::info("pushing {}: {} of its {} files' contents ({} bytes) to {}", version.label(),
-               lacking.size(), objects.size(), pushed.bytes_sent, store.shell->host());
-  const ShellResult result =
-      run_bounded(*store.shell,
-                  open_store(store) + ship_into_store(nonce) + "mlw_data_tree " +
-                      shell_join({store.store, version.id}) + "\n",
-                  &input, 2 * names_bytes + k_answer_floor);
-  if (progress) *ctx.err << "\r\x1b[K" << std::flush;
+  const auto progress = ship_progress(ctx, pushed.bytes_sent, lacking.size());
+  spdlog::info("pushing {}: {} of its {} files' contents ({} bytes) to {}{}", version.label(),
+               lacking.size(), objects.size(), pushed.bytes_sent, store.shell->host(),
+               plan.base.empty() ? ""
+                                 : fmt::format(", its folder made from {}'s ({} entries sent)",
+                                               plan.base.substr(0, 7), plan.entries.size()));
+  // One step: the objects it lacks, the names again (checked once more), then the tree.
+  const auto send = [&](const TreePlan& tree_plan, bool with_upload) {
+    TreeStream tree_entries(tree_plan.entries, version.id, tree_plan.made);
+    TarWriter tree;
+    tree_entries.feed(tree);
+    Segments input;
+    const bool uploading = with_upload && !lacking.empty();
+    input.text(uploading ? std::to_string(upload_bytes) + "\n" : "0\n");
+    if (uploading) input.tar(upload);
+    input.text(std::to_string(names_bytes) + "\n");
+    names(input);
+    input.text("0\n" + std::to_string(listed_bytes) + "\n");
+    listed(input);
+    if (!tree_plan.base.empty()) {
+      input.text(std::to_string(tree_plan.gone.size()) + "\n" + tree_plan.gone +
+                 std::to_string(tree_plan.gone_dirs.size()) + "\n" + tree_plan.gone_dirs);
+    }
+    input.text(std::to_string(tree_entries.bytes()) + "\n");
+    input.tar(tree);
+    if (progress && uploading) {
+      input.on_tar_bytes = [progress, total = pushed.bytes_sent](std::uint64_t sent) {
+        progress(std::min(sent, total));
+      };
+    }
+    std::vector<std::string> words = {store.store, version.id};
+    if (!tree_plan.base.empty()) words.push_back(tree_plan.base);
+    ShellResult result = run_bounded(
+        *store.shell,
+        open_store(store) + ship_into_store(nonce) + "mlw_data_tree " + shell_join(words) + "\n",
+        &input, 2 * names_bytes + k_answer_floor);
+    if (progress && uploading) *ctx.err << "\r\x1b[K" << std::flush;
+    return result;
+  };
+  ShellResult result = send(plan, true);
+  if (result.exit_code == k_base_gone && !plan.base.empty()) {
+    spdlog::info("{}: the folder of {} went away: the whole folder of {} is sent",
+                 store.shell->host(), plan.base.substr(0, 7), version.label());
+    result = send(whole_tree(manifest), false);
+  }
   if (result.exit_code != 0) push_failed(store, version, result, pushed.bytes_sent, objects);
   for (auto& line : parse_lines(result.output)) {
     if (line.word == "ready" && line.id == version.id) pushed.path = line.rest;

@@ -305,6 +305,29 @@ chmod 755 "$STORE/versions"
 expect_eq "a store the login cannot write" "$CODE" 1
 expect_contains "… is said, with its mode" "$ERR" "is not writable by mlwtest (mode dr-xr-xr-x)"
 
+# A new version's folder is made from the newest other one the store holds: only what changed
+# crosses the wire. A file gone, a whole folder gone, a file that became a link, a folder added,
+# a file changed: the run sees exactly the new version.
+rm "$DS/images/cats/c4.jpg" "$DS/with space.txt"
+rm -r "$DS/shards"
+ln -s tool.sh "$DS/with space.txt"
+mkdir -p "$DS/texts/deep" && printf 'new\n' >"$DS/texts/deep/n.txt"
+printf 'cat 2, again\n' >"$DS/images/cats/c2.jpg"
+run_mlw data add ds "$DS" -m "reshaped"
+expect_contains "a reshaped version" "$OUT" "ds@3"
+run_mlw -v -o json data push ds@3 -c rm
+expect_eq "its push works" "$CODE" 0
+expect_contains "… made from the last version's folder" "$ERR" "its folder made from"
+expect_eq "… sending the two new contents" "$(json_get "$OUT" 'd["files_sent"]')" 2
+tree3=$(json_get "$OUT" 'd["path"]')
+check "… the folder that went is gone from it" test ! -e "$tree3/shards"
+check "… its folders are read-only" test "$(stat -c %a "$tree3/texts/deep")" = 555
+run_mlw experiment submit -c rm --data ds@3 see.py
+expect_eq "a run of it" "$CODE" 3
+expect_eq "… sees every file of the new version, nothing of the old" "$(sees "$OUT")" "$(expected_listing "$DS")"
+run_mlw data verify -c rm ds@3
+expect_eq "… and it verifies" "$CODE" 0
+
 # A forged manifest in the project is refused before anything is sent.
 chmod u+w ".mlw/data/ds/manifests/$ID1" 2>/dev/null
 sed -i 's/c1.jpg/../' ".mlw/data/ds/manifests/$ID1"

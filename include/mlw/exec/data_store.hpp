@@ -44,10 +44,12 @@ struct DataPushResult {
 };
 
 /// Pushes a version: only the objects the store lacks (read from the folder it was added from,
-/// each checked by its hash there), in one tar stream, then its folder of hard links. Interrupted,
-/// what arrived is kept for the next push.
+/// each checked by its hash there), in one tar stream, then its folder of hard links — made from
+/// the folder of another version of the data set that the store holds (`catalog` names them),
+/// where there is one, so that only what changed is sent. Interrupted, what arrived is kept for
+/// the next push.
 DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& version,
-                         const DataManifest& manifest);
+                         const DataManifest& manifest, const DataCatalog* catalog = nullptr);
 
 /// One line of a store step's answer: its first word, the id, and the rest.
 struct DataLine {
