@@ -147,7 +147,7 @@ void data_push(Context& ctx, const std::string& spec, const std::string& target)
   const DataManifest manifest = catalog.manifest(v);
   OpenStore open = open_data_store(ctx, target);
   const auto started = std::chrono::steady_clock::now();
-  const DataPushResult pushed = push_data(ctx, open.store, v, manifest, &catalog);
+  const DataPushResult pushed = push_version(ctx, open.store, open.target, v, manifest, catalog);
   catalog.note_target(v.id, open.target, true);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

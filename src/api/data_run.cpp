@@ -25,6 +25,39 @@ OpenStore open_data_store(Context& ctx, const std::string& name) {
   return {target, ctx.executor(compute.type)->data_store(ctx, target, compute)};
 }
 
+DataPushResult push_version(Context& ctx, DataStore& store, const std::string& target,
+                            const DataVersion& version, const DataManifest& manifest,
+                            DataCatalog& catalog) {
+  try {
+    return push_data(ctx, store, version, manifest, &catalog);
+  } catch (const DataSourceChanged& changed) {
+    std::vector<std::string> asked;
+    for (const auto& holder : catalog.holders(version.id)) {
+      if (holder == target) continue;
+      asked.push_back(holder);
+      try {
+        OpenStore from = open_data_store(ctx, holder);
+        bool ready = false;
+        for (const auto& answer : data_ready(from.store, {version.id})) {
+          ready = ready || (answer.id == version.id && answer.state == "ready");
+        }
+        if (!ready) {
+          catalog.note_target(version.id, holder, false);
+          continue;
+        }
+        spdlog::info("{}; its files come from {} instead", changed.what(), holder);
+        return push_data(ctx, store, version, manifest, &catalog, &from.store);
+      } catch (const Error& e) {
+        spdlog::warn("{} could not give {}: {}", holder, version.label(), e.what());
+      }
+    }
+    throw Error(
+        fmt::format("{}; no other target holds {} ({})", changed.what(), version.label(),
+                    asked.empty() ? "none was seen holding it" : "asked: " + join(asked, ", ")),
+        changed.code());
+  }
+}
+
 std::string DataLabel::file_of(const std::string& object) const {
   if (manifest) {
     for (const auto& entry : manifest->entries) {
@@ -115,7 +148,7 @@ void place_run_data(Context& ctx, Executor& executor, RunPlan& plan) {
       spdlog::warn("{} on {} was written to ({}): its changed files are sent again", v.label(),
                    plan.target_name, printable(answer.path, 4096));
     }
-    push_data(ctx, store, v, catalog.manifest(v), &catalog);
+    push_version(ctx, store, plan.target_name, v, catalog.manifest(v), catalog);
     catalog.note_target(v.id, plan.target_name, true);
     pushed = true;
   }

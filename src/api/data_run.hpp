@@ -23,6 +23,13 @@ struct OpenStore {
 /// configuration whose Target it is).
 OpenStore open_data_store(Context& ctx, const std::string& name);
 
+/// Pushes a version to `store` (target `target`) from the folder it was added from; where a file
+/// there changed since, from another target that holds it (the catalog's holders, asked in
+/// turn); throws one line naming the changed file and the targets asked where none has it.
+DataPushResult push_version(Context& ctx, DataStore& store, const std::string& target,
+                            const DataVersion& version, const DataManifest& manifest,
+                            DataCatalog& catalog);
+
 /// A version as people name it, from its id: `NAME@N`, or the id's first digits where the
 /// project does not know it.
 struct DataLabel {

@@ -171,6 +171,29 @@ mlw_data_derive() {
     xargs -r -0 rmdir -- <"$S/trees/.$1.gone-dirs")
 }
 
+# mlw_data_cat STORE: reads object names, one per line, and prints their contents one after the
+# other (a push to another machine whose folder changed since it was added takes them from here);
+# where one is not an object name or this store lacks it, prints nothing and exits 4.
+mlw_data_cat() {
+  mlw_data_open "$1"
+  l=$S/.cat.$$
+  cat >"$l"
+  cd "$S/objects"
+  bad=
+  while [ -z "$bad" ] && IFS= read -r o; do
+    case $o in
+      '' | *[!0-9a-fx.]*) bad="not an object name: $o" ;;
+      *) [ -f "$o" ] || bad="this store lacks $o" ;;
+    esac
+  done <"$l"
+  [ -n "$bad" ] || xargs -r cat -- <"$l"
+  rm -f "$l"
+  [ -z "$bad" ] || {
+    echo "mlw: $bad" >&2
+    exit 4
+  }
+}
+
 # mlw_data_check ID: checks each object of a version by its hash; prints "changed ID OBJECT" for
 # each that is not (or is gone), removes it and the version's tree and list (the next push sends
 # it again); "touched ID FILE" where the tree was written to.

@@ -1,3 +1,4 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -340,6 +341,24 @@ std::string base_candidate(const DataCatalog* catalog, const DataVersion& versio
   return before.empty() ? after : before;
 }
 
+/// Throws DataSourceChanged where a file to send is gone from the folder, or is no longer a
+/// file of its recorded size (a changed content of the same size shows in the store's check).
+void check_source(const DataVersion& version, const std::vector<const DataEntry*>& files) {
+  for (const DataEntry* entry : files) {
+    const std::string path = version.source + "/" + entry->path;
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        static_cast<std::uint64_t>(info.st_size) == entry->size) {
+      continue;
+    }
+    throw DataSourceChanged(fmt::format(
+        "{} changed since `mlw data add` ({}); add the folder again: mlw data add {} {}",
+        printable(path, 4096),
+        ::access(path.c_str(), F_OK) == 0 ? "its size is not the recorded one" : "it is gone",
+        version.name, shell_quote(version.source)));
+  }
+}
+
 /// What failed in a push, for the user: no room (with the bytes it needed), a file changed since
 /// it was added, or the target's words.
 [[noreturn]] void push_failed(const DataStore& store, const DataVersion& version,
@@ -361,7 +380,7 @@ std::string base_candidate(const DataCatalog* catalog, const DataVersion& versio
     if (!starts_with(line, "damaged: ")) continue;
     const DataEntry* found = objects.find(line.substr(9));
     if (!found) continue;
-    throw Error(
+    throw DataSourceChanged(
         fmt::format("{} changed since `mlw data add` (its content no longer has the "
                     "recorded hash); add the folder again: mlw data add {} {}",
                     printable(version.source + "/" + found->path, 4096), version.name,
@@ -395,7 +414,8 @@ std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::s
 }
 
 DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& version,
-                         const DataManifest& manifest, const DataCatalog* catalog) {
+                         const DataManifest& manifest, const DataCatalog* catalog,
+                         DataStore* from) {
   DataPushResult pushed;
   const std::string base_id = base_candidate(catalog, version);
   std::vector<std::string> ids = {version.id};
@@ -468,12 +488,27 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     upload_bytes += TarWriter::entry_bytes(data_object_name(*entry), entry->size);
   }
   pushed.objects_sent = lacking.size();
+  std::unique_ptr<DataPull> pull;
+  if (from && !lacking.empty()) {
+    std::vector<std::string> wanted;
+    for (const DataEntry* entry : lacking) wanted.push_back(data_object_name(*entry));
+    pull = std::make_unique<DataPull>(*from, wanted, pushed.bytes_sent);
+  } else if (!from) {
+    check_source(version, lacking);
+  }
   std::size_t next = 0;
   upload.add_lazily([&] {
     if (next >= lacking.size()) return false;
     const DataEntry& entry = *lacking[next++];
-    upload.add_file(data_object_name(entry), fs::path(version.source) / entry.path, entry.size,
-                    (entry.mode & 0111) ? 0555 : 0444);
+    const std::uint32_t mode = (entry.mode & 0111) ? 0555 : 0444;
+    if (pull) {
+      upload.add_stream(
+          data_object_name(entry), entry.size, mode,
+          [&pull](char* buffer, std::size_t size) { return pull->read(buffer, size); });
+    } else {
+      upload.add_file(data_object_name(entry), fs::path(version.source) / entry.path, entry.size,
+                      mode);
+    }
     return true;
   });
   TreePlan plan = whole_tree(manifest);

@@ -71,17 +71,22 @@ struct TarWriter::Impl {
     std::string bytes;                          // header, inline data or padding
     std::optional<std::filesystem::path> file;  // else: a file streamed from disk
     std::uint64_t size = 0;
+    std::function<std::size_t(char*, std::size_t)> reader;  // else: content read from it
+    Piece(std::string b, std::optional<std::filesystem::path> f, std::uint64_t n,
+          std::function<std::size_t(char*, std::size_t)> r = nullptr)
+        : bytes(std::move(b)), file(std::move(f)), size(n), reader(std::move(r)) {}
   };
   std::deque<Piece> pieces;
   std::uint64_t total = 2 * k_block;
   std::size_t offset = 0;
   int fd = -1;
   std::uint64_t file_left = 0;
+  bool reading = false;  // the front piece's reader has begun
   bool ended = false;
   std::function<bool()> more;
 
   void push(Piece piece) {
-    total += piece.file ? piece.size : piece.bytes.size();
+    total += piece.file || piece.reader ? piece.size : piece.bytes.size();
     pieces.push_back(std::move(piece));
   }
 
@@ -111,6 +116,13 @@ void TarWriter::add_file(const std::string& name, const std::filesystem::path& s
                          std::uint64_t size, std::uint32_t mode) {
   m_impl->add_header(name, '0', size, mode, "");
   m_impl->push({"", source, size});
+  m_impl->push({padding(size), std::nullopt, 0});
+}
+
+void TarWriter::add_stream(const std::string& name, std::uint64_t size, std::uint32_t mode,
+                           std::function<std::size_t(char*, std::size_t)> reader) {
+  m_impl->add_header(name, '0', size, mode, "");
+  m_impl->push({"", std::nullopt, size, std::move(reader)});
   m_impl->push({padding(size), std::nullopt, 0});
 }
 
@@ -166,6 +178,22 @@ std::size_t TarWriter::read(char* buffer, std::size_t size) {
       s.pieces.push_back({std::string(2 * k_block, '\0'), std::nullopt, 0});
     }
     Impl::Piece& piece = s.pieces.front();
+    if (piece.reader) {
+      if (!s.reading) s.file_left = piece.size;
+      s.reading = true;
+      if (s.file_left == 0) {
+        s.reading = false;
+        s.pieces.pop_front();
+        continue;
+      }
+      const std::size_t n = piece.reader(
+          buffer + filled,
+          static_cast<std::size_t>(std::min<std::uint64_t>(size - filled, s.file_left)));
+      if (n == 0) throw Error("a streamed file ended before its size");
+      filled += n;
+      s.file_left -= n;
+      continue;
+    }
     if (piece.file) {
       if (s.fd < 0) {
         s.fd = ::open(piece.file->c_str(), O_RDONLY | O_CLOEXEC);

@@ -186,9 +186,14 @@ run_mlw experiment rerun -r "$RID2" -c dk
 expect_contains "rerun on docker sees @2 (c3 retouched)" "$OUT" "images/cats/c3.jpg $(printf 'cat 3, retouched\n' | sha256sum | cut -c1-16)"
 ID2=$("$MLW" -o json data show ds@2 | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 check "… pushed to this machine's store first" test -d "$HOME/.mlw/data/trees/$ID2"
-run_mlw experiment rerun -r "$RID1" -c dk
-expect_eq "a rerun of @1, whose folder has changed since and this machine lacks, is refused" "$CODE" 125
-expect_contains "… saying which file changed" "$ERR" "c3.jpg changed since"
+# @1's folder here has changed since (c3 retouched): its files come from a target that holds it.
+run_mlw -v experiment rerun -r "$RID1" -c dk
+expect_eq "a rerun of @1, whose folder changed since, on a machine that lacks it" "$CODE" 3
+expect_contains "… takes its files from the target that holds @1" "$ERR" "c3.jpg changed since \`mlw data add\`"
+expect_contains "… saying so" "$ERR" "its files come from rm instead"
+expect_contains "… and the run sees @1's c3" "$OUT" "images/cats/c3.jpg $(printf 'cat 3\n' | sha256sum | cut -c1-16)"
+run_mlw data verify -c dk ds@1
+expect_eq "… which verifies there" "$CODE" 0
 
 # kill -9 mid-push, then a push that resumes: what arrived is not sent again.
 mkdir -p "$WORK/big"
@@ -280,6 +285,12 @@ run_mlw -o json data gc -c q
 check "… and gc its objects that no other version uses" test "$(json_get "$OUT" 'd["removed_objects"]')" -ge 1
 run_mlw -o json data du -c q
 expect_contains "du lists what stays" "$OUT" "ds@2"
+# Now no target holds @1 and its folder here changed: a rerun of it is refused in one line.
+chmod -R u+w "$HOME/.mlw/data" && rm -rf "$HOME/.mlw/data"
+run_mlw experiment rerun -r "$RID1" -c dk
+expect_eq "a rerun of @1 that neither this folder nor any target can give is refused" "$CODE" 125
+expect_contains "… saying which file changed and which targets were asked" "$ERR" "c3.jpg changed since"
+expect_contains "… one line" "$ERR" "no other target holds ds@1 (asked: rm)"
 
 # A file that changes while it is hashed is refused with its name.
 mkdir -p "$WORK/moving"

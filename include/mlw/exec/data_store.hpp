@@ -8,6 +8,7 @@
 #include "mlw/context.hpp"
 #include "mlw/data/catalog.hpp"
 #include "mlw/remote/shell.hpp"
+#include "mlw/util/error.hpp"
 
 namespace mlw {
 
@@ -36,6 +37,32 @@ std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::s
                                       const std::string& run_dir = "",
                                       const std::string& run_id = "");
 
+/// A push whose files here changed (or went) since the version was added: another machine that
+/// holds it may still give its files.
+class DataSourceChanged : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The contents of objects read from another machine's store (data.sh's `mlw_data_cat`), in
+/// order, while a push sends them on: a thread runs the step there, at most 8 MiB held between.
+class DataPull {
+ public:
+  /// Starts reading `names` (their sizes add up to `total`) from `from`.
+  DataPull(DataStore& from, const std::vector<std::string>& names, std::uint64_t total);
+  /// Stops the reading where it is and waits for its thread.
+  ~DataPull();
+  DataPull(const DataPull&) = delete;
+  DataPull& operator=(const DataPull&) = delete;
+  /// Up to `size` bytes of the contents, at least one; throws mlw::Error where the other store
+  /// failed or ended before `total`.
+  std::size_t read(char* buffer, std::size_t size);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
 /// What a push did.
 struct DataPushResult {
   std::size_t objects_sent = 0;
@@ -48,8 +75,12 @@ struct DataPushResult {
 /// the folder of another version of the data set that the store holds (`catalog` names them),
 /// where there is one, so that only what changed is sent. Interrupted, what arrived is kept for
 /// the next push.
+/// With `from`, the contents come from that store (another machine's), not from the folder;
+/// without, a file of the folder that changed since the version was added throws
+/// DataSourceChanged.
 DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& version,
-                         const DataManifest& manifest, const DataCatalog* catalog = nullptr);
+                         const DataManifest& manifest, const DataCatalog* catalog = nullptr,
+                         DataStore* from = nullptr);
 
 /// One line of a store step's answer: its first word, the id, and the rest.
 struct DataLine {

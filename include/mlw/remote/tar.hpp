@@ -19,6 +19,10 @@ class TarWriter {
   /// Adds a regular file whose content is read from `source` when its turn comes.
   void add_file(const std::string& name, const std::filesystem::path& source, std::uint64_t size,
                 std::uint32_t mode);
+  /// Adds a regular file of `size` bytes read from `reader` when its turn comes (it returns at
+  /// most the bytes asked; 0 before `size` throws).
+  void add_stream(const std::string& name, std::uint64_t size, std::uint32_t mode,
+                  std::function<std::size_t(char*, std::size_t)> reader);
   /// Adds a regular file with the given content.
   void add_data(const std::string& name, std::string content, std::uint32_t mode);
   /// Adds a directory.

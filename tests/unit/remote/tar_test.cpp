@@ -119,6 +119,35 @@ TEST(Tar, SizeIsKnownBeforeTheStreamIsRead) {
   EXPECT_EQ(drain(tar).size(), announced);
 }
 
+TEST(Tar, AStreamedFileIsTheSameEntryAsItsContentHeld) {
+  // data push takes objects from another machine's store through add_stream.
+  const std::string content(70000, 's');
+  TarWriter held;
+  held.add_data("obj", content, 0444);
+  std::size_t offset = 0;
+  TarWriter streamed;
+  streamed.add_stream("obj", content.size(), 0444, [&](char* buffer, std::size_t size) {
+    const std::size_t n = std::min<std::size_t>({size, content.size() - offset, 999});
+    std::copy_n(content.data() + offset, n, buffer);
+    offset += n;
+    return n;
+  });
+  EXPECT_EQ(streamed.size(), held.size());
+  EXPECT_EQ(drain(streamed), drain(held));
+}
+
+TEST(Tar, AStreamedFileThatEndsEarlyIsAnError) {
+  TarWriter tar;
+  bool once = false;
+  tar.add_stream("obj", 5000, 0444, [&](char* buffer, std::size_t) {
+    if (once) return std::size_t{0};
+    once = true;
+    buffer[0] = 'x';
+    return std::size_t{1};
+  });
+  EXPECT_THROW(drain(tar), Error);
+}
+
 TEST(Tar, APaxRecordOfLengthZeroEndsTheStreamInsteadOfLooping) {
   test::TempDir dir("mlw-remote");
   const std::string records = "0 path=x\n";
