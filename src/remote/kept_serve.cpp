@@ -33,14 +33,47 @@ std::string frame(char type, std::string_view data) {
   return out;
 }
 
+/// Bytes waiting to go one way, taken from the front by an offset: erasing the front of a 1 MiB
+/// buffer for every 32 KiB packet libssh2 took moved 16 MB for each MB sent, which bounded a
+/// large push through the kept connection (B14 in docs/benchmarks.md).
+class Pending {
+ public:
+  std::size_t size() const { return m_bytes.size() - m_offset; }
+  bool empty() const { return size() == 0; }
+  const char* data() const { return m_bytes.data() + m_offset; }
+  void clear() { m_bytes.clear(), m_offset = 0; }
+  Pending& operator=(std::string_view bytes) {
+    m_bytes.assign(bytes);
+    m_offset = 0;
+    return *this;
+  }
+  Pending& operator+=(std::string_view bytes) {
+    if (m_offset > 0 && m_offset >= m_bytes.size() / 2) {
+      m_bytes.erase(0, m_offset);  // at most once per half a buffer sent
+      m_offset = 0;
+    }
+    m_bytes.append(bytes);
+    return *this;
+  }
+  /// The first `n` bytes went.
+  void consume(std::size_t n) {
+    m_offset += n;
+    if (m_offset == m_bytes.size()) clear();
+  }
+
+ private:
+  std::string m_bytes;
+  std::size_t m_offset = 0;
+};
+
 struct Client {
   int fd = -1;
   std::string request;  // "conv\n" or "cnow\n", until complete
   bool asked = false;   // the request is complete
   bool fresh = false;   // "cnow": a shell started now, not the one started ahead
   LIBSSH2_CHANNEL* channel = nullptr;
-  std::string to_channel;
-  std::string to_client;
+  Pending to_channel;
+  Pending to_client;
   bool done = false;               // nothing more to do but flush to_client
   bool eof = false;                // the command's output ended; the channel is being closed
   Clock::time_point queued_until;  // how long it may wait for the one being served
@@ -137,7 +170,7 @@ class Master {
     if (c.to_client.empty()) return;
     const ssize_t n =
         ::send(c.fd, c.to_client.data(), c.to_client.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) c.to_client.erase(0, static_cast<std::size_t>(n));
+    if (n > 0) c.to_client.consume(static_cast<std::size_t>(n));
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       c.to_client.clear();
       c.done = true;
@@ -214,12 +247,13 @@ class Master {
           c.done = true;  // the client left: its channel goes
           return;
         }
-        if (n > 0) c.to_channel.append(buffer, static_cast<std::size_t>(n)), moved = true;
+        if (n > 0)
+          c.to_channel += std::string_view(buffer, static_cast<std::size_t>(n)), moved = true;
       }
       if (!c.to_channel.empty()) {
         const ssize_t n =
             libssh2_channel_write(c.channel, c.to_channel.data(), c.to_channel.size());
-        if (n > 0) c.to_channel.erase(0, static_cast<std::size_t>(n)), moved = true;
+        if (n > 0) c.to_channel.consume(static_cast<std::size_t>(n)), moved = true;
         if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) return lost(c);
       }
       for (int stream = 0; stream < 2 && c.to_client.size() < k_hold; ++stream) {
