@@ -22,22 +22,28 @@ cd "$I"
 # sha256sum does. A process costs ~5 ms on a loaded machine: 1,000 names per hashing process and
 # as many per mv as a command line holds (64 per process made a push of 300,000 small files
 # spend 22 s starting openssl).
+# Another ship may take the same objects at once (see below): one gone in between is neither
+# hashed nor moved here, and is no error — what the store still lacks is asked after all this.
 mlw_keep() {
   if command -v openssl >/dev/null 2>&1; then
-    xargs -r -n 1000 openssl dgst -sha256 -r | sed 's/ \*/  /'
+    xargs -r -n 1000 openssl dgst -sha256 -r 2>/dev/null | sed 's/ \*/  /'
   else
-    xargs -r -n 1000 sha256sum --
-  fi | awk '$1 == substr($2, 1, 64) { print $2 }' | xargs -r mv -f -t "$S"/
+    xargs -r -n 1000 sha256sum -- 2>/dev/null
+  fi | awk '$1 == substr($2, 1, 64) { print $2 }' | { xargs -r mv -f -t "$S"/ 2>/dev/null || :; }
 }
+# An upload whose lock is still held is under way, or was dropped and its step has not yet seen
+# the end of its input: the objects that arrived whole (their content has the hash their name
+# says; the one tar is writing has not) are taken all the same, so that a push resumed at once
+# after a dropped one does not send them again; its folder stays for its own step.
 for d in */; do
   [ -d "$d" ] || continue
   d=${d%/}
   # shellcheck disable=SC2094 # the lock goes with the folder it guarded, while still held
   (
-    flock -n 9 || exit 0
+    flock -n 9 && free=1 || free=
     # shellcheck disable=SC2010 # the store's names are hashes: nothing for ls to mangle
     cd "$d" && ls | grep -E '^[0-9a-f]{64}(\.x)?$' | mlw_keep
-    cd "$I" && rm -rf "$d" "$d.lock"
+    [ -z "$free" ] || { cd "$I" && rm -rf "$d" "$d.lock"; }
   ) 9>"$d.lock"
 done
 read -r u
