@@ -195,49 +195,47 @@ expect_contains "… and the run sees @1's c3" "$OUT" "images/cats/c3.jpg $(prin
 run_mlw data verify -c dk ds@1
 expect_eq "… which verifies there" "$CODE" 0
 
-# kill -9 mid-push (6 objects arrived whole, not yet checked), then a push that resumes: what
-# arrived is not sent again.
-mkdir -p "$WORK/big"
-for i in $(seq 1 24); do head -c 2000000 /dev/urandom >"$WORK/big/part$i"; done
-run_mlw data add big "$WORK/big"
-"$MLW" data push big -c rm >"$WORK/o" 2>"$WORK/e" &
-pushing=$!
-for _ in $(seq 1 400); do
-  [ "$(find "$STORE/incoming" -type f -size +1950k 2>/dev/null | wc -l)" -ge 6 ] && break
-  sleep 0.02
-done
+# Adds data set $1, 24 files of 2 MB, and pushes it to rm in the background (its pid in
+# $pushing); returns once 6 of its objects arrived whole in the store's incoming/ (not yet checked).
+start_big_push() {
+  mkdir -p "$WORK/$1"
+  for i in $(seq 1 24); do head -c 2000000 /dev/urandom >"$WORK/$1/part$i"; done
+  run_mlw data add "$1" "$WORK/$1"
+  "$MLW" data push "$1" -c rm >"$WORK/o" 2>"$WORK/e" &
+  pushing=$!
+  for _ in $(seq 1 400); do
+    [ "$(find "$STORE/incoming" -type f -size +1950k 2>/dev/null | wc -l)" -ge 6 ] && break
+    sleep 0.02
+  done
+}
+
+# Pushes data set $1 again after an interrupted push: it succeeds, sends fewer than all 24 files,
+# and the store verifies.
+expect_resumed() {
+  run_mlw -o json data push "$1" -c rm
+  expect_eq "the push of $1 after the interrupted one succeeds" "$CODE" 0
+  sent=$(json_get "$OUT" 'd["files_sent"]')
+  check "… sending fewer than all 24 files ($sent)" test "$sent" -lt 24
+  run_mlw data verify -c rm "$1"
+  expect_eq "… and every object checks by its hash" "$CODE" 0
+}
+
+# kill -9 mid-push, then a push that resumes at once: what arrived is not sent again.
+start_big_push big
 kill -9 "$pushing"
 wait "$pushing" 2>/dev/null
-run_mlw -o json data push big -c rm
-expect_eq "the resumed push succeeds" "$CODE" 0
-sent=$(json_get "$OUT" 'd["files_sent"]')
-check "… and sends less than all 24 files ($sent)" test "$sent" -lt 24
-run_mlw data verify -c rm big
-expect_eq "… every object checked by its hash" "$CODE" 0
+expect_resumed big
 
 # The target's sshd drops the connection mid-push (its session processes for this login killed,
 # as a restart or a dropped link does): one line, then a push that resumes.
-mkdir -p "$WORK/big3"
-for i in $(seq 1 24); do head -c 2000000 /dev/urandom >"$WORK/big3/part$i"; done
-run_mlw data add big3 "$WORK/big3"
-"$MLW" data push big3 -c rm >"$WORK/o" 2>"$WORK/e" &
-pushing=$!
-for _ in $(seq 1 400); do
-  [ "$(find "$STORE/incoming" -type f -size +1950k 2>/dev/null | wc -l)" -ge 6 ] && break
-  sleep 0.02
-done
+start_big_push big3
 for pid in $(pgrep -u mlwtest -x sshd); do kill -9 "$pid" 2>/dev/null; done
 wait "$pushing"
 dropped=$?
 expect_eq "a push whose connection drops fails" "$dropped" 1
 expect_eq "… saying so in one line" "$(grep -c '^mlw: error:' "$WORK/e")" 1
 expect_contains "… that the connection went" "$(cat "$WORK/e")" "connection"
-run_mlw -o json data push big3 -c rm
-expect_eq "the next push succeeds" "$CODE" 0
-sent=$(json_get "$OUT" 'd["files_sent"]')
-check "… sending less than all 24 files ($sent)" test "$sent" -lt 24
-run_mlw data verify -c rm big3
-expect_eq "… and the store verifies" "$CODE" 0
+expect_resumed big3
 
 # Two projects push one version to one machine at once.
 cp -r "$WORK/dproj" "$WORK/dproj2"
