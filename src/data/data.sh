@@ -35,12 +35,17 @@ mlw_data_open() {
   mlw_data_locked=1
 }
 
+# Removes a folder of read-only folders (a tree, or one being made), where there is one.
+mlw_data_remove() {
+  [ ! -e "$1" ] || {
+    chmod -R u+w "$1" 2>/dev/null || :
+    rm -rf "$1"
+  }
+}
+
 # Removes a version's tree and its list (the next push makes them again).
 mlw_data_drop() {
-  [ ! -d "$S/trees/$1" ] || {
-    chmod -R u+w "$S/trees/$1" 2>/dev/null || :
-    rm -rf "$S/trees/$1"
-  }
+  mlw_data_remove "$S/trees/$1"
   rm -f "$S/trees/$1.made" "$S/versions/$1"
 }
 
@@ -126,17 +131,11 @@ mlw_data_tree() {
   else
     mlw_data_drop "$id"
     tmp=$S/trees/.$id.tmp
-    [ ! -e "$tmp" ] || {
-      chmod -R u+w "$tmp"
-      rm -rf "$tmp"
-    }
+    mlw_data_remove "$tmp"
     if [ -n "$base" ]; then
       mlw_data_derive "$id" "$base" || {
         head -c "$t" >/dev/null
-        [ ! -e "$tmp" ] || {
-          chmod -R u+w "$tmp"
-          rm -rf "$tmp"
-        }
+        mlw_data_remove "$tmp"
         rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs"
         echo "mlw: the tree of $base is gone or was written to on $(hostname)" >&2
         exit 6
@@ -145,8 +144,7 @@ mlw_data_tree() {
       mkdir "$tmp"
     fi
     head -c "$t" | (cd "$S" && tar -x) || {
-      chmod -R u+w "$tmp"
-      rm -rf "$tmp"
+      mlw_data_remove "$tmp"
       echo "mlw: making the folder of data version $id failed on $(hostname)" >&2
       exit 1
     }
