@@ -10,6 +10,7 @@
 
 #include "mlw/exec/data_store.hpp"
 #include "mlw/exec/ship.hpp"
+#include "step_input.hpp"
 #include "mlw/remote/tar.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
@@ -27,98 +28,6 @@ constexpr int k_store_lacks = 3;
 constexpr int k_base_gone = 6;
 /// The most a store step may print per version asked about (its lines are short), and at least.
 constexpr std::size_t k_answer_floor = 1 << 20;
-
-/// A step's stdin: pieces of text, lines made as they are read, and tar streams, one after
-/// the other.
-class Segments {
- public:
-  void text(std::string value) { m_parts.push_back({std::move(value), nullptr, {}}); }
-  void tar(TarWriter& stream) { m_parts.push_back({{}, &stream, {}}); }
-  /// `count` lines, line(i) the i-th (with its '\n'), made as the stream reaches them.
-  void lines(std::size_t count, std::function<std::string(std::size_t)> line) {
-    m_parts.push_back({{}, nullptr, std::move(line), count});
-  }
-  /// Called with the bytes read from the tar streams so far.
-  std::function<void(std::uint64_t)> on_tar_bytes;
-
-  std::size_t read(char* buffer, std::size_t size) {
-    while (m_index < m_parts.size()) {
-      Part& part = m_parts[m_index];
-      std::size_t n = 0;
-      if (part.stream) {
-        n = part.stream->read(buffer, size);
-        m_tar_bytes += n;
-        if (n > 0 && on_tar_bytes) on_tar_bytes(m_tar_bytes);
-      } else if (part.line) {
-        n = read_lines(part, buffer, size);
-      } else {
-        n = read_held(part.value, m_offset, buffer, size);
-      }
-      if (n > 0) return n;
-      ++m_index;
-      m_offset = 0;
-    }
-    return 0;
-  }
-
- private:
-  struct Part {
-    std::string value;  ///< text, or the line being read of `line`'s
-    TarWriter* stream;
-    std::function<std::string(std::size_t)> line;
-    std::size_t count = 0;
-    std::size_t next = 0;
-  };
-
-  std::size_t read_lines(Part& part, char* buffer, std::size_t size) {
-    std::size_t filled = 0;
-    while (filled < size) {
-      if (m_offset == part.value.size()) {
-        if (part.next == part.count) break;
-        part.value = part.line(part.next++);
-        m_offset = 0;
-      }
-      filled += read_held(part.value, m_offset, buffer + filled, size - filled);
-    }
-    return filled;
-  }
-
-  std::vector<Part> m_parts;
-  std::size_t m_index = 0;
-  std::size_t m_offset = 0;
-  std::uint64_t m_tar_bytes = 0;
-};
-
-/// Runs `script` with `input`, its answer bounded; throws where it says more than `bound`.
-/// With `on_line`, each whole line of its output goes there as it comes, not into the result.
-ShellResult run_bounded(Shell& shell, const std::string& script, Segments* input, std::size_t bound,
-                        const std::function<void(std::string_view)>& on_line = nullptr) {
-  std::string answer;
-  std::size_t said = 0;
-  ShellStreams streams;
-  streams.on_output = [&](std::string_view chunk) {
-    said += chunk.size();
-    if (said > bound) {
-      throw Error(
-          fmt::format("{}: its data store answered with more than {} bytes; is a tool on "
-                      "its PATH (awk, ls, sha256sum) replaced?",
-                      shell.host(), bound));
-    }
-    answer.append(chunk);
-    if (!on_line) return;
-    std::size_t start = 0;
-    for (auto end = answer.find('\n'); end != std::string::npos; end = answer.find('\n', start)) {
-      on_line(std::string_view(answer).substr(start, end - start));
-      start = end + 1;
-    }
-    answer.erase(0, start);
-  };
-  if (input) streams.read_input = [input](char* b, std::size_t n) { return input->read(b, n); };
-  ShellResult result = shell.run(script, streams);
-  if (on_line && !answer.empty()) on_line(answer);
-  result.output = on_line ? std::string() : std::move(answer);
-  return result;
-}
 
 std::vector<DataLine> parse_lines(const std::string& output) {
   std::vector<DataLine> lines;
@@ -534,7 +443,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     Segments input;
     const bool uploading = with_upload && !lacking.empty();
     input.text(uploading ? std::to_string(upload_bytes) + "\n" : "0\n");
-    if (uploading) input.tar(upload);
+    if (uploading) input.tar(upload, upload_bytes);
     input.text(std::to_string(names_bytes) + "\n");
     names(input);
     input.text("0\n" + std::to_string(listed_bytes) + "\n");
@@ -544,7 +453,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
                  std::to_string(tree_plan.gone_dirs.size()) + "\n" + tree_plan.gone_dirs);
     }
     input.text(std::to_string(tree_entries.bytes()) + "\n");
-    input.tar(tree);
+    input.tar(tree, tree_entries.bytes());
     if (progress && uploading) {
       input.on_tar_bytes = [progress, total = pushed.bytes_sent](std::uint64_t sent) {
         progress(std::min(sent, total));

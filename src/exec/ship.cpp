@@ -196,6 +196,9 @@ class ShipStep {
     ShellStreams streams;
     streams.on_output = [this](std::string_view chunk) { on_output(chunk); };
     streams.read_input = [this](char* buffer, std::size_t size) { return read(buffer, size); };
+    streams.input_known = [this]() -> std::size_t {
+      return m_phase == 1 && m_head != "0\n" ? m_upload->size() - m_upload_sent : 0;
+    };
     const ShellResult result = m_shell.run(script, streams);
     if (m_progress) *m_ctx.err << "\r\x1b[K" << std::flush;
     m_progress = {};

@@ -115,6 +115,7 @@ ShellResult Conversation::step(const std::string& script, const ShellStreams& st
                                bool& stopped) {
   if (!m_usable) throw Error("ssh " + m_where + ": the connection's shell has ended");
   m_input_done = !streams.read_input;
+  m_owed = 0;
   m_outgoing += std::to_string(script.size()) + (m_input_done ? " n\n" : " i\n") + script;
   for (StepEnd& stream_end : m_ends) stream_end.reset();
   ShellResult result;
@@ -154,6 +155,10 @@ bool Conversation::feed_input(const ShellStreams& streams) {
     m_outgoing.clear();
     m_sent = 0;
     if (m_input_done || (streams.input_ready && !streams.input_ready())) return progress;
+    if (m_owed > 0) {
+      stream_owed(streams);
+      continue;
+    }
     // A shell started ahead is sent one chunk of the step's input with the script (over a slow
     // link the wait for its marker cost a round trip), the rest once it said it runs the step.
     // A stale one exits before: the step goes to a new shell, that chunk first (taken_input).
@@ -163,6 +168,14 @@ bool Conversation::feed_input(const ShellStreams& streams) {
     // zeroed 1 MiB per chunk cost its pages' faults (milliseconds on a virtual machine) for a
     // step's few bytes, and again for every MiB of a ship.
     if (!m_buffer) m_buffer.reset(new char[k_chunk]);
+    // Input whose length is known well ahead (a tar of objects) goes as one counted chunk, sent
+    // as it is read: one `head -c` there, not one per MiB (a process start costs ~1 ms there).
+    const std::size_t known = streams.input_known && !before_marker ? streams.input_known() : 0;
+    if (known > k_chunk) {
+      m_outgoing.append(std::to_string(known)).append(1, '\n');
+      m_owed = known;
+      continue;
+    }
     std::size_t size = 0;
     bool at_end = false;
     while (size < k_chunk) {
@@ -206,6 +219,21 @@ bool Conversation::read_outputs(const ShellStreams& streams, ShellResult& result
     }
   }
   return progress;
+}
+
+void Conversation::stream_owed(const ShellStreams& streams) {
+  // The shell's `head -c` waits for every announced byte: input that ends short leaves it
+  // waiting for bytes that are not coming, and no later step could be framed on this shell.
+  m_usable = false;
+  const std::size_t n = streams.read_input(m_buffer.get(), std::min(k_chunk, m_owed));
+  if (n == 0) {
+    throw Error(fmt::format("ssh {}: a command's input ended {} bytes before the length it "
+                            "announced",
+                            m_where, m_owed));
+  }
+  m_usable = true;
+  m_owed -= n;
+  m_outgoing.append(m_buffer.get(), n);
 }
 
 std::string_view Conversation::taken_input() const {

@@ -22,6 +22,9 @@ struct ShellStreams {
   /// Asked before read_input; false: no input yet (a conversation waiting for the command's
   /// answer, which arrives through on_output). Empty: always ready.
   std::function<bool()> input_ready;
+  /// Asked before read_input: how many bytes it will surely give next, without waiting for
+  /// anything the command answers (0: not known). Empty: not known.
+  std::function<std::size_t()> input_known;
   /// Receives stdout as it arrives; empty: collected into ShellResult::output.
   std::function<void(std::string_view)> on_output;
   /// Receives stderr as it arrives; empty: collected into ShellResult::errors.

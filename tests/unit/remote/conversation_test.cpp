@@ -57,6 +57,7 @@ class LocalPipe : public ShellPipe {
   std::size_t write(std::string_view data) override {
     if (m_in < 0) return 0;
     const ssize_t n = ::write(m_in, data.data(), data.size());
+    if (n > 0 && m_record) m_record->append(data.substr(0, static_cast<std::size_t>(n)));
     return n > 0 ? static_cast<std::size_t>(n) : 0;
   }
   std::size_t read(int stream, char* buffer, std::size_t size) override {
@@ -78,12 +79,15 @@ class LocalPipe : public ShellPipe {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   void end_input() { ::close(m_in), m_in = -1; }
+  /// Everything written to the shell from now on goes into `record` too.
+  void record_into(std::string* record) { m_record = record; }
 
  private:
   pid_t m_pid = -1;
   int m_in = -1;
   int m_out[2] = {-1, -1};
   bool m_closed[2] = {false, false};
+  std::string* m_record = nullptr;
 };
 
 Conversation local_conversation(const std::string& noise = "") {
@@ -146,6 +150,54 @@ TEST(Conversation, InputIsCountedSoAStepThatLeavesItDoesNotEatTheNext) {
   EXPECT_EQ(next.exit_code, 0);
   const ShellResult empty = step(talk, "cat; echo done", "", true);
   EXPECT_EQ(empty.output, "done\n");
+}
+
+/// A step whose input is `given` bytes of 'x', the first `known` of them said to be known.
+ShellResult step_with_known(Conversation& talk, const std::string& script, std::size_t known,
+                            std::size_t given) {
+  ShellStreams streams;
+  std::size_t offset = 0;
+  streams.read_input = [&](char* buffer, std::size_t want) {
+    const std::size_t n = std::min(want, given - offset);
+    std::fill_n(buffer, n, 'x');
+    offset += n;
+    return n;
+  };
+  streams.input_known = [&]() -> std::size_t { return offset < known ? known - offset : 0; };
+  bool stopped = false;
+  return talk.step(script, streams, stopped);
+}
+
+TEST(Conversation, InputOfAKnownLengthGoesAsOneCountedChunkStreamed) {
+  const std::string marker = "mlw-frame-0123456789abcdef";
+  auto pipe = std::make_unique<LocalPipe>(marker);
+  std::string sent;
+  pipe->record_into(&sent);
+  Conversation talk(std::move(pipe), "here", marker);
+  const std::size_t known = 5 << 20;
+  const ShellResult counted = step_with_known(talk, "wc -c", known, known + 10);
+  EXPECT_EQ(counted.exit_code, 0);
+  EXPECT_EQ(trim(counted.output), std::to_string(known + 10));
+  // One count for the 5 MiB (one `head -c` there, not five), then the rest, then the end.
+  const std::string header = std::to_string(known) + "\n";
+  ASSERT_NE(sent.find("wc -c" + header), std::string::npos);
+  EXPECT_EQ(sent.find("\n1048576\n"), std::string::npos);
+  EXPECT_EQ(sent.substr(sent.size() - 16), "x10\nxxxxxxxxxx0\n");  // the 5 MiB end in x
+  EXPECT_EQ(step(talk, "echo next").output, "next\n");
+}
+
+TEST(Conversation, InputThatEndsShortOfItsKnownLengthEndsTheConversationWithAnError) {
+  Conversation talk = local_conversation();
+  const std::size_t known = 3 << 20;
+  try {
+    step_with_known(talk, "cat >/dev/null", known, known - 100);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input ended 100 bytes before the length it announced"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(talk.usable());
 }
 
 TEST(Conversation, OutputThatHoldsPartsOfTheMarkerIsPassedWhole) {
