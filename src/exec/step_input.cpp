@@ -7,7 +7,9 @@
 
 namespace mlw {
 
-void Segments::text(std::string value) { m_parts.push_back({std::move(value), nullptr, {}}); }
+void Segments::text(std::string value) {
+  m_parts.push_back({std::move(value), nullptr, {}});
+}
 
 void Segments::tar(TarWriter& stream, std::uint64_t bytes) {
   Part part{{}, &stream, {}};

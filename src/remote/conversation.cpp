@@ -227,9 +227,10 @@ void Conversation::stream_owed(const ShellStreams& streams) {
   m_usable = false;
   const std::size_t n = streams.read_input(m_buffer.get(), std::min(k_chunk, m_owed));
   if (n == 0) {
-    throw Error(fmt::format("ssh {}: a command's input ended {} bytes before the length it "
-                            "announced",
-                            m_where, m_owed));
+    throw Error(
+        fmt::format("ssh {}: a command's input ended {} bytes before the length it "
+                    "announced",
+                    m_where, m_owed));
   }
   m_usable = true;
   m_owed -= n;

@@ -99,7 +99,7 @@ class Conversation {
   std::size_t m_sent = 0;
   bool m_ahead_chunk = false;     // a chunk was sent before the marker of a shell started ahead
   std::size_t m_ahead_taken = 0;  // its size (it stays in m_buffer until the marker)
-  std::size_t m_owed = 0;  // bytes of an announced chunk not yet read from the input
+  std::size_t m_owed = 0;         // bytes of an announced chunk not yet read from the input
   bool m_input_done = true;
   bool m_usable = true;
   bool m_noise_told = false;
