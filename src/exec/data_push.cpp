@@ -10,13 +10,13 @@
 
 #include "mlw/exec/data_store.hpp"
 #include "mlw/exec/ship.hpp"
-#include "step_input.hpp"
 #include "mlw/remote/tar.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "step_input.hpp"
 
 namespace mlw {
 
