@@ -60,9 +60,14 @@ mlw_data_touched() {
   printf '%s' "$t"
 }
 
-# The ids that live runs use, one per line; markers of ended runs (an exit_code in their folder —
-# exit_code.job for a batch job — or an ended run.json) and of runs whose folder never came for
-# 2 days are removed.
+# The ids that live runs use, one per line ("ID RUN_ID"). A run's marker is held by a shared lock
+# by its monitor and what that started (exec/monitor.sh, which then leaves `data.held` in the
+# run's folder), as GPU leases are: the kernel frees it when they end, however they end.
+# Markers are removed for runs that ended (an exit_code in their folder — exit_code.job for a
+# batch job — or an ended run.json), whose lock was taken and is free again (unless their
+# folder's `reboot` says a boot hook starts them again), and whose folder never came for 2 days.
+# A run not started yet (queued in Slurm or Grid Engine, or between submit and its monitor) has
+# only its folder to go by.
 mlw_data_live() {
   for u in "$S"/uses/*; do
     [ -f "$u" ] || continue
@@ -70,6 +75,7 @@ mlw_data_live() {
     case $d in \~/*) d=$HOME/${d#\~/} ;; esac
     if [ -e "$d/exit_code" ] || [ -e "$d/exit_code.job" ] ||
       grep -Eqs '"ended_ms": [1-9]' "$d/run.json" ||
+      { [ -e "$d/data.held" ] && [ ! -e "$d/reboot" ] && flock -n -x "$u" true 2>/dev/null; } ||
       { [ ! -e "$d" ] && [ -n "$(find "$u" -mmin +2880)" ]; }; then
       rm -f "$u"
       continue

@@ -436,6 +436,12 @@ std::string monitor_script(const RunPlan& given, const TargetRunPaths& paths,
   } else {
     script += "mlw_reboot=\n";
   }
+  // The data store's marker of the run's data sets, which the monitor holds (data/data.sh).
+  script += "mlw_data_uses=" +
+            (plan.record.data.empty()
+                 ? std::string()
+                 : shell_quote(plan.compute.data_store + "/uses/" + plan.record.run_id)) +
+            "\n";
   script += "mlw_run=" + shell_quote(paths.run_dir) +
             "\nmlw_share=" + shell_quote(paths.share_dir) + "\nmlw_mode=" + mode + "\nset -- " +
             shell_join(words) + "\n";

@@ -22,7 +22,18 @@
 #                        container mlw_hold_sh (hold.sh)
 #   mlw_reboot           restartAfterReboot: the most restarts (empty: not), with mlw_reboot_sh
 #                        (exec/reboot.sh), whose boot hook starts this file again after a restart
+#   mlw_data_uses        the data store's marker of the data sets the run mounts (data/data.sh;
+#                        a leading ~/ is this login's home), or empty
 cd "$mlw_run" || exit 125
+# The run's data sets: the marker is held by a shared lock (fd 7) as long as this monitor or
+# what it started lives, however they end; `data.held` says the lock was taken, so that the
+# store's rm and gc know a run gone without its end written (data.sh mlw_data_live).
+if [ -n "$mlw_data_uses" ]; then
+  case $mlw_data_uses in \~/*) mlw_data_uses=$HOME/${mlw_data_uses#\~/} ;; esac
+  if [ -f "$mlw_data_uses" ] && exec 7<"$mlw_data_uses" && flock -s 7; then
+    : >data.held
+  fi
+fi
 # The exit code; the lease (fd 8) ends with the script; the boot hook with the last run it keeps.
 finish() {
   [ -z "${holder:-}" ] || kill -9 "$holder" 2>/dev/null

@@ -301,6 +301,19 @@ expect_eq "gc while it waits" "$CODE" 0
 check "… keeps its version's folder" test -d "$STORE/trees/$ID1"
 touch "$WORK/release"
 check "… and completes once it is its turn" wait_for 60 run_is "$QRID" Completed
+# A run holds its version through its monitor, as a GPU lease is held: killed with its script
+# (kill -9, no end written), it no longer keeps rm from removing the version.
+"$MLW" experiment submit -a -c q --data ds@1 hold.py "$WORK/never" >"$WORK/o" 2>&1
+KRID=$("$MLW" history list -o tsv | head -1 | cut -f1)
+check "a run that uses ds@1 runs" wait_for 30 run_is "$KRID" Running
+check "… its monitor holds its data sets" wait_for 10 test -e "$USER_HOME/.mlw/runs/$KRID/data.held"
+run_mlw data rm ds@1 -c q
+expect_eq "rm of a version a running run uses is refused" "$CODE" 1
+expect_contains "… naming the run" "$ERR" "$KRID"
+monitor=$(cut -d' ' -f2 "$USER_HOME/.mlw/runs/$KRID/monitor.pid")
+kill -9 -- "-$(ps -o pgid= -p "$monitor" | tr -d ' ')"
+check "… its monitor and script are gone" wait_for 10 sh -c "! kill -0 $monitor 2>/dev/null"
+check "… with no end written" test ! -e "$USER_HOME/.mlw/runs/$KRID/exit_code"
 run_mlw data rm ds@1 -c q
 expect_eq "once it has ended, rm removes the version" "$CODE" 0
 run_mlw -o json data gc -c q
