@@ -173,7 +173,7 @@ void data_verify(Context& ctx, const std::string& target, const std::optional<st
   for (const auto& line : data_step(open.store, "mlw_data_verify", ids)) {
     const DataLabel label = label_of(catalog, line.id);
     nlohmann::ordered_json row = {{"version", label.text}, {"state", line.word}, {"file", ""}};
-    if (line.word == "changed" || line.word == "touched") {
+    if (line.word == "changed" || line.word == "touched" || line.word == "gone") {
       damaged = true;
       row["file"] = json_safe_text(line.word == "changed" ? label.file_of(line.rest) : line.rest);
       catalog.note_target(line.id, open.target, false);
@@ -183,8 +183,8 @@ void data_verify(Context& ctx, const std::string& target, const std::optional<st
   ctx.output().print_list(rows, {{"version", "Version"}, {"state", "State"}, {"file", "File"}});
   if (damaged) {
     throw Error(
-        fmt::format("the data store of {} holds changed files (removed: the next push "
-                    "or submit sends them again)",
+        fmt::format("the data store of {} holds changed files or a removed folder (dropped: "
+                    "the next push or submit sends them again)",
                     open.target));
   }
 }

@@ -204,18 +204,22 @@ mlw_data_cat() {
 mlw_data_check() {
   bad=$(cd "$S/objects" && awk '{ h = $1; sub(/\.x$/, "", h); print h "  " $1 }' "$S/versions/$1" |
     sha256sum -c --quiet 2>/dev/null | sed -n 's/: FAILED.*$//p')
-  t=$(mlw_data_touched "$1")
-  [ -n "$bad$t" ] || return 0
+  t=
+  gone=
+  if [ -d "$S/trees/$1" ] && [ -f "$S/trees/$1.made" ]; then t=$(mlw_data_touched "$1"); else gone=1; fi
+  [ -n "$bad$t$gone" ] || return 0
   for o in $bad; do
     printf 'changed %s %s\n' "$1" "$o"
     rm -f "$S/objects/$o"
   done
   [ -z "$t" ] || printf 'touched %s %s\n' "$1" "${t#"$S/trees/$1/"}"
+  [ -z "$gone" ] || printf 'gone %s\n' "$1"
   mlw_data_drop "$1"
 }
 
 # mlw_data_verify STORE ID...: mlw_data_check of each (every version the store holds when none is
-# named); prints "ok ID" for a version that is intact, "absent ID" for one it does not hold.
+# named); prints "ok ID" for a version that is intact, "absent ID" for one it does not hold,
+# "gone ID" for one whose folder was removed by hand (its list is dropped: the next push makes it).
 mlw_data_verify() {
   mlw_data_open "$1" x
   shift

@@ -203,6 +203,11 @@ start_big_push() {
   run_mlw data add "$1" "$WORK/$1"
   "$MLW" data push "$1" -c rm >"$WORK/o" 2>"$WORK/e" &
   pushing=$!
+  wait_arriving
+}
+
+# Waits (at most 8 s) until six whole files of an upload have arrived in the store's incoming/.
+wait_arriving() {
   for _ in $(seq 1 400); do
     [ "$(find "$STORE/incoming" -type f -size +1950k 2>/dev/null | wc -l)" -ge 6 ] && break
     sleep 0.02
@@ -236,6 +241,33 @@ expect_eq "a push whose connection drops fails" "$dropped" 1
 expect_eq "… saying so in one line" "$(grep -c '^mlw: error:' "$WORK/e")" 1
 expect_contains "… that the connection went" "$(cat "$WORK/e")" "connection"
 expect_resumed big3
+
+# The folder a new version is made from goes away during its push (after the push chose it,
+# before the new folder is made from it): the push sends the whole folder instead.
+run_mlw -o json data show big@1
+BASE=$(json_get "$OUT" 'd["id"]')
+for i in $(seq 13 36); do head -c 2000000 /dev/urandom >"$WORK/big/part$i"; done
+run_mlw data add big "$WORK/big"
+"$MLW" -v data push big -c rm >"$WORK/o" 2>"$WORK/e" &
+pushing=$!
+wait_arriving
+check "… the folder of big@1 is there while the push uploads" test -d "$STORE/trees/$BASE"
+chmod -R u+w "$STORE/trees/$BASE" && rm -rf "$STORE/trees/$BASE"
+wait "$pushing"
+expect_eq "a push whose base folder went away on the way succeeds" "$?" 0
+expect_contains "… saying it sent the whole folder" "$(cat "$WORK/e")" "the whole folder of big@2"
+run_mlw -o json data show big@2
+check "… whose folder holds all 36 files" test \
+  "$(find "$STORE/trees/$(json_get "$OUT" 'd["id"]')" -type f | wc -l)" -eq 36
+run_mlw data verify -c rm big
+expect_eq "… and verifies" "$CODE" 0
+run_mlw data verify -c rm
+expect_eq "verify finds the folder of big@1 removed by hand" "$CODE" 1
+expect_contains "… naming the version" "$OUT" "big@1"
+expect_contains "… as gone" "$OUT" "gone"
+expect_eq "… in one error line" "$(printf '%s\n' "$ERR" | grep -c 'mlw: error')" 1
+run_mlw data verify -c rm
+expect_eq "… and drops it: the store verifies after" "$CODE" 0
 
 # Two projects push one version to one machine at once.
 cp -r "$WORK/dproj" "$WORK/dproj2"

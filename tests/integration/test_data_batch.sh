@@ -57,4 +57,28 @@ for kind in slurm sge; do
     "$("$MLW" -o json data show ds@1)" 'd["id"]')"
 done
 
+# Two users of one machine push one version at once (the Slurm and the Grid Engine logins of this
+# host): each into its own store, both whole, neither writable by the other.
+printf 'row 4\n' >"$DS/a/b/r4.csv"
+run_mlw data add ds "$DS"
+"$MLW" data push ds -c slurm >"$WORK/p1" 2>&1 &
+p1=$!
+"$MLW" data push ds -c sge >"$WORK/p2" 2>&1 &
+p2=$!
+wait "$p1"
+r1=$?
+wait "$p2"
+r2=$?
+expect_eq "two users push one version at once: both succeed" "$r1,$r2" "0,0"
+for kind in slurm sge; do
+  if [ "$kind" = slurm ]; then U=$MLW_TEST_SLURM_USER; else U=$MLW_TEST_SGE_USER; fi
+  UH=$(getent passwd "$U" | cut -d: -f6)
+  run_mlw data verify -c "$kind"
+  expect_eq "$kind: … its store verifies" "$CODE" 0
+  expect_eq "$kind: … every file of the store is its user's" \
+    "$(find "$UH/.mlw/data" ! -user "$U" -print -quit)" ""
+  expect_eq "$kind: … nothing in it is writable by another user" \
+    "$(find "$UH/.mlw/data" -perm /022 ! -type l -print -quit)" ""
+done
+
 finish
