@@ -420,6 +420,19 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     }
     return true;
   });
+  // The step checks once more that the store holds what it did not just receive (a gc may have
+  // run since it was asked): the objects uploaded are checked by their hash as they arrive.
+  std::vector<std::uint32_t> held;
+  std::size_t held_bytes = 0;
+  {
+    std::vector<const DataEntry*> sent(lacking.begin(), lacking.end());
+    std::sort(sent.begin(), sent.end());
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      if (std::binary_search(sent.begin(), sent.end(), &objects[i])) continue;
+      held.push_back(static_cast<std::uint32_t>(i));
+      held_bytes += data_object_name(objects[i]).size() + 1;
+    }
+  }
   TreePlan plan = whole_tree(manifest);
   if (base_ready) {
     for (const auto& other : catalog->versions(version.name)) {
@@ -444,8 +457,14 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     const bool uploading = with_upload && !lacking.empty();
     input.text(uploading ? std::to_string(upload_bytes) + "\n" : "0\n");
     if (uploading) input.tar(upload, upload_bytes);
-    input.text(std::to_string(names_bytes) + "\n");
-    names(input);
+    if (uploading) {
+      input.text(std::to_string(held_bytes) + "\n");
+      input.lines(held.size(),
+                  [&](std::size_t i) { return data_object_name(objects[held[i]]) + "\n"; });
+    } else {
+      input.text(std::to_string(names_bytes) + "\n");
+      names(input);
+    }
     input.text("0\n" + std::to_string(listed_bytes) + "\n");
     listed(input);
     if (!tree_plan.base.empty()) {
