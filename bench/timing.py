@@ -5,18 +5,20 @@ posix_spawn and reaped with waitpid, the same way for mlw and for its floor."""
 import os
 import statistics
 import subprocess
+import tempfile
 import time
 
 
 def run_once(argv, cwd=None, env=None):
     """Wall time of one run of argv in ms; raises when it fails."""
     devnull = os.open(os.devnull, os.O_RDWR)
+    errors = tempfile.TemporaryFile()
     old = os.getcwd()
     if cwd:
         os.chdir(cwd)
     try:
         actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
-                   (os.POSIX_SPAWN_DUP2, devnull, 2)]
+                   (os.POSIX_SPAWN_DUP2, errors.fileno(), 2)]
         start = time.perf_counter()
         pid = os.posix_spawnp(argv[0], argv, env if env is not None else os.environ,
                               file_actions=actions)
@@ -26,8 +28,11 @@ def run_once(argv, cwd=None, env=None):
         os.chdir(old)
         os.close(devnull)
     code = os.waitstatus_to_exitcode(status)
+    errors.seek(0)
+    said = errors.read()[-2000:].decode(errors="replace")
+    errors.close()
     if code != 0:
-        raise RuntimeError(f"{' '.join(argv)} exited with {code}")
+        raise RuntimeError(f"{' '.join(argv)} exited with {code}: {said}")
     return elapsed
 
 
