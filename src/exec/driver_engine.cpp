@@ -96,7 +96,7 @@ class EngineDriver : public RunDriver {
     spec.argv = {"/bin/sh", "-c", std::string(embedded_script("src/exec/hold.sh")), "mlw-hold",
                  std::to_string(pid)};
     try {
-      m_holder = spawn(spec, {.new_session = true, .keep_fd = m_lease->holder()});
+      m_holder = spawn(spec, {.new_session = true, .keep_fds = {m_lease->holder()}});
     } catch (const Error& e) {
       spdlog::warn("the lease is held by this supervisor only: {}", e.what());
     }

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,6 +126,7 @@ class ProcessDriver : public RunDriver {
       ::unlink(m_reserve.c_str());
       return false;
     }
+    hold_data(plan);
     int script_pipe[2];
     if (::pipe2(script_pipe, O_CLOEXEC) != 0) {
       return not_started(session, "cannot create a pipe: " + errno_text(errno));
@@ -135,10 +137,13 @@ class ProcessDriver : public RunDriver {
     try {
       // The lease's descriptor goes with the script: it lasts as long as the script's processes
       // even where this supervisor is killed.
+      std::vector<int> keep;
+      if (m_lease) keep.push_back(m_lease->holder());
+      if (m_data_hold >= 0) keep.push_back(m_data_hold);
       m_script = spawn(m_spec, {.stdout_fd = script_pipe[1],
                                 .stderr_fd = script_pipe[1],
                                 .new_session = true,
-                                .keep_fd = m_lease ? m_lease->holder() : -1});
+                                .keep_fds = std::move(keep)});
     } catch (const Error& e) {
       ::close(script_pipe[1]);
       return not_started(session, e.what());
@@ -174,6 +179,7 @@ class ProcessDriver : public RunDriver {
 
   RunEnding ending(RunSession& session) override {
     if (m_lease) m_lease->end();  // the script has ended: the next run waiting for its GPUs starts
+    if (m_data_hold >= 0) ::close(m_data_hold), m_data_hold = -1;
     m_git_done.get_future().wait();
     session.record.git_commit = m_git.git_commit;
     session.record.git_dirty = m_git.git_dirty;
@@ -205,6 +211,25 @@ class ProcessDriver : public RunDriver {
     return true;
   }
 
+  /// The data store's marker of the data sets the run mounts, held by a shared lock for the
+  /// run's life (the script keeps it too, through a supervisor killed), as a remote run's
+  /// monitor holds it; `data.held` in the run's folder says so to the store's rm and gc
+  /// (data/data.sh mlw_data_live). Without the marker, the folder alone counts.
+  void hold_data(const RunPlan& plan) {
+    if (plan.record.data.empty()) return;
+    const fs::path marker = expand_user(plan.compute.data_store) / "uses" / plan.record.run_id;
+    m_data_hold = ::open(marker.c_str(), O_RDONLY | O_CLOEXEC);
+    if (m_data_hold < 0) return;
+    if (::flock(m_data_hold, LOCK_SH) != 0) {
+      ::close(m_data_hold);
+      m_data_hold = -1;
+      return;
+    }
+    const int held =
+        ::open((plan.run_dir / "data.held").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (held >= 0) ::close(held);
+  }
+
   bool not_started(RunSession& session, const std::string& problem) {
     ::unlink(m_reserve.c_str());
     session.fail(exit_code::k_cannot_start, problem);
@@ -215,6 +240,7 @@ class ProcessDriver : public RunDriver {
   std::unique_ptr<LocalLease> m_lease;
   fs::path m_reserve;
   pid_t m_script = -1;
+  int m_data_hold = -1;  ///< the data store's marker of the run, flock(LOCK_SH)ed
   int m_output = -1;
   int m_log = -1;
   int m_code = 0;

@@ -93,7 +93,9 @@ pid_t spawn(const ProcessSpec& spec, const SpawnOptions& options) {
   for (int i = 0; i < 3; ++i)
     copies[i] = ::fcntl(sources[i] >= 0 ? sources[i] : null_fd, F_DUPFD_CLOEXEC, 3);
   for (int i = 0; i < 3; ++i) ::dup2(copies[i], i);
-  if (options.keep_fd > 2) ::fcntl(options.keep_fd, F_SETFD, 0);  // through exec
+  for (const int keep : options.keep_fds) {
+    if (keep > 2) ::fcntl(keep, F_SETFD, 0);  // through exec
+  }
   if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
     child_fails(cannot_enter, errno, exit_code::k_cannot_start);
   }

@@ -65,6 +65,15 @@ except OSError as e:
     sys.exit(3)
 PY
 sees() { printf '%s\n' "$1" | sed -n 's/^SEES //p'; }
+# hold.py FILE: runs until FILE exists (at most 30 s).
+cat >hold.py <<'PY'
+import os, sys, time
+for _ in range(300):
+    if os.path.exists(sys.argv[1]):
+        break
+    time.sleep(0.1)
+print("held")
+PY
 
 # Bad input: one line each, nothing written.
 run_mlw data add ds "$WORK/nowhere"
@@ -179,6 +188,32 @@ run_mlw experiment submit -c dk --data ds see.py
 expect_eq "docker: the write fails" "$CODE" 3
 expect_contains "… read-only" "$OUT" "Read-only file system"
 expect_eq "… and the run sees every file" "$(sees "$OUT")" "$(expected_listing "$DS")"
+
+# The local kind: this machine's store, the version's folder read in place (MLW_DATA_DS). The
+# suite runs as root, whom 0444 does not stop: this script only reads.
+sed '/^try:/,$d' see.py >look.py
+"$MLW" computetarget attach local -n lc >"$WORK/o" 2>"$WORK/e"
+sed -i 's/^Framework:.*/Framework: Python/' aml_config/lc.runconfig
+run_mlw experiment submit -c lc --data ds look.py
+expect_eq "local: a run that mounts ds" "$CODE" 0
+expect_eq "… sees every file with its content" "$(sees "$OUT")" "$(expected_listing "$DS")"
+expect_contains "… in this machine's store" "$OUT" "ROOT $HOME/.mlw/data/trees/"
+# Its supervisor holds the version, and the script it started: both killed (kill -9, no end
+# recorded), rm may remove it.
+"$MLW" experiment submit -a -c lc --data ds hold.py "$WORK/never" >"$WORK/o" 2>&1
+LRID=$("$MLW" history list -o tsv | head -1 | cut -f1)
+check "local: a run that holds ds runs" wait_for 30 run_is "$LRID" Running
+check "… its supervisor holds its data sets" wait_for 10 test -n "$(find .mlw -path "*$LRID*" -name data.held)"
+run_mlw data rm ds@2 -c lc
+expect_eq "… rm of its version is refused" "$CODE" 1
+expect_contains "… naming the run" "$ERR" "$LRID"
+run_json=$(find .mlw -path "*$LRID*" -name run.json | head -1)
+lpid=$(json_get "$(cat "$run_json")" 'd["pid"]')
+lgroup=$(json_get "$(cat "$run_json")" 'd["process_group"]')
+kill -9 "$lpid" -- "-$lgroup"
+check "… its supervisor and script are gone" wait_for 10 sh -c "! kill -0 $lpid 2>/dev/null && ! kill -0 -- -$lgroup 2>/dev/null"
+run_mlw data rm ds@2 -c lc
+expect_eq "… then rm removes the version from this machine's store" "$CODE" 0
 
 # rerun on another target pushes the recorded version there first.
 chmod -R u+w "$HOME/.mlw/data" && rm -rf "$HOME/.mlw/data"
@@ -308,14 +343,6 @@ run_mlw -o json data push two -c tiny
 expect_eq "with room, the next push succeeds" "$CODE" 0
 
 # rm and gc never take what a queued run needs; both do once it has ended.
-cat >hold.py <<'PY'
-import os, sys, time
-for _ in range(300):
-    if os.path.exists(sys.argv[1]):
-        break
-    time.sleep(0.1)
-print("held")
-PY
 "$MLW" computetarget attach remote -n q -a "$ADDR" -u mlwtest --password-stdin -k \
   --accept-host-key <"$WORK/pw" >"$WORK/o" 2>"$WORK/e"
 sed -i 's/^Framework:.*/Framework: Python/' aml_config/q.runconfig

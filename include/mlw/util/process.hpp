@@ -23,7 +23,8 @@ struct SpawnOptions {
   int stdout_fd = -1;        ///< the child's stdout
   int stderr_fd = -1;        ///< the child's stderr
   bool new_session = false;  ///< setsid(): the child leads a process group of its own (a script)
-  int keep_fd = -1;  ///< a descriptor above 2 the child (and what it starts) keeps open, as it is
+  /// Descriptors above 2 the child (and what it starts) keeps open, as they are.
+  std::vector<int> keep_fds = {};
 };
 
 /// Starts spec.argv (argv[0] searched on PATH when it has no slash) with spec.env (empty: this
