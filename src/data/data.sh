@@ -49,6 +49,12 @@ mlw_data_drop() {
   rm -f "$S/trees/$1.made" "$S/versions/$1"
 }
 
+# True where the store holds a version whole: its list, its tree and the tree's note of when it
+# was made (whether the tree was written to since is mlw_data_touched's).
+mlw_data_whole() {
+  [ -f "$S/versions/$1" ] && [ -d "$S/trees/$1" ] && [ -f "$S/trees/$1.made" ]
+}
+
 # Prints the first file or folder of a version's tree written to since it was made (nothing
 # when none is).
 mlw_data_touched() {
@@ -93,7 +99,7 @@ mlw_data_ready() {
   shift 3
   all=1
   for id in "$@"; do
-    if [ -f "$S/versions/$id" ] && [ -d "$S/trees/$id" ] && [ -f "$S/trees/$id.made" ]; then
+    if mlw_data_whole "$id"; then
       t=$(mlw_data_touched "$id")
       if [ -z "$t" ]; then
         printf 'ready %s %s\n' "$id" "$(cd "$S/trees/$id" && pwd -P)"
@@ -167,8 +173,7 @@ mlw_data_tree() {
 # folders in trees/.ID.gone-dirs (deepest first), its folders writable; fails where BASE's tree
 # is not whole.
 mlw_data_derive() {
-  [ -f "$S/versions/$2" ] && [ -d "$S/trees/$2" ] && [ -f "$S/trees/$2.made" ] &&
-    [ -z "$(mlw_data_touched "$2")" ] || return 1
+  mlw_data_whole "$2" && [ -z "$(mlw_data_touched "$2")" ] || return 1
   cp -al "$S/trees/$2" "$S/trees/.$1.tmp" || return 1
   find "$S/trees/.$1.tmp" -type d -exec chmod u+w {} + || return 1
   (cd "$S/trees/.$1.tmp" && xargs -r -0 rm -f -- <"$S/trees/.$1.gone" &&
@@ -206,7 +211,7 @@ mlw_data_check() {
     sha256sum -c --quiet 2>/dev/null | sed -n 's/: FAILED.*$//p')
   t=
   gone=
-  if [ -d "$S/trees/$1" ] && [ -f "$S/trees/$1.made" ]; then t=$(mlw_data_touched "$1"); else gone=1; fi
+  if mlw_data_whole "$1"; then t=$(mlw_data_touched "$1"); else gone=1; fi
   [ -n "$bad$t$gone" ] || return 0
   for o in $bad; do
     printf 'changed %s %s\n' "$1" "$o"

@@ -456,8 +456,8 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     Segments input;
     const bool uploading = with_upload && !lacking.empty();
     input.text(uploading ? std::to_string(upload_bytes) + "\n" : "0\n");
-    if (uploading) input.tar(upload, upload_bytes);
     if (uploading) {
+      input.tar(upload, upload_bytes);
       input.text(std::to_string(held_bytes) + "\n");
       input.lines(held.size(),
                   [&](std::size_t i) { return data_object_name(objects[held[i]]) + "\n"; });

@@ -135,8 +135,8 @@ class ProcessDriver : public RunDriver {
     m_log = ::open((plan.run_dir / "driver_log.txt").c_str(),
                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     try {
-      // The lease's descriptor goes with the script: it lasts as long as the script's processes
-      // even where this supervisor is killed.
+      // The lease's descriptor and the data sets' marker go with the script: they last as long
+      // as the script's processes even where this supervisor is killed.
       std::vector<int> keep;
       if (m_lease) keep.push_back(m_lease->holder());
       if (m_data_hold >= 0) keep.push_back(m_data_hold);
