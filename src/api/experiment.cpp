@@ -222,6 +222,26 @@ void apply_gpus_option(ComputeConfig& compute, const std::string& target,
   }
 }
 
+/// idleGpu of the run configuration (then submit --idle-gpu) over the target's; refused for a
+/// kind that does not lease GPUs, warned about for a run that leases none (nothing watches it).
+void apply_idle_gpu(RunPlan& plan, const std::optional<std::string>& option) {
+  if (plan.run_config.idle_gpu.set) plan.compute.idle_gpu = plan.run_config.idle_gpu;
+  if (option) plan.compute.idle_gpu = parse_idle_gpu_option(*option);
+  if (!plan.compute.idle_gpu.set) return;
+  if (!kind_of(plan.compute.type).has_key("gpusPerRun")) {
+    throw UsageError(
+        fmt::format("idleGpu: target {} ({}) does not lease GPUs; its jobs' GPUs "
+                    "are its scheduler's",
+                    plan.target_name, plan.compute.type));
+  }
+  if (plan.compute.gpus_per_run == "all") {
+    spdlog::warn(
+        "idleGpu ({}) watches runs that lease GPUs: this run takes none (set gpusPerRun "
+        "in aml_config/{}.compute, or submit --gpus N); it is not watched",
+        plan.compute.idle_gpu.describe(), plan.target_name);
+  }
+}
+
 /// `submit --requeue` over the target's file: its key requeue, where the kind has it.
 void apply_requeue_option(ComputeConfig& compute, const std::string& target) {
   const ComputeKind* kind = find_compute_kind(compute.type);
@@ -249,6 +269,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   plan.compute = load_compute(plan.project, plan.target_name);
   if (request.gpus) apply_gpus_option(plan.compute, plan.target_name, *request.gpus);
   if (request.requeue) apply_requeue_option(plan.compute, plan.target_name);
+  apply_idle_gpu(plan, request.idle_gpu);
   note_ignored_keys(plan.project, ignored);
   plan.extra_env = parse_env(request.env);
   executor = ctx.executor(plan.compute.type);

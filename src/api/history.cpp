@@ -14,6 +14,7 @@
 #include "mlw/data/catalog.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/history/collect.hpp"
+#include "mlw/history/system_use.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
@@ -155,6 +156,7 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
     return;
   }
   json.erase("metrics");
+  json.erase("system");
   if (!record.data.empty()) {
     std::vector<std::string> sets;
     for (const auto& use : record.data) {
@@ -163,6 +165,9 @@ void show_run(Context& ctx, const std::optional<std::string>& run_id) {
     json["data"] = join(sets, ", ");
   }
   ctx.output().print_object(json);
+  if (const auto lines = describe_system_use(record.system); !lines.empty()) {
+    *ctx.out << "\n" << join(lines, "\n") << "\n";
+  }
   const auto series = read_metric_series(store.run_dir(id) / "metrics.jsonl");
   if (series.empty()) return;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();

@@ -19,7 +19,8 @@ namespace mlw::api {
 
 RunField parse_run_field(const std::string& text) {
   const auto colon = text.find(':');
-  RunField field{"param", text};
+  // The GPU sampler's figures (sys/gpu_util, …) are metrics: no parameter has a slash.
+  RunField field{starts_with(text, "sys/") ? "metric" : "param", text};
   if (colon != std::string::npos) {
     field.kind = text.substr(0, colon);
     field.name = text.substr(colon + 1);

@@ -24,13 +24,6 @@ namespace {
 /// The most of a target's answer that is read.
 constexpr std::size_t k_queue_bound = 1 << 20;
 
-/// A name given to -c: a run configuration's Target, else a target's name.
-std::string target_name_of(const Project& project, const std::string& name) {
-  if (!fs::exists(project.run_config_path(name))) return name;
-  const RunConfig config = load_run_config(project, name);
-  return config.target.empty() ? name : config.target;
-}
-
 /// What a ticket wants, as a user reads it: {"gpus": N} or {"run_slots": M}.
 nlohmann::ordered_json wants_of(const std::string& want) {
   const auto colon = want.find(':');
@@ -138,7 +131,7 @@ void queue(Context& ctx, const std::optional<std::string>& name) {
   const Project& project = ctx.project();
   std::vector<std::pair<std::string, ComputeConfig>> targets;
   if (name) {
-    const std::string target = target_name_of(project, *name);
+    const std::string target = target_of_name(project, *name);
     targets.emplace_back(target, load_compute(project, target));
   } else {
     for (const auto& each : project.compute_names()) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "mlw/exec/executor.hpp"
+#include "mlw/history/system_use.hpp"
 #include "mlw/util/clock.hpp"
 #include "mlw/util/strings.hpp"
 
@@ -79,10 +80,12 @@ void print_summary(Context& ctx, const RunRecord& record, const std::filesystem:
   if (!record.metrics.empty()) {
     std::vector<std::string> parts;
     for (const auto& [name, value] : record.metrics.items()) {
+      if (starts_with(name, "sys/")) continue;  // the sampler's: said below
       parts.push_back(name + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
     }
-    summary += "Metrics: " + join(parts, ", ") + "\n";
+    if (!parts.empty()) summary += "Metrics: " + join(parts, ", ") + "\n";
   }
+  for (const auto& line : describe_system_use(record.system)) summary += line + "\n";
   // A run that failed before its script started failed as a command does: its summary goes to
   // stderr, and its first problem is the one `mlw: error:` line that follows (said once).
   const bool failed_before_start = failed_before_its_script(record);

@@ -176,6 +176,18 @@ void register_computetarget(CLI::App& app, Context& ctx) {
     if (api::doctor(ctx, *doctor_name) > 0) ctx.exit_status = exit_code::k_failure;
   });
 
+  auto gpus_name = std::make_shared<std::string>();
+  auto gpus_watch = std::make_shared<bool>(false);
+  auto* gpus = group->add_subcommand(
+      "gpus",
+      "Every GPU of a target's machine: its use, the run and user that lease it, idle time");
+  gpus->add_option("-c,-n,--name", *gpus_name, "Target (or run configuration) name")->required();
+  gpus->add_flag("--watch", *gpus_watch, "Show it again every 2 s until Ctrl-C");
+  gpus->footer(
+      examples({"mlw computetarget gpus -c my_dsvm", "mlw computetarget gpus -c my_dsvm --watch",
+                "mlw -o json computetarget gpus -c my_dsvm"}));
+  gpus->callback([&ctx, gpus_name, gpus_watch] { api::gpus(ctx, *gpus_name, *gpus_watch); });
+
   auto detach_name = std::make_shared<std::string>();
   auto* detach = group->add_subcommand(
       "detach", "Remove a compute target, its run configuration and its stored secrets");

@@ -171,6 +171,12 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
                    "/mlw/data/NAME, path in $MLW_DATA_NAME)")
       ->type_name("NAME[@V][:MOUNT]")
       ->allow_extra_args(false);
+  submit
+      ->add_option_function<std::string>(
+          "--idle-gpu", [request](const std::string& v) { request->idle_gpu = v; },
+          "Warn about or stop this run when its leased GPUs stay below a utilisation (idleGpu, "
+          "docs/gpus.md)")
+      ->type_name("below=5,minutes=30,action=warn|stop");
   submit->add_flag("--requeue", request->requeue,
                    "Slurm, Grid Engine: requeue the job after its checkpoint signal (the compute "
                    "key requeue: true, for this run)");

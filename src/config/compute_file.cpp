@@ -178,6 +178,21 @@ const std::vector<KeySpec<ComputeConfig>>& compute_keys() {
        kinds_with("maxConcurrentRuns"),
        false,
        true},
+      {"gpuSampleSeconds",
+       &C::gpu_sample_seconds,
+       "Seconds between the samples of a leased run's GPUs, CPU and memory (1 to 60; "
+       "docs/gpus.md).",
+       {},
+       kinds_with("gpuSampleSeconds"),
+       false,
+       true},
+      {"gpuUnusedWarnMinutes",
+       &C::gpu_unused_warn_minutes,
+       "Minutes after which a run's leased GPU that it never used is said in its log (0: never).",
+       {},
+       kinds_with("gpuUnusedWarnMinutes"),
+       false,
+       true},
       {"dockerRunArgs",
        &C::docker_run_args,
        "Extra docker run arguments, e.g. [\"--shm-size=8g\"].",
@@ -245,6 +260,31 @@ void check_lease_keys(const ConfigDocument& doc, const ComputeConfig& config) {
   if (config.max_concurrent_runs < 0) {
     fail_at(doc, doc.root["maxConcurrentRuns"], "maxConcurrentRuns must be 0 (no limit) or more");
   }
+  if (config.gpu_sample_seconds < 1 || config.gpu_sample_seconds > 60) {
+    fail_at(doc, doc.root["gpuSampleSeconds"],
+            fmt::format("gpuSampleSeconds must be from 1 to 60 (seconds), not {}",
+                        config.gpu_sample_seconds));
+  }
+  if (!parse_minutes(config.gpu_unused_warn_minutes)) {
+    fail_at(doc, doc.root["gpuUnusedWarnMinutes"],
+            "gpuUnusedWarnMinutes must be minutes from 0 (never) to 10080, not \"" +
+                printable(config.gpu_unused_warn_minutes) + "\"");
+  }
+}
+
+/// The key `idleGpu` (a mapping of its own), where the kind leases GPUs.
+void read_idle_gpu_key(const ConfigDocument& doc, ComputeConfig& config) {
+  const YAML::Node node = doc.root["idleGpu"];
+  if (!node || node.IsNull()) return;
+  const auto kinds = kinds_with("gpusPerRun");
+  if (std::find(kinds.begin(), kinds.end(), config.type) == kinds.end()) {
+    fail_at(doc, node,
+            fmt::format("idleGpu applies to targets that lease GPUs ({}), not {}: a {} job's "
+                        "GPUs are its scheduler's",
+                        join(std::vector<std::string>(kinds.begin(), kinds.end()), ", "),
+                        config.type, config.type));
+  }
+  config.idle_gpu = read_idle_gpu(doc, node);
 }
 
 }  // namespace
@@ -325,6 +365,7 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   }
   ConfigDocument shared = without_own_keys(doc);
   shared.root.remove("restart");  // a mapping of its own: read_restart_policy
+  shared.root.remove("idleGpu");  // one too: read_idle_gpu_key
   apply_key_table(shared, compute_keys(), config);
   doc.warnings = std::move(shared.warnings);
   const ComputeKind* kind = find_compute_kind(config.type);
@@ -350,6 +391,7 @@ ComputeConfig parse_compute(ConfigDocument& doc) {
   }
   check_lease_keys(doc, config);
   read_restart_policy(doc, config);
+  read_idle_gpu_key(doc, config);
   return config;
 }
 

@@ -96,6 +96,10 @@ RunConfig parse_run_config(ConfigDocument& doc, std::vector<std::string>* ignore
     doc.root.remove("CondaFile");
   }
   const bool conda_named = static_cast<bool>(doc.root["CondaDependenciesFile"]);
+  if (const YAML::Node idle = doc.root["idleGpu"]; idle && !idle.IsNull()) {
+    config.idle_gpu = read_idle_gpu(doc, idle);
+  }
+  doc.root.remove("idleGpu");
   auto ignored = apply_key_table(doc, run_config_keys(), config);
   if (conda_file && !conda_named) config.conda_dependencies_file = *conda_file;
   if (const YAML::Node vars = doc.root["EnvironmentVariables"]; vars && vars.IsMap()) {

@@ -65,4 +65,10 @@ RunConfig load_run_config(const Project& project, const std::string& name,
   return config;
 }
 
+std::string target_of_name(const Project& project, const std::string& name) {
+  if (!fs::exists(project.run_config_path(name))) return name;
+  const RunConfig config = load_run_config(project, name);
+  return config.target.empty() ? name : config.target;
+}
+
 }  // namespace mlw

@@ -1,6 +1,7 @@
 #include "mlw/exec/container.hpp"
 
 #include "mlw/data/dataset.hpp"
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/lease.hpp"
 
 #include <fmt/format.h>
@@ -428,7 +429,7 @@ std::string monitor_script(const RunPlan& given, const TargetRunPaths& paths,
               "\nmlw_engine_retry=" + std::to_string(setting("MLW_ENGINE_RETRY")) + "\n" +
               engine_socket_lookup();
   }
-  script += lease_preamble(plan, container);
+  script += lease_preamble(plan, container) + sampler_preamble(plan);
   // restartAfterReboot: the boot hook's file (exec/reboot.sh), which the monitor installs.
   if (const RestartPolicy& restart = plan.compute.restart; restart.after_reboot) {
     script += "mlw_reboot=" + std::to_string(restart.max_restarts) +

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlw/exec/engine_follow.hpp"
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/lease.hpp"
 #include "mlw/exec/run_session.hpp"
 #include "mlw/util/embedded.hpp"
@@ -68,14 +69,14 @@ class EngineDriver : public RunDriver {
       return false;
     }
     session.mark_running();
-    hold_lease_with_container();
+    hold_lease_with_container(session);
     return true;
   }
 
   /// A process of this machine that keeps the lease while the container's main process lives
   /// (exec/hold.sh), so that a supervisor killed with -9 does not free the GPUs of a container
   /// that goes on. None where the engine's processes are not this machine's (said at -v).
-  void hold_lease_with_container() {
+  void hold_lease_with_container(RunSession& session) {
     if (!m_lease) return;
     const EngineResponse inspected =
         m_engine->request("GET", "/containers/" + m_container + "/json");
@@ -92,6 +93,11 @@ class EngineDriver : public RunDriver {
           m_container);
       return;
     }
+    // Its GPUs' sampler: SIGTERM to the container's first process (delivered where it handles
+    // it, as a process of another namespace's init), SIGKILL 10 s later.
+    m_sampler = std::make_unique<LocalSampler>(
+        session.plan, session.record.gpus, m_lease->ticket(), static_cast<pid_t>(pid),
+        std::vector<std::string>{"kill", "-TERM", std::to_string(pid)});
     ProcessSpec spec;
     spec.argv = {"/bin/sh", "-c", std::string(embedded_script("src/exec/hold.sh")), "mlw-hold",
                  std::to_string(pid)};
@@ -151,6 +157,7 @@ class EngineDriver : public RunDriver {
   void stop(RunSession&) override {}
 
   RunEnding ending(RunSession& session) override {
+    if (m_sampler) m_sampler->end();
     stop_holder();
     if (m_lease) m_lease->end();  // the next run waiting for these GPUs starts now
     // Its restart policy's count (exec/restart.sh, in the container, writes it into the run
@@ -179,10 +186,12 @@ class EngineDriver : public RunDriver {
       return ending;
     }
     const std::string source = fmt::format("the Docker engine at {}", m_engine->where());
-    return exit_code_ending(
-        m_followed.ending, session.record.cancel_requested, source,
-        fmt::format("the Docker engine at {} gave no exit code for container {}", m_engine->where(),
-                    m_container));
+    ending =
+        exit_code_ending(m_followed.ending, session.record.cancel_requested, source,
+                         fmt::format("the Docker engine at {} gave no exit code for container {}",
+                                     m_engine->where(), m_container));
+    apply_gpu_files(session.plan.run_dir, ending);
+    return ending;
   }
 
   /// A Lost run's container may go on: it is removed by the supervisor that sees its end.
@@ -199,6 +208,7 @@ class EngineDriver : public RunDriver {
  private:
   std::unique_ptr<DockerEngine> m_engine;
   std::unique_ptr<LocalLease> m_lease;
+  std::unique_ptr<LocalSampler> m_sampler;  ///< the GPUs' sampler of a run that leases them
   pid_t m_holder = -1;  ///< exec/hold.sh: keeps the lease while the container's process lives
   std::string m_container;
   EngineFollowResult m_followed;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/lease.hpp"
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -370,6 +371,7 @@ RunEnding MonitorDriver::ending(RunSession& session) {
         "started again",
         session.host(), session.record.restarts));
   }
+  apply_gpu_words(lines, ending);
   if (said("outage")) {
     ending.problems.push_back(
         fmt::format("the Docker engine on {} stopped answering during the run; its end was read "

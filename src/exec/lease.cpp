@@ -85,9 +85,11 @@ LeaseAnswer parse_lease_answer(std::string_view line, bool gpus) {
     }
   } else if (word == "granted" && !rest.empty()) {
     answer.kind = LeaseAnswer::Kind::Granted;
-    answer.text = rest;
+    const auto gap = rest.find(' ');
+    answer.text = rest.substr(0, gap);
+    if (gap != std::string::npos) answer.ticket = rest.substr(gap + 1);
     if (!gpus) return answer;
-    for (const auto& item : split(rest, ',')) {
+    for (const auto& item : split(answer.text, ',')) {
       const auto index = parse_integer(item, 0, 1023);
       if (!index) {
         answer.gpus.clear();
@@ -141,7 +143,9 @@ LeaseAnswer LocalLease::next(const std::function<bool()>& stop) {
     if (newline != std::string::npos) {
       const std::string line = m_buffer.substr(0, newline);
       m_buffer.erase(0, newline + 1);
-      return parse_lease_answer(line, m_gpus);
+      LeaseAnswer answer = parse_lease_answer(line, m_gpus);
+      if (answer.kind == LeaseAnswer::Kind::Granted) m_ticket = answer.ticket;
+      return answer;
     }
     if (m_out < 0 || (stop && stop())) {
       end();

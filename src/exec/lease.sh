@@ -11,8 +11,9 @@
 # supervisor), with its stdin a pipe that process holds: the lease lasts until that pipe ends,
 # that is until the process ends, however it ends. Answers on stdout, one line each:
 # "notice TEXT" (the folder is not shared: why, and the administrator's command), "queued
-# POSITION" (it waits; first come, first served across users), then "granted LIST" (the GPU
-# indexes or the slot, comma-separated) or "error TEXT"; nothing more where it was stopped.
+# POSITION" (it waits; first come, first served across users), then "granted LIST TICKET" (the GPU
+# indexes or the slot, comma-separated, then its ticket's folder, where the run's GPU sampler
+# says how it uses them) or "error TEXT"; nothing more where it was stopped.
 #
 # The folder holds a directory per GPU (gpu.K) or slot (slot.K), flock(1)ed by whoever holds it,
 # and a ticket per run (q.<ns since 1970>.<pid>: info, `held` once granted) flock(1)ed for the
@@ -147,7 +148,7 @@ take() {
   fi
   echo "$picked $(date +%s)" >"$t/held"
   exec 4<&-
-  echo "granted $picked"
+  echo "granted $picked $t"
   wait "$c"
 }
 

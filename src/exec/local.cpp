@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/lease.hpp"
 #include "mlw/exec/run_session.hpp"
 #include "mlw/history/collect.hpp"
@@ -150,6 +151,11 @@ class ProcessDriver : public RunDriver {
     }
     ::close(script_pipe[1]);
     session.record.process_group = m_script;
+    if (m_lease) {
+      m_sampler = std::make_unique<LocalSampler>(
+          plan, session.record.gpus, m_lease->ticket(), m_script,
+          std::vector<std::string>{"kill", "-s", "TERM", "--", "-" + std::to_string(m_script)});
+    }
     session.mark_running();  // the run goes on even when this cannot be saved
     // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
     m_helper = std::thread([this, &session, &plan] {
@@ -178,13 +184,16 @@ class ProcessDriver : public RunDriver {
   void stop(RunSession&) override {}
 
   RunEnding ending(RunSession& session) override {
+    if (m_sampler) m_sampler->end();
     if (m_lease) m_lease->end();  // the script has ended: the next run waiting for its GPUs starts
     if (m_data_hold >= 0) ::close(m_data_hold), m_data_hold = -1;
     m_git_done.get_future().wait();
     session.record.git_commit = m_git.git_commit;
     session.record.git_dirty = m_git.git_dirty;
     ::unlink(m_reserve.c_str());
-    return local_ending(m_code, session.record.cancel_requested);
+    RunEnding ending = local_ending(m_code, session.record.cancel_requested);
+    apply_gpu_files(session.plan.run_dir, ending);
+    return ending;
   }
 
   /// The submitting mlw is done; the tree may still be building.
@@ -238,6 +247,7 @@ class ProcessDriver : public RunDriver {
 
   ProcessSpec m_spec;
   std::unique_ptr<LocalLease> m_lease;
+  std::unique_ptr<LocalSampler> m_sampler;  ///< the GPUs' sampler of a run that leases them
   fs::path m_reserve;
   pid_t m_script = -1;
   int m_data_hold = -1;  ///< the data store's marker of the run, flock(LOCK_SH)ed

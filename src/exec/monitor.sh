@@ -24,6 +24,8 @@
 #                        (exec/reboot.sh), whose boot hook starts this file again after a restart
 #   mlw_data_uses        the data store's marker of the data sets the run mounts (data/data.sh;
 #                        a leading ~/ is this login's home), or empty
+#   mlw_sample_sh        for a run leasing GPUs, exec/sampler.sh (else empty), with
+#                        mlw_sample_awk, mlw_sample_every, mlw_sample_warn, mlw_sample_policy
 cd "$mlw_run" || exit 125
 # The run's data sets: the marker is held by a shared lock (fd 7) as long as this monitor or
 # what it started lives, however they end; `data.held` says the lock was taken, so that the
@@ -34,9 +36,39 @@ if [ -n "$mlw_data_uses" ]; then
     : >data.held
   fi
 fi
+# The GPU sampler (exec/sampler.sh), in a session of its own: mlw_sample ROOT STOP… starts it for
+# the run's processes under ROOT; mlw_sample_end ends it, saying in gpu_notes where it had been
+# killed (no gpu.end: it did not stop by itself) before the run ended.
+mlw_sample() {
+  [ -n "${mlw_sample_sh:-}" ] && [ -n "$gpus" ] || return 0
+  (
+    cd "$mlw_run" || exit 0
+    m=metrics.jsonl
+    [ "$mlw_mode" = copy ] && m=gpu_metrics.jsonl
+    r=$1
+    shift
+    exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$gpus" "$mlw_sample_every" \
+      "$mlw_sample_warn" "$mlw_sample_policy" "$ticket" "$r" "$m" "$@" 8>&- 7>&-
+  ) </dev/null >/dev/null 2>&1 &
+  echo $! >"$mlw_run/gpu.pid"
+}
+mlw_sample_end() {
+  [ -s "$mlw_run/gpu.pid" ] || return 0
+  read -r sp <"$mlw_run/gpu.pid"
+  rm -f "$mlw_run/gpu.pid"
+  if ! kill -TERM -- "-$sp" 2>/dev/null && [ ! -e "$mlw_run/gpu.end" ] &&
+    [ ! -e "$mlw_run/gpu_stop" ]; then
+    b=
+    { read -r _ b <"$mlw_run/gpu.beat"; } 2>/dev/null
+    b=$(date -u -d "@${b:-0}" +%H:%M:%S 2>/dev/null)
+    echo "GPU sampling stopped${b:+ at $b UTC}: its sampler was killed; the run went on" \
+      "without samples" >>"$mlw_run/gpu_notes"
+  fi
+}
 # The exit code; the lease (fd 8) ends with the script; the boot hook with the last run it keeps.
 finish() {
   [ -z "${holder:-}" ] || kill -9 "$holder" 2>/dev/null
+  mlw_sample_end
   exec 8>&-
   echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code
   [ -z "$mlw_reboot" ] || mlw_hook_remove
@@ -68,6 +100,7 @@ fi
 # ended, however they end. Its answers go into lease.log, which the follow steps read; the run
 # waits here (Queued) until granted. Ended without a grant (a cancel stopped it): 143, as a script stopped.
 gpus=
+ticket=
 if [ -n "$mlw_lease_want" ]; then
   rm -f lease.in lease.out
   mkfifo lease.in lease.out || {
@@ -92,7 +125,11 @@ if [ -n "$mlw_lease_want" ]; then
   done
   exec 7<&-
   case "$a" in
-    granted\ *) gpus=${a#granted } ;;
+    granted\ *)
+      # The GPUs, then the ticket's folder (exec/lease.sh).
+      gpus=${a#granted }
+      case "$gpus" in *\ *) ticket=${gpus#* } gpus=${gpus%% *} ;; esac
+      ;;
     error\ *)
       echo "mlw: error: cannot lease: ${a#error }" >>driver_log.txt
       finish 125
@@ -125,7 +162,9 @@ if [ "$mlw_mode" = process ]; then
   "$@" </dev/null >>../driver_log.txt 2>&1 &
   echo $! >../script.pid
   [ -e ../stopped ] && kill -TERM $! 2>/dev/null
-  wait $!
+  script=$!
+  mlw_sample "$script" kill -TERM "$script"
+  wait "$script"
   code=$?
   cd ..
   finish "$code"
@@ -149,7 +188,10 @@ mlw_hold() {
       sleep 0.2
       i=$((i + 1))
     done
-    [ -n "$p" ] && exec setsid sh -c "$mlw_hold_sh" mlw-hold "$p"
+    [ -n "$p" ] || exit 0
+    # shellcheck disable=SC2086 # docker's words have no space in them
+    mlw_sample "$p" $mlw_docker stop -t 10 "$cid"
+    exec setsid sh -c "$mlw_hold_sh" mlw-hold "$p"
   ) </dev/null >/dev/null 2>&1 &
   holder=$!
 }
@@ -242,6 +284,8 @@ if [ "$mlw_mode" = copy ]; then
   mlw_d cp "$cid:/mlw/run/snapshot/outputs" - 2>/dev/null | tar -C snapshot -xf - 2>/dev/null
   mlw_d cp "$cid:/mlw/run/metrics.jsonl" - 2>/dev/null | tar -xf - 2>/dev/null
   mlw_d cp "$cid:/mlw/run/restarts" - 2>/dev/null | tar -xf - 2>/dev/null
+  mlw_sample_end
+  [ ! -s gpu_metrics.jsonl ] || cat gpu_metrics.jsonl >>metrics.jsonl
   finish "${code:-125}"
   (mlw_d rm "$cid" >/dev/null 2>&1 &)
   exit 0

@@ -6,6 +6,7 @@
 
 #include "mlw/history/collect.hpp"
 #include "mlw/history/params.hpp"
+#include "mlw/history/system_use.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/strings.hpp"
@@ -85,6 +86,11 @@ void RunRecorder::collect_results(bool outputs) {
         collect_outputs(m_run_dir / "snapshot" / "outputs", m_run_dir / "outputs", record.problems);
   }
   record.metrics = last_metric_values(m_run_dir / "metrics.jsonl", &record.problems);
+  // The GPU sampler's series summed up (docs/gpus.md), its run-wide figures as metrics.
+  const SystemUse use = read_system_use(m_run_dir / "metrics.jsonl");
+  record.system = use.to_json();
+  const nlohmann::ordered_json summary = system_summary_metrics(use);
+  for (auto it = summary.begin(); it != summary.end(); ++it) record.metrics[it.key()] = it.value();
   const nlohmann::ordered_json logged = logged_params(m_run_dir / "metrics.jsonl");
   for (auto it = logged.begin(); it != logged.end(); ++it) record.params[it.key()] = it.value();
 }

@@ -117,7 +117,8 @@ nlohmann::ordered_json RunRecord::to_json() const {
     out["sweep_id"] = sweep_id;
     out["point"] = point;
   }
-  if (!gpus.empty()) out["gpus"] = gpus;  // leased runs only
+  if (!gpus.empty()) out["gpus"] = gpus;                              // leased runs only
+  if (system.is_object() && !system.empty()) out["system"] = system;  // sampled runs only
   if (!data.empty()) {
     nlohmann::ordered_json sets = nlohmann::ordered_json::array();
     for (const auto& use : data) {
@@ -226,6 +227,9 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
         r.gpus.push_back(static_cast<int>(gpu.get<std::int64_t>()));
       }
     }
+  }
+  if (const auto use = json.find("system"); use != json.end() && use->is_object()) {
+    r.system = *use;
   }
   if (const auto sets = json.find("data"); sets != json.end() && sets->is_array()) {
     for (const auto& set : *sets) {

@@ -42,6 +42,11 @@ void show_target(Context& ctx, const std::string& name);
 nlohmann::ordered_json doctor_rows(Context& ctx, const std::string& name);
 /// `mlw computetarget doctor -n NAME`: one line per check; returns the number that failed.
 int doctor(Context& ctx, const std::string& name);
+/// `mlw computetarget gpus -c NAME [--watch]`: every GPU of the target's machine, its use, the
+/// run and user that lease it, other processes on it, how long it has been idle (docs/gpus.md).
+void gpus(Context& ctx, const std::string& name, bool watch);
+/// The same as a JSON object: {"target", "host", "gpus": [...]}, over an open shell.
+nlohmann::ordered_json gpus_of(Context& ctx, const std::string& name);
 /// Removes NAME.compute, NAME.runconfig and the stored password.
 void detach(Context& ctx, const std::string& name);
 

@@ -15,10 +15,11 @@ struct SubmitRequest {
   std::optional<std::string> target;
   bool async = false;
   bool cancel_on_interrupt = false;
-  std::vector<std::string> env;     ///< KEY=VALUE
-  std::optional<std::string> gpus;  ///< --gpus N: overrides gpusPerRun (docs/gpus.md)
-  bool requeue = false;             ///< --requeue: the compute key requeue, for this run
-  std::vector<std::string> data;    ///< --data NAME[@V][:MOUNT] (docs/data.md)
+  std::vector<std::string> env;         ///< KEY=VALUE
+  std::optional<std::string> gpus;      ///< --gpus N: overrides gpusPerRun (docs/gpus.md)
+  bool requeue = false;                 ///< --requeue: the compute key requeue, for this run
+  std::vector<std::string> data;        ///< --data NAME[@V][:MOUNT] (docs/data.md)
+  std::optional<std::string> idle_gpu;  ///< --idle-gpu below=5,minutes=30,action=stop
   std::string script;
   std::vector<std::string> arguments;
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "mlw/config/gpu_watch.hpp"
 #include "mlw/config/keys.hpp"
 
 namespace mlw {
@@ -37,6 +38,11 @@ struct ComputeConfig {
   /// wait: GPUs in use by a process without a lease are not handed out; ignore: they are.
   std::string gpu_foreign_use = "wait";
   int max_concurrent_runs = 0;  ///< runs at once on the machine under a lease; 0: no limit
+  /// Seconds between a leased run's GPU samples (1 to 60; docs/gpus.md).
+  int gpu_sample_seconds = 1;
+  /// Minutes after which a leased GPU never used is said in the run's log ("0": never).
+  std::string gpu_unused_warn_minutes = "10";
+  IdleGpuPolicy idle_gpu;  ///< the key `idleGpu` (a runconfig's or submit --idle-gpu wins)
   std::vector<std::string> docker_run_args;
   std::string native_shared_directory = "~/.mlw/share/";
   std::string data_store = "~/.mlw/data";  ///< `mlw data`'s store on the machine (docs/data.md)

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "mlw/config/gpu_watch.hpp"
 #include "mlw/config/keys.hpp"
 
 namespace mlw {
@@ -20,6 +21,7 @@ struct RunConfig {
   bool tracked_run = true;
   std::vector<std::string> data;  ///< data sets the runs mount: NAME[@V][:MOUNT] (docs/data.md)
   std::string unused;             ///< sink for keys that are accepted and ignored
+  IdleGpuPolicy idle_gpu;         ///< idleGpu: over the target's (docs/gpus.md)
 };
 
 /// The key table of `.runconfig` files.

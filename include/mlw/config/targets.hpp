@@ -23,4 +23,7 @@ std::optional<ComputeConfig> current_compute(const Project& project, const std::
 RunConfig load_run_config(const Project& project, const std::string& name,
                           std::vector<std::string>* ignored = nullptr);
 
+/// A name given to -c: a run configuration's Target, else a target's name.
+std::string target_of_name(const Project& project, const std::string& name);
+
 }  // namespace mlw

@@ -60,7 +60,8 @@ struct LeaseAnswer {
   Kind kind = Kind::Ended;
   int position = 0;
   std::vector<int> gpus;
-  std::string text;  ///< Granted: the list as said ("1,3"); Error, Notice: what it says
+  std::string text;    ///< Granted: the list as said ("1,3"); Error, Notice: what it says
+  std::string ticket;  ///< Granted: the ticket's folder on the machine ("" where not said)
 };
 
 /// Reads one line lease.sh printed (without its newline); anything else is an Error.
@@ -89,6 +90,8 @@ class LocalLease {
   /// keep_fd), the lease lasts while the script's processes or this object keep it, so that a
   /// supervisor killed with SIGKILL does not free the GPUs of a script that goes on.
   int holder() const { return m_in; }
+  /// The ticket's folder the grant named ("" before it, or where it named none).
+  const std::string& ticket() const { return m_ticket; }
 
  private:
   pid_t m_pid = -1;
@@ -96,6 +99,7 @@ class LocalLease {
   int m_out = -1;  ///< lease.sh's answers
   bool m_gpus = false;
   std::string m_buffer;
+  std::string m_ticket;
 };
 
 /// Takes one answer of a run's lease: Queued recorded and said ("Queued (position 3 on T)"),

@@ -84,8 +84,10 @@ struct RunRecord {
   unsigned long long pid_start = 0;   ///< its start time, to tell a reused pid apart
   std::string boot_id;
   bool cancel_requested = false;
-  std::string job_id;         ///< the batch system's job id (slurm, sge)
-  std::vector<int> gpus;      ///< the GPU indexes leased to the run (gpusPerRun; docs/gpus.md)
+  std::string job_id;     ///< the batch system's job id (slurm, sge)
+  std::vector<int> gpus;  ///< the GPU indexes leased to the run (gpusPerRun; docs/gpus.md)
+  /// What its GPU sampler recorded (SystemUse::to_json; {} where nothing was sampled).
+  nlohmann::ordered_json system = nlohmann::ordered_json::object();
   std::vector<DataUse> data;  ///< the data sets' versions it mounts
   /// Each node's exit code, by rank (multi-node batch jobs; none for a rank the system stopped).
   std::vector<std::optional<int>> node_exit_codes;

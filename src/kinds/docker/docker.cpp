@@ -15,7 +15,8 @@ const TargetKind& docker_kind() {
       .place = &this_machine(),
       .runner = {.image = true, .detached = true, .make_driver = monitor_driver},
       .keys = {"baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs",
-               "gpusPerRun", "gpuForeignUse", "maxConcurrentRuns"},
+               "gpusPerRun", "gpuForeignUse", "gpuSampleSeconds", "gpuUnusedWarnMinutes",
+               "maxConcurrentRuns"},
       .attach = {.docker = true},
       .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",
                           "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "

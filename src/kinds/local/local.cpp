@@ -23,7 +23,7 @@ const TargetKind& local_kind() {
       .name = "local",
       .place = &this_machine(),
       .keys = {"pythonLocation", "sparkSubmitLocation", "gpusPerRun", "gpuForeignUse",
-               "maxConcurrentRuns"},
+               "gpuSampleSeconds", "gpuUnusedWarnMinutes", "maxConcurrentRuns"},
       .attach = {.python = true},
       .attach_examples = {"mlw computetarget attach local -n py311 --python python3.11",
                           "mlw computetarget attach docker -n gpu --base-image pytorch/pytorch "

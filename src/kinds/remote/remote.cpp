@@ -25,7 +25,7 @@ const TargetKind& remote_kind() {
       .runner = {.detached = true, .make_driver = monitor_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "pythonLocation", "userManagedEnvironment", "gpusPerRun", "gpuForeignUse",
-               "maxConcurrentRuns"},
+               "gpuSampleSeconds", "gpuUnusedWarnMinutes", "maxConcurrentRuns"},
       .attach = {.remote = true, .python = true},
       .attach_examples = {"mlw computetarget attach remotedocker -n my_dsvm -a gpu-vm.example.com "
                           "-u me --password-stdin -k < pw.txt",

@@ -15,7 +15,8 @@ const TargetKind& remotedocker_kind() {
       .runner = {.image = true, .detached = true, .make_driver = monitor_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
                "baseDockerImage", "sharedVolumes", "nvidiaDocker", "gpus", "dockerRunArgs",
-               "useSudo", "gpusPerRun", "gpuForeignUse", "maxConcurrentRuns"},
+               "useSudo", "gpusPerRun", "gpuForeignUse", "gpuSampleSeconds", "gpuUnusedWarnMinutes",
+               "maxConcurrentRuns"},
       .attach = {.remote = true, .docker = true},
       .attach_examples = {"mlw computetarget attach remotedocker -n my_dsvm -a gpu-vm.example.com "
                           "-u me --password-stdin -k < pw.txt",

@@ -1,0 +1,131 @@
+// A leased run's GPU sampler (docs/gpus.md): its settings for a monitor, the local one, and
+// what it leaves for the run's record.
+#include "mlw/exec/gpu_sampling.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "mlw/exec/executor.hpp"
+#include "mlw/exec/lease.hpp"
+#include "mlw/exec/run_recorder.hpp"
+#include "mlw/util/embedded.hpp"
+#include "mlw/util/fs.hpp"
+#include "mlw/util/process.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "mlw/util/strings.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// The most lines of gpu_notes a record takes, and the longest.
+constexpr std::size_t k_max_notes = 20;
+constexpr std::size_t k_max_note = 400;
+
+/// Appends `line` to `file`.
+void append_line(const fs::path& file, const std::string& line) {
+  std::ofstream out(file, std::ios::app);
+  out << line << '\n';
+}
+
+/// The sampler's words after its program and GPUs: seconds, warn, policy.
+std::vector<std::string> settings(const RunPlan& plan) {
+  const ComputeConfig& compute = plan.compute;
+  return {std::to_string(compute.gpu_sample_seconds), compute.gpu_unused_warn_minutes,
+          compute.idle_gpu.sampler_word()};
+}
+
+}  // namespace
+
+bool samples_gpus(const RunPlan& plan) {
+  return starts_with(lease_request(plan).want, "gpu:");
+}
+
+std::string sampler_preamble(const RunPlan& plan) {
+  if (!samples_gpus(plan)) return "mlw_sample_sh=\n";
+  const auto words = settings(plan);
+  return "mlw_sample_sh=" + shell_quote(script_body("src/exec/sampler.sh")) +
+         "\nmlw_sample_awk=" + shell_quote(script_body("src/exec/sampler.awk")) +
+         "\nmlw_sample_every=" + shell_quote(words[0]) +
+         "\nmlw_sample_warn=" + shell_quote(words[1]) +
+         "\nmlw_sample_policy=" + shell_quote(words[2]) + "\n";
+}
+
+LocalSampler::LocalSampler(const RunPlan& plan, const std::vector<int>& gpus,
+                           const std::string& ticket, pid_t root,
+                           const std::vector<std::string>& stop)
+    : m_run_dir(plan.run_dir) {
+  if (!samples_gpus(plan) || gpus.empty() || root <= 0) return;
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh",
+               "-c",
+               script_body("src/exec/sampler.sh"),
+               "mlw-sample",
+               script_body("src/exec/sampler.awk"),
+               gpu_list(gpus)};
+  for (auto& word : settings(plan)) spec.argv.push_back(std::move(word));
+  spec.argv.push_back(ticket);
+  spec.argv.push_back(std::to_string(root));
+  spec.argv.push_back("metrics.jsonl");
+  spec.argv.insert(spec.argv.end(), stop.begin(), stop.end());
+  spec.cwd = plan.run_dir;
+  try {
+    m_pid = spawn(spec, {.new_session = true});
+  } catch (const Error& e) {
+    append_line(m_run_dir / "gpu_notes", std::string("GPU sampling did not start: ") + e.what());
+  }
+}
+
+LocalSampler::~LocalSampler() {
+  end();
+}
+
+void LocalSampler::end() {
+  if (m_pid <= 0) return;
+  // Reaped first where it ended by itself: then its group is gone.
+  int status = 0;
+  const bool ended = ::waitpid(m_pid, &status, WNOHANG) == m_pid;
+  if (ended || ::kill(-m_pid, SIGTERM) != 0) {
+    if (!fs::exists(m_run_dir / "gpu.end") && !fs::exists(m_run_dir / "gpu_stop")) {
+      append_line(m_run_dir / "gpu_notes",
+                  "GPU sampling stopped: its sampler was killed; the run went on without samples");
+    }
+  }
+  if (!ended) {
+    for (int i = 0; i < 100 && ::waitpid(m_pid, &status, WNOHANG) == 0; ++i) ::usleep(10000);
+  }
+  m_pid = -1;
+}
+
+void apply_gpu_words(const std::vector<std::string>& lines, RunEnding& ending) {
+  std::size_t notes = 0;
+  for (const auto& line : lines) {
+    if (starts_with(line, "gpu-stop ")) {
+      ending.problems.push_back(printable(trim(line.substr(9)), k_max_note));
+    } else if (starts_with(line, "gpu-note ") && notes++ < k_max_notes) {
+      ending.problems.push_back(printable(trim(line.substr(9)), k_max_note));
+    }
+  }
+}
+
+void apply_gpu_files(const fs::path& run_dir, RunEnding& ending) {
+  std::vector<std::string> lines;
+  for (const auto& [file, word] :
+       {std::pair{"gpu_stop", "gpu-stop "}, {"gpu_notes", "gpu-note "}}) {
+    std::ifstream in(run_dir / file);
+    std::string line;
+    for (std::size_t i = 0; i < k_max_notes && std::getline(in, line); ++i) {
+      lines.push_back(word + line.substr(0, k_max_note));
+    }
+  }
+  apply_gpu_words(lines, ending);
+}
+
+}  // namespace mlw

@@ -1,0 +1,108 @@
+# shellcheck shell=sh
+# The GPU sampler of one run (docs/gpus.md, "Is the run using its GPUs?"): `sh -c` of this
+# file's body in the run folder, as a process group of its own (setsid), then "mlw-sample" and
+#   AWK      exec/sampler.awk's program
+#   GPUS     the run's leased GPUs, as the machine numbers them ("1,3")
+#   SECONDS  between samples (gpuSampleSeconds)
+#   WARN     minutes after which a GPU never used is said (0: never)
+#   POLICY   idleGpu as BELOW:MINUTES:ACTION ("": none)
+#   TICKET   the lease's ticket folder ("": none)
+#   ROOT     the run's first process on this machine (its CPU and memory: the tree under it)
+#   METRICS  the file the samples go to (the run's metrics.jsonl)
+#   STOP…    the words that stop the run when the policy says stop (then, after 10 s, ROOT is
+#            killed)
+# One nvidia-smi streams every sample (-lms) into one awk for the run's life: no process is
+# started per sample. A stream that ends, or that gives no sample for three intervals (10 s at
+# least: a hung nvidia-smi), is said in gpu_notes and started again, three times at most; then
+# sampling stops, said there too (and gpu.end made). The run goes on whatever happens here.
+awk_program=$1
+gpus=$2
+every=$3
+warn=$4
+policy=$5
+ticket=$6
+root=$7
+metrics=$8
+shift 8
+case "$every" in '' | *[!0-9]*) every=1 ;; esac
+below=
+idle=0
+action=warn
+if [ -n "$policy" ]; then
+  IFS=: read -r below idle action <<EOF
+$policy
+EOF
+fi
+# note TEXT: one line for the run's record.
+note() { printf '%s\n' "$*" >>gpu_notes; }
+now() { date -u +%H:%M:%S; }
+smi() { env -u NVIDIA_VISIBLE_DEVICES -u CUDA_VISIBLE_DEVICES TZ=UTC0 nvidia-smi "$@"; }
+uuids=$(smi --query-gpu=index,uuid --format=csv,noheader 2>/dev/null | tr '\n' ';')
+start=$(date +%s)
+tck=$(getconf CLK_TCK 2>/dev/null) || tck=100
+page=$(getconf PAGESIZE 2>/dev/null) || page=4096
+check=$((every * 3))
+[ "$check" -ge 10 ] || check=10
+mawk_lines=
+awk -W interactive 'BEGIN { }' </dev/null >/dev/null 2>&1 && mawk_lines='-W interactive'
+tries=0
+while :; do
+  rm -f gpu.hung
+  # shellcheck disable=SC2086 # mawk_lines is none or two words
+  {
+    smi --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu \
+      --format=csv,noheader,nounits -lms "$((every * 1000))" -i "$gpus" 2>>gpu.err &
+    echo $! >gpu.smi
+    wait $!
+    echo $? >gpu.smi_code
+  } | awk $mawk_lines -v gpus="$gpus" -v start="$start" -v tries="$tries" \
+    -v warn="$(awk -v m="$warn" 'BEGIN { print m * 60 }')" -v uuids="$uuids" \
+    -v below="${below:-0}" -v idle="$(awk -v m="$idle" 'BEGIN { print m * 60 }')" \
+    -v action="$action" -v metrics="$metrics" -v ticket="$ticket" -v root="$root" \
+    -v tck="$tck" -v page="$page" "$awk_program" &
+  reader=$!
+  # The watch: a stream that gives no sample for $check s is ended (its reader too).
+  (
+    last=
+    while sleep "$check"; do
+      b=
+      { read -r b _ <gpu.beat; } 2>/dev/null
+      if [ "$b" = "$last" ]; then
+        : >gpu.hung
+        kill "$(cat gpu.smi 2>/dev/null)" "$reader" 2>/dev/null
+        exit 0
+      fi
+      last=$b
+    done
+  ) </dev/null >/dev/null 2>&1 &
+  watch=$!
+  wait "$reader"
+  code=$?
+  kill "$watch" 2>/dev/null
+  if [ "$code" = 3 ]; then
+    # The policy stopped the run: its words, then ROOT itself after 10 s.
+    "$@" >/dev/null 2>&1
+    i=0
+    while [ "$i" -lt 100 ] && kill -0 "$root" 2>/dev/null; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    kill -KILL "$root" 2>/dev/null
+    exit 0
+  fi
+  kill "$(cat gpu.smi 2>/dev/null)" 2>/dev/null
+  tries=$((tries + 1))
+  if [ -e gpu.hung ]; then
+    why="nvidia-smi gave no sample for $check s"
+  else
+    why="nvidia-smi ended (exit $(cat gpu.smi_code 2>/dev/null || echo '?')$(
+      head -c 200 gpu.err 2>/dev/null | tr -c ' -~' ' ' | sed 's/^./: &/'))"
+  fi
+  if [ "$tries" -ge 3 ]; then
+    note "GPU sampling stopped at $(now): $why, a third time; the run went on without samples"
+    : >gpu.end
+    exit 0
+  fi
+  note "GPU sampling: $why at $(now): no samples until it starts again"
+  sleep "$check"
+done
