@@ -219,7 +219,7 @@ void print_gpus(Context& ctx, const nlohmann::ordered_json& view) {
          {"memory",
           fmt::format("{} / {}", gpu["mem_used_mib"].dump(), gpu["mem_total_mib"].dump())},
          {"run", run},
-         {"user", gpu["run_user"].is_string() ? gpu["run_user"].get<std::string>() : "-"},
+         {"user", gpu["target_user"].is_string() ? gpu["target_user"].get<std::string>() : "-"},
          {"idle", idle},
          {"processes", processes_text(gpu["processes"])}});
   }

@@ -78,6 +78,7 @@ LocalSampler::LocalSampler(const RunPlan& plan, const std::vector<int>& gpus,
   spec.cwd = plan.run_dir;
   try {
     m_pid = spawn(spec, {.new_session = true});
+    append_line(m_run_dir / "gpu.pid", std::to_string(m_pid));
   } catch (const Error& e) {
     append_line(m_run_dir / "gpu_notes", std::string("GPU sampling did not start: ") + e.what());
   }

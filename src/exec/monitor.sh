@@ -56,7 +56,7 @@ mlw_sample_end() {
   [ -s "$mlw_run/gpu.pid" ] || return 0
   read -r sp <"$mlw_run/gpu.pid"
   rm -f "$mlw_run/gpu.pid"
-  if ! kill -TERM -- "-$sp" 2>/dev/null && [ ! -e "$mlw_run/gpu.end" ] &&
+  if ! kill -s TERM -- "-$sp" 2>/dev/null && [ ! -e "$mlw_run/gpu.end" ] &&
     [ ! -e "$mlw_run/gpu_stop" ]; then
     b=
     { read -r _ b <"$mlw_run/gpu.beat"; } 2>/dev/null

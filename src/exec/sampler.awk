@@ -16,7 +16,8 @@
 #   root tck page   the run's first process (0: none), clock ticks per s, bytes per page
 # Samples are averaged over a window that doubles after every 1,200 written (memory: its peak),
 # so that a week-long run keeps some 11,000 per series. Exit 3: the policy stopped the run (the
-# reason in gpu_stop); notes for the record go to gpu_notes (20 at most), warnings to the log.
+# reason in gpu_stop); 4: the run's processes are gone. Notes for the record go to gpu_notes
+# (20 at most), warnings to the log.
 BEGIN {
   FS = ", *"
   n = split(gpus, order, ",")
@@ -136,6 +137,9 @@ function tick(i, k, u, cpu, busy, list, low, text, a_list, any, c) {
   walked = 0
   split("", mine)
   if (root > 0) walk(root)
+  # The run's processes gone (its monitor or supervisor killed before it could end this): ends,
+  # exit 4, never left sampling for nothing.
+  if (root > 0 && walked == 0 && ++gone >= 3) exit 4
   cpu = ""
   if (root > 0 && walked > 0 && last_cpu_at > 0 && now > last_cpu_at && cpu_ticks >= last_ticks) {
     cpu = (cpu_ticks - last_ticks) / tck / (now - last_cpu_at) * 100

@@ -79,6 +79,11 @@ while :; do
   wait "$reader"
   code=$?
   kill "$watch" 2>/dev/null
+  if [ "$code" = 4 ]; then
+    kill "$(cat gpu.smi 2>/dev/null)" 2>/dev/null
+    : >gpu.end
+    exit 0
+  fi
   if [ "$code" = 3 ]; then
     # The policy stopped the run: its words, then ROOT itself after 10 s.
     "$@" >/dev/null 2>&1

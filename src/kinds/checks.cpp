@@ -174,6 +174,25 @@ void lease_folder_row(const CheckInput& in, std::vector<CheckRow>& rows) {
                   ""});
 }
 
+/// Whether the target's runs are sampled (docs/gpus.md): never an error, said once here.
+void sampling_row(const CheckInput& in, std::vector<CheckRow>& rows) {
+  if (!kind_of(in.compute.type).has_key("gpuSampleSeconds")) return;
+  if (in.facts.gpus.empty()) {
+    rows.push_back({"GPU sampling", CheckResult::NotNeeded,
+                    fmt::format("off: nvidia-smi lists no GPU on {} (runs are not sampled)",
+                                in.host),
+                    ""});
+  } else if (in.compute.gpus_per_run == "all") {
+    rows.push_back({"GPU sampling", CheckResult::NotNeeded,
+                    "runs that lease GPUs are sampled (set gpusPerRun to lease them)", ""});
+  } else {
+    rows.push_back({"GPU sampling", CheckResult::Ok,
+                    fmt::format("each run's GPUs, CPU and memory every {} s (gpuSampleSeconds)",
+                                in.compute.gpu_sample_seconds),
+                    ""});
+  }
+}
+
 }  // namespace
 
 void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none) {
@@ -193,6 +212,7 @@ void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none) 
                                 memory_with_gib(gpu.memory), gpu.driver),
                     ""});
   }
+  sampling_row(in, rows);
 }
 
 void disk_row(const CheckInput& in, std::vector<CheckRow>& rows) {

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# GPU telemetry (docs/gpus.md, "Is the run using its GPUs?"): each leased run's sampler, its
+# record, idleGpu, `computetarget gpus` and the sampler's faults, through every kind that leases
+# (local, docker, remotedocker, remote), on the SIMULATED NVIDIA host of tests/fixtures/servers.sh:
+# tests/fixtures/nvidia-sim reports what the test writes in its `load` file (utilisation and
+# memory per GPU) and streams it with -lms. It proves what mlw records of what nvidia-smi says,
+# never that a GPU computes.
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_GPU_DOCKER_HOST MLW_TEST_NVIDIA_SIM MLW_TEST_GPU_USER MLW_TEST_SSH_PORT \
+  MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE
+echo "SIMULATION: every GPU in this suite is simulated (tests/fixtures/nvidia-sim); no GPU is used"
+
+SIM=$MLW_TEST_NVIDIA_SIM
+export PATH="$SIM:$PATH" DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST
+export MLW_LEASE_DIR=/tmp/mlw-leases-telemetry.$$
+shared_lease_folder "$MLW_LEASE_DIR"
+sim_reset() { rm -f "$SIM/load" "$SIM/fault" "$SIM/compute-apps" "$SIM/calls"; }
+sim_reset
+trap 'sim_reset; rm -rf "$MLW_LEASE_DIR"; cleanup' EXIT
+ADDRESS="127.0.0.1:$MLW_TEST_SSH_PORT"
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+export HOME="$WORK/home"
+mkdir -p "$HOME/.ssh"
+printf '[127.0.0.1]:%s %s\n' "$MLW_TEST_SSH_PORT" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" \
+  >"$HOME/.ssh/known_hosts"
+
+# load LINES…: what the simulated GPUs report ("INDEX UTIL% MEMORY_MIB" each).
+load() { printf '%s\n' "$@" >"$SIM/load"; }
+# The script: busy on the CPU for ARG s (or until the file gate:PATH exists, bounded).
+script() {
+  cat >busy.py <<'PY'
+import os, sys, time
+arg = sys.argv[1] if len(sys.argv) > 1 else "3"
+start = time.time()
+if arg.startswith("gate:"):
+    for _ in range(600):
+        if os.path.exists(arg[5:]):
+            break
+        time.sleep(0.1)
+else:
+    while time.time() - start < float(arg):
+        sum(range(20000))
+print("BUSY done", flush=True)
+PY
+}
+
+# project NAME KIND: a project with a target t of KIND, one leased GPU per run.
+project() {
+  new_project "$1"
+  script
+  case "$2" in
+    local) "$MLW" -q computetarget attach local -n t >/dev/null ;;
+    docker) "$MLW" -q computetarget attach docker -n t --base-image "$MLW_TEST_IMAGE" >/dev/null ;;
+    remote)
+      "$MLW" -q computetarget attach remote -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
+        --password-stdin <"$WORK/pw" >/dev/null
+      ;;
+    remotedocker)
+      "$MLW" -q computetarget attach remotedocker -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
+        --password-stdin --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
+      ;;
+  esac
+  case "$2" in docker | remotedocker) echo "nvidiaDocker: true" >>aml_config/t.compute ;; esac
+  printf 'gpusPerRun: 1\ngpuUnusedWarnMinutes: 0\n' >>aml_config/t.compute
+}
+
+submit_async() { "$MLW" -o json experiment submit -a -c t "$@" 2>>"$WORK/submit.err" | json_get "$(cat)" 'd["run_id"]'; }
+ended() { case "$(run_state "$1")" in Completed* | Failed* | Canceled* | Lost*) ;; *) return 1 ;; esac; }
+info() { "$MLW" -o json history info -r "$1"; }
+# series RUN NAME: the values of metric NAME in the run's metrics.jsonl, one per line.
+series() {
+  python3 - "$WORK/$PROJECT/.mlw/runs/$1/metrics.jsonl" "$2" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d.get("name") == sys.argv[2]:
+        print(d["value"])
+PY
+}
+
+for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
+  PROJECT=p-$kind
+  project "$PROJECT" "$kind"
+  # --- the series: each GPU reports its own load; the run records exactly its GPU's -----------
+  load "0 11 1100" "1 22 2200" "2 33 3300" "3 44 4400"
+  : >"$SIM/calls" && chmod 666 "$SIM/calls"
+  blocker=$(submit_async busy.py "gate:$WORK/open-$kind")
+  check "$kind: a first run holds GPU 0" wait_for 60 run_is "$blocker" Running
+  id=$(submit_async busy.py 4)
+  check "$kind: the run ends (bounded)" wait_for 90 ended "$id"
+  touch "$WORK/open-$kind"
+  check "$kind: the first run ends" wait_for 60 ended "$blocker"
+  expect_eq "$kind: Completed" "$(run_state "$id")" "Completed 0"
+  json=$(info "$id")
+  expect_eq "$kind: it leased GPU 1" "$(json_get "$json" 'd["gpus"]')" "[1]"
+  expect_eq "$kind: its record sums up GPU 1, as the simulated GPU 1 reported it" \
+    "$(json_get "$json" '[(g["gpu"], g["util_mean"], g["util_p95"], g["mem_peak_mib"], g["mem_total_mib"]) for g in d["system"]["gpus"]]')" \
+    "[(1, 22.0, 22.0, 2200.0, 11441.0)]"
+  expect_eq "$kind: every sample of GPU 1 is GPU 1's" "$(series "$id" sys/gpu1/util | sort -u)" "22"
+  expect_eq "$kind: … its memory" "$(series "$id" sys/gpu1/mem_used | sort -u)" "2200"
+  expect_eq "$kind: no other GPU's series" "$(grep -c '"sys/gpu[023]/' \
+    "$WORK/$PROJECT/.mlw/runs/$id/metrics.jsonl")" "0"
+  check "$kind: a sample a second (3 at least in 4 s)" \
+    test "$(series "$id" sys/gpu1/util | wc -l)" -ge 3
+  check "$kind: power and temperature" test -n "$(series "$id" sys/gpu1/power)$(series "$id" sys/gpu1/temp)"
+  expect_eq "$kind: sys/gpu_util for history list" "$(json_get "$json" 'd["metrics"]["sys/gpu_util"]')" "22.0"
+  check "$kind: the run's CPU (a busy loop: more than 30% of a core)" \
+    python3 -c "import sys; sys.exit(0 if $(json_get "$json" 'd["system"].get("cpu_mean", 0)') > 30 else 1)"
+  check "$kind: its resident memory" \
+    python3 -c "import sys; sys.exit(0 if $(json_get "$json" 'd["system"].get("rss_peak_mb", 0)') > 1 else 1)"
+  # One nvidia-smi streams a run's samples: never one per sample (the first run's and this one's).
+  expect_eq "$kind: one sampling nvidia-smi per run" "$(grep -c 'timestamp' "$SIM/calls")" "2"
+  run_mlw history info -r "$id"
+  expect_contains "$kind: history info shows the GPU's use" "$OUT" \
+    "GPU 1: 22% mean, 22% p95, 2200 of 11441 MiB at most"
+  run_mlw history list --where 'sys/gpu_util<20'
+  expect_not_contains "$kind: --where sys/gpu_util<20 leaves it out" "$OUT" "$id"
+  run_mlw history list --where 'sys/gpu_util>20'
+  expect_contains "$kind: --where sys/gpu_util>20 lists it" "$OUT" "$id"
+
+  # --- idle: warned after gpuUnusedWarnMinutes, stopped by idleGpu, its GPU handed on ---------
+  load "0 0 0" "1 0 0" "2 0 0" "3 0 0"
+  sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0.05/' aml_config/t.compute
+  printf 'idleGpu: {below: 5, minutes: 0.15, action: stop}\n' >>aml_config/t.compute
+  idle=$(submit_async --gpus 4 busy.py 120)
+  check "$kind: the idle run starts" wait_for 60 run_is "$idle" Running
+  next=$(submit_async --gpus 4 busy.py 1)
+  check "$kind: the next run waits for its GPUs" wait_for 30 run_is "$next" Queued
+  check "$kind: the idle run is stopped (bounded)" wait_for 60 ended "$idle"
+  json=$(info "$idle")
+  expect_eq "$kind: … Failed" "$(json_get "$json" 'd["status"]')" "Failed"
+  check "$kind: … with the exit code of SIGTERM (or SIGKILL 10 s later)" \
+    grep -qE '^(143|137)$' <<<"$(json_get "$json" 'd["exit_code"]')"
+  expect_contains "$kind: … the reason in its record" "$(json_get "$json" 'd["problems"]')" \
+    "stopped by idleGpu: GPUs 0,1,2,3 below 5% for 0.15 min (idleGpu)"
+  expect_contains "$kind: … the warning in its record" "$(json_get "$json" 'd["problems"]')" \
+    "GPUs 0,1,2,3 have not been used for 0.05 min — is the script running on the CPU?"
+  log=$("$MLW" history logs -r "$idle")
+  expect_contains "$kind: … and in its log" "$log" \
+    "mlw: GPUs 0,1,2,3 have not been used for 0.05 min — is the script running on the CPU?"
+  expect_eq "$kind: … said once" "$(grep -c 'have not been used' <<<"$log")" "1"
+  check "$kind: the queued run gets the GPUs and ends" wait_for 60 ended "$next"
+  expect_eq "$kind: … Completed" "$(run_state "$next")" "Completed 0"
+  sed -i '/^idleGpu/d; s/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0/' aml_config/t.compute
+done
+
+# --- computetarget gpus: two users' runs on one machine, a foreign process ------------------------
+load "0 50 5000" "1 0 1000" "2 0 0" "3 0 0"
+echo 3 >"$SIM/compute-apps"
+cd "$WORK/p-local" || exit 1
+mine=$(submit_async busy.py "gate:$WORK/open-gpus")
+check "gpus: root's local run starts" wait_for 60 run_is "$mine" Running
+cd "$WORK/p-remote" || exit 1
+theirs=$(submit_async busy.py "gate:/tmp/mlw-telemetry-open.$$")
+check "gpus: the GPU user's remote run starts" wait_for 60 run_is "$theirs" Running
+sleep 7 # the samplers write their last busy time every 5 samples
+for where in local remote; do
+  cd "$WORK/p-$where" || exit 1
+  run_mlw -o json computetarget gpus -c t
+  expect_eq "gpus from $where: exit 0" "$CODE" 0
+  expect_eq "gpus from $where: the leases and users" \
+    "$(json_get "$OUT" '[(g["index"], g["run_id"], g["target_user"], g["util"], g["mem_used_mib"]) for g in d["gpus"]]')" \
+    "[(0, '$mine', 'root', 50, 5000), (1, '$theirs', '$MLW_TEST_GPU_USER', 0, 1000), (2, None, None, 0, 0), (3, None, None, 0, 0)]"
+  expect_eq "gpus from $where: busy and idle" \
+    "$(json_get "$OUT" '[d["gpus"][0]["idle_s"] == 0, d["gpus"][1]["idle_s"] >= 5, d["gpus"][2]["idle_s"]]')" \
+    "[True, True, None]"
+  expect_eq "gpus from $where: the foreign process" \
+    "$(json_get "$OUT" '[(p["pid"], p["foreign"]) for p in d["gpus"][3]["processes"]]')" "[(4245, True)]"
+done
+cd "$WORK/p-local" || exit 1
+run_mlw computetarget gpus -c t
+expect_contains "gpus: a table naming the GPU user's run as another laptop's" "$OUT" "$theirs (root@"
+expect_contains "gpus: … with its user on the machine" "$(grep "$theirs" <<<"$OUT")" " $MLW_TEST_GPU_USER "
+expect_contains "gpus: … the foreign process" "$OUT" "foreign: python3 (pid 4245"
+touch "$WORK/open-gpus" "/tmp/mlw-telemetry-open.$$"
+check "gpus: both runs end" wait_for 60 ended "$mine"
+cd "$WORK/p-remote" || exit 1
+check "gpus: … both" wait_for 60 ended "$theirs"
+rm -f "/tmp/mlw-telemetry-open.$$" "$SIM/compute-apps"
+
+# --- faults: a hung, a lying, a dying nvidia-smi, a lost GPU, a killed sampler --------------------
+cd "$WORK/p-local" || exit 1
+PROJECT=p-local
+load "0 30 300" "1 30 300" "2 30 300" "3 30 300"
+fault_run() { # FAULT SECONDS -> the run's id, ended
+  echo "$1" >"$SIM/fault"
+  local id
+  id=$(submit_async busy.py "$2")
+  wait_for 90 ended "$id"
+  rm -f "$SIM/fault"
+  echo "$id"
+}
+id=$(fault_run hang 24)
+expect_eq "hang: the run goes on" "$(run_state "$id")" "Completed 0"
+expect_contains "hang: the gap is recorded" "$(json_get "$(info "$id")" 'd["problems"]')" \
+  "GPU sampling: nvidia-smi gave no sample for 10 s at"
+id=$(fault_run garbage 13)
+expect_eq "garbage: the run goes on" "$(run_state "$id")" "Completed 0"
+expect_contains "garbage: said" "$(json_get "$(info "$id")" 'd["problems"]')" \
+  'GPU sampling: nvidia-smi printed "Unable to determine the device handle'
+id=$(fault_run die 6)
+expect_eq "die: the run goes on" "$(run_state "$id")" "Completed 0"
+expect_contains "die: said" "$(json_get "$(info "$id")" 'd["problems"]')" \
+  "GPU sampling: nvidia-smi ended (exit 15)"
+id=$(fault_run lost:0 4)
+expect_eq "a lost GPU: the run goes on" "$(run_state "$id")" "Completed 0"
+expect_contains "a lost GPU: said in the log" "$("$MLW" history logs -r "$id")" \
+  "mlw: warning: GPU 0 stopped answering at"
+expect_contains "a lost GPU: … with nvidia-smi's words" "$("$MLW" history logs -r "$id")" "[GPU is lost]"
+id=$(submit_async busy.py 6)
+check "killed sampler: the run starts" wait_for 60 test -s "$WORK/p-local/.mlw/runs/$id/gpu.pid"
+sleep 1
+kill -9 -- "-$(head -n 1 "$WORK/p-local/.mlw/runs/$id/gpu.pid")"
+check "killed sampler: the run ends" wait_for 60 ended "$id"
+expect_eq "killed sampler: the run goes on" "$(run_state "$id")" "Completed 0"
+expect_contains "killed sampler: the record says sampling stopped" \
+  "$(json_get "$(info "$id")" 'd["problems"]')" "GPU sampling stopped: its sampler was killed"
+
+# --- bad input: one line each, at its place ------------------------------------------------------
+cp aml_config/t.compute "$WORK/t.compute.good"
+for bad in 0 61 abc; do
+  echo "gpuSampleSeconds: $bad" >>aml_config/t.compute
+  expect_error "gpuSampleSeconds: $bad" 125 "gpuSampleSeconds must be" experiment submit -c t busy.py 1
+  cp "$WORK/t.compute.good" aml_config/t.compute
+done
+sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: -1/' aml_config/t.compute
+expect_error "gpuUnusedWarnMinutes: -1" 125 "gpuUnusedWarnMinutes must be minutes" \
+  experiment submit -c t busy.py 1
+cp "$WORK/t.compute.good" aml_config/t.compute
+for bad in "{below: -1}" "{below: 500}" "{minutes: 99999}" "{minutes: 0}" "{action: kill}" \
+  "{bellow: 5}" "5"; do
+  echo "idleGpu: $bad" >>aml_config/t.compute
+  expect_error "idleGpu: $bad" 125 "t.compute:" experiment submit -c t busy.py 1
+  cp "$WORK/t.compute.good" aml_config/t.compute
+done
+expect_error "--idle-gpu below=abc" 125 "--idle-gpu: below must be" \
+  experiment submit -c t --idle-gpu below=abc busy.py 1
+expect_error "--idle-gpu 5" 125 "expected KEY=VALUE items" experiment submit -c t --idle-gpu 5 busy.py 1
+run_mlw -o json history list
+expect_eq "bad input recorded nothing" "$(json_get "$OUT" 'len([r for r in d if r["status"] == "Failed" and not r.get("gpus")])')" "0"
+
+finish
