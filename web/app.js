@@ -258,7 +258,12 @@ async function showRun(id) {
   const follow = el("input", { type: "checkbox", id: "follow", checked: true });
   const outputs = el("div", { id: "outputs" });
   const paramsBox = el("div", { id: "params-box" });
+  // The GPU sampler's series (sys/…, docs/gpus.md): a section of their own, with its summary.
+  const systemHead = el("h2", { id: "system-head", hidden: true }, "System");
+  const systemBox = el("div", { id: "system" });
+  const systemCharts = el("div", { class: "grid", id: "system-charts" });
   main.replaceChildren(title, recordBox, el("h2", {}, "Parameters"), paramsBox, el("h2", {}, "Metrics"), charts, others,
+    systemHead, systemBox, systemCharts,
     el("div", { class: "row" }, el("h2", {}, "Driver log"),
       el("label", { class: "muted" }, follow, " follow")), log, el("h2", {}, "Outputs"), outputs);
 
@@ -288,10 +293,29 @@ async function showRun(id) {
     paramsBox.replaceChildren(names.length ? el("table", { class: "panel", id: "params" }, el("tbody", {}, names.map((n) =>
       el("tr", {}, el("th", { text: n }), el("td", { class: "num", text: fmtNumber(own(record.params, n)) }))))) :
       el("p", { class: "muted", text: "No parameters." }));
+    renderSystem();
     outputs.replaceChildren(record.outputs && record.outputs.length ? el("ul", {}, record.outputs.map((p) =>
       el("li", {}, el("a", { href: `api/runs/${encodeURIComponent(id)}/outputs/` +
         p.split("/").map(encodeURIComponent).join("/"), download: p.split("/").pop(), text: p })))) :
       el("p", { class: "muted", text: record.live ? "Collected when the run ends." : "No outputs." }));
+  }
+
+  function renderSystem() {
+    const use = record.system || {};
+    const gpus = use.gpus || [];
+    const rows = gpus.map((g) => el("tr", { "data-gpu": String(g.gpu) }, el("th", { text: `GPU ${g.gpu}` }),
+      el("td", { class: "num", text: `${fmtNumber(g.util_mean)}%` }), el("td", { class: "num", text: `${fmtNumber(g.util_p95)}%` }),
+      el("td", { class: "num", text: `${fmtNumber(g.mem_peak_mib)}${g.mem_total_mib ? " of " + fmtNumber(g.mem_total_mib) : ""} MiB` }),
+      el("td", { class: "num", text: String(g.samples) })));
+    if (use.cpu_mean !== undefined || use.rss_peak_mb !== undefined) {
+      rows.push(el("tr", { "data-gpu": "processes" }, el("th", { text: "Processes" }),
+        el("td", { class: "num", text: use.cpu_mean !== undefined ? `CPU ${fmtNumber(use.cpu_mean)}%` : "" }), el("td", {}),
+        el("td", { class: "num", text: use.rss_peak_mb !== undefined ? `${fmtNumber(use.rss_peak_mb)} MiB` : "" }), el("td", {})));
+    }
+    if (rows.length) systemHead.hidden = false;
+    systemBox.replaceChildren(rows.length ? el("table", { class: "panel", id: "system-table" },
+      el("thead", {}, el("tr", {}, ["", "Utilisation (mean)", "p95", "Memory (peak)", "Samples"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, rows)) : "");
   }
 
   const plots = new Map();
@@ -311,7 +335,8 @@ async function showRun(id) {
         continue;
       }
       const box = chartPanel(name, note);
-      charts.append(box);
+      (name.startsWith("sys/") ? systemCharts : charts).append(box);
+      systemHead.hidden = systemHead.hidden && !name.startsWith("sys/");
       const entry = { box, zoomed: false };
       entry.plot = makeChart(box, name, [{ label: name, x: s.x, y: s.y }], async (u, from, to) => {
         const detail = (await seriesOf(id, `&name=${encodeURIComponent(name)}&from=${from}&to=${to}`)).series[name];
@@ -321,12 +346,12 @@ async function showRun(id) {
       entry.plot.over.addEventListener("dblclick", () => { entry.zoomed = false; renderCharts(); });
       plots.set(name, entry);
     }
-    const rest = names.filter((n) => data.series[n].total <= 1);
+    const rest = names.filter((n) => data.series[n].total <= 1 && !n.startsWith("sys/"));
     const last = record.metrics || {};
     others.replaceChildren(rest.length ? el("table", { class: "panel" }, el("tbody", {}, rest.map((n) =>
       el("tr", { "data-metric": n }, el("td", { text: n }), el("td", { text: own(last, n) !== undefined ? fmtNumber(own(last, n)) :
         data.series[n].total === 1 ? fmtNumber(data.series[n].y[0]) : "(not a number)" }))))) : "");
-    if (!numeric.length && !rest.length) charts.replaceChildren(el("p", { class: "muted", text: "No metrics logged." }));
+    if (!numeric.some((n) => !n.startsWith("sys/")) && !rest.length) charts.replaceChildren(el("p", { class: "muted", text: "No metrics logged." }));
     document.body.dataset.ready = "run";
   }
 
@@ -413,6 +438,33 @@ async function showCompare(ids) {
   document.body.dataset.ready = "compare";
 }
 
+// ---------- GPUs: every GPU of the targets that lease them (computetarget gpus) ----------
+async function showGpus() {
+  window.mlw.page = "gpus";
+  const mine = generation;
+  const box = el("div", { id: "gpus" });
+  main.replaceChildren(el("h1", {}, "GPUs"), box);
+  async function load() {
+    const targets = await getJson("api/gpus");
+    if (mine !== generation) return;
+    const idle = (g) => (g.idle_s === null || g.idle_s === undefined ? "-" : g.idle_s <= 0 ? "busy" : fmtDuration(g.idle_s));
+    box.replaceChildren(...(targets.length ? targets.flatMap((t) => [el("h2", {}, `${t.target}` + (t.host ? ` (${t.host})` : "")),
+      t.error ? el("p", { class: "error", text: t.error }) : el("table", { class: "panel", "data-target": t.target },
+        el("thead", {}, el("tr", {}, ["GPU", "Name", "Util", "Memory (MiB)", "Run", "User", "Idle for", "Processes"]
+          .map((h) => el("th", { text: h })))),
+        el("tbody", {}, t.gpus.map((g) => el("tr", { "data-gpu": String(g.index) }, el("td", { text: String(g.index) }),
+          el("td", { text: g.name }), el("td", { class: "num", text: g.util === null ? "?" : `${g.util}%` }),
+          el("td", { class: "num", text: `${g.mem_used_mib} / ${g.mem_total_mib}` }),
+          el("td", {}, g.run_id ? (g.in_history ? runLink(g.run_id) : `${g.run_id} (${g.run_user})`) : "-"),
+          el("td", { text: g.target_user || "-" }), el("td", { text: idle(g) }),
+          el("td", { text: g.processes.map((p) => `${p.foreign ? "foreign: " : ""}${p.name} (pid ${p.pid}, ${p.user})`).join("; ") }))))),
+    ]) : [el("p", { class: "muted", text: "No target of this project leases GPUs (gpusPerRun)." })]));
+    document.body.dataset.ready = "gpus";
+  }
+  await load();
+  every(5000, load);
+}
+
 // ---------- Router ----------
 async function route() {
   generation++;
@@ -425,9 +477,11 @@ async function route() {
   const parts = hash.split("/").filter(Boolean);
   document.getElementById("nav-runs").classList.toggle("on", !parts.length);
   document.getElementById("nav-compare").classList.toggle("on", parts[0] === "compare");
+  document.getElementById("nav-gpus").classList.toggle("on", parts[0] === "gpus");
   try {
     if (parts[0] === "run" && parts[1]) await showRun(parts[1]);
     else if (parts[0] === "sweep" && parts[1]) await showSweep(parts[1], hashQuery);
+    else if (parts[0] === "gpus") await showGpus();
     else if (parts[0] === "compare") await showCompare(parts[1] ? parts[1].split(",") : selected());
     else await showRuns();
   } catch (err) {

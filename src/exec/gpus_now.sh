@@ -4,13 +4,14 @@
 #   now EPOCH
 #   gpu INDEX NAME UTIL MEMORY_USED MEMORY_TOTAL UUID
 #   app UUID PID NAME MEMORY_USED USER
-# (MiB, %), the two nvidia-smi queries at once; "none TEXT" where nvidia-smi lists no GPU.
+# (MiB, %), the two nvidia-smi queries at once (20 s at most each); "none TEXT" where nvidia-smi
+# lists no GPU (or hangs).
 # Another user's process is named by its owner only (stat of /proc/PID, one process for all).
 echo "now	$(date +%s)"
 mlw_apps=$(mktemp 2>/dev/null) || mlw_apps=/dev/null
-nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv,noheader,nounits \
-  >"$mlw_apps" 2>/dev/null &
-if mlw_g=$(nvidia-smi --query-gpu=index,name,utilization.gpu,memory.used,memory.total,uuid \
+timeout 20 nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory \
+  --format=csv,noheader,nounits >"$mlw_apps" 2>/dev/null &
+if mlw_g=$(timeout 20 nvidia-smi --query-gpu=index,name,utilization.gpu,memory.used,memory.total,uuid \
   --format=csv,noheader,nounits 2>&1); then
   echo "$mlw_g" | head -n 64 | sed 's/, */	/g; s/^/gpu	/'
 else

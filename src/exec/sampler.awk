@@ -118,7 +118,7 @@ function value(text, k) {
 # run, each followed by ",". One nvidia-smi, once (when the unused-GPU warning is due).
 function own_processes(cmd, line, f, out) {
   out = ","
-  cmd = "nvidia-smi --query-compute-apps=gpu_uuid,pid --format=csv,noheader 2>/dev/null"
+  cmd = "timeout 10 nvidia-smi --query-compute-apps=gpu_uuid,pid --format=csv,noheader 2>/dev/null"
   while ((cmd | getline line) > 0) {
     split(line, f, ", *")
     if ((f[2] in mine) && (f[1] in uuid_of)) out = out uuid_of[f[1]] ","

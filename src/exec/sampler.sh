@@ -24,6 +24,8 @@ ticket=$6
 root=$7
 metrics=$8
 shift 8
+# The machine's nvidia-smi, numbering GPUs as the machine does (not the run's view of them).
+unset NVIDIA_VISIBLE_DEVICES CUDA_VISIBLE_DEVICES
 case "$every" in '' | *[!0-9]*) every=1 ;; esac
 below=
 idle=0
@@ -36,8 +38,9 @@ fi
 # note TEXT: one line for the run's record.
 note() { printf '%s\n' "$*" >>gpu_notes; }
 now() { date -u +%H:%M:%S; }
-smi() { env -u NVIDIA_VISIBLE_DEVICES -u CUDA_VISIBLE_DEVICES TZ=UTC0 nvidia-smi "$@"; }
-uuids=$(smi --query-gpu=index,uuid --format=csv,noheader 2>/dev/null | tr '\n' ';')
+smi() { TZ=UTC0 nvidia-smi "$@"; }
+uuids=$(timeout 10 nvidia-smi --query-gpu=index,uuid --format=csv,noheader 2>/dev/null |
+  tr '\n' ';')
 start=$(date +%s)
 tck=$(getconf CLK_TCK 2>/dev/null) || tck=100
 page=$(getconf PAGESIZE 2>/dev/null) || page=4096

@@ -97,6 +97,10 @@ void open_in_browser(const std::string& url);
 
 /// A sweep for its page: what was swept, and each current run's status, parameters and metrics.
 nlohmann::ordered_json sweep_json(Dashboard& board, const std::string& sweep_id);
+
+/// Every GPU of each project target that leases them (`computetarget gpus`), one request at a
+/// time: [{target, host, gpus} or {target, error}].
+nlohmann::ordered_json gpus_json(Dashboard& board);
 /// A metric's curves over the sweep's runs grouped by the parameter `group` (empty: one group):
 /// per group, at each step, the mean, min and max; and each run's own curve (the first 300).
 nlohmann::ordered_json sweep_curves(Dashboard& board, const std::string& sweep_id,

@@ -370,6 +370,9 @@ void Dashboard::add_routes(httplib::Server& server) {
     send_large_json(res, sweep_curves(*this, req.matches[1], req.get_param_value("metric"),
                                       req.get_param_value("group")));
   });
+  server.Get(base + "api/gpus", [this](const httplib::Request&, httplib::Response& res) {
+    send_large_json(res, gpus_json(*this));
+  });
   server.Post(run + "/cancel", [this](const httplib::Request& req, httplib::Response& res) {
     cancel_run(*this, req.matches[1], req, res);
   });

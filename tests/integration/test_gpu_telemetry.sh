@@ -168,7 +168,33 @@ for where in local remote; do
   expect_eq "gpus from $where: the foreign process" \
     "$(json_get "$OUT" '[(p["pid"], p["foreign"]) for p in d["gpus"][3]["processes"]]')" "[(4245, True)]"
 done
+# The dashboard: the same on its GPUs page (api/gpus), and the System section of a run's page.
 cd "$WORK/p-local" || exit 1
+"$MLW" history ui --port 0 >"$WORK/ui.out" 2>"$WORK/ui.err" &
+STARTED_PIDS+=("$!")
+for _ in $(seq 100); do [ -s "$WORK/ui.out" ] && break; sleep 0.1; done
+URL=$(head -1 "$WORK/ui.out")
+BASE=${URL%%/?token=*}
+PORT=${BASE#http://*:}
+PORT=${PORT%%/*}
+json=$(curl -s --max-time 30 -H "Cookie: mlw_token_$PORT=${URL##*token=}" "$BASE/api/gpus")
+expect_eq "dashboard: api/gpus has the same leases" \
+  "$(json_get "$json" '[(t["target"], [(g["index"], g["run_id"]) for g in t["gpus"]][:2]) for t in d]')" \
+  "[('t', [(0, '$mine'), (1, '$theirs')])]"
+sampled=$(cd "$WORK/p-local" && "$MLW" -o json history list --where 'sys/gpu_util>20' |
+  json_get "$(cat)" '[r["run_id"] for r in d if r.get("gpus") == [1]][0]')
+BROWSER=$(cd "$MLW_SOURCE_DIR/tests/integration" &&
+  timeout 180 node ui_gpus_browser.cjs "$URL" "$sampled" 1 "$mine" 2>&1)
+echo "$BROWSER"
+while IFS= read -r line; do
+  case "$line" in
+    "ok "*) pass ;;
+    "not ok "*) fail "dashboard: ${line#not ok }" ;;
+  esac
+done <<<"$BROWSER"
+check "dashboard: the browser checks ran" grep -q '^ok ' <<<"$BROWSER"
+watched=$(timeout 5 "$MLW" computetarget gpus -c t --watch 2>&1)
+check "gpus --watch: shown again every 2 s until stopped" test "$(grep -c '^GPU  NAME' <<<"$watched")" -ge 2
 run_mlw computetarget gpus -c t
 expect_contains "gpus: a table naming the GPU user's run as another laptop's" "$OUT" "$theirs (root@"
 expect_contains "gpus: … with its user on the machine" "$(grep "$theirs" <<<"$OUT")" " $MLW_TEST_GPU_USER "

@@ -81,6 +81,10 @@ TEST(LeaseAnswerTest, ReadsEachLineAndRefusesTheRest) {
   EXPECT_EQ(granted.gpus, (std::vector<int>{1, 3}));
   EXPECT_EQ(gpu_list(granted.gpus), "1,3");
   EXPECT_EQ(parse_lease_answer("granted 0", false).gpus, std::vector<int>{});
+  // The ticket's folder after the list (the GPU sampler writes its use there).
+  const LeaseAnswer named = parse_lease_answer("granted 2 /tmp/mlw leases/q.1.2", true);
+  EXPECT_EQ(named.gpus, std::vector<int>{2});
+  EXPECT_EQ(named.ticket, "/tmp/mlw leases/q.1.2");
   EXPECT_EQ(parse_lease_answer("error no GPU", true).text, "no GPU");
   const LeaseAnswer notice = parse_lease_answer("notice not shared\x1b[2J", true);
   EXPECT_EQ(notice.kind, Kind::Notice);
@@ -154,7 +158,7 @@ TEST_F(LeaseTest, AGpuInForeignUseIsNotHandedOutUnlessIgnored) {
   EXPECT_NE(queue().find("\tgpu:1\t"), std::string::npos);
   // b waits for GPU 0's user; the ticket is this user's own.
   EXPECT_NE(queue().find("\tb\tme@laptop\tgpu:1\t"), std::string::npos) << queue();
-  EXPECT_NE(queue().find("\t0\t" + user_name() + "\t1\n"), std::string::npos) << queue();
+  EXPECT_NE(queue().find("\t0\t" + user_name() + "\t1\t"), std::string::npos) << queue();
   LocalLease c(request("gpu:1", "c", "ignore"));
   b.end();
   EXPECT_EQ(next(c).gpus, std::vector<int>{0});
