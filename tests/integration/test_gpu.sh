@@ -28,4 +28,29 @@ expect_contains "the script ran on cuda" "$OUT" "device: cuda ($GPU_NAME)"
 expect_contains "metrics recorded" "$("$MLW" -o json history last)" '"accuracy"'
 echo "$OUT" | grep -E "device|epoch"
 
+# GPU telemetry on a real GPU (docs/gpus.md): a leased run of a 20-second matmul loop is sampled
+# every second; its utilisation series is printed (for docs/benchmarks.md, B15 on a real GPU).
+cat >matmul.py <<'PY'
+import time, torch
+a = torch.randn(4096, 4096, device="cuda")
+end = time.time() + 20
+while time.time() < end:
+    b = a @ a
+    torch.cuda.synchronize()
+print("matmul done")
+PY
+printf 'gpusPerRun: 1\n' >>aml_config/local.compute
+run_mlw -o json experiment submit -c local matmul.py
+expect_eq "a leased matmul run exits 0" "$CODE" 0
+ID=$(json_get "$OUT" 'd["run_id"]')
+USE=$("$MLW" -o json history info -r "$ID")
+echo "recorded: $(json_get "$USE" 'd["system"]')"
+echo "series sys/gpu0/util: $(python3 -c 'import json,sys
+print(" ".join(str(json.loads(l)["value"]) for l in open(sys.argv[1]) if "\"sys/gpu0/util\"" in l))' \
+  "$PWD/.mlw/runs/$ID/metrics.jsonl")"
+check "the matmul loop used its GPU (mean utilisation above 20%)" python3 -c "import sys
+sys.exit(0 if $(json_get "$USE" 'd["system"]["gpus"][0]["util_mean"]') > 20 else 1)"
+check "… and its memory (over 100 MiB)" python3 -c "import sys
+sys.exit(0 if $(json_get "$USE" 'd["system"]["gpus"][0]["mem_peak_mib"]') > 100 else 1)"
+
 finish

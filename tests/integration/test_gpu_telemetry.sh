@@ -243,6 +243,35 @@ expect_eq "killed sampler: the run goes on" "$(run_state "$id")" "Completed 0"
 expect_contains "killed sampler: the record says sampling stopped" \
   "$(json_get "$(info "$id")" 'd["problems"]')" "GPU sampling stopped: its sampler was killed"
 
+# --- a GPU the run's own process uses (nvidia-smi lists it there) is not said to be unused -------
+cat >own.py <<'PY'
+import os, time
+# The simulated nvidia-smi lists this process on the run's GPU, as a real one lists a CUDA process.
+with open(os.environ["MLW_SIM"] + "/compute-apps", "a") as f:
+    f.write(f"{os.environ['CUDA_VISIBLE_DEVICES']} {os.getpid()} python3\n")
+time.sleep(6)
+PY
+load "0 0 0" "1 0 0" "2 0 0" "3 0 0"
+: >"$SIM/compute-apps"
+sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0.05/' aml_config/t.compute
+id=$(submit_async -e "MLW_SIM=$SIM" own.py)
+check "own process: the run ends" wait_for 60 ended "$id"
+expect_not_contains "own process: its GPU is not said to be unused" "$("$MLW" history logs -r "$id")" \
+  "has not been used"
+id=$(submit_async busy.py 6)
+check "no process: the run ends" wait_for 60 ended "$id"
+expect_contains "no process: … where it has none, it is" "$("$MLW" history logs -r "$id")" \
+  "mlw: GPU 0 has not been used for 0.05 min — is the script running on the CPU?"
+sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0/' aml_config/t.compute
+rm -f "$SIM/compute-apps"
+
+# --- doctor: sampling said, never an error ----------------------------------------------------------
+run_mlw computetarget doctor -n t
+check "doctor: GPU sampling every second" grep -Eq '^GPU sampling +ok +each run.s GPUs, CPU and memory every 1 s' <<<"$OUT"
+PATH=${PATH#"$SIM:"} run_mlw computetarget doctor -n t
+check "doctor without nvidia-smi: sampling off, not a failure" \
+  grep -Eq '^GPU sampling +- +off: nvidia-smi lists no GPU' <<<"$OUT"
+
 # --- bad input: one line each, at its place ------------------------------------------------------
 cp aml_config/t.compute "$WORK/t.compute.good"
 for bad in 0 61 abc; do
