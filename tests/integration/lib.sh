@@ -93,6 +93,27 @@ shared_lease_folder() {
   sh -c "$cmd"
 }
 
+# attach_gpu_target KIND: a target t of KIND on the SIMULATED NVIDIA host (the GPU test user over
+# SSH at 127.0.0.1:$MLW_TEST_SSH_PORT, its password in $WORK/pw; this machine's Docker engine of
+# the simulated host for docker), one leased GPU per run (gpusPerRun: 1).
+attach_gpu_target() {
+  local address="127.0.0.1:$MLW_TEST_SSH_PORT"
+  case "$1" in
+    local) "$MLW" -q computetarget attach local -n t >/dev/null ;;
+    docker) "$MLW" -q computetarget attach docker -n t --base-image "$MLW_TEST_IMAGE" >/dev/null ;;
+    remote)
+      "$MLW" -q computetarget attach remote -n t -a "$address" -u "$MLW_TEST_GPU_USER" \
+        --password-stdin <"$WORK/pw" >/dev/null
+      ;;
+    remotedocker)
+      "$MLW" -q computetarget attach remotedocker -n t -a "$address" -u "$MLW_TEST_GPU_USER" \
+        --password-stdin --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
+      ;;
+  esac
+  case "$1" in docker | remotedocker) echo "nvidiaDocker: true" >>aml_config/t.compute ;; esac
+  echo "gpusPerRun: 1" >>aml_config/t.compute
+}
+
 # json_get JSON PYTHON-EXPRESSION-ON-d
 json_get() { python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print($2)" <<<"$1"; }
 

@@ -18,7 +18,6 @@ shared_lease_folder "$MLW_LEASE_DIR"
 sim_reset() { rm -f "$SIM/load" "$SIM/fault" "$SIM/compute-apps" "$SIM/calls"; }
 sim_reset
 trap 'sim_reset; rm -rf "$MLW_LEASE_DIR"; cleanup' EXIT
-ADDRESS="127.0.0.1:$MLW_TEST_SSH_PORT"
 printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
 export HOME="$WORK/home"
 mkdir -p "$HOME/.ssh"
@@ -49,20 +48,8 @@ PY
 project() {
   new_project "$1"
   script
-  case "$2" in
-    local) "$MLW" -q computetarget attach local -n t >/dev/null ;;
-    docker) "$MLW" -q computetarget attach docker -n t --base-image "$MLW_TEST_IMAGE" >/dev/null ;;
-    remote)
-      "$MLW" -q computetarget attach remote -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
-        --password-stdin <"$WORK/pw" >/dev/null
-      ;;
-    remotedocker)
-      "$MLW" -q computetarget attach remotedocker -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
-        --password-stdin --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
-      ;;
-  esac
-  case "$2" in docker | remotedocker) echo "nvidiaDocker: true" >>aml_config/t.compute ;; esac
-  printf 'gpusPerRun: 1\ngpuUnusedWarnMinutes: 0\n' >>aml_config/t.compute
+  attach_gpu_target "$2"
+  echo "gpuUnusedWarnMinutes: 0" >>aml_config/t.compute
 }
 
 submit_async() { "$MLW" -o json experiment submit -a -c t "$@" 2>>"$WORK/submit.err" | json_get "$(cat)" 'd["run_id"]'; }

@@ -21,7 +21,6 @@ rm -f "$SIM/compute-apps"
 shared_lease_folder "$MLW_LEASE_DIR"
 cleanup_leases() { rm -rf "$MLW_LEASE_DIR" "$SIM/compute-apps"; }
 trap 'cleanup_leases; cleanup' EXIT
-ADDRESS="127.0.0.1:$MLW_TEST_SSH_PORT"
 printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
 
 # home NAME: a user's HOME (a laptop), its known_hosts holding the target's key.
@@ -58,20 +57,7 @@ PY
 project() {
   new_project "$1"
   script
-  case "$2" in
-    local) "$MLW" -q computetarget attach local -n t >/dev/null ;;
-    docker) "$MLW" -q computetarget attach docker -n t --base-image "$MLW_TEST_IMAGE" >/dev/null ;;
-    remote)
-      "$MLW" -q computetarget attach remote -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
-        --password-stdin <"$WORK/pw" >/dev/null
-      ;;
-    remotedocker)
-      "$MLW" -q computetarget attach remotedocker -n t -a "$ADDRESS" -u "$MLW_TEST_GPU_USER" \
-        --password-stdin --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
-      ;;
-  esac
-  case "$2" in docker | remotedocker) echo "nvidiaDocker: true" >>aml_config/t.compute ;; esac
-  echo "gpusPerRun: 1" >>aml_config/t.compute
+  attach_gpu_target "$2"
 }
 
 # submit_async ARGS…: submits with -a, prints the run id.

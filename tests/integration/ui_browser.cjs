@@ -3,10 +3,9 @@
 // "not ok NAME: why" per check; test_ui.sh counts them.
 "use strict";
 const path = require("path");
-const { chromium } = require(path.join(process.env.MLW_SOURCE_DIR, "web/node_modules/playwright-core"));
+const { check, counts, launch } = require("./ui_launch.cjs");
 
 const [url, runA, runB, runLive, shots] = process.argv.slice(2);
-let failures = 0;
 // In the page: the runs table's two last losses are in order (1: lowest first, -1: highest first).
 function metricsInOrder(direction) {
   const v = [...document.querySelectorAll("#runs tbody td.metric")].map((x) => x.textContent)
@@ -14,17 +13,8 @@ function metricsInOrder(direction) {
   return v.length === 2 && (v[1] - v[0]) * direction > 0;
 }
 
-function check(name, ok, why = "") {
-  console.log(ok ? `ok ${name}` : `not ok ${name}: ${why}`);
-  if (!ok) failures++;
-}
-
 async function main() {
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
@@ -157,4 +147,4 @@ async function main() {
   await browser.close();
 }
 
-main().then(() => process.exit(failures ? 1 : 0), (e) => { console.log(`not ok browser: ${e.stack}`); process.exit(1); });
+main().then(() => process.exit(counts.failures ? 1 : 0), (e) => { console.log(`not ok browser: ${e.stack}`); process.exit(1); });

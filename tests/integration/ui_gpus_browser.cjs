@@ -3,22 +3,12 @@
 // has a System section (its GPU's summary and a chart per sampled series) and that the GPUs page
 // names HOLDER on GPU 0. Prints "ok NAME" or "not ok NAME: why" per check.
 "use strict";
-const path = require("path");
-const { chromium } = require(path.join(process.env.MLW_SOURCE_DIR, "web/node_modules/playwright-core"));
+const { check, counts, launch } = require("./ui_launch.cjs");
 
 const [url, run, gpu, holder] = process.argv.slice(2);
-let failures = 0;
-function check(name, ok, why = "") {
-  console.log(ok ? `ok ${name}` : `not ok ${name}: ${why}`);
-  if (!ok) failures++;
-}
 
 async function main() {
-  const browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-  });
+  const browser = await launch();
   const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
@@ -42,4 +32,4 @@ async function main() {
   await browser.close();
 }
 
-main().then(() => process.exit(failures ? 1 : 0), (e) => { console.log(`not ok the browser ran: ${e.message}`); process.exit(1); });
+main().then(() => process.exit(counts.failures ? 1 : 0), (e) => { console.log(`not ok the browser ran: ${e.message}`); process.exit(1); });
