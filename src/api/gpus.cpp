@@ -15,7 +15,6 @@
 #include "mlw/exec/place.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/kinds/kind.hpp"
-#include "mlw/util/clock.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
@@ -184,6 +183,13 @@ nlohmann::ordered_json gpus_of(Context& ctx, const std::string& name) {
 
 namespace {
 
+/// An idle time as a person reads it: "8 s", "42 min", "3 h 5 min".
+std::string idle_text(std::int64_t s) {
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return fmt::format("{} min", s / 60);
+  return fmt::format("{} h {} min", s / 3600, s % 3600 / 60);
+}
+
 std::string percent(const nlohmann::ordered_json& value) {
   return value.is_number() ? fmt::format("{:g}%", value.get<double>()) : "?";
 }
@@ -209,8 +215,8 @@ void print_gpus(Context& ctx, const nlohmann::ordered_json& view) {
     }
     std::string idle = "-";
     if (gpu["idle_s"].is_number()) {
-      const double s = gpu["idle_s"].get<double>();
-      idle = s <= 0 ? "busy" : format_duration(static_cast<std::int64_t>(s * 1000));
+      const auto s = gpu["idle_s"].get<std::int64_t>();
+      idle = s <= 0 ? "busy" : idle_text(s);
     }
     rows.push_back(
         {{"gpu", gpu["index"]},

@@ -151,12 +151,13 @@ class ProcessDriver : public RunDriver {
     }
     ::close(script_pipe[1]);
     session.record.process_group = m_script;
+    session.mark_running();  // the run goes on even when this cannot be saved
+    // Its GPUs' sampler, once it runs (docs/gpus.md): idleGpu stops the script's group.
     if (m_lease) {
       m_sampler = std::make_unique<LocalSampler>(
           plan, session.record.gpus, m_lease->ticket(), m_script,
           std::vector<std::string>{"kill", "-s", "TERM", "--", "-" + std::to_string(m_script)});
     }
-    session.mark_running();  // the run goes on even when this cannot be saved
     // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.
     m_helper = std::thread([this, &session, &plan] {
       // A rerun's files are a stored snapshot: its git state is its source run's.

@@ -176,7 +176,10 @@ function tick(i, k, u, cpu, busy, list, low, text, a_list, any, c) {
   if (cpu != "") { sum_cpu += cpu; n_cpu++ }
   if (walked > 0 && rss_pages * page / 1048576 > peak_rss) peak_rss = rss_pages * page / 1048576
   if (++in_window >= window) flush()
-  if (ticket != "" && ticks % 5 == 1) {
+  # The ticket's folder goes with the lease: written only while it is there (awk ends on a
+  # file it cannot open for writing).
+  if (ticket != "" && ticks % 5 == 1 && (getline text <(ticket "/info")) >= 0) {
+    close(ticket "/info")
     text = ""
     for (i = 1; i <= n; i++) {
       k = order[i]
