@@ -133,6 +133,8 @@ for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
 done
 
 # --- computetarget gpus: two users' runs on one machine, a foreign process ------------------------
+# (TELEMETRY_KINDS may have left out the kinds this part uses.)
+for kind in local remote; do [ -d "$WORK/p-$kind" ] || project "p-$kind" "$kind"; done
 load "0 50 5000" "1 0 1000" "2 0 0" "3 0 0"
 echo 3 >"$SIM/compute-apps"
 cd "$WORK/p-local" || exit 1
