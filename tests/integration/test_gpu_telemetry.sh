@@ -92,8 +92,8 @@ for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
     test "$(series "$id" sys/gpu1/util | wc -l)" -ge 3
   check "$kind: power and temperature" test -n "$(series "$id" sys/gpu1/power)$(series "$id" sys/gpu1/temp)"
   expect_eq "$kind: sys/gpu_util for history list" "$(json_get "$json" 'd["metrics"]["sys/gpu_util"]')" "22.0"
-  check "$kind: the run's CPU (a busy loop: more than 30% of a core)" \
-    python3 -c "import sys; sys.exit(0 if $(json_get "$json" 'd["system"].get("cpu_mean", 0)') > 30 else 1)"
+  check "$kind: the run's CPU (a busy loop: more than 5% of a core, whatever else runs)" \
+    python3 -c "import sys; sys.exit(0 if $(json_get "$json" 'd["system"].get("cpu_mean", 0)') > 5 else 1)"
   check "$kind: its resident memory" \
     python3 -c "import sys; sys.exit(0 if $(json_get "$json" 'd["system"].get("rss_peak_mb", 0)') > 1 else 1)"
   # One nvidia-smi streams a run's samples: never one per sample (the first run's and this one's).
