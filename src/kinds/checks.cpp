@@ -178,10 +178,9 @@ void lease_folder_row(const CheckInput& in, std::vector<CheckRow>& rows) {
 void sampling_row(const CheckInput& in, std::vector<CheckRow>& rows) {
   if (!kind_of(in.compute.type).has_key("gpuSampleSeconds")) return;
   if (in.facts.gpus.empty()) {
-    rows.push_back({"GPU sampling", CheckResult::NotNeeded,
-                    fmt::format("off: nvidia-smi lists no GPU on {} (runs are not sampled)",
-                                in.host),
-                    ""});
+    rows.push_back(
+        {"GPU sampling", CheckResult::NotNeeded,
+         fmt::format("off: nvidia-smi lists no GPU on {} (runs are not sampled)", in.host), ""});
   } else if (in.compute.gpus_per_run == "all") {
     rows.push_back({"GPU sampling", CheckResult::NotNeeded,
                     "runs that lease GPUs are sampled (set gpusPerRun to lease them)", ""});
