@@ -2,13 +2,14 @@
 // what it leaves for the run's record.
 #include "mlw/exec/gpu_sampling.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <ctime>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -29,10 +30,15 @@ namespace {
 constexpr std::size_t k_max_notes = 20;
 constexpr std::size_t k_max_note = 400;
 
-/// Appends `line` to `file`.
+/// Appends `line` to `file`, a regular file (a FIFO a script put in its place is left alone: it
+/// would block).
 void append_line(const fs::path& file, const std::string& line) {
-  std::ofstream out(file, std::ios::app);
-  out << line << '\n';
+  const int fd = ::open(file.c_str(),
+                        O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) write_fully(fd, line + "\n");
+  ::close(fd);
 }
 
 /// The sampler's words after its program and GPUs: seconds, warn, policy.
@@ -120,9 +126,16 @@ void apply_gpu_files(const fs::path& run_dir, RunEnding& ending) {
   std::vector<std::string> lines;
   for (const auto& [file, word] :
        {std::pair{"gpu_stop", "gpu-stop "}, {"gpu_notes", "gpu-note "}}) {
-    std::ifstream in(run_dir / file);
-    std::string line;
-    for (std::size_t i = 0; i < k_max_notes && std::getline(in, line); ++i) {
+    // A regular file only (a FIFO a script put there would block), its first 64 KiB.
+    const int fd = open_regular_file(run_dir / file);
+    if (fd < 0) continue;
+    std::string text(64 * 1024, '\0');
+    const ssize_t n = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    std::size_t count = 0;
+    for (const auto& line : split(text, '\n')) {
+      if (line.empty() || count++ >= k_max_notes) continue;
       lines.push_back(word + line.substr(0, k_max_note));
     }
   }

@@ -59,7 +59,7 @@ mlw_sample_end() {
   if ! kill -s TERM -- "-$sp" 2>/dev/null && [ ! -e "$mlw_run/gpu.end" ] &&
     [ ! -e "$mlw_run/gpu_stop" ]; then
     b=
-    { read -r _ b <"$mlw_run/gpu.beat"; } 2>/dev/null
+    [ ! -f "$mlw_run/gpu.beat" ] || { read -r _ b <"$mlw_run/gpu.beat"; } 2>/dev/null
     b=$(date -u -d "@${b:-0}" +%H:%M:%S 2>/dev/null)
     echo "GPU sampling stopped${b:+ at $b UTC}: its sampler was killed; the run went on" \
       "without samples" >>"$mlw_run/gpu_notes"

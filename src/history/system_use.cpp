@@ -1,20 +1,39 @@
 // A run's GPU sampler's series summed up for its record (docs/gpus.md).
 #include "mlw/history/system_use.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include "mlw/history/collect.hpp"
+#include "mlw/util/fs.hpp"
 
 namespace mlw {
 
 namespace {
+
+/// The next line of `in` into `line` (without its newline); a line over `limit` bytes comes back
+/// empty (skipped). False at the end.
+bool read_bounded_line(std::FILE* in, std::string& line, std::size_t limit) {
+  line.clear();
+  bool over = false;
+  int c = 0;
+  while ((c = std::fgetc(in)) != EOF && c != '\n') {
+    if (line.size() >= limit) {
+      over = true;
+      line.clear();
+    }
+    if (!over) line.push_back(static_cast<char>(c));
+  }
+  if (over) line.clear();
+  return c != EOF || !line.empty() || over;
+}
 
 struct Sample {
   double time = 0;
@@ -68,10 +87,16 @@ double rounded(double value) {
 
 SystemUse read_system_use(const std::filesystem::path& metrics_file) {
   std::map<std::string, std::vector<Sample>> series;
-  std::ifstream in(metrics_file);
+  // Only a regular file is read: a FIFO in its place (a script's) would block for ever.
+  const int fd = open_regular_file(metrics_file);
+  std::FILE* in = fd < 0 ? nullptr : ::fdopen(fd, "rb");
+  if (!in) {
+    if (fd >= 0) ::close(fd);
+    return {};
+  }
   std::string line;
-  while (std::getline(in, line)) {
-    if (line.size() > k_max_metric_line || line.find("\"sys/") == std::string::npos) continue;
+  while (read_bounded_line(in, line, k_max_metric_line)) {
+    if (line.find("\"sys/") == std::string::npos) continue;
     const auto json = parse_metric_object(line);
     if (!json || !(*json)["value"].is_number()) continue;
     const std::string name = (*json)["name"].get<std::string>();
