@@ -388,7 +388,9 @@ expect_contains "… one line" "$ERR" "no other target holds ds@1 (asked: rm)"
 
 # A file that changes while it is hashed is refused with its name.
 mkdir -p "$WORK/moving"
-printf 'x\n' >"$WORK/moving/log.txt"
+# 64 MB, so that its hashing lasts long enough for appends to land in it even where the appender
+# gets little CPU (two suites at once under a sanitizer: a 2-byte file was hashed between two).
+head -c 64M /dev/zero >"$WORK/moving/log.txt"
 # It appends until data add has returned (at most 120 s, however slow a sanitizer build is).
 (
   end=$((SECONDS + 120))
