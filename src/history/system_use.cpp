@@ -98,13 +98,16 @@ SystemUse read_system_use(const std::filesystem::path& metrics_file) {
   while (read_bounded_line(in, line, k_max_metric_line)) {
     if (line.find("\"sys/") == std::string::npos) continue;
     const auto json = parse_metric_object(line);
-    if (!json || !(*json)["value"].is_number()) continue;
-    const std::string name = (*json)["name"].get<std::string>();
+    // An object with a string "name" and a "value" (parse_metric_object); "time" may be missing
+    // (a script's own sys/ metric): looked up, never indexed.
+    if (!json || !json->at("value").is_number()) continue;
+    const std::string name = json->at("name").get<std::string>();
     if (name.rfind("sys/", 0) != 0) continue;
-    const auto& time = (*json)["time"];
-    series[name].push_back(
-        {time.is_number() ? time.get<double>() : 0, (*json)["value"].get<double>()});
+    const auto time = json->find("time");
+    const double at = time != json->end() && time->is_number() ? time->get<double>() : 0;
+    series[name].push_back({at, json->at("value").get<double>()});
   }
+  std::fclose(in);
   SystemUse use;
   for (const auto& [name, samples] : series) {
     int gpu = 0;
