@@ -81,13 +81,14 @@ function emit(name, value, at) {
 # walk P: adds the CPU ticks (its own and its waited-for children's) and resident pages of P
 # and the processes under it; at most 4096 of them.
 function walk(p, line, a, kids, k, i, f) {
-  if (walked++ >= 4096) return
+  if (walked >= 4096) return
   f = "/proc/" p "/stat"
   if ((getline line <f) <= 0) {
     close(f)
     return
   }
   close(f)
+  walked++
   sub(/^.*\) /, "", line)
   split(line, a, " ")
   cpu_ticks += a[12] + a[13] + a[14] + a[15]
