@@ -48,6 +48,9 @@ check=$((every * 3))
 [ "$check" -ge 10 ] || check=10
 mawk_lines=
 awk -W interactive 'BEGIN { }' </dev/null >/dev/null 2>&1 && mawk_lines='-W interactive'
+# The minutes as seconds, once (awk does the arithmetic of fractions).
+warn_s=$(awk -v m="$warn" 'BEGIN { print m * 60 }')
+idle_s=$(awk -v m="$idle" 'BEGIN { print m * 60 }')
 tries=0
 while :; do
   rm -f gpu.hung
@@ -59,8 +62,7 @@ while :; do
     wait $!
     echo $? >gpu.smi_code
   } | awk $mawk_lines -v gpus="$gpus" -v start="$start" -v tries="$tries" \
-    -v warn="$(awk -v m="$warn" 'BEGIN { print m * 60 }')" -v uuids="$uuids" \
-    -v below="${below:-0}" -v idle="$(awk -v m="$idle" 'BEGIN { print m * 60 }')" \
+    -v warn="$warn_s" -v uuids="$uuids" -v below="${below:-0}" -v idle="$idle_s" \
     -v action="$action" -v metrics="$metrics" -v ticket="$ticket" -v root="$root" \
     -v tck="$tck" -v page="$page" "$awk_program" &
   reader=$!
