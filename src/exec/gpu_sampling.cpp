@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 #include <fmt/format.h>
 
 #include "mlw/exec/executor.hpp"
