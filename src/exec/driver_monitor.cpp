@@ -164,8 +164,8 @@ bool MonitorDriver::start_batch_job(RunSession& session, const BatchSubmit& job)
   session.say(fmt::format("{} job {} queued on {}.\n", job.system, id, session.shell().host()));
   if (!start_monitor(session, job.monitor)) return false;
   session.save(false);
-  wait_until_started(session);
-  session.mark_running();
+  // A job deleted while it waited never ran: its record keeps no start.
+  if (wait_until_started(session)) session.mark_running();
   return true;
 }
 
@@ -184,7 +184,7 @@ bool MonitorDriver::resume_batch_job(RunSession& session, const std::string& sta
   return true;
 }
 
-void MonitorDriver::wait_until_started(RunSession& session) {
+bool MonitorDriver::wait_until_started(RunSession& session) {
   bool stop_sent = false;
   while (true) {
     ShellStreams streams;
@@ -196,7 +196,7 @@ void MonitorDriver::wait_until_started(RunSession& session) {
       stop_sent = true;
       continue;
     }
-    if (waited.exit_code == 0) return;
+    if (waited.exit_code == 0) return waited.output.find("started") != std::string::npos;
   }
 }
 

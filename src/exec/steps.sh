@@ -56,10 +56,12 @@ mlw_monitor_alive() {
   if kill -0 "$pid" 2>/dev/null; then echo alive; else rm -f "$@"; fi
 }
 
-# mlw_wait_started RUN PID: returns once the run has started (RUN/started) or its monitor ended.
+# mlw_wait_started RUN PID: returns once the run has started (RUN/started) or its monitor ended;
+# prints "started" when the run did start (a batch job deleted while it waited never did).
 mlw_wait_started() {
   cd "$1" || exit 1
   while [ ! -e started ] && kill -0 "$2" 2>/dev/null; do sleep 0.2; done
+  [ ! -e started ] || echo started
   exit 0
 }
 

@@ -156,8 +156,11 @@ check "the busy run printed" wait_for 60 grep -q "line 1" ".mlw/runs/$BUSY/drive
 run_mlw -o json experiment submit -c grid -a exit_with.py 0
 WAITING=$(json_get "$OUT" 'd["run_id"]')
 run_mlw experiment cancel -r "$WAITING"
+expect_eq "cancel a queued run exits 0" "$CODE" 0
 expect_eq "cancel a queued run" "$(run_state "$WAITING")" "Canceled 143"
 check "it never printed" bash -c "! grep -q 'exiting with' '.mlw/runs/$WAITING/driver_log.txt'"
+expect_eq "a run canceled while it waited has no start in its record" \
+  "$(json_get "$("$MLW" -o json history info -r "$WAITING")" '[d["started"], d["duration_s"]]')" "[None, None]"
 "$MLW" experiment cancel -r "$BUSY" >/dev/null 2>&1
 
 # --- the SSH connection killed mid-run: the run goes on, logs -f has every line once ----------

@@ -180,6 +180,19 @@ expect_eq "the cancelled run is Canceled" "$(run_state "$BUSY" | cut -d' ' -f1)"
 check "scancel took the job away" bash -c "! squeue -h -n mlw-$BUSY | grep -q ."
 check "the queued run ended" wait_for 60 run_is "$WAITING" Completed
 expect_eq "the queued run ran once the nodes were free" "$(run_state "$WAITING")" "Completed 0"
+# A run canceled while it waits in the queue never runs, and its record has no start.
+run_mlw -o json experiment submit -c two -a slow.py 600 0.2
+BUSY=$(json_get "$OUT" 'd["run_id"]')
+check "the busy run printed" wait_for 60 grep -q "line 1" ".mlw/runs/$BUSY/driver_log.txt"
+run_mlw -o json experiment submit -c one -a exit_with.py 0
+WAITING=$(json_get "$OUT" 'd["run_id"]')
+run_mlw experiment cancel -r "$WAITING"
+expect_eq "cancel a queued run exits 0" "$CODE" 0
+expect_eq "cancel a queued run" "$(run_state "$WAITING" | cut -d' ' -f1)" "Canceled"
+check "it never printed" bash -c "! grep -q 'exiting with' '.mlw/runs/$WAITING/driver_log.txt'"
+expect_eq "a run canceled while it waited has no start in its record" \
+  "$(json_get "$("$MLW" -o json history info -r "$WAITING")" '[d["started"], d["duration_s"]]')" "[None, None]"
+"$MLW" experiment cancel -r "$BUSY" >/dev/null 2>&1
 
 # --- the SSH connection killed mid-run: the run goes on, logs -f has every line once ----------
 run_mlw -o json experiment submit -c one -a slow.py 30 0.1

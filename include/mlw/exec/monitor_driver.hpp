@@ -51,8 +51,9 @@ class MonitorDriver : public RunDriver {
   bool resume_batch_job(RunSession& session, const std::string& stale,
                         const std::function<std::string()>& monitor);
   /// Waits on the target until the monitor says the job runs (its `started` file) or has
-  /// ended; a cancel while it waits (queued in a batch system) goes to stop().
-  void wait_until_started(RunSession& session);
+  /// ended; a cancel while it waits (queued in a batch system) goes to stop(). False when the
+  /// monitor ended and the job never ran (deleted while it waited).
+  bool wait_until_started(RunSession& session);
   /// The script that prints the end once the monitor is gone (after `cd` into the run folder).
   virtual std::string end_script() const;
 

@@ -46,12 +46,15 @@ while :; do
   fi
   sleep 0.2
 done
-[ -e started ] || : >started
+# A job that ran and ended between two polls ran job.sh (attempts). One deleted while it waited
+# never did: not marked started, and its accounting (there is none) asked for only a moment.
+tries=50
+if [ ! -e started ] && [ ! -e attempts ]; then tries=5; else : >started; fi
 # Accounting can lag the job's end by a moment: asked again for up to 10 s.
 n=0
 until acct=$(if [ -n "$task" ]; then qacct -j "$job" -t "$task"; else qacct -j "$job"; fi 2>/dev/null); do
   n=$((n + 1))
-  [ "$n" -lt 50 ] || break
+  [ "$n" -lt "$tries" ] || break
   sleep 0.2
 done
 # One record per run of the job: the last one counts.

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The monitor of an mlw run on Slurm, started detached in the run folder: it polls the job
-# (job_id) with squeue until it leaves the queue, marking `started` once it runs, then writes its
-# final state and ExitCode (slurm_state, slurm_exit: from scontrol, else sacct) and batch_state
-# last. A controller that does not answer for slurm_retry seconds makes the state LOST.
+# (job_id) with squeue until it leaves the queue, marking `started` once it runs (or ran), then
+# writes its final state and ExitCode (slurm_state, slurm_exit: from scontrol, else sacct) and
+# batch_state last. A controller that does not answer for slurm_retry seconds makes the state LOST.
 job=$(cat job_id) || exit 0
 retry=$(cat slurm_retry 2>/dev/null) || retry=300
 down=
@@ -25,7 +25,9 @@ while :; do
   fi
   sleep 0.2
 done
-[ -e started ] || : >started
+# A job that ran and ended between two polls ran job.sh (attempts); one deleted while it waited
+# never did, and is not marked started.
+[ -e started ] || [ ! -e attempts ] || : >started
 info=$(scontrol -o show job "$job" 2>/dev/null)
 state=$(printf '%s\n' "$info" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
 exit_field=$(printf '%s\n' "$info" | sed -n 's/.* ExitCode=\([0-9:]*\).*/\1/p')
