@@ -30,14 +30,9 @@ constexpr std::size_t k_answer_bound = 1 << 20;
 /// Seconds between two views of --watch.
 constexpr int k_watch_seconds = 2;
 
+/// A figure of the machine's answer: a plain decimal number, never negative, inf or nan.
 std::optional<double> number(const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
+  return parse_decimal(text, 0, 1e12);
 }
 
 /// A number as JSON (whole numbers as integers), or null.
@@ -82,7 +77,7 @@ std::vector<Holder> holders_of(const std::vector<std::string>& lines) {
 }
 
 /// The run that holds `gpu`, as `experiment queue` names it, with its idle time.
-void add_holder(nlohmann::ordered_json& gpu, const Holder* holder, const HistoryStore& store,
+void add_holder(nlohmann::ordered_json& gpu, const Holder* holder, const InHistory& in_history,
                 double now) {
   if (!holder) {
     gpu["run_id"] = nullptr;
@@ -93,9 +88,8 @@ void add_holder(nlohmann::ordered_json& gpu, const Holder* holder, const History
   }
   const auto& f = holder->fields;
   const std::string run = printable(f[4]);
-  std::error_code ec;
   const bool mine = f[10] == "1" && !run.empty() && run.find('/') == std::string::npos &&
-                    run[0] != '.' && fs::exists(store.run_dir(run) / "run.json", ec);
+                    run[0] != '.' && in_history(run);
   gpu["run_id"] = run;
   gpu["in_history"] = mine;
   gpu["run_user"] = printable(f[5]);
@@ -110,6 +104,57 @@ void add_holder(nlohmann::ordered_json& gpu, const Holder* holder, const History
 }
 
 }  // namespace
+
+nlohmann::ordered_json read_gpus_answer(const std::string& answer, const std::string& host,
+                                        const InHistory& in_history) {
+  const std::vector<std::string> lines = split(answer.substr(0, k_answer_bound), '\n');
+  double now = 0;
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  std::map<std::string, int> by_uuid;
+  for (const auto& line : lines) {
+    const std::vector<std::string> f = split(line, '\t');
+    if (f.size() >= 2 && f[0] == "now") now = number(f[1]).value_or(0);
+    if (f.size() >= 2 && f[0] == "none") {
+      throw Error(fmt::format("nvidia-smi on {} lists no GPU: {}", host, printable(f[1])));
+    }
+    if (f.size() < 7 || f[0] != "gpu") continue;
+    const auto index = parse_integer(f[1], 0, 1023);
+    if (!index) continue;
+    by_uuid[trim(f[6])] = static_cast<int>(gpus.size());
+    gpus.push_back({{"index", *index},
+                    {"name", printable(f[2])},
+                    {"util", number_or_null(f[3])},
+                    {"mem_used_mib", number_or_null(f[4])},
+                    {"mem_total_mib", number_or_null(f[5])},
+                    {"processes", nlohmann::ordered_json::array()}});
+  }
+  const std::vector<Holder> holders = holders_of(lines);
+  for (auto& gpu : gpus) {
+    const Holder* holder = nullptr;
+    for (const auto& each : holders) {
+      for (const int held : each.gpus) {
+        if (held == gpu["index"].get<int>()) holder = &each;
+      }
+    }
+    add_holder(gpu, holder, in_history, now);
+  }
+  for (const auto& line : lines) {
+    const std::vector<std::string> f = split(line, '\t');
+    if (f.size() < 6 || f[0] != "app") continue;
+    const auto at = by_uuid.find(trim(f[1]));
+    if (at == by_uuid.end()) continue;
+    auto& gpu = gpus[static_cast<std::size_t>(at->second)];
+    const std::string user = printable(trim(f[5]));
+    // A process of the lease's owner is its run's; any other is foreign to mlw's leases.
+    const bool foreign = !gpu["target_user"].is_string() || user != gpu["target_user"];
+    gpu["processes"].push_back({{"pid", number_or_null(trim(f[2]))},
+                                {"name", printable(trim(f[3]))},
+                                {"mem_mib", number_or_null(trim(f[4]))},
+                                {"user", user},
+                                {"foreign", foreign}});
+  }
+  return gpus;
+}
 
 nlohmann::ordered_json gpus_of(Context& ctx, const std::string& name) {
   const Project& project = ctx.project();
@@ -131,54 +176,14 @@ nlohmann::ordered_json gpus_of(Context& ctx, const std::string& name) {
     throw Error(
         fmt::format("cannot read the GPUs of {}: {}", shell->host(), printable(trim(read.errors))));
   }
-  const std::vector<std::string> lines = split(read.output.substr(0, k_answer_bound), '\n');
-  double now = 0;
-  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
-  std::map<std::string, int> by_uuid;
-  for (const auto& line : lines) {
-    const std::vector<std::string> f = split(line, '\t');
-    if (f.size() >= 2 && f[0] == "now") now = number(f[1]).value_or(0);
-    if (f.size() >= 2 && f[0] == "none") {
-      throw Error(fmt::format("nvidia-smi on {} lists no GPU: {}", shell->host(), printable(f[1])));
-    }
-    if (f.size() < 7 || f[0] != "gpu") continue;
-    const auto index = parse_integer(f[1], 0, 1023);
-    if (!index) continue;
-    by_uuid[trim(f[6])] = static_cast<int>(gpus.size());
-    gpus.push_back({{"index", *index},
-                    {"name", printable(f[2])},
-                    {"util", number_or_null(f[3])},
-                    {"mem_used_mib", number_or_null(f[4])},
-                    {"mem_total_mib", number_or_null(f[5])},
-                    {"processes", nlohmann::ordered_json::array()}});
-  }
   HistoryStore store(project.state_dir());
-  const std::vector<Holder> holders = holders_of(lines);
-  for (auto& gpu : gpus) {
-    const Holder* holder = nullptr;
-    for (const auto& each : holders) {
-      for (const int held : each.gpus) {
-        if (held == gpu["index"].get<int>()) holder = &each;
-      }
-    }
-    add_holder(gpu, holder, store, now);
-  }
-  for (const auto& line : lines) {
-    const std::vector<std::string> f = split(line, '\t');
-    if (f.size() < 6 || f[0] != "app") continue;
-    const auto at = by_uuid.find(trim(f[1]));
-    if (at == by_uuid.end()) continue;
-    auto& gpu = gpus[static_cast<std::size_t>(at->second)];
-    const std::string user = printable(trim(f[5]));
-    // A process of the lease's owner is its run's; any other is foreign to mlw's leases.
-    const bool foreign = !gpu["target_user"].is_string() || user != gpu["target_user"];
-    gpu["processes"].push_back({{"pid", number_or_null(trim(f[2]))},
-                                {"name", printable(trim(f[3]))},
-                                {"mem_mib", number_or_null(trim(f[4]))},
-                                {"user", user},
-                                {"foreign", foreign}});
-  }
-  return {{"target", name}, {"host", shell->host()}, {"gpus", gpus}};
+  const auto in_history = [&store](const std::string& run) {
+    std::error_code ec;
+    return fs::exists(store.run_dir(run) / "run.json", ec);
+  };
+  return {{"target", name},
+          {"host", shell->host()},
+          {"gpus", read_gpus_answer(read.output, shell->host(), in_history)}};
 }
 
 namespace {

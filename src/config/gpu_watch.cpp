@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "mlw/util/error.hpp"
@@ -23,15 +23,7 @@ const std::vector<std::string>& idle_gpu_keys() {
 
 /// A plain decimal number (no sign, exponent, inf or nan); nullopt otherwise.
 std::optional<double> plain_number(std::string_view text) {
-  if (text.empty() || text.find_first_not_of("0123456789.") != std::string_view::npos) {
-    return std::nullopt;
-  }
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
+  return parse_decimal(text, 0, std::numeric_limits<double>::max());
 }
 
 /// Sets `key` of `policy` from `text`; the problem (without a place), or "".

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 
 #include "mlw/util/error.hpp"
@@ -122,6 +123,21 @@ std::optional<long long> parse_integer(std::string_view text, long long min, lon
   if (text.empty() || (text[0] == '+')) return std::nullopt;
   const auto [end, ec] = std::from_chars(first, last, value);
   if (ec != std::errc() || end != last || value < min || value > max) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_decimal(std::string_view text, double min, double max) {
+  const std::string_view digits = !text.empty() && text[0] == '-' ? text.substr(1) : text;
+  if (digits.empty() || digits.find_first_not_of("0123456789.") != std::string_view::npos ||
+      digits.find('.') != digits.rfind('.') || digits.find_first_of("0123456789") == digits.npos) {
+    return std::nullopt;
+  }
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+      value < min || value > max) {
+    return std::nullopt;
+  }
   return value;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,6 +48,12 @@ int doctor(Context& ctx, const std::string& name);
 void gpus(Context& ctx, const std::string& name, bool watch);
 /// The same as a JSON object: {"target", "host", "gpus": [...]}, over an open shell.
 nlohmann::ordered_json gpus_of(Context& ctx, const std::string& name);
+/// Whether a run id names a run of this project's history.
+using InHistory = std::function<bool(const std::string& run_id)>;
+/// The "gpus" array of gpus_of from a machine's answer (gpus_now.sh, then queue.sh's tickets);
+/// an answer that lists no GPU is an Error naming `host`. Reads at most 1 MiB of it.
+nlohmann::ordered_json read_gpus_answer(const std::string& answer, const std::string& host,
+                                        const InHistory& in_history);
 /// Removes NAME.compute, NAME.runconfig and the stored password.
 void detach(Context& ctx, const std::string& name);
 

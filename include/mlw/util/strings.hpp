@@ -35,6 +35,11 @@ inline bool starts_with(std::string_view text, std::string_view prefix) {
 /// [min, max]; nullopt otherwise. For numbers read from outside (a target's answer, a file).
 std::optional<long long> parse_integer(std::string_view text, long long min, long long max);
 
+/// The plain decimal number `text` spells (an optional '-', digits, at most one '.'; no '+',
+/// exponent, inf or nan) when it lies in [min, max]; nullopt otherwise. For numbers read from
+/// outside: nvidia-smi's figures, a setting such as idleGpu's minutes.
+std::optional<double> parse_decimal(std::string_view text, double min, double max);
+
 /// The length of the UTF-8 sequence that starts at `text[i]`, or 0 when none does (a stray
 /// byte, a cut sequence, an overlong form, a surrogate, a code point over U+10FFFF).
 std::size_t utf8_sequence_length(std::string_view text, std::size_t i);

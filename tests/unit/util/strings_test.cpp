@@ -48,6 +48,19 @@ TEST(ParseInteger, OnlyDigitsInRangeCount) {
   }
 }
 
+TEST(ParseDecimal, PlainDecimalsInRangeOnly) {
+  EXPECT_EQ(parse_decimal("45.5", 0, 100), 45.5);
+  EXPECT_EQ(parse_decimal("0", 0, 100), 0);
+  EXPECT_EQ(parse_decimal(".5", 0, 100), 0.5);
+  EXPECT_EQ(parse_decimal("-2.5", -5, 5), -2.5);
+  EXPECT_EQ(parse_decimal("1764322000.25", 0, 1e12), 1764322000.25);
+  for (const char* bad : {"", ".", "-", "101", "-1", "1e3", "inf", "nan", "+1", " 1", "1 ", "1.2.3",
+                          "0x10", "[N/A]", "1,5", "1e400"}) {
+    EXPECT_EQ(parse_decimal(bad, 0, 100), std::nullopt) << bad;
+  }
+  EXPECT_EQ(parse_decimal(std::string(400, '9'), 0, 1e12), std::nullopt);
+}
+
 TEST(Printable, EscapesControlAndNonUtf8BytesAndCuts) {
   EXPECT_EQ(printable("r\xe9sum\xc3\xa9\n\x1b[31m"), "r\\xe9sum\xc3\xa9\\x0a\\x1b[31m");
   EXPECT_EQ(printable(std::string(100, 'a'), 10), std::string(10, 'a') + "…");
