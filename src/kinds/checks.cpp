@@ -176,8 +176,15 @@ void lease_folder_row(const CheckInput& in, std::vector<CheckRow>& rows) {
 
 /// Whether the target's runs are sampled (docs/gpus.md): never an error, said once here.
 void sampling_row(const CheckInput& in, std::vector<CheckRow>& rows) {
-  if (!kind_of(in.compute.type).has_key("gpuSampleSeconds")) return;
-  if (in.facts.gpus.empty()) {
+  const TargetKind& kind = kind_of(in.compute.type);
+  if (!kind.has_key("gpuSampleSeconds")) return;
+  if (kind.runner.batch) {
+    rows.push_back({"GPU sampling", CheckResult::NotNeeded,
+                    fmt::format("on the node that runs each job given GPUs (CUDA_VISIBLE_DEVICES; "
+                                "a Slurm job's first), every {} s (gpuSampleSeconds)",
+                                in.compute.gpu_sample_seconds),
+                    ""});
+  } else if (in.facts.gpus.empty()) {
     rows.push_back(
         {"GPU sampling", CheckResult::NotNeeded,
          fmt::format("off: nvidia-smi lists no GPU on {} (runs are not sampled)", in.host), ""});

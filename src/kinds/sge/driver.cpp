@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/exec/requeue.hpp"
 #include "mlw/util/embedded.hpp"
@@ -47,7 +48,9 @@ class Driver : public MonitorDriver {
         session, {submit, words,
                   stdin_file(embedded_script("src/kinds/sge/job.sh")) +
                       stdin_file(embedded_script("src/kinds/sge/end.sh")) +
-                      stdin_file(run_env(session.plan, session.paths)),
+                      stdin_file(run_env(session.plan, session.paths)) +
+                      stdin_file(embedded_script("src/exec/sampler.sh")) +
+                      stdin_file(embedded_script("src/exec/sampler.awk")),
                   "qsub", "Grid Engine", std::string(embedded_script("src/kinds/sge/monitor.sh"))});
   }
 
@@ -72,6 +75,7 @@ class Driver : public MonitorDriver {
                                  config_of(session.plan.compute).time_limit_s,
                                  session.record.job_id, session.host());
     ending.problems.insert(ending.problems.begin(), problems.begin(), problems.end());
+    apply_gpu_words(split(m_seen == Seen::Ended ? m_end : "", '\n'), ending);
     return ending;
   }
 
@@ -91,6 +95,8 @@ std::string run_env(const RunPlan& plan, const TargetRunPaths& paths) {
     env[key] = value;
   }
   for (const auto& [key, value] : env) text += "export " + shell_quote(key + "=" + value) + "\n";
+  text += fmt::format("mlw_sample_every={}\nmlw_sample_warn={}\n", plan.compute.gpu_sample_seconds,
+                      shell_quote(plan.compute.gpu_unused_warn_minutes));
   text += "set -- " + shell_join(script_command(plan, plan.compute.python_location)) + "\n";
   return text;
 }

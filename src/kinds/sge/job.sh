@@ -38,6 +38,21 @@ fi
 cd snapshot || exit 125
 "$@" </dev/null &
 child=$!
+# The run's GPU sampler (exec/sampler.sh, docs/gpus.md) for the processes under this shell, where
+# the site gave the job GPUs as CUDA_VISIBLE_DEVICES (a prolog or starter method: Grid Engine
+# itself names none), in a session of its own.
+sampler=
+case "${CUDA_VISIBLE_DEVICES:-}" in
+  '' | *[!0-9,]*) ;;
+  *)
+    if [ -s "$folder/sampler.sh" ] && command -v nvidia-smi >/dev/null 2>&1; then
+      (cd "$folder" && exec setsid sh ./sampler.sh "$(cat sampler.awk)" "$CUDA_VISIBLE_DEVICES" \
+        "${mlw_sample_every:-1}" "${mlw_sample_warn:-10}" "" "" "$$" metrics.jsonl) \
+        </dev/null >/dev/null 2>&1 &
+      sampler=$!
+    fi
+    ;;
+esac
 # wait returns early when a signal arrives: wait again until the command has ended.
 while :; do
   wait "$child"
@@ -45,6 +60,7 @@ while :; do
   kill -0 "$child" 2>/dev/null || break
 done
 [ -z "$canceled" ] || code=143
+[ -z "$sampler" ] || kill -s TERM -- "-$sampler" 2>/dev/null
 cd .. || exit 125
 if [ -n "$warned" ] && [ -z "$canceled" ] && [ "$code" != 0 ] && [ -n "${MLW_CHECKPOINT_SIGNAL:-}" ]; then
   echo "mlw: Grid Engine warned the job (SIGUSR1) and the script ended with $code: it runs again"

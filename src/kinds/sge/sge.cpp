@@ -228,7 +228,7 @@ const TargetKind& sge_kind() {
       .place = &ssh_host(),
       .runner = {.detached = true, .batch = true, .arrays = true, .make_driver = sge::driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
-               "pythonLocation"},
+               "pythonLocation", "gpuSampleSeconds", "gpuUnusedWarnMinutes"},
       .own_keys = {{"queue", ValueKind::String, "Grid Engine: the queue (qsub -q); empty: any.", "",
                     sge::name_problem, "--queue", "Grid Engine queue (default: any)"},
                    {"pe", ValueKind::String,

@@ -160,6 +160,8 @@ std::string slurm_run_env(const RunPlan& plan, const TargetRunPaths& paths) {
   text +=
       "mlw_share=" + shell_quote(paths.share_dir) + "\n" +
       fmt::format("mlw_nodes={}\nmlw_gpus_per_node={}\n", compute.nodes, compute.gpus_per_node) +
+      fmt::format("mlw_sample_every={}\nmlw_sample_warn={}\n", plan.compute.gpu_sample_seconds,
+                  shell_quote(plan.compute.gpu_unused_warn_minutes)) +
       fmt::format("mlw_checkpoint_signal={}\nmlw_checkpoint_lead={}\n",
                   shell_quote(requeue.requeue ? requeue.signal : ""), requeue.lead_s) +
       "srun_options=(" + shell_join(node.srun_options) + ")\n" + "command=(" +

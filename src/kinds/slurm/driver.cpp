@@ -6,6 +6,7 @@
 #include <map>
 
 #include "mlw/exec/container.hpp"
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/settings.hpp"
@@ -52,7 +53,9 @@ class SlurmDriver : public MonitorDriver {
     return start_batch_job(
         session, {submit, arguments,
                   stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
-                      stdin_file(slurm_run_env(session.plan, session.paths)),
+                      stdin_file(slurm_run_env(session.plan, session.paths)) +
+                      stdin_file(embedded_script("src/exec/sampler.sh")) +
+                      stdin_file(embedded_script("src/exec/sampler.awk")),
                   "sbatch", "Slurm", std::string(embedded_script("src/kinds/slurm/monitor.sh"))});
   }
 
@@ -102,6 +105,7 @@ class SlurmDriver : public MonitorDriver {
     }
     const SlurmEnd end = slurm_end(values["slurm_state"], values["slurm_exit"], script_code);
     ending.status = end.status;
+    apply_gpu_words(split(m_seen == Seen::Ended ? m_end : "", '\n'), ending);
     if (end.status == status::k_lost) {
       ending.lost_reason = lost_reason::k_slurm;
       ending.lost_problem = end.problem;

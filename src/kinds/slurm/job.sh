@@ -7,6 +7,7 @@
 # the last.
 # What run.env sets, empty until it does.
 mlw_share='' mlw_nodes=1 mlw_gpus_per_node=0 mlw_checkpoint_signal='' mlw_checkpoint_lead=0
+mlw_sample_every=1 mlw_sample_warn=10
 srun_options=()
 command=()
 # shellcheck source=/dev/null
@@ -37,11 +38,32 @@ for i in "${!command[@]}"; do
   fi
 done
 cd snapshot || exit 125
+# What each rank runs: sh -c of this with RUN SIGNAL EVERY WARN COMMAND…. Rank 0, where Slurm gave
+# the job GPUs (CUDA_VISIBLE_DEVICES, as nvidia-smi there numbers them), starts the run's GPU
+# sampler (exec/sampler.sh, docs/gpus.md) for the processes under this shell, in a session of its
+# own (gpu.pid); the script is this shell's child.
+# shellcheck disable=SC2016
+rank_program='MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK
+[ -z "$1" ] || trap : "$1"
+e=$2 w=$3
+shift 3
+case "$MLW_NODE_RANK:${CUDA_VISIBLE_DEVICES:-}" in
+  0:*[!0-9,]* | 0:) ;;
+  0:*)
+    if [ -s "$0/sampler.sh" ] && command -v nvidia-smi >/dev/null 2>&1; then
+      (cd "$0" && exec setsid sh ./sampler.sh "$(cat sampler.awk)" "$CUDA_VISIBLE_DEVICES" "$e" "$w" "" "" "$$" metrics.jsonl) </dev/null >/dev/null 2>&1 &
+      echo "$!" >"$0/gpu.pid"
+    fi ;;
+esac
+"$@"
+c=$?
+echo "$c $(date +%s%N)" >"$0/rank_exit.$MLW_NODE_RANK"
+exit "$c"'
 # The step runs in the background so that the checkpoint signal (sent to this shell only,
 # --signal=B:) is passed on to it while it runs: srun gives it to every process of the step.
 # Each rank's shell outlives the signal (a trap that does nothing); the script gets it.
-# shellcheck disable=SC2016
-srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c 'MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK; [ -z "$1" ] || trap : "$1"; shift; "$@"; c=$?; echo "$c $(date +%s%N)" > "$0/rank_exit.$MLW_NODE_RANK"; exit "$c"' "$run" "$mlw_checkpoint_signal" "${command[@]}" </dev/null &
+srun --kill-on-bad-exit=1 "${srun_options[@]}" sh -c "$rank_program" "$run" "$mlw_checkpoint_signal" \
+  "${mlw_sample_every:-1}" "${mlw_sample_warn:-10}" "${command[@]}" </dev/null &
 step=$!
 signalled=
 # The seconds of squeue's time left (D-HH:MM:SS, HH:MM:SS, MM:SS), or nothing.
@@ -78,6 +100,11 @@ while [[ -z "$code" ]]; do
   fi
   kill -0 "$step" 2>/dev/null || code=$c
 done
+# The step has ended: so does its sampler (it would, at its next sample, with no process left).
+if [[ -s "$run/gpu.pid" ]] && read -r sampler <"$run/gpu.pid"; then
+  kill -s TERM -- "-$sampler" 2>/dev/null
+  rm -f "$run/gpu.pid"
+fi
 # The first rank that failed, by when it ended.
 failed=()
 for f in "$run"/rank_exit.*; do

@@ -172,7 +172,7 @@ const TargetKind& slurm_kind() {
       .place = &ssh_host(),
       .runner = {.detached = true, .batch = true, .arrays = true, .make_driver = slurm_driver},
       .keys = {"address", "username", "password", "privateKeyFile", "privateKeyPassphrase",
-               "baseDockerImage", "pythonLocation"},
+               "baseDockerImage", "pythonLocation", "gpuSampleSeconds", "gpuUnusedWarnMinutes"},
       .own_keys = with_requeue_keys(
           {{"partition", ValueKind::String, "Slurm partition.", "", word_problem, "--partition",
             "Slurm partition (default: the cluster's default)"},

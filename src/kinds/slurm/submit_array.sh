@@ -2,14 +2,14 @@
 # Joins an mlw run to a Slurm job array, in the run folder (a sweep's points, docs/sweeps.md),
 # after exec/array_join.sh:
 #   sh ./submit.sh RETRY ARRAY_DIR INDEX SIZE LIMIT WAIT SBATCH_OPTION...
-# Standard input holds job.sh and run.env as for submit.sh. The array is one
+# Standard input holds job.sh, run.env and the sampler as for submit.sh. The array is one
 # `sbatch --array=INDEXES%LIMIT` whose element i runs job.sh in member i's folder; each member's
 # id is JOBID_i. Prints this run's; a refusal writes 125 to exit_code and exits non-zero.
 set -u
 # shellcheck disable=SC2034 # array, index, size and wait are array_join.sh's
 retry=$1 array=$2 index=$3 size=$4 limit=$5 wait=$6
 shift 6
-for f in job.sh run.env; do
+for f in job.sh run.env sampler.sh sampler.awk; do
   read -r n || exit 125
   head -c "$n" >"$f" || exit 125
 done
