@@ -52,6 +52,11 @@ project() {
   echo "gpuUnusedWarnMinutes: 0" >>aml_config/t.compute
 }
 
+# no_leases: no run holds or waits for a GPU of target t's machine.
+no_leases() {
+  [ "$("$MLW" -o json experiment queue -c t 2>/dev/null |
+    json_get "$(cat)" 'sum(len(q["running"]) + len(q["waiting"]) for q in d)')" = 0 ]
+}
 submit_async() { "$MLW" -o json experiment submit -a -c t "$@" 2>>"$WORK/submit.err" | json_get "$(cat)" 'd["run_id"]'; }
 ended() { case "$(run_state "$1")" in Completed* | Failed* | Canceled* | Lost*) ;; *) return 1 ;; esac; }
 info() { "$MLW" -o json history info -r "$1"; }
@@ -69,6 +74,9 @@ PY
 for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
   PROJECT=p-$kind
   project "$PROJECT" "$kind"
+  # Every kind leases in the one shared folder: the last kind's runs have let go of their GPUs
+  # (under load, a moment after their records ended) before this kind's first run takes GPU 0.
+  check "$kind: no lease is left from before" wait_for 60 no_leases
   # --- the series: each GPU reports its own load; the run records exactly its GPU's -----------
   load "0 11 1100" "1 22 2200" "2 33 3300" "3 44 4400"
   : >"$SIM/calls" && chmod 666 "$SIM/calls"
@@ -231,6 +239,32 @@ check "killed sampler: the run ends" wait_for 60 ended "$id"
 expect_eq "killed sampler: the run goes on" "$(run_state "$id")" "Completed 0"
 expect_contains "killed sampler: the record says sampling stopped" \
   "$(json_get "$(info "$id")" 'd["problems"]')" "GPU sampling stopped: its sampler was killed"
+# A remote run's monitor and script killed with -9 (its process group): its sampler, left alone
+# in a session of its own, ends by itself once the run's processes are gone.
+if [[ " ${TELEMETRY_KINDS-remote} " == *" remote "* ]]; then
+  cd "$WORK/p-remote" || exit 1
+  PROJECT=p-remote
+  id=$(submit_async busy.py 60)
+  check "orphaned sampler: the run runs" wait_for 60 run_is "$id" Running
+  # samplers_of RUN: the GPU user's samplers whose folder is the run's.
+  samplers_of() {
+    local p n=0
+    for p in $(pgrep -u "$MLW_TEST_GPU_USER" -f mlw-sample); do
+      [[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == */"$1" ]] && n=$((n + 1))
+    done
+    echo "$n"
+  }
+  has_samplers() { [ "$(samplers_of "$1")" -gt 0 ]; }
+  no_samplers() { [ "$(samplers_of "$1")" = 0 ]; }
+  check "orphaned sampler: a sampler runs for it" wait_for 30 has_samplers "$id"
+  group=$(json_get "$(cat ".mlw/runs/$id/run.json")" 'd["process_group"]')
+  kill -9 -- "-$(ps -o pgid= -p "$group" | tr -d ' ')"
+  check "orphaned sampler: it ends once the run's processes are gone" \
+    wait_for 20 no_samplers "$id"
+  check "orphaned sampler: the run ends" wait_for 120 ended "$id"
+  cd "$WORK/p-local" || exit 1
+  PROJECT=p-local
+fi
 
 # --- a GPU the run's own process uses (nvidia-smi lists it there) is not said to be unused -------
 cat >own.py <<'PY'
