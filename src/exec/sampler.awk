@@ -128,7 +128,7 @@ function own_processes(cmd, line, f, out) {
   return out
 }
 
-function tick(i, k, u, cpu, busy, list, low, text, a_list, any, c) {
+function tick(i, k, u, cpu, low, any) {
   if (count == 0) return
   ticks++
   if (tries > 0 && ticks == 1) note("GPU sampling: samples again from " clock(now))
@@ -151,7 +151,6 @@ function tick(i, k, u, cpu, busy, list, low, text, a_list, any, c) {
   }
   # The window's sums, the idle rules on this sample.
   low = 1
-  list = ""
   for (i = 1; i <= n; i++) {
     k = order[i]
     if (!(k in got) || (k in lost)) continue
@@ -177,57 +176,66 @@ function tick(i, k, u, cpu, busy, list, low, text, a_list, any, c) {
   if (cpu != "") { sum_cpu += cpu; n_cpu++ }
   if (walked > 0 && rss_pages * page / 1048576 > peak_rss) peak_rss = rss_pages * page / 1048576
   if (++in_window >= window) flush()
-  # The ticket's folder goes with the lease: written only while it is there (awk ends on a
-  # file it cannot open for writing).
-  if (ticket != "" && ticks % 5 == 1 && (getline text <(ticket "/info")) >= 0) {
-    close(ticket "/info")
-    text = ""
-    for (i = 1; i <= n; i++) {
-      k = order[i]
-      text = text sprintf("%s %d %s %s\n", k, busy_at[k] + 0, util[k], mem[k])
-    }
-    printf "%s", text >(ticket "/use")
-    close(ticket "/use")
-  }
+  write_use()
   printf "%d %.0f\n", ticks, now >"gpu.beat"
   close("gpu.beat")
-  if (warn > 0 && !warned && now - start >= warn) {
-    warned = 1
-    list = ""
-    for (i = 1; i <= n; i++) if (!used[order[i]] && !(order[i] in lost)) list = list "," order[i]
-    if (list != "") {
-      busy = own_processes()
-      text = ""
-      c = split(substr(list, 2), a_list, ",")
-      for (i = 1; i <= c; i++) if (index(busy, "," a_list[i] ",") == 0) text = text "," a_list[i]
-      if (text != "") {
-        text = substr(text, 2)
-        say(sprintf("mlw: %s not been used for %g min — is the script running on the CPU?",
-                    (text ~ /,/ ? "GPUs " text " have" : "GPU " text " has"), warn / 60))
-      }
-    }
-  }
-  if (idle > 0) {
-    if (!low || !any) {
-      low_since = 0
-      acted = 0
-    } else if (low_since == 0) {
-      low_since = now
-    } else if (!acted && now - low_since >= idle) {
-      acted = 1
-      text = sprintf("below %g%% for %g min (idleGpu)", below, idle / 60)
-      if (action == "stop") {
-        log_line(sprintf("mlw: stopping the run: GPU%s %s %s", (n > 1 ? "s" : ""), gpus, text))
-        printf "stopped by idleGpu: GPU%s %s %s\n", (n > 1 ? "s" : ""), gpus, text >"gpu_stop"
-        close("gpu_stop")
-        stopping = 1
-        exit 3
-      }
-      say(sprintf("mlw: warning: GPU%s %s %s", (n > 1 ? "s" : ""), gpus, text))
-    }
-  }
+  if (warn > 0 && !warned && now - start >= warn) say_unused()
+  if (idle > 0) idle_rule(low, any)
   count = 0
   split("", got)
+}
+
+# write_use: each GPU's last busy time into the lease's ticket (`computetarget gpus` reads it).
+# The ticket's folder goes with the lease: written only while it is there (awk ends on a file it
+# cannot open for writing).
+function write_use(i, k, text) {
+  if (ticket == "" || ticks % 5 != 1 || (getline text <(ticket "/info")) < 0) return
+  close(ticket "/info")
+  text = ""
+  for (i = 1; i <= n; i++) {
+    k = order[i]
+    text = text sprintf("%s %d %s %s\n", k, busy_at[k] + 0, util[k], mem[k])
+  }
+  printf "%s", text >(ticket "/use")
+  close(ticket "/use")
+}
+
+# say_unused: once, the GPUs never used so far on which no process of the run is either.
+function say_unused(i, list, busy, text, c, a_list) {
+  warned = 1
+  list = ""
+  for (i = 1; i <= n; i++) if (!used[order[i]] && !(order[i] in lost)) list = list "," order[i]
+  if (list == "") return
+  busy = own_processes()
+  text = ""
+  c = split(substr(list, 2), a_list, ",")
+  for (i = 1; i <= c; i++) if (index(busy, "," a_list[i] ",") == 0) text = text "," a_list[i]
+  if (text == "") return
+  text = substr(text, 2)
+  say(sprintf("mlw: %s not been used for %g min — is the script running on the CPU?",
+              (text ~ /,/ ? "GPUs " text " have" : "GPU " text " has"), warn / 60))
+}
+
+# idle_rule LOW ANY: idleGpu on this sample (LOW: every GPU below `below`; ANY: one was read):
+# warns once per low stretch, or stops the run (exit 3).
+function idle_rule(low, any, text) {
+  if (!low || !any) {
+    low_since = 0
+    acted = 0
+  } else if (low_since == 0) {
+    low_since = now
+  } else if (!acted && now - low_since >= idle) {
+    acted = 1
+    text = sprintf("below %g%% for %g min (idleGpu)", below, idle / 60)
+    if (action == "stop") {
+      log_line(sprintf("mlw: stopping the run: GPU%s %s %s", (n > 1 ? "s" : ""), gpus, text))
+      printf "stopped by idleGpu: GPU%s %s %s\n", (n > 1 ? "s" : ""), gpus, text >"gpu_stop"
+      close("gpu_stop")
+      stopping = 1
+      exit 3
+    }
+    say(sprintf("mlw: warning: GPU%s %s %s", (n > 1 ? "s" : ""), gpus, text))
+  }
 }
 
 # flush: writes the window's means (memory: its peak) at the time of its last sample.
