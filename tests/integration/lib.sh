@@ -93,6 +93,35 @@ shared_lease_folder() {
   sh -c "$cmd"
 }
 
+# sim_start [AT_EXIT]: for a suite on the SIMULATED NVIDIA host (tests/fixtures/nvidia-sim, whose
+# folder is SIM): its scripted files (load, fault, compute-apps, calls) removed now and at exit
+# (with the command AT_EXIT), HOME the test's own and knowing the sshd's host key, the test
+# users' password in $WORK/pw.
+sim_start() {
+  SIM=$MLW_TEST_NVIDIA_SIM
+  sim_reset
+  # shellcheck disable=SC2064 # AT_EXIT is the caller's, expanded now
+  trap "sim_reset; ${1:-:}; cleanup" EXIT
+  printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+  export HOME="$WORK/home"
+  mkdir -p "$HOME/.ssh"
+  printf '[127.0.0.1]:%s %s\n' "$MLW_TEST_SSH_PORT" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" \
+    >"$HOME/.ssh/known_hosts"
+}
+sim_reset() { rm -f "$SIM/load" "$SIM/fault" "$SIM/compute-apps" "$SIM/calls"; }
+# load LINES…: what the simulated GPUs report ("INDEX UTIL% MEMORY_MIB" each).
+load() { printf '%s\n' "$@" >"$SIM/load"; }
+# metric_values FILE NAME: the values of metric NAME in a metrics.jsonl, one per line.
+metric_values() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d.get("name") == sys.argv[2]:
+        print(d["value"])
+PY
+}
+
 # attach_gpu_target KIND: a target t of KIND on the SIMULATED NVIDIA host (the GPU test user over
 # SSH at 127.0.0.1:$MLW_TEST_SSH_PORT, its password in $WORK/pw; this machine's Docker engine of
 # the simulated host for docker), one leased GPU per run (gpusPerRun: 1).

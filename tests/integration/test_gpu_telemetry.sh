@@ -11,21 +11,11 @@ require_env MLW_TEST_GPU_DOCKER_HOST MLW_TEST_NVIDIA_SIM MLW_TEST_GPU_USER MLW_T
   MLW_TEST_SSH_PASSWORD MLW_TEST_SSH_HOST_KEY MLW_TEST_IMAGE
 echo "SIMULATION: every GPU in this suite is simulated (tests/fixtures/nvidia-sim); no GPU is used"
 
-SIM=$MLW_TEST_NVIDIA_SIM
-export PATH="$SIM:$PATH" DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST
+export PATH="$MLW_TEST_NVIDIA_SIM:$PATH" DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST
 export MLW_LEASE_DIR=/tmp/mlw-leases-telemetry.$$
 shared_lease_folder "$MLW_LEASE_DIR"
-sim_reset() { rm -f "$SIM/load" "$SIM/fault" "$SIM/compute-apps" "$SIM/calls"; }
-sim_reset
-trap 'sim_reset; rm -rf "$MLW_LEASE_DIR"; cleanup' EXIT
-printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
-export HOME="$WORK/home"
-mkdir -p "$HOME/.ssh"
-printf '[127.0.0.1]:%s %s\n' "$MLW_TEST_SSH_PORT" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" \
-  >"$HOME/.ssh/known_hosts"
+sim_start 'rm -rf "$MLW_LEASE_DIR"'
 
-# load LINES…: what the simulated GPUs report ("INDEX UTIL% MEMORY_MIB" each).
-load() { printf '%s\n' "$@" >"$SIM/load"; }
 # The script: busy on the CPU for ARG s (or until the file gate:PATH exists, bounded).
 script() {
   cat >busy.py <<'PY'
@@ -61,16 +51,7 @@ submit_async() { "$MLW" -o json experiment submit -a -c t "$@" 2>>"$WORK/submit.
 ended() { case "$(run_state "$1")" in Completed* | Failed* | Canceled* | Lost*) ;; *) return 1 ;; esac; }
 info() { "$MLW" -o json history info -r "$1"; }
 # series RUN NAME: the values of metric NAME in the run's metrics.jsonl, one per line.
-series() {
-  python3 - "$WORK/$PROJECT/.mlw/runs/$1/metrics.jsonl" "$2" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    if d.get("name") == sys.argv[2]:
-        print(d["value"])
-PY
-}
-
+series() { metric_values "$WORK/$PROJECT/.mlw/runs/$1/metrics.jsonl" "$2"; }
 for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
   PROJECT=p-$kind
   project "$PROJECT" "$kind"

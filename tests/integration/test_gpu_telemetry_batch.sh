@@ -14,33 +14,16 @@ require_env MLW_TEST_NVIDIA_SIM MLW_TEST_GPU_USER MLW_TEST_SSH_PORT MLW_TEST_SSH
   MLW_TEST_SSH_HOST_KEY SLURM_CONF MLW_TEST_SGE_USER
 echo "SIMULATION: every GPU in this suite is simulated (tests/fixtures/nvidia-sim); no GPU is used"
 
-SIM=$MLW_TEST_NVIDIA_SIM
 GUSER=$MLW_TEST_GPU_USER
-sim_reset() { rm -f "$SIM/load" "$SIM/fault" "$SIM/compute-apps" "$SIM/calls"; }
-sim_reset
-trap 'sim_reset; cleanup' EXIT
-printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
-export HOME="$WORK/home"
-mkdir -p "$HOME/.ssh"
-printf '[127.0.0.1]:%s %s\n' "$MLW_TEST_SSH_PORT" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" \
-  >"$HOME/.ssh/known_hosts"
-load() { printf '%s\n' "$@" >"$SIM/load"; }
+sim_start
 info() { "$MLW" -o json history info -r "$1"; }
-series() {
-  python3 - ".mlw/runs/$1/metrics.jsonl" "$2" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    if d.get("name") == sys.argv[2]:
-        print(d["value"])
-PY
-}
+series() { metric_values ".mlw/runs/$1/metrics.jsonl" "$2"; }
 # sys_lines RUN: how many sys/ samples the run's metrics have.
 sys_lines() { cat ".mlw/runs/$1/metrics.jsonl" 2>/dev/null | grep -c '"sys/' || :; }
 # samplers USER: how many samplers of USER run.
 samplers() { ps -u "$1" -o args= | grep -c '[.]/sampler[.]sh' || :; }
-
 no_samplers() { [ "$(samplers "$1")" = 0 ]; }
+
 new_project p-slurm
 cat >busy.py <<'PY'
 import sys, time
