@@ -105,7 +105,10 @@ SystemUse read_system_use(const std::filesystem::path& metrics_file) {
     if (name.rfind("sys/", 0) != 0) continue;
     const auto time = json->find("time");
     const double at = time != json->end() && time->is_number() ? time->get<double>() : 0;
-    series[name].push_back({at, json->at("value").get<double>()});
+    const double value = json->at("value").get<double>();
+    // A number too large for a double (1e999) reads as inf: never a sample (nor a sort key).
+    if (!std::isfinite(at) || !std::isfinite(value)) continue;
+    series[name].push_back({at, value});
   }
   std::fclose(in);
   SystemUse use;

@@ -62,6 +62,16 @@ TEST(SystemUse, WeightsEachSampleByTheTimeItCovers) {
   EXPECT_DOUBLE_EQ(use.gpus[0].util_mean, 72);  // (0*1 + 0*1 + 90*8) / 10
 }
 
+TEST(SystemUse, ANumberTooLargeForADoubleIsNoSample) {
+  const SystemUse use = read_text(
+      "{\"name\":\"sys/gpu0/util\",\"value\":1e999,\"time\":1}\n"
+      "{\"name\":\"sys/gpu0/util\",\"value\":7,\"time\":1e999}\n" +
+      sample("sys/gpu0/util", 40, 2) + sample("sys/gpu0/util", 60, 3));
+  ASSERT_EQ(use.gpus.size(), 1u);
+  EXPECT_EQ(use.gpus[0].samples, 2u);
+  EXPECT_DOUBLE_EQ(use.gpus[0].util_mean, 50);
+}
+
 TEST(SystemUse, NothingSampledIsNothing) {
   const SystemUse use = read_text(
       "{\"name\":\"sys\",\"value\":1}\n{\"name\":\"sys/gpux/util\","
