@@ -68,22 +68,26 @@ std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line)
   return json;
 }
 
-std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& visit,
-                            const ParamVisitor& params) {
+void for_each_metric_line(const fs::path& metrics_file,
+                          const std::function<void(std::string_view line)>& line_of,
+                          const std::function<void()>& too_long_line) {
   // Only a regular file is read: a FIFO in its place would block for ever.
   const int fd = open_regular_file(metrics_file);
-  if (fd < 0) return 0;
+  if (fd < 0) return;
   std::FILE* file = ::fdopen(fd, "rb");
   if (!file) {
     ::close(fd);
-    return 0;
+    return;
   }
-  std::size_t skipped = 0;
   std::string line;
   bool too_long = false;
   char buffer[65536];
   auto end_line = [&] {
-    if (too_long || !visit_line(line, visit, params)) ++skipped;
+    if (too_long) {
+      too_long_line();
+    } else {
+      line_of(line);
+    }
     line.clear();
     too_long = false;
   };
@@ -104,6 +108,17 @@ std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& v
   }
   std::fclose(file);
   if (!line.empty() || too_long) end_line();
+}
+
+std::size_t for_each_metric(const fs::path& metrics_file, const MetricVisitor& visit,
+                            const ParamVisitor& params) {
+  std::size_t skipped = 0;
+  for_each_metric_line(
+      metrics_file,
+      [&](std::string_view line) {
+        if (!visit_line(line, visit, params)) ++skipped;
+      },
+      [&] { ++skipped; });
   return skipped;
 }
 

@@ -1,8 +1,6 @@
 // A run's GPU sampler's series summed up for its record (docs/gpus.md).
 #include "mlw/history/system_use.hpp"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,28 +10,10 @@
 #include <map>
 
 #include "mlw/history/collect.hpp"
-#include "mlw/util/fs.hpp"
 
 namespace mlw {
 
 namespace {
-
-/// The next line of `in` into `line` (without its newline); a line over `limit` bytes comes back
-/// empty (skipped). False at the end.
-bool read_bounded_line(std::FILE* in, std::string& line, std::size_t limit) {
-  line.clear();
-  bool over = false;
-  int c = 0;
-  while ((c = std::fgetc(in)) != EOF && c != '\n') {
-    if (line.size() >= limit) {
-      over = true;
-      line.clear();
-    }
-    if (!over) line.push_back(static_cast<char>(c));
-  }
-  if (over) line.clear();
-  return c != EOF || !line.empty() || over;
-}
 
 struct Sample {
   double time = 0;
@@ -87,30 +67,24 @@ double rounded(double value) {
 
 SystemUse read_system_use(const std::filesystem::path& metrics_file) {
   std::map<std::string, std::vector<Sample>> series;
-  // Only a regular file is read: a FIFO in its place (a script's) would block for ever.
-  const int fd = open_regular_file(metrics_file);
-  std::FILE* in = fd < 0 ? nullptr : ::fdopen(fd, "rb");
-  if (!in) {
-    if (fd >= 0) ::close(fd);
-    return {};
-  }
-  std::string line;
-  while (read_bounded_line(in, line, k_max_metric_line)) {
-    if (line.find("\"sys/") == std::string::npos) continue;
-    const auto json = parse_metric_object(line);
-    // An object with a string "name" and a "value" (parse_metric_object); "time" may be missing
-    // (a script's own sys/ metric): looked up, never indexed.
-    if (!json || !json->at("value").is_number()) continue;
-    const std::string name = json->at("name").get<std::string>();
-    if (name.rfind("sys/", 0) != 0) continue;
-    const auto time = json->find("time");
-    const double at = time != json->end() && time->is_number() ? time->get<double>() : 0;
-    const double value = json->at("value").get<double>();
-    // A number too large for a double (1e999) reads as inf: never a sample (nor a sort key).
-    if (!std::isfinite(at) || !std::isfinite(value)) continue;
-    series[name].push_back({at, value});
-  }
-  std::fclose(in);
+  for_each_metric_line(
+      metrics_file,
+      [&series](std::string_view line) {
+        if (line.find("\"sys/") == std::string_view::npos) return;
+        const auto json = parse_metric_object(line);
+        // An object with a string "name" and a "value" (parse_metric_object); "time" may be
+        // missing (a script's own sys/ metric): looked up, never indexed.
+        if (!json || !json->at("value").is_number()) return;
+        const std::string name = json->at("name").get<std::string>();
+        if (name.rfind("sys/", 0) != 0) return;
+        const auto time = json->find("time");
+        const double at = time != json->end() && time->is_number() ? time->get<double>() : 0;
+        const double value = json->at("value").get<double>();
+        // A number too large for a double (1e999) reads as inf: never a sample (nor a sort key).
+        if (!std::isfinite(at) || !std::isfinite(value)) return;
+        series[name].push_back({at, value});
+      },
+      [] {});
   SystemUse use;
   for (const auto& [name, samples] : series) {
     int gpu = 0;

@@ -26,6 +26,13 @@ using ParamVisitor = std::function<void(const std::string& name, nlohmann::order
 /// most 32 deep), or nullopt.
 std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line);
 
+/// Each line of a metrics file, without its newline, to `line` (a regular file only, read as a
+/// stream, never blocking: a FIFO in its place is no file); a line over k_max_metric_line bytes
+/// goes to `too_long` instead. A missing file has none.
+void for_each_metric_line(const std::filesystem::path& metrics_file,
+                          const std::function<void(std::string_view line)>& line,
+                          const std::function<void()>& too_long);
+
 /// Reads a metrics file (JSON lines of {name, value, step}) as a stream, calling `visit` for
 /// each good line in order; returns how many lines were skipped (not such an object, over
 /// 1 MiB, or nested deeper than 32). A missing file has none. Parameter lines
