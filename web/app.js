@@ -92,8 +92,11 @@ function runsQuery() {
 
 async function showRuns() {
   window.mlw.page = "runs";
+  // A page left before its answers came is never drawn over the next one.
+  const mine = generation;
   const firstPage = getJson("api/runs?" + runsQuery()).catch((e) => e);  // asked beside the facets
   const facets = await getJson("api/facets");
+  if (mine !== generation) return;
   document.getElementById("project").textContent = facets.project;
   const option = (value, label, current) => el("option", { value, selected: value === current }, label || value);
   const filter = (name, label, values) => el("select", { id: "f-" + name, "aria-label": label,
@@ -143,7 +146,6 @@ async function showRuns() {
   const columns = [["", null], ["#", "run_number"], ["Run", "run_id"], ["Status", "status"],
     ["Script", "script"], ["Target", "target"], ["Created (UTC)", "created"], ["Duration", "duration"],
     ["Exit", "exit_code"]];
-  const mine = generation;
   async function load() {
     let page;
     try {
@@ -200,7 +202,9 @@ async function showRuns() {
     }
     document.body.dataset.ready = "runs";
   }
-  render(await firstPage);
+  const first = await firstPage;
+  if (mine !== generation) return;
+  render(first);
   every(2000, load);
 }
 
@@ -250,6 +254,7 @@ async function showRun(id) {
   window.mlw.page = "run";
   const mine = generation;
   let record = await getJson("api/runs/" + encodeURIComponent(id));
+  if (mine !== generation) return;
   const title = el("h1", {});
   const recordBox = el("dl", { class: "record panel", id: "record" });
   const charts = el("div", { class: "grid", id: "charts" });
@@ -394,6 +399,7 @@ async function showRun(id) {
 // ---------- Compare ----------
 async function showCompare(ids) {
   window.mlw.page = "compare";
+  const mine = generation;
   if (ids.length < 2) {
     main.replaceChildren(el("h1", {}, "Compare"), el("p", { class: "muted",
       text: "Tick two or more runs on the Runs page, then choose Compare selected." }));
@@ -402,6 +408,7 @@ async function showCompare(ids) {
   }
   const records = await Promise.all(ids.map((id) => getJson("api/runs/" + encodeURIComponent(id))));
   const series = await Promise.all(ids.map((id) => seriesOf(id)));
+  if (mine !== generation) return;
   const charts = el("div", { class: "grid", id: "charts" });
   const table = el("table", { id: "compare-table" });
   main.replaceChildren(el("h1", {}, `Compare ${ids.length} runs`), el("div", { class: "panel" }, table),
@@ -467,7 +474,7 @@ async function showGpus() {
 
 // ---------- Router ----------
 async function route() {
-  generation++;
+  const mine = ++generation;
   timers.forEach(clearInterval);
   timers = [];
   window.mlw.charts = [];
@@ -485,7 +492,7 @@ async function route() {
     else if (parts[0] === "compare") await showCompare(parts[1] ? parts[1].split(",") : selected());
     else await showRuns();
   } catch (err) {
-    main.replaceChildren(el("p", { class: "error", id: "error", text: "Error: " + err.message }));
+    if (mine === generation) main.replaceChildren(el("p", { class: "error", id: "error", text: "Error: " + err.message }));
   }
 }
 setSelected(selected());

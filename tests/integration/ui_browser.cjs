@@ -115,6 +115,28 @@ async function main() {
   check("compare overlays both runs' series per metric", lossPair && lossPair[1] === 2 && lossPair[2] === 200 && lossPair[3] === 120, JSON.stringify(overlaid));
   if (shots) await page.screenshot({ path: path.join(shots, "ui-compare.png"), fullPage: true });
 
+  // A page left while it still loads never comes back over the next one (a slow answer: a busy
+  // machine, an ASan build): the runs list's first answer late under a run's page, then a run's
+  // record late under the runs list.
+  const base = url.replace(/\?token=.*/, "");
+  const late = (ms) => async (r) => { await new Promise((res) => setTimeout(res, ms)); await r.continue().catch(() => {}); };
+  await page.route("**/api/facets", late(1500));
+  await page.goto(base + "#/");
+  await page.evaluate((id) => { location.hash = "#/run/" + encodeURIComponent(id); }, runA);
+  await ready("run");
+  await page.waitForTimeout(2500);
+  const stayed = await page.textContent("h1");
+  check("a run opened while the runs list loads stays on the page", stayed.includes(runA), stayed);
+  await page.unroute("**/api/facets");
+  await page.route(`**/api/runs/${runB}`, late(1500));
+  await page.evaluate((id) => { location.hash = "#/run/" + encodeURIComponent(id); }, runB);
+  await page.evaluate(() => { location.hash = "#/"; });
+  await ready("runs");
+  await page.waitForTimeout(2500);
+  const listed = await page.textContent("h1");
+  check("… and the runs list shown while a run's record comes late stays too", listed === "Runs", listed);
+  await page.unroute(`**/api/runs/${runB}`);
+
   // A running run: its log followed live, then canceled from the page.
   await page.goto(url.replace(/\?token=.*/, "") + `#/run/${runLive}`);
   await ready("run");
