@@ -308,7 +308,9 @@ async function showRun(id) {
   function renderSystem() {
     const use = record.system || {};
     const gpus = use.gpus || [];
-    const rows = gpus.map((g) => el("tr", { "data-gpu": String(g.gpu) }, el("th", { text: `GPU ${g.gpu}` }),
+    // A Slurm job's GPUs of its other nodes are "node N, GPU K" (data-gpu "N:K").
+    const rows = gpus.map((g) => el("tr", { "data-gpu": g.node ? `${g.node}:${g.gpu}` : String(g.gpu) },
+      el("th", { text: `${g.node ? `node ${g.node}, ` : ""}GPU ${g.gpu}` }),
       el("td", { class: "num", text: `${fmtNumber(g.util_mean)}%` }), el("td", { class: "num", text: `${fmtNumber(g.util_p95)}%` }),
       el("td", { class: "num", text: `${fmtNumber(g.mem_peak_mib)}${g.mem_total_mib ? " of " + fmtNumber(g.mem_total_mib) : ""} MiB` }),
       el("td", { class: "num", text: String(g.samples) })));

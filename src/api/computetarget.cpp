@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mlw/config/gpu_watch.hpp"
 #include "mlw/config/names.hpp"
 #include "mlw/config/secret_store.hpp"
 #include "mlw/config/targets.hpp"
@@ -49,6 +50,10 @@ nlohmann::ordered_json target_object(const Project& project, const std::string& 
         if (key.kind == ValueKind::Bool) json = value->second == "true";
         result[snake_case(key.name)] = json;
       }
+    }
+    if (const IdleGpuPolicy& idle = compute.idle_gpu; idle.set) {
+      result["idle_gpu"] = {
+          {"below", idle.below}, {"minutes", idle.minutes}, {"action", idle.action}};
     }
     result["problem"] = nullptr;
   } catch (const Error& e) {

@@ -69,15 +69,17 @@ class EngineDriver : public RunDriver {
       return false;
     }
     session.mark_running();
-    hold_lease_with_container(session);
+    watch_container(session);
     return true;
   }
 
-  /// A process of this machine that keeps the lease while the container's main process lives
-  /// (exec/hold.sh), so that a supervisor killed with -9 does not free the GPUs of a container
-  /// that goes on. None where the engine's processes are not this machine's (said at -v).
-  void hold_lease_with_container(RunSession& session) {
-    if (!m_lease) return;
+  /// The GPU sampler of a container given GPUs (leased, or unleased_gpus), and a process of this
+  /// machine that keeps the lease while the container's main process lives (exec/hold.sh), so
+  /// that a supervisor killed with -9 does not free the GPUs of a container that goes on. None
+  /// where the engine's processes are not this machine's (said at -v).
+  void watch_container(RunSession& session) {
+    const std::string unleased = unleased_gpus(session.plan.compute);
+    if (!m_lease && unleased.empty()) return;
     const EngineResponse inspected =
         m_engine->request("GET", "/containers/" + m_container + "/json");
     const auto json = nlohmann::json::parse(inspected.body, nullptr, false);
@@ -88,16 +90,18 @@ class EngineDriver : public RunDriver {
     }
     if (pid <= 0 || !process_start_time(static_cast<pid_t>(pid))) {
       spdlog::debug(
-          "lease: container {}'s process is not on this machine: the lease lasts as "
-          "long as this supervisor",
+          "container {}'s process is not on this machine: no GPU sampling, and a lease "
+          "lasts as long as this supervisor",
           m_container);
       return;
     }
     // Its GPUs' sampler: SIGTERM to the container's first process (delivered where it handles
     // it, as a process of another namespace's init), SIGKILL 10 s later.
     m_sampler = std::make_unique<LocalSampler>(
-        session.plan, session.record.gpus, m_lease->ticket(), static_cast<pid_t>(pid),
+        session.plan, unleased.empty() ? gpu_list(session.record.gpus) : unleased,
+        unleased.empty() ? m_lease->ticket() : "", static_cast<pid_t>(pid),
         std::vector<std::string>{"kill", "-TERM", std::to_string(pid)});
+    if (!m_lease) return;
     ProcessSpec spec;
     spec.argv = {"/bin/sh", "-c", std::string(embedded_script("src/exec/hold.sh")), "mlw-hold",
                  std::to_string(pid)};

@@ -48,7 +48,21 @@ std::vector<std::string> settings(const RunPlan& plan) {
 }  // namespace
 
 bool samples_gpus(const RunPlan& plan) {
-  return starts_with(lease_request(plan).want, "gpu:");
+  return starts_with(lease_request(plan).want, "gpu:") || !unleased_gpus(plan.compute).empty();
+}
+
+std::string unleased_gpus(const ComputeConfig& compute) {
+  if (compute.gpus_per_run != "all" || !compute.nvidia_docker) return "";
+  if (compute.type != "docker" && compute.type != "remotedocker") return "";
+  const std::string& gpus = compute.gpus;
+  if (gpus.empty() || gpus == "all") return "all";
+  if (starts_with(gpus, "device=")) return gpus.substr(7);  // indexes or UUIDs: sampler.sh maps
+  // A count: Docker gives the first N (its countToDevices: 0 … N-1).
+  const auto count = parse_integer(gpus, 1, 64);
+  if (!count) return "";
+  std::string list;
+  for (long long k = 0; k < *count; ++k) list += (k ? "," : "") + std::to_string(k);
+  return list;
 }
 
 std::string sampler_preamble(const RunPlan& plan) {
@@ -58,12 +72,12 @@ std::string sampler_preamble(const RunPlan& plan) {
          "\nmlw_sample_awk=" + shell_quote(script_body("src/exec/sampler.awk")) +
          "\nmlw_sample_every=" + shell_quote(words[0]) +
          "\nmlw_sample_warn=" + shell_quote(words[1]) +
-         "\nmlw_sample_policy=" + shell_quote(words[2]) + "\n";
+         "\nmlw_sample_policy=" + shell_quote(words[2]) +
+         "\nmlw_sample_gpus=" + shell_quote(unleased_gpus(plan.compute)) + "\n";
 }
 
-LocalSampler::LocalSampler(const RunPlan& plan, const std::vector<int>& gpus,
-                           const std::string& ticket, pid_t root,
-                           const std::vector<std::string>& stop)
+LocalSampler::LocalSampler(const RunPlan& plan, const std::string& gpus, const std::string& ticket,
+                           pid_t root, const std::vector<std::string>& stop)
     : m_run_dir(plan.run_dir) {
   if (!samples_gpus(plan) || gpus.empty() || root <= 0) return;
   ProcessSpec spec;
@@ -72,7 +86,7 @@ LocalSampler::LocalSampler(const RunPlan& plan, const std::vector<int>& gpus,
                script_body("src/exec/sampler.sh"),
                "mlw-sample",
                script_body("src/exec/sampler.awk"),
-               gpu_list(gpus)};
+               gpus};
   for (auto& word : settings(plan)) spec.argv.push_back(std::move(word));
   spec.argv.push_back(ticket);
   spec.argv.push_back(std::to_string(root));

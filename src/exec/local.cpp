@@ -155,7 +155,7 @@ class ProcessDriver : public RunDriver {
     // Its GPUs' sampler, once it runs (docs/gpus.md): idleGpu stops the script's group.
     if (m_lease) {
       m_sampler = std::make_unique<LocalSampler>(
-          plan, session.record.gpus, m_lease->ticket(), m_script,
+          plan, gpu_list(session.record.gpus), m_lease->ticket(), m_script,
           std::vector<std::string>{"kill", "-s", "TERM", "--", "-" + std::to_string(m_script)});
     }
     // Beside the output pump: the git state, then the tree the next run of this snapshot adopts.

@@ -24,8 +24,10 @@
 #                        (exec/reboot.sh), whose boot hook starts this file again after a restart
 #   mlw_data_uses        the data store's marker of the data sets the run mounts (data/data.sh;
 #                        a leading ~/ is this login's home), or empty
-#   mlw_sample_sh        for a run leasing GPUs, exec/sampler.sh (else empty), with
-#                        mlw_sample_awk, mlw_sample_every, mlw_sample_warn, mlw_sample_policy
+#   mlw_sample_sh        for a run leasing GPUs or given them unleased, exec/sampler.sh (else
+#                        empty), with mlw_sample_awk, mlw_sample_every, mlw_sample_warn,
+#                        mlw_sample_policy and mlw_sample_gpus, an unleased container's GPUs
+#                        (all, or indexes or UUIDs: "0,2"; empty for a lease's)
 cd "$mlw_run" || exit 125
 # The run's data sets: the marker is held by a shared lock (fd 7) as long as this monitor or
 # what it started lives, however they end; `data.held` says the lock was taken, so that the
@@ -40,15 +42,18 @@ fi
 # the run's processes under ROOT; mlw_sample_end ends it, saying in gpu_notes where it had been
 # killed (no gpu.end: it did not stop by itself) before the run ended.
 mlw_sample() {
-  [ -n "${mlw_sample_sh:-}" ] && [ -n "$gpus" ] || return 0
+  g=${mlw_sample_gpus:-${gpus:-}}
+  [ -n "${mlw_sample_sh:-}" ] && [ -n "$g" ] || return 0
+  t=
+  [ -n "${mlw_sample_gpus:-}" ] || t=$ticket
   (
     cd "$mlw_run" || exit 0
     m=metrics.jsonl
     [ "$mlw_mode" = copy ] && m=gpu_metrics.jsonl
     r=$1
     shift
-    exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$gpus" "$mlw_sample_every" \
-      "$mlw_sample_warn" "$mlw_sample_policy" "$ticket" "$r" "$m" "$@" 8>&- 7>&-
+    exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$g" "$mlw_sample_every" \
+      "$mlw_sample_warn" "$mlw_sample_policy" "$t" "$r" "$m" "$@" 8>&- 7>&-
   ) </dev/null >/dev/null 2>&1 &
   echo $! >"$mlw_run/gpu.pid"
 }
@@ -175,10 +180,11 @@ fi
 mlw_d() { $mlw_docker "$@" 8>&-; }
 # The lease outlives this monitor while the container's main process lives (exec/hold.sh, in a
 # session of its own, keeping fd 8): a kill -9 of the monitor does not free the GPUs of a
-# container that goes on. finish stops it, so that the next run is not kept waiting.
+# container that goes on. finish stops it, so that the next run is not kept waiting. The GPU
+# sampler starts there too, once the container's process is known (an unleased one's as well).
 holder=
 mlw_hold() {
-  [ -n "${mlw_hold_sh:-}" ] || return 0
+  [ -n "${mlw_hold_sh:-}" ] || [ -n "${mlw_sample_gpus:-}" ] || return 0
   (
     i=0
     p=
@@ -191,9 +197,10 @@ mlw_hold() {
     [ -n "$p" ] || exit 0
     # shellcheck disable=SC2086 # docker's words have no space in them
     mlw_sample "$p" $mlw_docker stop -t 10 "$cid"
+    [ -n "${mlw_hold_sh:-}" ] || exit 0
     exec setsid sh -c "$mlw_hold_sh" mlw-hold "$p"
   ) </dev/null >/dev/null 2>&1 &
-  holder=$!
+  [ -z "${mlw_hold_sh:-}" ] || holder=$!
 }
 # The user's ids, read by the shell itself (every process costs a few ms on the target).
 u=

@@ -14,6 +14,8 @@
 #   ticket   the lease's ticket folder ("": none), where `use` tells `computetarget gpus` each
 #            GPU's last busy time
 #   root tck page   the run's first process (0: none), clock ticks per s, bytes per page
+#   node     a Slurm job's node after its first (its SLURM_NODEID): its series are
+#            sys/nodeN/…; "" for the run's first node or machine
 # Samples are averaged over a window that doubles after every 1,200 written (memory: its peak),
 # so that a week-long run keeps some 11,000 per series. Exit 3: the policy stopped the run (the
 # reason in gpu_stop); 4: the run's processes are gone. Notes for the record go to gpu_notes
@@ -27,6 +29,7 @@ BEGIN {
     split(pairs[i], kv, ", *")
     if (kv[2] != "") uuid_of[kv[2]] = kv[1]
   }
+  prefix = node != "" ? "node" node "/" : ""
   window = 1
   per_level = 1200
   notes = 0
@@ -75,7 +78,7 @@ function log_line(text) {
 }
 
 function emit(name, value, at) {
-  printf "{\"name\":\"sys/%s\",\"value\":%s,\"time\":%.3f}\n", name, value, at >>metrics
+  printf "{\"name\":\"sys/%s%s\",\"value\":%s,\"time\":%.3f}\n", prefix, name, value, at >>metrics
 }
 
 # walk P: adds the CPU ticks (its own and its waited-for children's) and resident pages of P
@@ -200,8 +203,9 @@ function write_use(i, k, text) {
   close(ticket "/use")
 }
 
-# say_unused: once, the GPUs never used so far on which no process of the run is either.
-function say_unused(i, list, busy, text, c, a_list) {
+# say_unused: once, the GPUs never used so far on which no process of the run is either (where
+# others of its GPUs were used, it names them: the script may use fewer GPUs than it was given).
+function say_unused(i, list, busy, text, c, a_list, some) {
   warned = 1
   list = ""
   for (i = 1; i <= n; i++) if (!used[order[i]] && !(order[i] in lost)) list = list "," order[i]
@@ -212,6 +216,15 @@ function say_unused(i, list, busy, text, c, a_list) {
   for (i = 1; i <= c; i++) if (index(busy, "," a_list[i] ",") == 0) text = text "," a_list[i]
   if (text == "") return
   text = substr(text, 2)
+  some = ""
+  for (i = 1; i <= n; i++) if (used[order[i]]) some = some "," order[i]
+  if (some != "") {
+    some = substr(some, 2)
+    say(sprintf("mlw: %s not been used for %g min (%s) — does the script use every GPU it was given?",
+                (text ~ /,/ ? "GPUs " text " have" : "GPU " text " has"), warn / 60,
+                (some ~ /,/ ? "GPUs " some " were" : "GPU " some " was")))
+    return
+  }
   say(sprintf("mlw: %s not been used for %g min — is the script running on the CPU?",
               (text ~ /,/ ? "GPUs " text " have" : "GPU " text " has"), warn / 60))
 }

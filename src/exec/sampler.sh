@@ -2,7 +2,8 @@
 # The GPU sampler of one run (docs/gpus.md, "Is the run using its GPUs?"): `sh -c` of this
 # file's body in the run folder, as a process group of its own (setsid), then "mlw-sample" and
 #   AWK      exec/sampler.awk's program
-#   GPUS     the run's leased GPUs, as the machine numbers them ("1,3")
+#   GPUS     the run's GPUs, as the machine numbers them ("1,3"); for a container given GPUs
+#            without a lease, "all" or its `gpus` key's indexes and UUIDs
 #   SECONDS  between samples (gpuSampleSeconds)
 #   WARN     minutes after which a GPU never used is said (0: never)
 #   POLICY   idleGpu as BELOW:MINUTES:ACTION ("": none)
@@ -11,6 +12,8 @@
 #   METRICS  the file the samples go to (the run's metrics.jsonl)
 #   STOP…    the words that stop the run when the policy says stop (then, after 10 s, ROOT is
 #            killed)
+# and, in its environment, MLW_SAMPLE_NODE: a Slurm job's node after its first (its series are
+# sys/nodeN/…).
 # One nvidia-smi streams every sample (-lms) into one awk for the run's life: no process is
 # started per sample. A stream that ends, or that gives no sample for three intervals (10 s at
 # least: a hung nvidia-smi), is said in gpu_notes and started again, three times at most; then
@@ -41,6 +44,27 @@ now() { date -u +%H:%M:%S; }
 smi() { TZ=UTC0 nvidia-smi "$@"; }
 uuids=$(timeout 10 nvidia-smi --query-gpu=index,uuid --format=csv,noheader 2>/dev/null |
   tr '\n' ';')
+# "all", or UUIDs among the indexes: the machine's numbers.
+case "$gpus" in
+  *[!0-9,]*)
+    gpus=$(printf '%s' "$uuids" | awk -v want="$gpus" 'BEGIN { RS = ";"; FS = ", *" }
+      $1 ~ /^[0-9]+$/ { index_of[$2] = $1; all = all "," $1 }
+      END {
+        if (want == "all") { print substr(all, 2); exit }
+        n = split(want, w, ",")
+        for (i = 1; i <= n; i++) {
+          k = w[i] ~ /^[0-9]+$/ ? w[i] : index_of[w[i]]
+          if (k != "") out = out "," k
+        }
+        print substr(out, 2)
+      }')
+    if [ -z "$gpus" ]; then
+      note "GPU sampling is off: nvidia-smi on this machine listed none of the run's GPUs"
+      : >gpu.end
+      exit 0
+    fi
+    ;;
+esac
 start=$(date +%s)
 tck=$(getconf CLK_TCK 2>/dev/null) || tck=100
 page=$(getconf PAGESIZE 2>/dev/null) || page=4096
@@ -64,7 +88,7 @@ while :; do
   } | awk $mawk_lines -v gpus="$gpus" -v start="$start" -v tries="$tries" \
     -v warn="$warn_s" -v uuids="$uuids" -v below="${below:-0}" -v idle="$idle_s" \
     -v action="$action" -v metrics="$metrics" -v ticket="$ticket" -v root="$root" \
-    -v tck="$tck" -v page="$page" "$awk_program" &
+    -v tck="$tck" -v page="$page" -v node="${MLW_SAMPLE_NODE:-}" "$awk_program" &
   reader=$!
   # The watch: a stream that gives no sample for $check s is ended (its reader too).
   (

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 #include "mlw/history/collect.hpp"
 
@@ -87,13 +88,19 @@ SystemUse read_system_use(const std::filesystem::path& metrics_file) {
       [] {});
   SystemUse use;
   for (const auto& [name, samples] : series) {
+    int node = 0;
     int gpu = 0;
     char field[32] = {};
-    if (std::sscanf(name.c_str(), "sys/gpu%d/%31s", &gpu, field) != 2 || samples.empty()) continue;
-    auto it = std::find_if(use.gpus.begin(), use.gpus.end(),
-                           [gpu](const GpuUse& one) { return one.gpu == gpu; });
+    // sys/gpuK/FIELD, or a Slurm job's other node's sys/nodeN/gpuK/FIELD.
+    const bool named =
+        std::sscanf(name.c_str(), "sys/gpu%d/%31s", &gpu, field) == 2 ||
+        (std::sscanf(name.c_str(), "sys/node%d/gpu%d/%31s", &node, &gpu, field) == 3 && node > 0);
+    if (!named || samples.empty()) continue;
+    auto it = std::find_if(use.gpus.begin(), use.gpus.end(), [node, gpu](const GpuUse& one) {
+      return one.node == node && one.gpu == gpu;
+    });
     if (it == use.gpus.end()) {
-      use.gpus.push_back({.gpu = gpu});
+      use.gpus.push_back({.node = node, .gpu = gpu});
       it = use.gpus.end() - 1;
     }
     const std::string what = field;
@@ -109,8 +116,9 @@ SystemUse read_system_use(const std::filesystem::path& metrics_file) {
       it->mem_total_mib = samples.back().value;
     }
   }
-  std::sort(use.gpus.begin(), use.gpus.end(),
-            [](const GpuUse& a, const GpuUse& b) { return a.gpu < b.gpu; });
+  std::sort(use.gpus.begin(), use.gpus.end(), [](const GpuUse& a, const GpuUse& b) {
+    return std::pair(a.node, a.gpu) < std::pair(b.node, b.gpu);
+  });
   if (const auto cpu = series.find("sys/cpu"); cpu != series.end()) {
     use.cpu_mean = rounded(weighted_mean(cpu->second));
   }
@@ -125,12 +133,15 @@ nlohmann::ordered_json SystemUse::to_json() const {
   if (gpus.empty() && cpu_mean < 0 && rss_peak_mb < 0) return out;
   out["gpus"] = nlohmann::ordered_json::array();
   for (const auto& one : gpus) {
-    out["gpus"].push_back({{"gpu", one.gpu},
-                           {"samples", one.samples},
-                           {"util_mean", one.util_mean},
-                           {"util_p95", one.util_p95},
-                           {"mem_peak_mib", one.mem_peak_mib},
-                           {"mem_total_mib", one.mem_total_mib}});
+    nlohmann::ordered_json item = nlohmann::ordered_json::object();
+    if (one.node > 0) item["node"] = one.node;
+    item.update(nlohmann::ordered_json{{"gpu", one.gpu},
+                                       {"samples", one.samples},
+                                       {"util_mean", one.util_mean},
+                                       {"util_p95", one.util_p95},
+                                       {"mem_peak_mib", one.mem_peak_mib},
+                                       {"mem_total_mib", one.mem_total_mib}});
+    out["gpus"].push_back(std::move(item));
   }
   if (cpu_mean >= 0) out["cpu_mean"] = cpu_mean;
   if (rss_peak_mb >= 0) out["rss_peak_mb"] = rss_peak_mb;
@@ -168,11 +179,13 @@ std::vector<std::string> describe_system_use(const nlohmann::ordered_json& syste
     for (const auto& one : *gpus) {
       if (!one.is_object()) continue;
       const double total = number(one, "mem_total_mib");
-      lines.push_back(fmt::format("GPU {}: {:g}% mean, {:g}% p95, {:g}{} MiB at most ({} samples)",
-                                  static_cast<int>(number(one, "gpu")), number(one, "util_mean"),
-                                  number(one, "util_p95"), number(one, "mem_peak_mib"),
-                                  total > 0 ? fmt::format(" of {:g}", total) : "",
-                                  static_cast<long long>(number(one, "samples"))));
+      const double node = number(one, "node");
+      lines.push_back(fmt::format(
+          "{}GPU {}: {:g}% mean, {:g}% p95, {:g}{} MiB at most ({} samples)",
+          node > 0 ? fmt::format("node {}, ", static_cast<int>(node)) : "",
+          static_cast<int>(number(one, "gpu")), number(one, "util_mean"), number(one, "util_p95"),
+          number(one, "mem_peak_mib"), total > 0 ? fmt::format(" of {:g}", total) : "",
+          static_cast<long long>(number(one, "samples"))));
     }
   }
   const double cpu = number(system, "cpu_mean");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/lease.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -174,32 +175,40 @@ void lease_folder_row(const CheckInput& in, std::vector<CheckRow>& rows) {
                   ""});
 }
 
-/// Whether the target's runs are sampled (docs/gpus.md): never an error, said once here.
+}  // namespace
+
 void sampling_row(const CheckInput& in, std::vector<CheckRow>& rows) {
   const TargetKind& kind = kind_of(in.compute.type);
   if (!kind.has_key("gpuSampleSeconds")) return;
+  const ComputeConfig& compute = in.compute;
+  const std::string every =
+      fmt::format("every {} s (gpuSampleSeconds)", compute.gpu_sample_seconds);
   if (kind.runner.batch) {
     rows.push_back({"GPU sampling", CheckResult::NotNeeded,
-                    fmt::format("on the node that runs each job given GPUs (CUDA_VISIBLE_DEVICES; "
-                                "a Slurm job's first), every {} s (gpuSampleSeconds)",
-                                in.compute.gpu_sample_seconds),
+                    compute.type == "sge"
+                        ? "on the node that runs each job whose CUDA_VISIBLE_DEVICES the site's "
+                          "prolog or starter method sets (Grid Engine names no GPUs), " +
+                              every
+                        : "on each node of a job given GPUs (CUDA_VISIBLE_DEVICES), " + every,
                     ""});
   } else if (in.facts.gpus.empty()) {
     rows.push_back(
         {"GPU sampling", CheckResult::NotNeeded,
          fmt::format("off: nvidia-smi lists no GPU on {} (runs are not sampled)", in.host), ""});
-  } else if (in.compute.gpus_per_run == "all") {
+  } else if (compute.gpus_per_run != "all") {
+    rows.push_back(
+        {"GPU sampling", CheckResult::Ok, "each run's GPUs, CPU and memory " + every, ""});
+  } else if (const std::string gpus = unleased_gpus(compute); !gpus.empty()) {
+    rows.push_back({"GPU sampling", CheckResult::Ok,
+                    "each run's GPUs (those its container is given: gpus " +
+                        (gpus == "all" ? gpus : compute.gpus) + ", no lease), CPU and memory " +
+                        every,
+                    ""});
+  } else {
     rows.push_back({"GPU sampling", CheckResult::NotNeeded,
                     "runs that lease GPUs are sampled (set gpusPerRun to lease them)", ""});
-  } else {
-    rows.push_back({"GPU sampling", CheckResult::Ok,
-                    fmt::format("each run's GPUs, CPU and memory every {} s (gpuSampleSeconds)",
-                                in.compute.gpu_sample_seconds),
-                    ""});
   }
 }
-
-}  // namespace
 
 void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none) {
   lease_row(in, rows);

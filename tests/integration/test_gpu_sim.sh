@@ -94,6 +94,8 @@ expect_eq "doctor passes on the simulated GPU host" "$CODE" 0
 expect_contains "doctor: NVIDIA runtime" "$OUT" "the daemon has the nvidia runtime"
 expect_contains "doctor: each GPU" "$OUT" "GPU 3"
 expect_contains "doctor: name, memory, driver" "$OUT" "name: Tesla K80, total memory: 11441 MiB (11.17 GiB), driver: 470.57.02"
+expect_contains "doctor: the guide's runs are sampled, with no lease" "$OUT" \
+  "each run's GPUs (those its container is given: gpus all, no lease), CPU and memory every 1 s"
 
 run_mlw experiment submit -c my_dsvm gpu.py
 expect_eq "the guide's submit" "$CODE" 0

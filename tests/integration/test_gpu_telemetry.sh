@@ -99,6 +99,9 @@ for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
   load "0 0 0" "1 0 0" "2 0 0" "3 0 0"
   sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0.05/' aml_config/t.compute
   printf 'idleGpu: {below: 5, minutes: 0.15, action: stop}\n' >>aml_config/t.compute
+  expect_eq "$kind: computetarget show names the policy" \
+    "$("$MLW" -o json computetarget show -n t | json_get "$(cat)" 'd["idle_gpu"]')" \
+    "{'below': 5.0, 'minutes': 0.15, 'action': 'stop'}"
   idle=$(submit_async --gpus 4 busy.py 120)
   check "$kind: the idle run starts" wait_for 60 run_is "$idle" Running
   next=$(submit_async --gpus 4 busy.py 1)
@@ -119,6 +122,40 @@ for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
   check "$kind: the queued run gets the GPUs and ends" wait_for 60 ended "$next"
   expect_eq "$kind: … Completed" "$(run_state "$next")" "Completed 0"
   sed -i '/^idleGpu/d; s/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0/' aml_config/t.compute
+done
+
+# --- a container given GPUs without a lease (nvidiaDocker, gpusPerRun all: the 2017 guide's flow) --
+# The GPUs it samples are those Docker gives it: all, `device=` ones, or the first N of a count.
+for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
+  case $kind in docker | remotedocker) ;; *) continue ;; esac
+  PROJECT=p-unleased-$kind
+  new_project "$PROJECT"
+  script
+  attach_gpu_target "$kind"
+  sed -i '/^gpusPerRun/d' aml_config/t.compute
+  echo "gpuUnusedWarnMinutes: 0.05" >>aml_config/t.compute
+  load "0 0 0" "1 0 0" "2 37 3700" "3 0 0"
+  for gpus in all device=1,3 2; do
+    sed -i '/^gpus:/d' aml_config/t.compute
+    echo "gpus: \"$gpus\"" >>aml_config/t.compute
+    case $gpus in all) want="0 1 2 3" ;; device=*) want="1 3" ;; 2) want="0 1" ;; esac
+    id=$(submit_async busy.py 8)
+    check "unleased $kind, gpus $gpus: the run ends (bounded)" wait_for 90 ended "$id"
+    expect_eq "unleased $kind, gpus $gpus: Completed" "$(run_state "$id")" "Completed 0"
+    json=$(info "$id")
+    expect_eq "unleased $kind, gpus $gpus: it sampled exactly the GPUs Docker gave it" \
+      "$(json_get "$json" '" ".join(str(g["gpu"]) for g in d["system"]["gpus"])')" "$want"
+    if [ "$gpus" = all ]; then
+      expect_eq "unleased $kind: each GPU's own load (GPU 2 at 37%)" \
+        "$(json_get "$json" '[(g["gpu"], g["util_mean"], g["mem_peak_mib"]) for g in d["system"]["gpus"]]')" \
+        "[(0, 0.0, 0.0), (1, 0.0, 0.0), (2, 37.0, 3700.0), (3, 0.0, 0.0)]"
+      expect_contains "unleased $kind: the GPUs it left unused are named beside the one it used" \
+        "$(json_get "$json" 'd["problems"]')" \
+        "GPUs 0,1,3 have not been used for 0.05 min (GPU 2 was) — does the script use every GPU it was given?"
+      expect_contains "unleased $kind: … in its log too" "$("$MLW" history logs -r "$id")" \
+        "mlw: GPUs 0,1,3 have not been used for 0.05 min (GPU 2 was)"
+    fi
+  done
 done
 
 # --- computetarget gpus: two users' runs on one machine, a foreign process ------------------------

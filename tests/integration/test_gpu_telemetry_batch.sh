@@ -21,7 +21,7 @@ series() { metric_values ".mlw/runs/$1/metrics.jsonl" "$2"; }
 # sys_lines RUN: how many sys/ samples the run's metrics have.
 sys_lines() { cat ".mlw/runs/$1/metrics.jsonl" 2>/dev/null | grep -c '"sys/' || :; }
 # samplers USER: how many samplers of USER run.
-samplers() { ps -u "$1" -o args= | grep -c '[.]/sampler[.]sh' || :; }
+samplers() { ps -u "$1" -o args= | grep -c '[/]sampler[.]sh' || :; }
 no_samplers() { [ "$(samplers "$1")" = 0 ]; }
 
 new_project p-slurm
@@ -38,7 +38,7 @@ expect_eq "attach a Slurm target as the GPU user" "$?" 0
 echo "gpuUnusedWarnMinutes: 0.05" >>aml_config/hpc.compute
 run_mlw computetarget doctor -n hpc
 check "doctor says where Slurm jobs are sampled" \
-  grep -Eq '^GPU sampling +- +on the node that runs each job given GPUs' <<<"$OUT"
+  grep -Eq '^GPU sampling +- +on each node of a job given GPUs' <<<"$OUT"
 
 # --- a job given GPU 1: its samples are GPU 1's, its CPU the script's --------------------------
 load "0 0 100" "1 63 6300"
@@ -65,6 +65,27 @@ RID=$(json_get "$OUT" 'd["run_id"]')
 check "the unused GPU is in its log" grep -q "GPU 0 has not been used for 0.05 min" ".mlw/runs/$RID/driver_log.txt"
 check "… and in its record" grep -q "GPU 0 has not been used for 0.05 min" <<<"$("$MLW" history info -r "$RID" 2>&1)"
 
+# --- a job of two nodes: each node's GPUs sampled there, the second's as sys/node1/… -----------
+# (Both test nodes are this machine: each samples the simulated GPUs that --env names.)
+sed -i 's/^nodes:.*/nodes: 2/' aml_config/hpc.compute
+load "0 0 100" "1 63 6300"
+run_mlw -o json experiment submit -c hpc --env CUDA_VISIBLE_DEVICES=0,1 busy.py 7
+expect_eq "a two-node job completes" "$CODE" 0
+RID=$(json_get "$OUT" 'd["run_id"]')
+check "the second node sampled GPU 1" test "$(series "$RID" sys/node1/gpu1/util | wc -l)" -ge 2
+expect_eq "… every sample its load" "$(series "$RID" sys/node1/gpu1/util | sort -u)" "63"
+expect_eq "the record has each node's GPUs" \
+  "$(json_get "$(info "$RID")" '[(g.get("node", 0), g["gpu"], round(g["util_mean"])) for g in d["system"]["gpus"]]')" \
+  "[(0, 0, 0), (0, 1, 63), (1, 0, 0), (1, 1, 63)]"
+check "history info names the second node's GPU" \
+  grep -q "node 1, GPU 1: 63% mean" <<<"$("$MLW" history info -r "$RID" 2>&1)"
+check "the second node's unused GPU is in the log, said as that node's" \
+  grep -q "mlw: node 1: GPU 0 has not been used for 0.05 min (GPU 1 was)" ".mlw/runs/$RID/driver_log.txt"
+check "… and in the record" \
+  grep -q "node 1: GPU 0 has not been used for 0.05 min (GPU 1 was)" <<<"$(json_get "$(info "$RID")" 'd["problems"]')"
+check "both nodes' samplers ended with the job" wait_for 20 no_samplers "$GUSER"
+sed -i 's/^nodes:.*/nodes: 1/' aml_config/hpc.compute
+
 # --- no GPU given: not sampled, nothing said ---------------------------------------------------
 run_mlw -o json experiment submit -c hpc busy.py 2
 expect_eq "a job without GPUs completes" "$CODE" 0
@@ -82,6 +103,9 @@ SUSER=$MLW_TEST_SGE_USER
   --password-stdin <"$WORK/pw" >/dev/null
 expect_eq "attach a Grid Engine target" "$?" 0
 echo "gpuUnusedWarnMinutes: 0" >>aml_config/cell.compute
+run_mlw computetarget doctor -n cell
+check "doctor says where Grid Engine jobs are sampled" \
+  grep -Eq '^GPU sampling +- +on the node that runs each job whose CUDA_VISIBLE_DEVICES the site' <<<"$OUT"
 load "0 0 100" "1 0 100" "2 41 4100"
 run_mlw -o json experiment submit -c cell --env CUDA_VISIBLE_DEVICES=2 \
   --env "PATH=$SIM:/usr/local/bin:/usr/bin:/bin" busy.py 4

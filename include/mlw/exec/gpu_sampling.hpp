@@ -8,11 +8,19 @@
 
 namespace mlw {
 
+struct ComputeConfig;
 struct RunPlan;
 struct RunEnding;
 
-/// Whether `plan`'s run gets a GPU sampler: it leases GPUs (gpusPerRun a count).
+/// Whether `plan`'s run gets a GPU sampler: it leases GPUs (gpusPerRun a count), or its
+/// container is given GPUs without a lease (unleased_gpus).
 bool samples_gpus(const RunPlan& plan);
+
+/// The GPUs a run's container is given without a lease (nvidiaDocker on `docker` and
+/// `remotedocker`, gpusPerRun all: the 2017 guide's flow), as the compute file's `gpus` names
+/// them: "all", indexes or UUIDs ("0,2"), a count as Docker picks it ("0,1"); "" for a run that
+/// leases its GPUs or is given none.
+std::string unleased_gpus(const ComputeConfig& compute);
 
 /// The monitor's sampler settings (monitor.sh's mlw_sample_…): empty words where the run
 /// leases no GPU.
@@ -23,10 +31,11 @@ std::string sampler_preamble(const RunPlan& plan);
 /// theirs. Ended by end() or the destructor.
 class LocalSampler {
  public:
-  /// Starts it for the processes under `root`; `stop` are the words that stop the run when the
-  /// idleGpu policy says so. Nothing where the plan leases no GPU or `gpus` is empty.
-  LocalSampler(const RunPlan& plan, const std::vector<int>& gpus, const std::string& ticket,
-               pid_t root, const std::vector<std::string>& stop);
+  /// Starts it on `gpus` ("1,3", or as unleased_gpus says) for the processes under `root`;
+  /// `stop` are the words that stop the run when the idleGpu policy says so. Nothing where the
+  /// plan is not sampled or `gpus` is empty.
+  LocalSampler(const RunPlan& plan, const std::string& gpus, const std::string& ticket, pid_t root,
+               const std::vector<std::string>& stop);
   ~LocalSampler();
   LocalSampler(const LocalSampler&) = delete;
   LocalSampler& operator=(const LocalSampler&) = delete;

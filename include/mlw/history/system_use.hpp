@@ -10,6 +10,7 @@ namespace mlw {
 
 /// What a run's GPU sampler recorded of one GPU (the sys/gpuK/… series; docs/gpus.md).
 struct GpuUse {
+  int node = 0;              ///< a Slurm job's node (SLURM_NODEID; 0: the first, or the machine)
   int gpu = 0;               ///< as the machine numbers it
   std::size_t samples = 0;   ///< utilisation samples (each may be a window's mean)
   double util_mean = 0;      ///< %, weighted by the time each sample covers

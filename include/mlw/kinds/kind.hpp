@@ -135,6 +135,9 @@ void python_row(const CheckInput& in, std::vector<CheckRow>& rows, bool refuses)
 /// One row per GPU the probe found; with `say_none`, a row when there are none (a failure when
 /// nvidiaDocker asks for them).
 void gpu_rows(const CheckInput& in, std::vector<CheckRow>& rows, bool say_none);
+/// The `GPU sampling` row: whether and where the target's runs are sampled (docs/gpus.md), never
+/// an error.
+void sampling_row(const CheckInput& in, std::vector<CheckRow>& rows);
 /// The free disk row.
 void disk_row(const CheckInput& in, std::vector<CheckRow>& rows);
 /// The boot hook row of restartAfterReboot (remote, remotedocker): where the probe asked.

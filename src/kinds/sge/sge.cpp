@@ -214,6 +214,7 @@ void checks(const CheckInput& in, std::vector<CheckRow>& rows) {
                                 config.lead_s, config.time_limit_s, in.target_name)});
   }
   python_row(in, rows, true);
+  sampling_row(in, rows);
   disk_row(in, rows);
 }
 

@@ -38,25 +38,36 @@ for i in "${!command[@]}"; do
   fi
 done
 cd snapshot || exit 125
-# What each rank runs: sh -c of this with RUN SIGNAL EVERY WARN COMMAND…. Rank 0, where Slurm gave
-# the job GPUs (CUDA_VISIBLE_DEVICES, as nvidia-smi there numbers them), starts the run's GPU
-# sampler (exec/sampler.sh, docs/gpus.md) for the processes under this shell, in a session of its
-# own (gpu.pid); the script is this shell's child.
+# What each rank runs: sh -c of this with RUN SIGNAL EVERY WARN COMMAND…. Each rank (one a node)
+# where Slurm gave the job GPUs (CUDA_VISIBLE_DEVICES, as nvidia-smi there numbers them) starts
+# the run's GPU sampler (exec/sampler.sh, docs/gpus.md) for the processes under this shell, in a
+# session of its own, and ends it when the script ends; the script is this shell's child. Rank 0
+# samples into the run folder; another node N into node.N/ (its series named sys/nodeN/…), which
+# this script adds to the run's files once the step has ended (no two nodes append to one file
+# of a shared filesystem).
 # shellcheck disable=SC2016
 rank_program='MLW_NODE_RANK="$SLURM_NODEID"; export MLW_NODE_RANK
 [ -z "$1" ] || trap : "$1"
 e=$2 w=$3
 shift 3
-case "$MLW_NODE_RANK:${CUDA_VISIBLE_DEVICES:-}" in
-  0:*[!0-9,]* | 0:) ;;
-  0:*)
-    if [ -s "$0/sampler.sh" ] && command -v nvidia-smi >/dev/null 2>&1; then
-      (cd "$0" && exec setsid sh ./sampler.sh "$(cat sampler.awk)" "$CUDA_VISIBLE_DEVICES" "$e" "$w" "" "" "$$" metrics.jsonl) </dev/null >/dev/null 2>&1 &
-      echo "$!" >"$0/gpu.pid"
+sp=
+case "${CUDA_VISIBLE_DEVICES:-}" in
+  "" | *[!0-9,]*) ;;
+  *)
+    d=$0
+    [ "$MLW_NODE_RANK" = 0 ] || d=$0/node.$MLW_NODE_RANK
+    if [ -s "$0/sampler.sh" ] && command -v nvidia-smi >/dev/null 2>&1 && mkdir -p "$d"; then
+      (cd "$d" && MLW_SAMPLE_NODE=${MLW_NODE_RANK#0} exec setsid sh "$0/sampler.sh" "$(cat "$0/sampler.awk")" "$CUDA_VISIBLE_DEVICES" "$e" "$w" "" "" "$$" metrics.jsonl) </dev/null >/dev/null 2>&1 &
+      sp=$!
+      echo "$sp" >"$d/gpu.pid"
     fi ;;
 esac
 "$@"
 c=$?
+if [ -n "$sp" ] && kill -s TERM -- "-$sp" 2>/dev/null; then
+  i=0
+  while [ "$i" -lt 50 ] && kill -0 -- "-$sp" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+fi
 echo "$c $(date +%s%N)" >"$0/rank_exit.$MLW_NODE_RANK"
 exit "$c"'
 # The step runs in the background so that the checkpoint signal (sent to this shell only,
@@ -100,11 +111,22 @@ while [[ -z "$code" ]]; do
   fi
   kill -0 "$step" 2>/dev/null || code=$c
 done
-# The step has ended: so does its sampler (it would, at its next sample, with no process left).
+# The step has ended: so does its sampler (each rank ends its own; this one, where a rank's shell
+# was killed: it would end at its next sample, with no process left). Other nodes' samples and
+# lines join the run's.
 if [[ -s "$run/gpu.pid" ]] && read -r sampler <"$run/gpu.pid"; then
   kill -s TERM -- "-$sampler" 2>/dev/null
   rm -f "$run/gpu.pid"
 fi
+for node in "$run"/node.*; do
+  [[ -d "$node" && ! -L "$node" ]] || continue
+  n=${node##*.}
+  [[ ! -f "$node/metrics.jsonl" ]] || cat "$node/metrics.jsonl" >>"$run/metrics.jsonl"
+  [[ ! -f "$node/driver_log.txt" ]] ||
+    head -c 65536 "$node/driver_log.txt" | sed -E "s/^mlw: (warning: )?/&node $n: /"
+  [[ ! -f "$node/gpu_notes" ]] || head -n 20 "$node/gpu_notes" | sed "s/^/node $n: /" >>"$run/gpu_notes"
+  rm -rf "$node"
+done
 # The first rank that failed, by when it ended.
 failed=()
 for f in "$run"/rank_exit.*; do

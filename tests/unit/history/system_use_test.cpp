@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <utility>
 
 #include "temp_dir.hpp"
 
@@ -52,6 +53,30 @@ TEST(SystemUse, MeanP95AndPeakPerGpu) {
   ASSERT_EQ(lines.size(), 3U);
   EXPECT_EQ(lines[0], "GPU 1: 14% mean, 10% p95, 1900 of 11441 MiB at most (20 samples)");
   EXPECT_EQ(lines[2], "Processes: CPU 100% of a core on average; memory 30 MiB at most");
+}
+
+// A Slurm job's other nodes: sys/nodeN/gpuK/…, each its own GPU beside the first node's.
+TEST(SystemUse, AnotherNodesGpusAreTheirOwn) {
+  std::string text;
+  for (int i = 0; i < 4; ++i) {
+    text += sample("sys/gpu1/util", 20, i) + sample("sys/node1/gpu1/util", 60, i);
+    text += sample("sys/node1/gpu0/util", 0, i) + sample("sys/node0/gpu5/util", 1, i);
+    text += sample("sys/node-2/gpu0/util", 1, i) + sample("sys/node1/cpu", 50, i);
+  }
+  const SystemUse use = read_text(text);
+  ASSERT_EQ(use.gpus.size(), 3U);  // node0 and node-2 are no node's
+  EXPECT_EQ(std::pair(use.gpus[0].node, use.gpus[0].gpu), std::pair(0, 1));
+  EXPECT_EQ(std::pair(use.gpus[1].node, use.gpus[1].gpu), std::pair(1, 0));
+  EXPECT_EQ(std::pair(use.gpus[2].node, use.gpus[2].gpu), std::pair(1, 1));
+  EXPECT_DOUBLE_EQ(use.gpus[2].util_mean, 60);
+  EXPECT_DOUBLE_EQ(use.cpu_mean, -1);  // the processes' figures are the first node's
+  const auto json = use.to_json();
+  EXPECT_FALSE(json["gpus"][0].contains("node"));
+  EXPECT_EQ(json["gpus"][2]["node"], 1);
+  const auto lines = describe_system_use(json);
+  ASSERT_EQ(lines.size(), 3U);
+  EXPECT_EQ(lines[2], "node 1, GPU 1: 60% mean, 60% p95, 0 MiB at most (4 samples)");
+  EXPECT_DOUBLE_EQ(system_summary_metrics(use)["sys/gpu_util"].get<double>(), 26.7);
 }
 
 // A downsampled series: a sample that covers more time weighs more.
