@@ -22,6 +22,7 @@
 #include "mlw/config/targets.hpp"
 #include "mlw/exec/build_output.hpp"
 #include "mlw/exec/executor.hpp"
+#include "mlw/exec/gpu_sampling.hpp"
 #include "mlw/exec/place.hpp"
 #include "mlw/history/params.hpp"
 #include "mlw/history/store.hpp"
@@ -223,7 +224,7 @@ void apply_gpus_option(ComputeConfig& compute, const std::string& target,
 }
 
 /// idleGpu of the run configuration (then submit --idle-gpu) over the target's; refused for a
-/// kind that does not lease GPUs, warned about for a run that leases none (nothing watches it).
+/// kind that does not lease GPUs, warned about for a run that is not sampled (nothing watches it).
 void apply_idle_gpu(RunPlan& plan, const std::optional<std::string>& option) {
   if (plan.run_config.idle_gpu.set) plan.compute.idle_gpu = plan.run_config.idle_gpu;
   if (option) plan.compute.idle_gpu = parse_idle_gpu_option(*option);
@@ -234,10 +235,11 @@ void apply_idle_gpu(RunPlan& plan, const std::optional<std::string>& option) {
                     "are its scheduler's",
                     plan.target_name, plan.compute.type));
   }
-  if (plan.compute.gpus_per_run == "all") {
+  if (!samples_gpus(plan)) {
     spdlog::warn(
-        "idleGpu ({}) watches runs that lease GPUs: this run takes none (set gpusPerRun "
-        "in aml_config/{}.compute, or submit --gpus N); it is not watched",
+        "idleGpu ({}) watches runs that lease GPUs or whose container is given them "
+        "(nvidiaDocker): this run is neither (set gpusPerRun in aml_config/{}.compute, or "
+        "submit --gpus N); it is not watched",
         plan.compute.idle_gpu.describe(), plan.target_name);
   }
 }

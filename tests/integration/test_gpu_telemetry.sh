@@ -135,6 +135,11 @@ for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
   sed -i '/^gpusPerRun/d' aml_config/t.compute
   echo "gpuUnusedWarnMinutes: 0.05" >>aml_config/t.compute
   load "0 0 0" "1 0 0" "2 37 3700" "3 0 0"
+  : >"$WORK/submit.err"
+  id=$(submit_async --idle-gpu below=5,minutes=60 busy.py 1)
+  expect_not_contains "unleased $kind: idleGpu watches its container's GPUs (no warning)" \
+    "$(cat "$WORK/submit.err")" "it is not watched"
+  check "unleased $kind: … the run ends" wait_for 90 ended "$id"
   for gpus in all device=1,3 2; do
     sed -i '/^gpus:/d' aml_config/t.compute
     echo "gpus: \"$gpus\"" >>aml_config/t.compute
@@ -157,6 +162,14 @@ for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
     fi
   done
 done
+
+# A process run without a lease is not sampled: idleGpu says it does not watch it.
+new_project p-unwatched
+script
+"$MLW" -q computetarget attach local -n t >/dev/null
+run_mlw experiment submit -c t --idle-gpu below=5 busy.py 0
+expect_contains "idleGpu on a run that takes no GPU: not watched, said" "$ERR" \
+  "this run is neither (set gpusPerRun in aml_config/t.compute, or submit --gpus N); it is not watched"
 
 # --- computetarget gpus: two users' runs on one machine, a foreign process ------------------------
 # (TELEMETRY_KINDS may have left out the kinds this part uses.)
