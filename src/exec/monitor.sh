@@ -42,18 +42,18 @@ fi
 # the run's processes under ROOT; mlw_sample_end ends it, saying in gpu_notes where it had been
 # killed (no gpu.end: it did not stop by itself) before the run ended.
 mlw_sample() {
-  g=${mlw_sample_gpus:-${gpus:-}}
-  [ -n "${mlw_sample_sh:-}" ] && [ -n "$g" ] || return 0
-  t=
-  [ -n "${mlw_sample_gpus:-}" ] || t=$ticket
+  mlw_sg=${mlw_sample_gpus:-${gpus:-}}
+  [ -n "${mlw_sample_sh:-}" ] && [ -n "$mlw_sg" ] || return 0
+  mlw_st=
+  [ -n "${mlw_sample_gpus:-}" ] || mlw_st=$ticket
   (
     cd "$mlw_run" || exit 0
     m=metrics.jsonl
     [ "$mlw_mode" = copy ] && m=gpu_metrics.jsonl
     r=$1
     shift
-    exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$g" "$mlw_sample_every" \
-      "$mlw_sample_warn" "$mlw_sample_policy" "$t" "$r" "$m" "$@" 8>&- 7>&-
+    exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$mlw_sg" \
+      "$mlw_sample_every" "$mlw_sample_warn" "$mlw_sample_policy" "$mlw_st" "$r" "$m" "$@" 8>&- 7>&-
   ) </dev/null >/dev/null 2>&1 &
   echo $! >"$mlw_run/gpu.pid"
 }
