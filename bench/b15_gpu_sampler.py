@@ -6,6 +6,10 @@ B15   the sampler of one run at 1 s (exec/sampler.sh: its shell, the awk that re
       (PSS, MB), read from /proc before it is stopped. The simulated nvidia-smi's own cost is
       left out (it is python here; a real nvidia-smi streams from the driver): what is measured
       is what mlw adds. The run's work in those 60 s against 60 s without a sampler is shown.
+B15n  the same sampler reading the GPUs through mlw's NVML reader (src/exec/nvml_reader.c, as
+      built beside the mlw given) and the SIMULATED libnvidia-ml.so.1 of nvidia-sim/lib, which
+      reads its files at each call (a real NVML asks the driver): its CPU and PSS, the reader's
+      included.
 B15e  what the telemetry of a 1-minute run adds to its end: the time from the script's last line
       to `submit`'s return on a `remote` target, leased (sampled) against the same target with
       no lease, alternating.
@@ -13,6 +17,8 @@ B15b  `computetarget gpus` on a warm kept connection against `ssh host nvidia-sm
       user, key login), alternating, 15 runs each.
 """
 
+import base64
+import gzip
 import json
 import os
 import signal
@@ -62,8 +68,16 @@ def group_cost(pgid):
     return cpu, pss, rss
 
 
-def work(seconds, with_sampler, sim):
-    """(the busy run's work count, sampler CPU s, sampler PSS kB) over `seconds`."""
+def packed_reader(mlw):
+    """The NVML reader built beside `mlw`, as mlw sends it (MLW_NVML: "ID:" gzip, base64)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(mlw)), "mlw-nvml-reader"), "rb") as f:
+        data = f.read()
+    return "b15" + str(os.getpid()) + ":" + base64.b64encode(gzip.compress(data, 9)).decode()
+
+
+def work(seconds, with_sampler, sim, nvml=""):
+    """(the busy run's work count, sampler CPU s, sampler PSS kB) over `seconds`; `nvml`: the
+    packed NVML reader, for a sampler that reads NVML."""
     folder = tempfile.mkdtemp(prefix="mlw-b15-")
     busy = subprocess.Popen([sys.executable, "-c", BUSY, str(seconds)], stdout=subprocess.PIPE,
                             text=True)
@@ -73,6 +87,8 @@ def work(seconds, with_sampler, sim):
         program = open(os.path.join(ROOT, "src/exec/sampler.sh")).read()
         awk = open(os.path.join(ROOT, "src/exec/sampler.awk")).read()
         env = dict(os.environ, PATH=f"{sim}:{os.environ['PATH']}")
+        if nvml:
+            env.update(MLW_NVML=nvml, LD_LIBRARY_PATH=os.path.join(sim, "lib"), HOME=folder)
         sampler = subprocess.Popen(
             ["sh", "-c", program, "mlw-sample", awk, "0", "1", "0", "", "", str(busy.pid),
              "metrics.jsonl", "true"], cwd=folder, env=env, start_new_session=True)
@@ -87,9 +103,14 @@ def work(seconds, with_sampler, sim):
     return count, cost
 
 
-def b15(sim):
+def b15(sim, mlw):
     with_count, (cpu, pss, rss) = work(60, True, sim)
     without_count, _ = work(60, False, sim)
+    open(os.path.join(sim, "nvml"), "w").close()
+    try:
+        _, (n_cpu, n_pss, n_rss) = work(60, True, sim, packed_reader(mlw))
+    finally:
+        os.unlink(os.path.join(sim, "nvml"))
     share = cpu / 59 * 100
     yield row("B15", "the GPU sampler at 1 s beside a busy run for 60 s (simulated nvidia-smi "
               "left out): CPU of one core; the run's work with it against without",
@@ -98,6 +119,11 @@ def b15(sim):
     yield row("B15m", "… its memory: PSS of its shells, awk and watch (their RSS summed, shared "
               "libraries counted in each)", f"{pss / 1024:.1f} MB ({rss / 1024:.1f} MB)", "—",
               "≤ 8 MB", pss / 1024 <= 8)
+    n_share = n_cpu / 59 * 100
+    yield row("B15n", "the same through mlw's NVML reader and the simulated libnvidia-ml.so.1: "
+              "CPU of one core (the reader's included); PSS (RSS summed)",
+              f"{n_share:.2f}%; {n_pss / 1024:.1f} MB ({n_rss / 1024:.1f} MB)", "—",
+              "≤ 0.5%, ≤ 8 MB", n_share <= 0.5 and n_pss / 1024 <= 8)
 
 
 def gpu_target(mlw, leased):
@@ -157,7 +183,7 @@ def b15b(mlw):
 def main():
     mlw = sys.argv[1]
     sim = need("MLW_TEST_NVIDIA_SIM")
-    rows = [*b15(sim), *b15b(mlw), *b15e(mlw)]
+    rows = [*b15(sim, mlw), *b15b(mlw), *b15e(mlw)]
     print("\n".join(rows))
 
 

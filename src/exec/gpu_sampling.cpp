@@ -73,7 +73,8 @@ std::string sampler_preamble(const RunPlan& plan) {
          "\nmlw_sample_every=" + shell_quote(words[0]) +
          "\nmlw_sample_warn=" + shell_quote(words[1]) +
          "\nmlw_sample_policy=" + shell_quote(words[2]) +
-         "\nmlw_sample_gpus=" + shell_quote(unleased_gpus(plan.compute)) + "\n";
+         "\nmlw_sample_gpus=" + shell_quote(unleased_gpus(plan.compute)) +
+         "\nmlw_sample_nvml=" + shell_quote(std::string(nvml_reader_packed())) + "\n";
 }
 
 LocalSampler::LocalSampler(const RunPlan& plan, const std::string& gpus, const std::string& ticket,
@@ -93,6 +94,8 @@ LocalSampler::LocalSampler(const RunPlan& plan, const std::string& gpus, const s
   spec.argv.push_back("metrics.jsonl");
   spec.argv.insert(spec.argv.end(), stop.begin(), stop.end());
   spec.cwd = plan.run_dir;
+  spec.env = current_environment();
+  spec.env["MLW_NVML"] = nvml_reader_packed();
   try {
     m_pid = spawn(spec, {.new_session = true});
     append_line(m_run_dir / "gpu.pid", std::to_string(m_pid));

@@ -26,7 +26,8 @@
 #                        a leading ~/ is this login's home), or empty
 #   mlw_sample_sh        for a run leasing GPUs or given them unleased, exec/sampler.sh (else
 #                        empty), with mlw_sample_awk, mlw_sample_every, mlw_sample_warn,
-#                        mlw_sample_policy and mlw_sample_gpus, an unleased container's GPUs
+#                        mlw_sample_policy, mlw_sample_nvml (MLW_NVML of the sampler) and
+#                        mlw_sample_gpus, an unleased container's GPUs
 #                        (all, or indexes or UUIDs: "0,2"; empty for a lease's)
 cd "$mlw_run" || exit 125
 # The run's data sets: the marker is held by a shared lock (fd 7) as long as this monitor or
@@ -52,7 +53,7 @@ mlw_sample() {
     [ "$mlw_mode" = copy ] && m=gpu_metrics.jsonl
     r=$1
     shift
-    exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$mlw_sg" \
+    MLW_NVML=${mlw_sample_nvml:-} exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$mlw_sg" \
       "$mlw_sample_every" "$mlw_sample_warn" "$mlw_sample_policy" "$mlw_st" "$r" "$m" "$@" 8>&- 7>&-
   ) </dev/null >/dev/null 2>&1 &
   echo $! >"$mlw_run/gpu.pid"

@@ -1,7 +1,7 @@
 # The GPU sampler's reader (docs/gpus.md, "Is the run using its GPUs?"), run by sampler.sh on
 # the lines of one long-lived `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,
 # memory.used,memory.total,power.draw,temperature.gpu --format=csv,noheader,nounits -lms N`
-# (its clock UTC). A sample is a line per GPU of the run; with each, the run's CPU and resident
+# (its clock UTC), or of mlw's NVML reader, which prints the same (`source` names which). A sample is a line per GPU of the run; with each, the run's CPU and resident
 # memory are read from /proc (the tree of processes under `root`, through each one's
 # task/PID/children) without starting a process. Variables (-v):
 #   gpus     the run's GPUs, as the machine numbers them ("1,3")
@@ -35,6 +35,7 @@ BEGIN {
   notes = 0
   if (tck <= 0) tck = 100
   if (page <= 0) page = 4096
+  if (source == "") source = "nvidia-smi"
 }
 
 # epoch TEXT: "YYYY/MM/DD HH:MM:SS.mmm" (UTC) in s since 1970; -1 when it is not that.
@@ -112,8 +113,8 @@ function value(text, k) {
   if (text ~ /^\[(N\/A|Not Supported)\]$/) return ""
   if (text ~ /^\[/ && !(k in lost)) {
     lost[k] = text
-    say(sprintf("mlw: warning: GPU %s stopped answering at %s (nvidia-smi: %s; an Xid error?): " \
-                "its samples end there", k, clock(now), text))
+    say(sprintf("mlw: warning: GPU %s stopped answering at %s (%s: %s; an Xid error?): " \
+                "its samples end there", k, clock(now), source, text))
   }
   return ""
 }
@@ -277,7 +278,7 @@ function flush(i, k) {
     if (bad++ == 0) {
       line = $0
       gsub(/[^ -~]/, "?", line)
-      note("GPU sampling: nvidia-smi printed \"" substr(line, 1, 120) "\" where a sample was due")
+      note("GPU sampling: " source " printed \"" substr(line, 1, 120) "\" where a sample was due")
     }
     next
   }

@@ -95,7 +95,8 @@ shared_lease_folder() {
 
 # sim_start [AT_EXIT]: for a suite on the SIMULATED NVIDIA host (tests/fixtures/nvidia-sim, whose
 # folder is SIM): its scripted files (load, fault, compute-apps, calls) removed now and at exit
-# (with the command AT_EXIT), HOME the test's own and knowing the sshd's host key, the test
+# (with the command AT_EXIT; nvml too: the simulated libnvidia-ml.so.1 answers where the test
+# makes it), HOME the test's own and knowing the sshd's host key, the test
 # users' password in $WORK/pw.
 sim_start() {
   SIM=$MLW_TEST_NVIDIA_SIM
@@ -108,7 +109,7 @@ sim_start() {
   printf '[127.0.0.1]:%s %s\n' "$MLW_TEST_SSH_PORT" "$(cut -d' ' -f1,2 "$MLW_TEST_SSH_HOST_KEY")" \
     >"$HOME/.ssh/known_hosts"
 }
-sim_reset() { rm -f "$SIM/load" "$SIM/fault" "$SIM/compute-apps" "$SIM/calls"; }
+sim_reset() { rm -f "$SIM/load" "$SIM/fault" "$SIM/compute-apps" "$SIM/calls" "$SIM/nvml"; }
 # load LINES…: what the simulated GPUs report ("INDEX UTIL% MEMORY_MIB" each).
 load() { printf '%s\n' "$@" >"$SIM/load"; }
 # metric_values FILE NAME: the values of metric NAME in a metrics.jsonl, one per line.

@@ -297,6 +297,71 @@ if [[ " ${TELEMETRY_KINDS-remote} " == *" remote "* ]]; then
   PROJECT=p-local
 fi
 
+# --- NVML: the samples read through libnvidia-ml.so.1 where mlw's NVML reader runs ------------------
+# SIMULATED: tests/fixtures/nvidia-sim/libnvidia-ml.c answers from the same `load` file as the
+# simulated nvidia-smi once $SIM/nvml exists (the GPU user's logins have it on LD_LIBRARY_PATH).
+export LD_LIBRARY_PATH=$SIM/lib
+touch "$SIM/nvml"
+gpu_home=$(getent passwd "$MLW_TEST_GPU_USER" | cut -d: -f6)
+for kind in ${TELEMETRY_KINDS-local docker remotedocker remote}; do
+  cd "$WORK/p-$kind" || exit 1
+  PROJECT=p-$kind
+  load "0 11 1100" "1 22 2200" "2 33 3300" "3 44 4400"
+  : >"$SIM/calls" && chmod 666 "$SIM/calls"
+  id=$(submit_async busy.py 4)
+  check "nvml $kind: the run ends (bounded)" wait_for 90 ended "$id"
+  expect_eq "nvml $kind: Completed" "$(run_state "$id")" "Completed 0"
+  json=$(info "$id")
+  g=$(json_get "$json" 'd["gpus"][0]')
+  expect_eq "nvml $kind: its record sums up its GPU as NVML reported it" \
+    "$(json_get "$json" '[(g["gpu"], g["util_mean"], g["mem_peak_mib"], g["mem_total_mib"]) for g in d["system"]["gpus"]]')" \
+    "[($g, $(((g + 1) * 11)).0, $(((g + 1) * 1100)).0, 11441.0)]"
+  expect_eq "nvml $kind: every sample is its GPU's" "$(series "$id" "sys/gpu$g/util" | sort -u)" "$(((g + 1) * 11))"
+  expect_eq "nvml $kind: … its power, as NVML's milliwatts in W" \
+    "$(series "$id" "sys/gpu$g/power" | sort -u)" "$(python3 -c "print(f'{26 + $(((g + 1) * 11)) * 1.2:.4g}')")"
+  check "nvml $kind: a sample a second (3 at least in 4 s)" test "$(series "$id" "sys/gpu$g/util" | wc -l)" -ge 3
+  expect_eq "nvml $kind: no nvidia-smi streamed" "$(grep -c 'timestamp' "$SIM/calls")" "0"
+  check "nvml $kind: NVML was opened (the probe, then the stream)" \
+    test "$(grep -c '^nvml init$' "$SIM/calls")" -ge 2
+done
+home_of() { case $1 in local | docker) echo "$HOME" ;; *) echo "$gpu_home" ;; esac; }
+for kind in ${TELEMETRY_KINDS-local remote}; do
+  case $kind in local | remote) ;; *) continue ;; esac
+  cd "$WORK/p-$kind" || exit 1
+  PROJECT=p-$kind
+  readers=$(ls "$(home_of "$kind")"/.mlw/bin/mlw-nvml-reader-* 2>/dev/null)
+  expect_eq "nvml $kind: one NVML reader kept on the machine" "$(wc -l <<<"$readers")" "1"
+  load "0 30 300" "1 30 300" "2 30 300" "3 30 300"
+  id=$(fault_run lost:0 4)
+  expect_eq "nvml $kind, a lost GPU: the run goes on" "$(run_state "$id")" "Completed 0"
+  expect_contains "nvml $kind, a lost GPU: said with NVML's words" "$("$MLW" history logs -r "$id")" \
+    "(NVML: [GPU is lost]; an Xid error?)"
+  id=$(fault_run hang 24)
+  expect_eq "nvml $kind, NVML hangs: the run goes on" "$(run_state "$id")" "Completed 0"
+  expect_contains "nvml $kind, NVML hangs: the gap is recorded" \
+    "$(json_get "$(info "$id")" 'd["problems"]')" "GPU sampling: NVML gave no sample for 10 s at"
+  # A reader that cannot run here (another architecture: here, a file that is no program): the
+  # sampler reads nvidia-smi instead.
+  cp "$readers" "$WORK/reader.good"
+  printf 'not a program\n' >"$readers"
+  : >"$SIM/calls"
+  id=$(submit_async busy.py 4)
+  check "nvml $kind, a reader that cannot run: the run ends" wait_for 90 ended "$id"
+  g=$(json_get "$(info "$id")" 'd["gpus"][0]')
+  expect_eq "nvml $kind, a reader that cannot run: sampled through nvidia-smi" \
+    "$(series "$id" "sys/gpu$g/util" | sort -u) $(grep -c 'timestamp' "$SIM/calls")" "30 1"
+  cat "$WORK/reader.good" >"$readers"
+done
+rm -f "$SIM/nvml"
+: >"$SIM/calls"
+id=$(submit_async busy.py 4)
+check "no NVML (the driver's library does not initialise): the run ends" wait_for 90 ended "$id"
+expect_eq "no NVML: sampled through one nvidia-smi stream" \
+  "$(series "$id" "sys/gpu$(json_get "$(info "$id")" 'd["gpus"][0]')/util" | sort -u) $(grep -c 'timestamp' "$SIM/calls")" "30 1"
+unset LD_LIBRARY_PATH
+cd "$WORK/p-local" || exit 1
+PROJECT=p-local
+
 # --- a GPU the run's own process uses (nvidia-smi lists it there) is not said to be unused -------
 cat >own.py <<'PY'
 import os, time

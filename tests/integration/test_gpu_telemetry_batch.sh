@@ -57,6 +57,20 @@ expect_eq "the record's system: GPU 1 at 63% mean" \
 check "history info has the GPU's line" grep -q "GPU 1: 63% mean" <<<"$("$MLW" history info -r "$RID" 2>&1)"
 check "the sampler ended with the job" wait_for 20 no_samplers "$GUSER"
 
+# --- the same through NVML: the SIMULATED libnvidia-ml.so.1 on the GPU user's library path ------
+touch "$SIM/nvml"
+: >"$SIM/calls" && chmod 666 "$SIM/calls"
+load "0 0 100" "1 41 4100"
+run_mlw -o json experiment submit -c hpc --env CUDA_VISIBLE_DEVICES=1 busy.py 4
+expect_eq "NVML: the job completes" "$CODE" 0
+RID=$(json_get "$OUT" 'd["run_id"]')
+expect_eq "NVML: every sample of GPU 1 its load" "$(series "$RID" sys/gpu1/util | sort -u)" "41"
+expect_eq "NVML: … its memory" "$(series "$RID" sys/gpu1/mem_used | sort -u)" "4100"
+expect_eq "NVML: no nvidia-smi streamed" "$(grep -c 'timestamp' "$SIM/calls")" "0"
+check "NVML: the job's sampler opened NVML" grep -q '^nvml init$' "$SIM/calls"
+check "NVML: the sampler ended with the job" wait_for 20 no_samplers "$GUSER"
+rm -f "$SIM/nvml"
+
 # --- a GPU the job never used: said once, in its record ----------------------------------------
 load "0 0 100" "1 0 100"
 run_mlw -o json experiment submit -c hpc --env CUDA_VISIBLE_DEVICES=0 busy.py 7

@@ -31,6 +31,11 @@ std::string script_call(std::string_view path, const std::vector<std::string>& w
 /// The embedded script at `path` without its leading comment lines: the program of a `sh -c`.
 std::string script_body(std::string_view path);
 
+/// The GPU sampler's NVML reader (src/exec/nvml_reader.c, built with mlw for this machine's
+/// architecture) as sampler.sh takes it in MLW_NVML: "ID:" then the program gzipped, in base64
+/// (ID a short hash of it, naming its copy on a target).
+std::string_view nvml_reader_packed();
+
 /// A short hash of every embedded file, fixed at build time (names the helper's cache folder).
 std::string_view embedded_files_hash();
 

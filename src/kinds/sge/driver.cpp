@@ -50,7 +50,8 @@ class Driver : public MonitorDriver {
                       stdin_file(embedded_script("src/kinds/sge/end.sh")) +
                       stdin_file(run_env(session.plan, session.paths)) +
                       stdin_file(embedded_script("src/exec/sampler.sh")) +
-                      stdin_file(embedded_script("src/exec/sampler.awk")),
+                      stdin_file(embedded_script("src/exec/sampler.awk")) +
+                      stdin_file(nvml_reader_packed()),
                   "qsub", "Grid Engine", std::string(embedded_script("src/kinds/sge/monitor.sh"))});
   }
 

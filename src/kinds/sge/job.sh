@@ -46,7 +46,7 @@ case "${CUDA_VISIBLE_DEVICES:-}" in
   '' | *[!0-9,]*) ;;
   *)
     if [ -s "$folder/sampler.sh" ] && command -v nvidia-smi >/dev/null 2>&1; then
-      (cd "$folder" && exec setsid sh ./sampler.sh "$(cat sampler.awk)" "$CUDA_VISIBLE_DEVICES" \
+      (cd "$folder" && MLW_NVML=$(cat sampler.nvml 2>/dev/null) exec setsid sh ./sampler.sh "$(cat sampler.awk)" "$CUDA_VISIBLE_DEVICES" \
         "${mlw_sample_every:-1}" "${mlw_sample_warn:-10}" "" "" "$$" metrics.jsonl) \
         </dev/null >/dev/null 2>&1 &
       sampler=$!

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Submits an mlw run to Grid Engine, in the run folder:
 #   sh ./submit.sh JOB_NAME QUEUE PE SLOTS RETRY_SECONDS GPUS RERUN LIMITS [ARRAY_DIR INDEX SIZE LIMIT WAIT]
-# Standard input holds job.sh, end.sh, run.env and the GPU sampler (exec/sampler.sh, sampler.awk),
+# Standard input holds job.sh, end.sh, run.env and the GPU sampler (exec/sampler.sh, sampler.awk,
+# and sampler.nvml: the NVML reader as sampler.sh takes it in MLW_NVML),
 # each after a line with its length in bytes.
 # RERUN is y (requeue: a job Grid Engine reschedules runs again) or n; LIMITS is qsub's -l of the
 # time limit ("h_rt=S[,s_rt=S]"; "" for none). Prints the job id (and
@@ -13,7 +14,7 @@ set -u
 name=$1 queue=$2 pe=$3 slots=$4 retry=$5 gpus=${6:-0} rerun=${7:-n} limits=${8:-}
 # shellcheck disable=SC2034 # index and wait are array_join.sh's
 array=${9:-} index=${10:-0} size=${11:-1} limit=${12:-0} wait=${13:-300}
-for f in job.sh end.sh run.env sampler.sh sampler.awk; do
+for f in job.sh end.sh run.env sampler.sh sampler.awk sampler.nvml; do
   read -r n || exit 125
   head -c "$n" >"$f" || exit 125
 done

@@ -55,7 +55,8 @@ class SlurmDriver : public MonitorDriver {
                   stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
                       stdin_file(slurm_run_env(session.plan, session.paths)) +
                       stdin_file(embedded_script("src/exec/sampler.sh")) +
-                      stdin_file(embedded_script("src/exec/sampler.awk")),
+                      stdin_file(embedded_script("src/exec/sampler.awk")) +
+                      stdin_file(nvml_reader_packed()),
                   "sbatch", "Slurm", std::string(embedded_script("src/kinds/slurm/monitor.sh"))});
   }
 

@@ -57,7 +57,7 @@ case "${CUDA_VISIBLE_DEVICES:-}" in
     d=$0
     [ "$MLW_NODE_RANK" = 0 ] || d=$0/node.$MLW_NODE_RANK
     if [ -s "$0/sampler.sh" ] && command -v nvidia-smi >/dev/null 2>&1 && mkdir -p "$d"; then
-      (cd "$d" && MLW_SAMPLE_NODE=${MLW_NODE_RANK#0} exec setsid sh "$0/sampler.sh" "$(cat "$0/sampler.awk")" "$CUDA_VISIBLE_DEVICES" "$e" "$w" "" "" "$$" metrics.jsonl) </dev/null >/dev/null 2>&1 &
+      (cd "$d" && MLW_SAMPLE_NODE=${MLW_NODE_RANK#0} MLW_NVML=$(cat "$0/sampler.nvml" 2>/dev/null) exec setsid sh "$0/sampler.sh" "$(cat "$0/sampler.awk")" "$CUDA_VISIBLE_DEVICES" "$e" "$w" "" "" "$$" metrics.jsonl) </dev/null >/dev/null 2>&1 &
       sp=$!
       echo "$sp" >"$d/gpu.pid"
     fi ;;

@@ -9,7 +9,7 @@ set -u
 # shellcheck disable=SC2034 # array, index, size and wait are array_join.sh's
 retry=$1 array=$2 index=$3 size=$4 limit=$5 wait=$6
 shift 6
-for f in job.sh run.env sampler.sh sampler.awk; do
+for f in job.sh run.env sampler.sh sampler.awk sampler.nvml; do
   read -r n || exit 125
   head -c "$n" >"$f" || exit 125
 done

@@ -7,7 +7,9 @@
 
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/gpu_sampling.hpp"
+#include "mlw/util/embedded.hpp"
 #include "mlw/util/fs.hpp"
+#include "mlw/util/process.hpp"
 
 namespace mlw {
 
@@ -49,6 +51,39 @@ TEST(GpuSampling, NoSamplerWithoutGpusOrWhereTheLeaseNamesThem) {
   leased.compute.gpus_per_run = "1";
   EXPECT_EQ(unleased_gpus(leased.compute), "");
   EXPECT_TRUE(samples_gpus(leased));
+}
+
+TEST(GpuSampling, TheNvmlReaderTravelsPackedAndUnpacksWithTheTargetsTools) {
+  const std::string packed(nvml_reader_packed());
+  // "ID:" then base64: words a shell takes quoted and sampler.sh's `case` recognises.
+  ASSERT_GT(packed.size(), 13u);
+  EXPECT_EQ(packed.find_first_not_of("0123456789abcdef"), 12u);
+  EXPECT_EQ(packed[12], ':');
+  EXPECT_EQ(packed.find_first_not_of(
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", 13),
+            std::string::npos);
+  // Unpacked as sampler.sh does, it is a program of this machine: its usage for bad words.
+  test::TempDir dir("mlw-nvml");
+  SystemProcessRunner runner;
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "printf '%s' \"${1#*:}\" | base64 -d | gzip -dc >r && chmod 755 r && ./r 2>&1; "
+               "echo \"exit $?\"; ./r --probe 0,x; echo \"exit $?\"",
+               "sh", packed};
+  spec.cwd = dir.path();
+  const auto result = runner.run(spec);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->output,
+            "usage: mlw-nvml-reader MILLISECONDS GPUS | --probe GPUS\nexit 2\nexit 2\n");
+}
+
+TEST(GpuSampling, TheMonitorGetsTheNvmlReaderOnlyForASampledRun) {
+  test::TempDir dir("mlw-sampling");
+  RunPlan plan = gpu_plan(dir.path(), "remotedocker", "all");
+  EXPECT_NE(sampler_preamble(plan).find("mlw_sample_nvml=" + std::string(nvml_reader_packed())),
+            std::string::npos);
+  plan.compute.nvidia_docker = false;
+  EXPECT_EQ(sampler_preamble(plan), "mlw_sample_sh=\n");
 }
 
 }  // namespace mlw
