@@ -216,18 +216,20 @@ function say_unused(i, list, busy, text, c, a_list, some) {
   c = split(substr(list, 2), a_list, ",")
   for (i = 1; i <= c; i++) if (index(busy, "," a_list[i] ",") == 0) text = text "," a_list[i]
   if (text == "") return
-  text = substr(text, 2)
+  text = gpus_were(substr(text, 2), "have", "has") " not been used for " sprintf("%g", warn / 60) " min"
   some = ""
   for (i = 1; i <= n; i++) if (used[order[i]]) some = some "," order[i]
   if (some != "") {
-    some = substr(some, 2)
-    say(sprintf("mlw: %s not been used for %g min (%s) — does the script use every GPU it was given?",
-                (text ~ /,/ ? "GPUs " text " have" : "GPU " text " has"), warn / 60,
-                (some ~ /,/ ? "GPUs " some " were" : "GPU " some " was")))
+    say("mlw: " text " (" gpus_were(substr(some, 2), "were", "was") ") — does the script use " \
+        "every GPU it was given?")
     return
   }
-  say(sprintf("mlw: %s not been used for %g min — is the script running on the CPU?",
-              (text ~ /,/ ? "GPUs " text " have" : "GPU " text " has"), warn / 60))
+  say("mlw: " text " — is the script running on the CPU?")
+}
+
+# gpus_were LIST PLURAL SINGULAR: "GPUs 0,1 PLURAL" or "GPU 0 SINGULAR".
+function gpus_were(list, plural, singular) {
+  return list ~ /,/ ? "GPUs " list " " plural : "GPU " list " " singular
 }
 
 # idle_rule LOW ANY: idleGpu on this sample (LOW: every GPU below `below`; ANY: one was read):
