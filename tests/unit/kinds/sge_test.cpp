@@ -269,7 +269,7 @@ TEST(SgeScripts, SubmitWritesTheFilesAndAsksQsubForTheQueueAndSlots) {
   fs::create_directories(d / "bin");
   write(d / "submit.sh", embedded_script("src/kinds/sge/submit.sh"));
   write(d / "bin/qsub", "#!/bin/sh\nprintf '%s\\n' \"$@\" > qsub.args\necho 42\n", true);
-  write(d / "in", "3\nJOB2\nEN4\nENV!3\nSMP3\nAWK");
+  write(d / "in", "3\nJOB2\nEN4\nENV!3\nSMP3\nAWK4\nNVML");
   EXPECT_EQ(sh(d, "sh ./submit.sh mlw-r1 all.q smp 2 9 < in"), 0) << read(d / "err.txt");
   EXPECT_EQ(read(d / "out.txt"), "42\n");
   EXPECT_EQ(read(d / "job.sh"), "JOB");
@@ -277,6 +277,7 @@ TEST(SgeScripts, SubmitWritesTheFilesAndAsksQsubForTheQueueAndSlots) {
   EXPECT_EQ(read(d / "run.env"), "ENV!");
   EXPECT_EQ(read(d / "sampler.sh"), "SMP");
   EXPECT_EQ(read(d / "sampler.awk"), "AWK");
+  EXPECT_EQ(read(d / "sampler.nvml"), "NVML");
   EXPECT_EQ(read(d / "job_id"), "42\n");
   EXPECT_EQ(read(d / "sge_retry"), "9\n");
   EXPECT_EQ(read(d / "qsub.args"),
