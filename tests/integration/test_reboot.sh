@@ -34,13 +34,23 @@ boot() {
 # restart_machine RUN: what a restart leaves of RUN on the target: its monitor of another boot,
 # its processes and container ended by SIGKILL.
 restart_machine() {
-  local dir="$THOME/.mlw/runs/$1" pid group
+  local dir="$THOME/.mlw/runs/$1" pid group last
   read -r _ pid <"$dir/monitor.pid"
   echo "0f0f0f0f-0000-4000-8000-0000000000aa $pid" >"$dir/monitor.pid"
   group=$(ps -o pgid= -p "$pid" | tr -d ' ')
   # Everything stops at once, as in a restart: the container is frozen before its monitor dies
   # (else, on a loaded machine, it printed lines no one was left to read, past its checkpoint).
-  if [ -s "$dir/container" ]; then docker pause "$(cat "$dir/container")" >/dev/null 2>&1 || :; fi
+  if [ -s "$dir/container" ]; then
+    docker pause "$(cat "$dir/container")" >/dev/null 2>&1 || :
+    # … and what it printed before reaches the run's log through its monitor's `docker attach`
+    # (bounded: 5 s), as a restart loses nothing written before the power went (under the
+    # sanitizer run the attach stream lagged: a line was printed and checkpointed, never logged).
+    last=$(docker logs "$(cat "$dir/container")" 2>/dev/null | tail -n 1)
+    for _ in $(seq 50); do
+      if [ -z "$last" ] || grep -qxF -- "$last" "$dir/driver_log.txt" 2>/dev/null; then break; fi
+      sleep 0.1
+    done
+  fi
   [ -n "$group" ] && kill -KILL -- "-$group"
   if [ -s "$dir/container" ]; then docker kill "$(cat "$dir/container")" >/dev/null 2>&1 || :; fi
 }
