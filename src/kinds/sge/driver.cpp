@@ -45,14 +45,14 @@ class Driver : public MonitorDriver {
     const std::string submit = std::string(embedded_script("src/exec/array_join.sh")) +
                                std::string(embedded_script("src/kinds/sge/submit.sh"));
     return start_batch_job(
-        session, {submit, words,
-                  stdin_file(embedded_script("src/kinds/sge/job.sh")) +
-                      stdin_file(embedded_script("src/kinds/sge/end.sh")) +
-                      stdin_file(run_env(session.plan, session.paths)) +
-                      stdin_file(embedded_script("src/exec/sampler.sh")) +
-                      stdin_file(embedded_script("src/exec/sampler.awk")) +
-                      stdin_file(nvml_reader_packed()),
-                  "qsub", "Grid Engine", std::string(embedded_script("src/kinds/sge/monitor.sh"))});
+        session,
+        {submit, words,
+         stdin_file(embedded_script("src/kinds/sge/job.sh")) +
+             stdin_file(embedded_script("src/kinds/sge/end.sh")) +
+             stdin_file(run_env(session.plan, session.paths)) +
+             stdin_file(embedded_script("src/exec/sampler.sh")) +
+             stdin_file(embedded_script("src/exec/sampler.awk")) + stdin_file(nvml_reader_packed()),
+         "qsub", "Grid Engine", std::string(embedded_script("src/kinds/sge/monitor.sh"))});
   }
 
   /// A monitor that gave up on a qmaster that did not answer is started again.

@@ -51,13 +51,13 @@ class SlurmDriver : public MonitorDriver {
     }
     arguments.insert(arguments.end(), options.begin(), options.end());
     return start_batch_job(
-        session, {submit, arguments,
-                  stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
-                      stdin_file(slurm_run_env(session.plan, session.paths)) +
-                      stdin_file(embedded_script("src/exec/sampler.sh")) +
-                      stdin_file(embedded_script("src/exec/sampler.awk")) +
-                      stdin_file(nvml_reader_packed()),
-                  "sbatch", "Slurm", std::string(embedded_script("src/kinds/slurm/monitor.sh"))});
+        session,
+        {submit, arguments,
+         stdin_file(embedded_script("src/kinds/slurm/job.sh")) +
+             stdin_file(slurm_run_env(session.plan, session.paths)) +
+             stdin_file(embedded_script("src/exec/sampler.sh")) +
+             stdin_file(embedded_script("src/exec/sampler.awk")) + stdin_file(nvml_reader_packed()),
+         "sbatch", "Slurm", std::string(embedded_script("src/kinds/slurm/monitor.sh"))});
   }
 
   /// A monitor that gave up on an unanswering controller is started again; it picks the job up
