@@ -135,6 +135,34 @@ void register_rerun(CLI::App& group, Context& ctx) {
   });
 }
 
+/// `experiment shell -r RUN [-t|-T] [-- COMMAND...]`.
+void register_shell(CLI::App& group, Context& ctx) {
+  auto run_id = std::make_shared<std::string>();
+  auto words = std::make_shared<std::vector<std::string>>();
+  auto force = std::make_shared<bool>(false);
+  auto never = std::make_shared<bool>(false);
+  auto* shell = group.add_subcommand(
+      "shell", "Open a shell, or run a command, inside a running run on its target");
+  shell->add_option("-r,--run", *run_id, "The running run")->required()->type_name("RUN_ID");
+  auto* tty = shell->add_flag("-t,--tty", *force, "A terminal on the target for a command too");
+  shell->add_flag("-T,--no-tty", *never, "No terminal on the target, even for a shell")
+      ->excludes(tty);
+  shell->add_option("command", *words, "After --: the command to run there (default: a shell)")
+      ->type_name("COMMAND");
+  shell->footer(
+      "\nInside the run's container (docker exec), or with its script's variables in its folder; "
+      "MLW_RUN_ID and the run's GPUs are set. The exit code is the command's (125: the run could "
+      "not be entered).\n" +
+      examples({"mlw experiment shell -r demo_1732200000000",
+                "mlw experiment shell -r demo_1732200000000 -- nvidia-smi"}));
+  shell->callback([&ctx, run_id, words, force, never] {
+    const api::TtyChoice choice = *force   ? api::TtyChoice::Force
+                                  : *never ? api::TtyChoice::Never
+                                           : api::TtyChoice::Auto;
+    ctx.exit_status = api::shell(ctx, *run_id, *words, choice);
+  });
+}
+
 }  // namespace
 
 void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
@@ -211,6 +239,7 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
 
   register_sweep(*group, ctx, globals);
   register_rerun(*group, ctx);
+  register_shell(*group, ctx);
 
   auto cancel_id = std::make_shared<std::string>();
   auto* cancel = group->add_subcommand(

@@ -378,7 +378,7 @@ std::vector<std::string> LocalExecutor::clean(Context&, const std::string& targe
   throw Error(
       fmt::format("target {} is local: only {} and {} targets keep mlw's images and "
                   "snapshots",
-                  target_name, join(others, ", "), last));
+                  target_name, mlw::join(others, ", "), last));
 }
 
 DataStore LocalExecutor::data_store(Context&, const std::string&, const ComputeConfig& compute) {

@@ -31,6 +31,10 @@ ShellResult Shell::run_with_input(const std::string& script, std::string_view in
   return run(script, streams);
 }
 
+int Shell::run_joined(const std::string&, bool) {
+  throw Error("a shell joined to this terminal needs a login of its own, not a kept connection");
+}
+
 namespace {
 
 /// One /bin/sh command on this machine and the ends of its three pipes. Whatever way the
@@ -171,6 +175,34 @@ ShellResult LocalShell::run(const std::string& script, const ShellStreams& strea
   command.close_input();
   result.exit_code = command.wait();
   return result;
+}
+
+int LocalShell::run_joined(const std::string& script, bool) {
+  // As system(3): the child has the terminal; this process waits, deaf to the keyboard's
+  // signals, which reach the child (the terminal's foreground process group) alone.
+  struct sigaction ignore {
+  }, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigaction(SIGQUIT, &ignore, &old_quit);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  pid_t waited = -1;
+  if (child > 0) {
+    do {
+      waited = ::waitpid(child, &status, 0);
+    } while (waited < 0 && errno == EINTR);
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
+  if (child < 0 || waited < 0) throw Error("cannot start /bin/sh on this machine");
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 }  // namespace mlw

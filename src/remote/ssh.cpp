@@ -579,4 +579,11 @@ ShellResult SshShell::run(const std::string& script, const ShellStreams& streams
   return result;
 }
 
+int SshShell::run_joined(const std::string& script, bool pty) {
+  Impl& s = *m_impl;
+  if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
+  ++s.channels;
+  return run_joined_channel(s.link(), "exec /bin/sh -c " + shell_quote(script), pty);
+}
+
 }  // namespace mlw

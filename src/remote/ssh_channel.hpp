@@ -31,4 +31,9 @@ struct SshLink {
 /// Opens a channel on the session and starts `command` (conversation_command()) on it.
 std::unique_ptr<ShellPipe> open_shell_pipe(const SshLink& link, const std::string& command);
 
+/// Runs `command` on a channel of its own joined to this process's stdin, stdout and stderr
+/// (ssh_joined.cpp); `pty`: in a terminal of the target's, sized and resized as this one.
+/// Returns its exit code (128+N for signal N).
+int run_joined_channel(const SshLink& link, const std::string& command, bool pty);
+
 }  // namespace mlw

@@ -71,4 +71,18 @@ void prepare(Context& ctx, const std::string& run_config);
 /// run folders from the target; with `all_projects`, every project's and the content store.
 void clean(Context& ctx, const std::string& run_config, bool all_projects);
 
+/// Whether `experiment shell` asks for a terminal on the target, as ssh decides (-t, -T).
+enum class TtyChoice {
+  Auto,   ///< a terminal for a shell, when stdin is one; none for a command
+  Force,  ///< -t: a terminal for a command too (when stdin is one)
+  Never,  ///< -T: never
+};
+
+/// `mlw experiment shell -r RUN [-- COMMAND...]`: a shell, or `command`, inside the running run
+/// (its container, or its script's variables and folder) on its target, joined to this
+/// terminal. Returns the command's exit code; a run it cannot enter (ended, queued, another
+/// user's, a kind that cannot) is an mlw::Error (125, as submit's errors).
+int shell(Context& ctx, const std::string& run_id, const std::vector<std::string>& command,
+          TtyChoice tty);
+
 }  // namespace mlw::api

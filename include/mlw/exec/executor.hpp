@@ -62,6 +62,15 @@ struct RunPlan {
 /// stderr, so that stdout holds the run's output only.
 constexpr char k_live_note = '\x1d';
 
+/// What `experiment shell` asks of a running run's executor.
+struct JoinRequest {
+  RunRecord record;                  ///< the run (Running)
+  ComputeConfig compute;             ///< its target's file
+  std::filesystem::path run_dir;     ///< its folder in this project's history
+  std::vector<std::string> command;  ///< the words to run there; empty: a shell
+  bool pty = false;                  ///< in a terminal there (this process's stdin is one)
+};
+
 /// A started run as seen by the submitting process.
 struct RunHandle {
   int output_fd = -1;  ///< live merged stdout/stderr of the run; EOF when the run is finished
@@ -114,6 +123,9 @@ class Executor {
   /// probed. Kinds without one throw mlw::Error.
   virtual DataStore data_store(Context& ctx, const std::string& target_name,
                                const ComputeConfig& compute);
+  /// `experiment shell`: joins this process's terminal to a command inside a running run, on a
+  /// login of its own. Returns the command's exit code. Kinds that cannot throw mlw::Error.
+  virtual int join(Context& ctx, const JoinRequest& request);
 };
 
 /// Forks the run's supervisor: its own session, SIGINT/SIGHUP/SIGPIPE ignored, stdin from

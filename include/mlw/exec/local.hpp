@@ -38,6 +38,8 @@ class LocalExecutor : public Executor {
   /// This machine's store (its shell); a run's folder is in the project's history.
   DataStore data_store(Context& ctx, const std::string& target_name,
                        const ComputeConfig& compute) override;
+  /// The run's script's variables and folder, through exec/enter.sh (join.cpp).
+  int join(Context& ctx, const JoinRequest& request) override;
   std::vector<std::string> clean(Context& ctx, const std::string& target_name,
                                  const ComputeConfig& compute, const CleanScope& scope) override;
 };

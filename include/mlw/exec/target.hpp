@@ -38,6 +38,9 @@ class TargetExecutor : public Executor {
   /// The place's shell (no probe); run folders under ~/.mlw/runs unless the place shares them.
   DataStore data_store(Context& ctx, const std::string& target_name,
                        const ComputeConfig& compute) override;
+  /// `docker exec` into the run's container, or the script's variables and folder, through
+  /// exec/enter.sh on a login of its own (join.cpp); batch runners' runs are refused.
+  int join(Context& ctx, const JoinRequest& request) override;
 
  private:
   /// Connects and probes; with `ship`, the probe also ships (experiment prepare).

@@ -48,6 +48,11 @@ class Shell {
   virtual ShellResult run(const std::string& script, const ShellStreams& streams = {}) = 0;
   /// Runs `script` with `input` as its stdin.
   ShellResult run_with_input(const std::string& script, std::string_view input);
+  /// Runs `script` with /bin/sh on the machine, joined to this process's stdin, stdout and
+  /// stderr (`experiment shell`); `pty`: in a terminal of the machine's, sized as this one and
+  /// resized with it (this one put in raw mode meanwhile). Returns its exit code (128+N: signal N).
+  /// Shells that cannot (a kept connection's conversation) throw mlw::Error.
+  virtual int run_joined(const std::string& script, bool pty);
   /// Forgets the connection without a goodbye: the copy in a parent process whose forked child
   /// goes on using it. Nothing for shells without a connection.
   virtual void abandon() {}
@@ -65,6 +70,8 @@ class LocalShell : public Shell {
  public:
   std::string host() const override { return "this machine"; }
   ShellResult run(const std::string& script, const ShellStreams& streams = {}) override;
+  /// This process's terminal is the script's own: nothing to relay.
+  int run_joined(const std::string& script, bool pty) override;
 };
 
 }  // namespace mlw

@@ -63,6 +63,8 @@ class SshShell : public Shell {
 
   std::string host() const override;
   ShellResult run(const std::string& script, const ShellStreams& streams = {}) override;
+  /// On a channel of its own (ssh_joined.cpp), as `ssh -t`.
+  int run_joined(const std::string& script, bool pty) override;
   /// How the login succeeded ("key ~/.ssh/id_ed25519", "ssh-agent", "password").
   std::string auth_method() const override;
   /// The host key's fingerprint.

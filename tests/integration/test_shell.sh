@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `mlw experiment shell` (issue 48, point 2) against real parts: a run on this machine (local), in
+# a container of the servers' Docker engine (docker), and over the real sshd as mlwtest in a
+# container (remotedocker) and as a process (remote). On each: one command's output and exit code,
+# with the run's variables, in its folder (the command releases the waiting run); a terminal driven
+# through tmux (tty answers a /dev/pts, the window's size and a change of it are seen, the shell's
+# exit code is mlw's); then the refusals (an ended run, another user's run, a bad flag pair).
+source "$(dirname "$0")/lib.sh"
+
+require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
+command -v tmux >/dev/null || {
+  echo "tmux is required (scripts/setup installs it)"
+  exit 1
+}
+export HOME="$WORK/home"
+mkdir -p "$HOME"
+ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
+TMUX_SOCKET="mlw-shell-$$"
+tmux_() { tmux -L "$TMUX_SOCKET" -f /dev/null "$@"; }
+trap 'tmux_ kill-server 2>/dev/null; cleanup' EXIT
+
+new_project shellp
+"$MLW" -q computetarget attach docker -n d --base-image "$MLW_TEST_IMAGE" >/dev/null
+"$MLW" -q computetarget attach remotedocker -n rd -a "$ADDR" -u mlwtest --password-stdin \
+  --accept-host-key --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
+"$MLW" -q computetarget attach remote -n rm -a "$ADDR" -u mlwtest --password-stdin \
+  --accept-host-key <"$WORK/pw" >/dev/null
+check "the three targets are attached" test -f aml_config/d.compute -a -f aml_config/rd.compute \
+  -a -f aml_config/rm.compute
+# Waits (60 s at most) for a file named `release` in its working folder, which only a command
+# run inside the run can make.
+cat >wait.py <<'PY'
+import os, time
+print("waiting in", os.getcwd(), flush=True)
+for _ in range(600):
+    if os.path.exists("release"):
+        print("released", flush=True)
+        break
+    time.sleep(0.1)
+PY
+
+# screen: what the tmux pane shows now.
+screen() { tmux_ capture-pane -p -t s -S -50; }
+shows() { [[ "$(screen)" == *"$1"* ]]; }
+
+for t in local d rd rm; do
+  run_mlw experiment submit -c "$t" -a wait.py
+  RID=$(sed -n 's/^RunId: //p' <<<"$OUT")
+  check "$t: the run started (-a)" test -n "$RID"
+  check "$t: … and is Running" wait_for 90 run_is "$RID" Running
+  check "$t: … its script waits" wait_for 60 bash -c "'$MLW' history logs -r '$RID' | grep -q 'waiting in'"
+
+  # A terminal: tmux gives mlw a real one (100×30), then changes its size.
+  rm -f "$WORK/tmux.exit"
+  tmux_ new-session -d -s s -x 100 -y 30 \
+    "cd '$PWD' && '$MLW' experiment shell -r '$RID'; echo \$? >'$WORK/tmux.exit'; sleep 30"
+  tmux_ send-keys -t s 'echo "T=$(tty) S=$(stty size) R=$MLW_RUN_ID"' Enter
+  check "$t: a terminal there (tty answers a /dev/pts)" wait_for 30 shows "T=/dev/pts/"
+  check "$t: … of the window's size (30 rows, 100 columns)" shows "S=30 100 R=$RID"
+  shows "S=30 100 R=$RID" || screen >&2
+  tmux_ resize-window -t s -x 120 -y 40
+  sleep 0.5
+  tmux_ send-keys -t s 'echo "Z=$(stty size)"' Enter
+  check "$t: … that follows the window (40 rows, 120 columns)" wait_for 20 shows "Z=40 120"
+  tmux_ send-keys -t s 'exit 3' Enter
+  check "$t: the shell's exit code is mlw's" wait_for 30 grep -qx 3 "$WORK/tmux.exit"
+  [ -s "$WORK/tmux.exit" ] || screen >&2
+  tmux_ kill-server 2>/dev/null
+
+  # One command, no terminal: the run's variables and folder, its output and exit code.
+  run_mlw experiment shell -r "$RID" -- sh -c \
+    'echo "id=$MLW_RUN_ID"; if [ -t 0 ]; then echo tty; else echo notty; fi; touch release; exit 7'
+  expect_eq "$t: a command's exit code is mlw's" "$CODE" 7
+  expect_contains "$t: … it sees the run's MLW_RUN_ID" "$OUT" "id=$RID"
+  expect_contains "$t: … with no terminal unless -t" "$OUT" "notty"
+  check "$t: … in the run's folder (its file released the run)" wait_for 90 run_is "$RID" Completed
+  expect_contains "$t: … as the run's log says" "$("$MLW" history logs -r "$RID")" "released"
+
+  run_mlw experiment shell -r "$RID" -- true
+  expect_eq "$t: an ended run cannot be entered (125)" "$CODE" 125
+  expect_contains "$t: … saying so, when, and where its output is" "$ERR" \
+    "run $RID has ended (Completed, exit 0) at "
+  expect_contains "$t: … and where its output is" "$ERR" "mlw history logs -r $RID"
+done
+
+# Another user's run in a shared project is refused before anything is reached.
+run_mlw experiment submit -c local -a wait.py
+RID=$(sed -n 's/^RunId: //p' <<<"$OUT")
+check "another user's run: started" wait_for 30 run_is "$RID" Running
+python3 - ".mlw/runs/$RID/run.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+record = json.load(open(path))
+record["user"] = "someone-else"
+json.dump(record, open(path, "w"))
+PY
+run_mlw experiment shell -r "$RID" -- touch release
+expect_eq "another user's run is refused (125)" "$CODE" 125
+expect_contains "… saying whose it is" "$ERR" "run $RID is someone-else's: experiment shell enters only your own runs"
+check "… and nothing ran there" test ! -e ".mlw/runs/$RID/snapshot/release"
+touch ".mlw/runs/$RID/snapshot/release"
+wait_for 30 bash -c "! '$MLW' -o json history info -r '$RID' | grep -q '\"Running\"'"
+
+expect_error "-t and -T together" 2 "excludes" experiment shell -r "$RID" -t -T
+run_mlw experiment shell -r no_such_run_1 -- true
+expect_eq "an unknown run (125)" "$CODE" 125
+expect_contains "… named" "$ERR" "no_such_run_1"
+
+finish
