@@ -34,9 +34,24 @@ mlw_enter() {
         ;;
       esac
     fi
+    # docker does not end an exec whose client went away (the SSH session dropped, mlw killed):
+    # the exec'd process keeps its pid in the container, and is hung up from here when this
+    # shell was (SIGHUP) or docker ended by a signal.
+    mark="/tmp/.mlw-shell-$$"
+    # shellcheck disable=SC2016 # the inner sh's words
+    set -- /bin/sh -c 'echo "$$" >"$0" 2>/dev/null; exec "$@"' "$mark" "$@"
+    hung=0
+    trap 'hung=1' HUP
     # docker as the compute file asks for it: its words have no space in them.
     # shellcheck disable=SC2086
-    exec $docker exec $flags "$container" "$@"
+    $docker exec $flags "$container" "$@"
+    code=$?
+    if [ "$hung" = 1 ] || [ "$code" -gt 128 ]; then
+      # shellcheck disable=SC2016,SC2086
+      $docker exec "$container" /bin/sh -c 'p=$(cat "$0") && { kill -HUP -- "-$p" || kill -HUP "$p"; }
+rm -f "$0"' "$mark" >/dev/null 2>&1
+    fi
+    exit "$code"
   fi
   cd "$folder" 2>/dev/null || mlw_no "$id" "its folder $folder is not on $(hostname)"
   [ -n "$pid" ] || pid=$(cat script.pid 2>/dev/null)

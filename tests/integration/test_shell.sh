@@ -40,6 +40,19 @@ for _ in range(600):
     time.sleep(0.1)
 PY
 
+# in_run KIND RUN TEXT MORE: a process of the run's machine (its container's, for a container
+# kind) has TEXT and MORE, joined, in its command line (given apart, so that no check's own
+# command line has them).
+in_run() {
+  local cmdlines
+  case "$1" in
+  d | rd) cmdlines=$(docker exec "mlw-$2" sh -c 'cat /proc/[0-9]*/cmdline | tr "\0" " "' 2>/dev/null) ;;
+  *) cmdlines=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ') ;;
+  esac
+  [[ "$cmdlines" == *"$3$4"* ]]
+}
+export -f in_run
+
 # screen: what the tmux pane shows now.
 screen() { tmux_ capture-pane -p -t s -S -50; }
 shows() { [[ "$(screen)" == *"$1"* ]]; }
@@ -67,6 +80,15 @@ for t in local d rd rm; do
   check "$t: the shell's exit code is mlw's" wait_for 30 grep -qx 3 "$WORK/tmux.exit"
   [ -s "$WORK/tmux.exit" ] || screen >&2
   tmux_ kill-server 2>/dev/null
+
+  # mlw killed (-9) while its shell runs a command: nothing it started stays in the run.
+  tmux_ new-session -d -s s -x 100 -y 30 "cd '$PWD' && exec '$MLW' experiment shell -r '$RID'"
+  tmux_ send-keys -t s "sleep 12345" Enter
+  check "$t: a shell's command runs there" wait_for 30 in_run "$t" "$RID" "sleep 1234" 5
+  kill -KILL "$(tmux_ display -p -t s '#{pane_pid}')"
+  tmux_ kill-server 2>/dev/null
+  check "$t: … and ends when mlw is killed (not left in the run)" wait_for 20 bash -c \
+    "! in_run '$t' '$RID' 'sleep 1234' 5"
 
   # One command, no terminal: the run's variables and folder, its output and exit code.
   run_mlw experiment shell -r "$RID" -- sh -c \
