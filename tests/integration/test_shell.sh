@@ -28,12 +28,12 @@ new_project shellp
   --accept-host-key <"$WORK/pw" >/dev/null
 check "the three targets are attached" test -f aml_config/d.compute -a -f aml_config/rd.compute \
   -a -f aml_config/rm.compute
-# Waits (60 s at most) for a file named `release` in its working folder, which only a command
+# Waits (300 s at most) for a file named `release` in its working folder, which only a command
 # run inside the run can make.
 cat >wait.py <<'PY'
 import os, time
 print("waiting in", os.getcwd(), flush=True)
-for _ in range(600):
+for _ in range(3000):
     if os.path.exists("release"):
         print("released", flush=True)
         break
@@ -53,6 +53,18 @@ in_run() {
 }
 export -f in_run
 
+# type_until KEYS TEXT: types KEYS and Enter in the pane until it shows TEXT (30 s at most):
+# what is typed while the shell there starts may be dropped (docker's client flushes the input
+# when it makes the terminal raw), so it is typed again every 3 s.
+type_until() {
+  local i
+  for ((i = 0; i < 10; i++)); do
+    tmux_ send-keys -t s "$1" Enter
+    wait_for 3 shows "$2" && return 0
+  done
+  return 1
+}
+
 # screen: what the tmux pane shows now.
 screen() { tmux_ capture-pane -p -t s -S -50; }
 shows() { [[ "$(screen)" == *"$1"* ]]; }
@@ -68,8 +80,8 @@ for t in local d rd rm; do
   rm -f "$WORK/tmux.exit"
   tmux_ new-session -d -s s -x 100 -y 30 \
     "cd '$PWD' && '$MLW' experiment shell -r '$RID'; echo \$? >'$WORK/tmux.exit'; sleep 30"
-  tmux_ send-keys -t s 'echo "T=$(tty) S=$(stty size) R=$MLW_RUN_ID"' Enter
-  check "$t: a terminal there (tty answers a /dev/pts)" wait_for 30 shows "T=/dev/pts/"
+  check "$t: a terminal there (tty answers a /dev/pts)" \
+    type_until 'echo "T=$(tty) S=$(stty size) R=$MLW_RUN_ID"' "T=/dev/pts/"
   check "$t: … of the window's size (30 rows, 100 columns)" shows "S=30 100 R=$RID"
   shows "S=30 100 R=$RID" || screen >&2
   tmux_ resize-window -t s -x 120 -y 40
@@ -83,6 +95,8 @@ for t in local d rd rm; do
 
   # mlw killed (-9) while its shell runs a command: nothing it started stays in the run.
   tmux_ new-session -d -s s -x 100 -y 30 "cd '$PWD' && exec '$MLW' experiment shell -r '$RID'"
+  check "$t: a shell again" type_until 'echo "R=$((6 * 7))"' "R=42"
+  shows "R=42" || screen >&2
   tmux_ send-keys -t s "sleep 12345" Enter
   check "$t: a shell's command runs there" wait_for 30 in_run "$t" "$RID" "sleep 1234" 5
   kill -KILL "$(tmux_ display -p -t s '#{pane_pid}')"
@@ -94,6 +108,7 @@ for t in local d rd rm; do
   run_mlw experiment shell -r "$RID" -- sh -c \
     'echo "id=$MLW_RUN_ID"; if [ -t 0 ]; then echo tty; else echo notty; fi; touch release; exit 7'
   expect_eq "$t: a command's exit code is mlw's" "$CODE" 7
+  [ "$CODE" = 7 ] || echo "$t: shell said: $ERR" >&2
   expect_contains "$t: … it sees the run's MLW_RUN_ID" "$OUT" "id=$RID"
   expect_contains "$t: … with no terminal unless -t" "$OUT" "notty"
   check "$t: … in the run's folder (its file released the run)" wait_for 90 run_is "$RID" Completed
