@@ -44,17 +44,23 @@ std::string SshLink::last_error() const {
                             : "libssh2 gave no reason";
 }
 
-namespace {
+void ChannelFree::operator()(LIBSSH2_CHANNEL* channel) const {
+  link->retry([channel] { return libssh2_channel_free(channel); }, 2000);
+}
 
-/// Frees a channel, waiting (bounded) for libssh2 to close it on the non-blocking session; one
-/// still busy after that is freed with the session.
-struct ChannelFree {
-  const SshLink* link = nullptr;
-  void operator()(LIBSSH2_CHANNEL* channel) const {
-    link->retry([channel] { return libssh2_channel_free(channel); }, 2000);
-  }
-};
-using ChannelPtr = std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree>;
+ChannelPtr open_channel(const SshLink& link) {
+  ChannelPtr channel(nullptr, ChannelFree{&link});
+  link.retry(
+      [&] {
+        channel.reset(libssh2_channel_open_session(link.session));
+        return channel ? 0 : libssh2_session_last_errno(link.session);
+      },
+      link.timeout_ms);
+  if (!channel) link.fail("exec", "cannot open a channel: " + link.last_error());
+  return channel;
+}
+
+namespace {
 
 /// A shell on its own channel, as a ShellPipe: every call returns at once.
 class ChannelPipe : public ShellPipe {
@@ -64,13 +70,7 @@ class ChannelPipe : public ShellPipe {
 
   /// Opens the channel and starts `command` on it.
   void start(const std::string& command) {
-    m_link.retry(
-        [&] {
-          m_owner.reset(libssh2_channel_open_session(m_link.session));
-          return m_owner ? 0 : libssh2_session_last_errno(m_link.session);
-        },
-        m_link.timeout_ms);
-    if (!m_owner) fail("cannot open a channel: " + m_link.last_error());
+    m_owner = open_channel(m_link);
     if (m_link.retry([&] { return libssh2_channel_exec(m_owner.get(), command.c_str()); },
                      m_link.timeout_ms) != 0) {
       fail(m_link.last_error());

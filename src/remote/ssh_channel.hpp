@@ -28,6 +28,19 @@ struct SshLink {
   std::string last_error() const;
 };
 
+/// Frees a channel, waiting (bounded) for libssh2 to close it on the non-blocking session; one
+/// still busy after that is freed with the session.
+struct ChannelFree {
+  const SshLink* link = nullptr;  ///< the session's view; outlives the channel
+  /// Frees `channel` on `link`'s session.
+  void operator()(LIBSSH2_CHANNEL* channel) const;
+};
+/// A channel of a session, freed through the link it was opened on.
+using ChannelPtr = std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree>;
+
+/// Opens a session channel on `link` (which must outlive it); a failure goes to link.fail.
+ChannelPtr open_channel(const SshLink& link);
+
 /// Opens a channel on the session and starts `command` (conversation_command()) on it.
 std::unique_ptr<ShellPipe> open_shell_pipe(const SshLink& link, const std::string& command);
 

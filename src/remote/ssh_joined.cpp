@@ -95,13 +95,6 @@ int signal_code(const std::string& name) {
   return 255;  // as OpenSSH's client says of a signal it does not know
 }
 
-struct ChannelFree {
-  const SshLink* link = nullptr;
-  void operator()(LIBSSH2_CHANNEL* channel) const {
-    link->retry([channel] { return libssh2_channel_free(channel); }, 2000);
-  }
-};
-
 /// Relays stdin to the channel and the channel's two streams to stdout and stderr until the
 /// command's end; then its exit code.
 class JoinedRelay {
@@ -212,14 +205,7 @@ class JoinedRelay {
 }  // namespace
 
 int run_joined_channel(const SshLink& link, const std::string& command, bool pty) {
-  std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree> channel(nullptr, ChannelFree{&link});
-  link.retry(
-      [&] {
-        channel.reset(libssh2_channel_open_session(link.session));
-        return channel ? 0 : libssh2_session_last_errno(link.session);
-      },
-      link.timeout_ms);
-  if (!channel) link.fail("cannot open a channel", link.last_error());
+  const ChannelPtr channel = open_channel(link);
   if (pty) {
     const char* set = std::getenv("TERM");
     const std::string term = set && *set ? set : "xterm";
