@@ -16,9 +16,20 @@ export HOME="$WORK/home"
 mkdir -p "$HOME"
 ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
 printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
-TMUX_SOCKET="mlw-shell-$$"
+# Every session gets a tmux server of its own: a new session on the socket of a server that was
+# just killed can reach that server while it exits ("server exited unexpectedly", seen in CI).
+SESSIONS=0
+TMUX_SOCKET="mlw-shell-$$-0"
 tmux_() { tmux -L "$TMUX_SOCKET" -f /dev/null "$@"; }
 trap 'tmux_ kill-server 2>/dev/null; cleanup' EXIT
+# new_session COMMAND: a 100x30 tmux session running COMMAND on a server of its own; the pane
+# stays when COMMAND ends, so that what it printed can be shown.
+new_session() {
+  tmux_ kill-server 2>/dev/null
+  SESSIONS=$((SESSIONS + 1))
+  TMUX_SOCKET="mlw-shell-$$-$SESSIONS"
+  tmux_ start-server \; set-option -g remain-on-exit on \; new-session -d -s s -x 100 -y 30 "$1"
+}
 
 new_project shellp
 "$MLW" -q computetarget attach docker -n d --base-image "$MLW_TEST_IMAGE" >/dev/null
@@ -78,7 +89,7 @@ for t in local d rd rm; do
 
   # A terminal: tmux gives mlw a real one (100×30), then changes its size.
   rm -f "$WORK/tmux.exit"
-  tmux_ new-session -d -s s -x 100 -y 30 \
+  check "$t: a terminal session starts" new_session \
     "cd '$PWD' && '$MLW' experiment shell -r '$RID'; echo \$? >'$WORK/tmux.exit'; sleep 30"
   check "$t: a terminal there (tty answers a /dev/pts)" \
     type_until 'echo "T=$(tty) S=$(stty size) R=$MLW_RUN_ID"' "T=/dev/pts/"
@@ -94,7 +105,8 @@ for t in local d rd rm; do
   tmux_ kill-server 2>/dev/null
 
   # mlw killed (-9) while its shell runs a command: nothing it started stays in the run.
-  tmux_ new-session -d -s s -x 100 -y 30 "cd '$PWD' && exec '$MLW' experiment shell -r '$RID'"
+  check "$t: a second terminal session starts" new_session \
+    "cd '$PWD' && exec '$MLW' experiment shell -r '$RID'"
   check "$t: a shell again" type_until 'echo "R=$((6 * 7))"' "R=42"
   shows "R=42" || screen >&2
   tmux_ send-keys -t s "sleep 12345" Enter
