@@ -293,7 +293,11 @@ async function showRun(id) {
     recordBox.replaceChildren(...rows.filter(([, v]) => v !== "" && v !== null && v !== undefined)
       .flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]),
       ...(record.has_build_log ? [el("dt", { text: "Environment build" }), el("dd", {}, el("a", { id: "build-log",
-        href: `api/runs/${encodeURIComponent(id)}/build.log`, text: "build.log" }))] : []));
+        href: `api/runs/${encodeURIComponent(id)}/build.log`, text: "build.log" }))] : []),
+      // Ports that `mlw experiment forward` (or submit --forward) serves on this machine now.
+      ...(record.live && (record.forwards || []).length ? [el("dt", { text: "Forwarded" }), el("dd", { id: "forwards" },
+        ...record.forwards.flatMap((f, i) => [i ? ", " : "", el("a", { href: f.url, target: "_blank", rel: "noopener",
+          text: f.url }), ` (port ${f.port})`]))] : []));
     const names = Object.keys(record.params || {});
     paramsBox.replaceChildren(names.length ? el("table", { class: "panel", id: "params" }, el("tbody", {}, names.map((n) =>
       el("tr", {}, el("th", { text: n }), el("td", { class: "num", text: fmtNumber(own(record.params, n)) }))))) :

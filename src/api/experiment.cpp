@@ -311,9 +311,23 @@ int submit(Context& ctx, const SubmitRequest& given) {
     spdlog::info("using the default target {} (defaults.target, {})", request.run_config,
                  it->second.origin);
   }
+  std::vector<PortPair> pairs;
+  if (!request.forward.empty()) {
+    if (request.async) {
+      throw UsageError(
+          "--forward serves the ports while submit follows the run: drop -a, or forward them "
+          "later with: mlw experiment forward -r RUN PORT");
+    }
+    pairs = parse_ports(request.forward);
+  }
   std::unique_ptr<Executor> executor;
   RunPlan plan = plan_run(ctx, request, executor);
-  return run_plan(ctx, plan, *executor, request.async, request.cancel_on_interrupt);
+  // Bound before the run starts: a port in use here fails the submit with nothing started.
+  Forwards forwards = listen_forwards(pairs, plan.compute.type == "local");
+  ForwarderGuard forwarder;
+  return run_plan(ctx, plan, *executor, request.async, request.cancel_on_interrupt, [&] {
+    if (!pairs.empty()) forwarder.start(ctx, plan.record.run_id, forwards);
+  });
 }
 
 void cancel(Context& ctx, const std::string& run_id) {

@@ -256,10 +256,11 @@ Project run_files(const Project& project, const fs::path& run_dir) {
   return {run_dir / "snapshot", project.name, project.state_dir()};
 }
 
-int run_plan(Context& ctx, RunPlan& plan, Executor& executor, bool async,
-             bool cancel_on_interrupt) {
+int run_plan(Context& ctx, RunPlan& plan, Executor& executor, bool async, bool cancel_on_interrupt,
+             const std::function<void()>& started) {
   plan.detached = async;
   const RunHandle handle = start_run(ctx, plan, executor);
+  if (started) started();
   if (!async) return follow_run(ctx, plan, handle, executor, cancel_on_interrupt);
   ::close(handle.output_fd);
   const std::string now = wait_until_started(plan, handle);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "mlw/api/experiment.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/history/store.hpp"
@@ -32,6 +34,41 @@ class InterruptWatch {
 
  private:
   struct sigaction m_previous {};
+};
+
+/// A running run of this user's as `experiment shell` and `forward` find it.
+struct RunningRun {
+  RunRecord record;
+  ComputeConfig compute;          ///< its target's file, of the kind it ran on
+  std::filesystem::path run_dir;  ///< its folder in this project's history
+};
+/// The run `run_id`, refused in one line unless it is this user's and Running, with what to do
+/// instead (`command`: "shell", "forward", for the messages); shell.cpp.
+RunningRun load_running(Context& ctx, const std::string& run_id, const std::string& command);
+
+/// Ports listened on here for `experiment forward` and `submit --forward` (forward.cpp).
+struct Forwards {
+  std::vector<ForwardPort> ports;                   ///< bound on 127.0.0.1, to.port the run's
+  nlohmann::json served = nlohmann::json::array();  ///< [{"port", "local", "url"}]
+};
+/// Binds `pairs` on 127.0.0.1 (`here`: the run's ports are this machine's, so a port heard as
+/// itself needs no listener); a port in use is an mlw::Error naming another.
+Forwards listen_forwards(const std::vector<PortPair>& pairs, bool here);
+/// Prints the URLs and serves `forwards` for the running run until it ends, Ctrl-C, or `also`
+/// says no (when given); closes them. Returns 0.
+int serve_forwards(Context& ctx, const std::string& run_id, Forwards& forwards,
+                   const std::function<bool()>& also);
+
+/// `submit --forward`: a child process that serves the ports once the run's script runs, for as
+/// long as the run and its submit last; stopped (Ctrl-C's signal) and reaped with the guard.
+struct ForwarderGuard {
+  pid_t pid = 0;
+  ForwarderGuard() = default;
+  ~ForwarderGuard();
+  ForwarderGuard(const ForwarderGuard&) = delete;
+  ForwarderGuard& operator=(const ForwarderGuard&) = delete;
+  /// Forks the child for `run_id` (its record written); this process closes its copies.
+  void start(Context& ctx, const std::string& run_id, Forwards& forwards);
 };
 
 /// The user's login name (or uid).
@@ -82,6 +119,7 @@ Project run_files(const Project& project, const std::filesystem::path& run_dir);
 
 /// Records the planned run, starts it and follows it to its end (or, `async`, returns once it
 /// has started or is queued): the exit code of spec §4.
-int run_plan(Context& ctx, RunPlan& plan, Executor& executor, bool async, bool cancel_on_interrupt);
+int run_plan(Context& ctx, RunPlan& plan, Executor& executor, bool async, bool cancel_on_interrupt,
+             const std::function<void()>& started = {});
 
 }  // namespace mlw::api

@@ -22,16 +22,17 @@ namespace mlw::api {
 
 namespace {
 
-/// Why a run of this status cannot be entered, with what to do instead; "" for a Running one.
-std::string not_running(const RunRecord& record) {
+/// Why a run of this status cannot be reached by `command` (shell, forward), with what to do
+/// instead; "" for a Running one.
+std::string not_running(const RunRecord& record, const std::string& command) {
   const std::string& id = record.run_id;
   if (status::is_final(record.status)) {
     std::string how = record.status;
     if (record.exit_code) how += fmt::format(", exit {}", *record.exit_code);
     return fmt::format(
-        "run {} has ended ({}) at {}: there is nothing to enter; its output: "
+        "run {} has ended ({}) at {}: there is nothing to {}; its output: "
         "mlw history logs -r {}",
-        id, how, format_utc(record.end_ms), id);
+        id, how, format_utc(record.end_ms), command, id);
   }
   if (record.status == status::k_lost) {
     return fmt::format(
@@ -50,28 +51,38 @@ std::string not_running(const RunRecord& record) {
 
 }  // namespace
 
-int shell(Context& ctx, const std::string& run_id, const std::vector<std::string>& command,
-          TtyChoice tty) {
-  ctx.codes = CommandCodes::Submit;
+RunningRun load_running(Context& ctx, const std::string& run_id, const std::string& command) {
   const Project& project = ctx.project();
   HistoryStore store(project.state_dir());
   store.reconcile_lost(host_name());
-  JoinRequest request;
-  request.record = store.load(run_id);
-  const RunRecord& record = request.record;
+  RunningRun run;
+  run.record = store.load(run_id);
+  const RunRecord& record = run.record;
   if (record.user != user_name()) {
-    throw Error(fmt::format("run {} is {}'s: experiment shell enters only your own runs", run_id,
-                            record.user));
+    throw Error(fmt::format("run {} is {}'s: experiment {} reaches only your own runs", run_id,
+                            record.user, command));
   }
-  if (const std::string why = not_running(record); !why.empty()) throw Error(why);
-  request.compute = load_compute(project, record.target);
-  if (request.compute.type != record.target_type) {
+  if (const std::string why = not_running(record, command); !why.empty()) throw Error(why);
+  run.compute = load_compute(project, record.target);
+  if (run.compute.type != record.target_type) {
     throw Error(
         fmt::format("run {} ran on a {} target, but aml_config/{}.compute is now {}: it "
-                    "cannot be entered from here",
-                    run_id, record.target_type, record.target, request.compute.type));
+                    "cannot be reached from here",
+                    run_id, record.target_type, record.target, run.compute.type));
   }
-  request.run_dir = store.run_dir(run_id);
+  run.run_dir = store.run_dir(run_id);
+  return run;
+}
+
+int shell(Context& ctx, const std::string& run_id, const std::vector<std::string>& command,
+          TtyChoice tty) {
+  ctx.codes = CommandCodes::Submit;
+  RunningRun run = load_running(ctx, run_id, "shell");
+  JoinRequest request;
+  request.record = std::move(run.record);
+  request.compute = std::move(run.compute);
+  request.run_dir = std::move(run.run_dir);
+  const RunRecord& record = request.record;
   request.command = command;
   const bool terminal = ::isatty(STDIN_FILENO) == 1;
   request.pty =

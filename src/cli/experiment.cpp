@@ -163,6 +163,29 @@ void register_shell(CLI::App& group, Context& ctx) {
   });
 }
 
+void register_forward(CLI::App& group, Context& ctx) {
+  auto run_id = std::make_shared<std::string>();
+  auto ports = std::make_shared<std::vector<std::string>>();
+  auto* forward = group.add_subcommand(
+      "forward", "Reach ports of a running run on this machine (127.0.0.1) until it ends");
+  forward->add_option("-r,--run", *run_id, "The running run")->required()->type_name("RUN_ID");
+  forward
+      ->add_option("ports", *ports,
+                   "The run's port, and where to hear it here (default: the same port; 0: any "
+                   "free one)")
+      ->required()
+      ->type_name("PORT[:LOCAL]");
+  forward->footer(
+      "\nListens on 127.0.0.1 only and carries each connection over the target's SSH login "
+      "(direct-tcpip, through its ProxyJump), into the run's container through docker exec. "
+      "Prints each URL; ends when the run ends or on Ctrl-C.\n" +
+      examples({"mlw experiment forward -r demo_1732200000000 6006",
+                "mlw experiment forward -r demo_1732200000000 8888:18888 6006:0"}));
+  forward->callback([&ctx, run_id, ports] {
+    ctx.exit_status = api::forward(ctx, *run_id, api::parse_ports(*ports));
+  });
+}
+
 }  // namespace
 
 void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
@@ -205,6 +228,12 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
           "Warn about or stop this run when its leased GPUs stay below a utilisation (idleGpu, "
           "docs/gpus.md)")
       ->type_name("below=5,minutes=30,action=warn|stop");
+  submit
+      ->add_option("--forward", request->forward,
+                   "Reach this port of the run on 127.0.0.1 here while submit follows it "
+                   "(repeatable; as experiment forward)")
+      ->type_name("PORT[:LOCAL]")
+      ->allow_extra_args(false);
   submit->add_flag("--requeue", request->requeue,
                    "Slurm, Grid Engine: requeue the job after its checkpoint signal (the compute "
                    "key requeue: true, for this run)");
@@ -240,6 +269,7 @@ void register_experiment(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   register_sweep(*group, ctx, globals);
   register_rerun(*group, ctx);
   register_shell(*group, ctx);
+  register_forward(*group, ctx);
 
   auto cancel_id = std::make_shared<std::string>();
   auto* cancel = group->add_subcommand(

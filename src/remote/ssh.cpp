@@ -586,4 +586,11 @@ int SshShell::run_joined(const std::string& script, bool pty) {
   return run_joined_channel(s.link(), "exec /bin/sh -c " + shell_quote(script), pty);
 }
 
+void SshShell::forward(const std::vector<ForwardPort>& ports,
+                       const std::function<bool()>& keep_going) {
+  Impl& s = *m_impl;
+  if (!s.session) throw Error("ssh " + s.where() + ": the connection was handed over");
+  forward_channels(s.link(), ports, keep_going);
+}
+
 }  // namespace mlw

@@ -5,8 +5,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "conversation.hpp"
+#include "mlw/remote/shell.hpp"
 
 namespace mlw {
 
@@ -48,5 +50,10 @@ std::unique_ptr<ShellPipe> open_shell_pipe(const SshLink& link, const std::strin
 /// (ssh_joined.cpp); `pty`: in a terminal of the target's, sized and resized as this one.
 /// Returns its exit code (128+N for signal N).
 int run_joined_channel(const SshLink& link, const std::string& command, bool pty);
+
+/// Carries the connections accepted on `ports` over channels of `link`'s session
+/// (ssh_forward.cpp), until `keep_going` says no.
+void forward_channels(const SshLink& link, const std::vector<ForwardPort>& ports,
+                      const std::function<bool()>& keep_going);
 
 }  // namespace mlw

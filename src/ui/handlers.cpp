@@ -186,6 +186,7 @@ void run_record(Dashboard& board, const std::string& id, httplib::Response& res)
   json["log_size"] = ec ? 0 : log_size;
   json["live"] = !status::is_final(record.status);
   json["has_build_log"] = fs::is_regular_file(store.run_dir(id) / "build.log", ec);
+  json["forwards"] = api::live_forwards(store.run_dir(id));  // experiment forward, now
   send_json(res, json);
 }
 

@@ -146,7 +146,7 @@ json.dump(record, open(path, "w"))
 PY
 run_mlw experiment shell -r "$RID" -- touch release
 expect_eq "another user's run is refused (125)" "$CODE" 125
-expect_contains "… saying whose it is" "$ERR" "run $RID is someone-else's: experiment shell enters only your own runs"
+expect_contains "… saying whose it is" "$ERR" "run $RID is someone-else's: experiment shell reaches only your own runs"
 check "… and nothing ran there" test ! -e ".mlw/runs/$RID/snapshot/release"
 touch ".mlw/runs/$RID/snapshot/release"
 wait_for 30 bash -c "! '$MLW' -o json history info -r '$RID' | grep -q '\"Running\"'"

@@ -1,9 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "mlw/context.hpp"
 
@@ -20,6 +24,7 @@ struct SubmitRequest {
   bool requeue = false;                 ///< --requeue: the compute key requeue, for this run
   std::vector<std::string> data;        ///< --data NAME[@V][:MOUNT] (docs/data.md)
   std::optional<std::string> idle_gpu;  ///< --idle-gpu below=5,minutes=30,action=stop
+  std::vector<std::string> forward;     ///< --forward PORT[:LOCAL]: for the run's life
   std::string script;
   std::vector<std::string> arguments;
 };
@@ -84,5 +89,23 @@ enum class TtyChoice {
 /// user's, a kind that cannot) is an mlw::Error (125, as submit's errors).
 int shell(Context& ctx, const std::string& run_id, const std::vector<std::string>& command,
           TtyChoice tty);
+
+/// A port of a run and the port here that reaches it (`experiment forward PORT[:LOCAL]`).
+struct PortPair {
+  int run = 0;    ///< the port in the run
+  int local = 0;  ///< on 127.0.0.1 here; 0: any free port
+};
+/// Parses `PORT[:LOCAL]` words; UsageError (exit 2) for a bad or repeated one.
+std::vector<PortPair> parse_ports(const std::vector<std::string>& texts);
+
+/// `mlw experiment forward -r RUN PORT[:LOCAL]...`: listens on 127.0.0.1 here and carries each
+/// connection to the run's port on its target (over SSH, through a relay in its container) until
+/// the run ends or Ctrl-C; prints each URL on stdout. Returns 0; a run it cannot reach or a port
+/// in use here is an mlw::Error.
+int forward(Context& ctx, const std::string& run_id, const std::vector<PortPair>& ports);
+
+/// The ports forwarded now by live `experiment forward` processes of the run whose history
+/// folder is `run_dir`: [{"port", "local", "url"}], for the dashboard.
+nlohmann::json live_forwards(const std::filesystem::path& run_dir);
 
 }  // namespace mlw::api

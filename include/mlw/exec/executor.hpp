@@ -16,6 +16,7 @@
 #include "mlw/context.hpp"
 #include "mlw/exec/data_store.hpp"
 #include "mlw/history/record.hpp"
+#include "mlw/remote/shell.hpp"
 #include "mlw/snapshot/manifest.hpp"
 
 namespace mlw {
@@ -69,6 +70,16 @@ struct JoinRequest {
   std::filesystem::path run_dir;     ///< its folder in this project's history
   std::vector<std::string> command;  ///< the words to run there; empty: a shell
   bool pty = false;                  ///< in a terminal there (this process's stdin is one)
+};
+
+/// What `experiment forward` asks of a running run's executor.
+struct ForwardRequest {
+  RunRecord record;               ///< the run (Running)
+  ComputeConfig compute;          ///< its target's file
+  std::filesystem::path run_dir;  ///< its folder in this project's history
+  /// Listening here, each with the run's port in to.port; the executor says where it is.
+  std::vector<ForwardPort> ports;
+  std::function<bool()> keep_going;  ///< false once the run has ended or Ctrl-C was pressed
 };
 
 /// A started run as seen by the submitting process.
@@ -126,6 +137,9 @@ class Executor {
   /// `experiment shell`: joins this process's terminal to a command inside a running run, on a
   /// login of its own. Returns the command's exit code. Kinds that cannot throw mlw::Error.
   virtual int join(Context& ctx, const JoinRequest& request);
+  /// `experiment forward`: carries request.ports to the run's ports until keep_going says no,
+  /// on a login of its own. Kinds that cannot throw mlw::Error.
+  virtual void forward(Context& ctx, ForwardRequest& request);
 };
 
 /// Forks the run's supervisor: its own session, SIGINT/SIGHUP/SIGPIPE ignored, stdin from

@@ -40,6 +40,8 @@ class LocalExecutor : public Executor {
                        const ComputeConfig& compute) override;
   /// The run's script's variables and folder, through exec/enter.sh (join.cpp).
   int join(Context& ctx, const JoinRequest& request) override;
+  /// The run's ports are this machine's (forward.cpp).
+  void forward(Context& ctx, ForwardRequest& request) override;
   std::vector<std::string> clean(Context& ctx, const std::string& target_name,
                                  const ComputeConfig& compute, const CleanScope& scope) override;
 };

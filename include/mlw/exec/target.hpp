@@ -41,6 +41,8 @@ class TargetExecutor : public Executor {
   /// `docker exec` into the run's container, or the script's variables and folder, through
   /// exec/enter.sh on a login of its own (join.cpp); batch runners' runs are refused.
   int join(Context& ctx, const JoinRequest& request) override;
+  /// direct-tcpip to the machine's port, or a relay inside the run's container (forward.cpp).
+  void forward(Context& ctx, ForwardRequest& request) override;
 
  private:
   /// Connects and probes; with `ship`, the probe also ships (experiment prepare).

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mlw {
 
@@ -37,6 +38,21 @@ struct ShellStreams {
 /// into `buffer` and moves `offset` past it; 0 at the end.
 std::size_t read_held(std::string_view text, std::size_t& offset, char* buffer, std::size_t size);
 
+/// Where a forwarded connection goes, as the machine sees it: a TCP port there, or a command
+/// whose stdin and stdout carry the connection (a relay inside a container).
+struct ForwardTo {
+  std::string host = "localhost";  ///< every address of this name is tried, as ssh -L does
+  int port = 0;
+  std::string command;  ///< non-empty: run with /bin/sh there instead of connecting
+};
+
+/// One forwarded port: each connection accepted on `listen_fd` (bound on 127.0.0.1 here) is
+/// carried to `to`.
+struct ForwardPort {
+  int listen_fd = -1;
+  ForwardTo to;
+};
+
 /// A machine that runs POSIX shell scripts for mlw: this one, or one reached over SSH. Every
 /// script is built from words passed through shell_quote.
 class Shell {
@@ -53,6 +69,12 @@ class Shell {
   /// resized with it (this one put in raw mode meanwhile). Returns its exit code (128+N: signal N).
   /// Shells that cannot (a kept connection's conversation) throw mlw::Error.
   virtual int run_joined(const std::string& script, bool pty);
+  /// Carries every connection accepted on `ports` to its destination on the machine
+  /// (`experiment forward`; forward.cpp) until `keep_going`, asked about once a second, says no.
+  /// A connection that cannot be made is a warning; a lost machine throws mlw::Error. Shells
+  /// that cannot (a kept connection's conversation) throw mlw::Error.
+  virtual void forward(const std::vector<ForwardPort>& ports,
+                       const std::function<bool()>& keep_going);
   /// Forgets the connection without a goodbye: the copy in a parent process whose forked child
   /// goes on using it. Nothing for shells without a connection.
   virtual void abandon() {}
@@ -72,6 +94,9 @@ class LocalShell : public Shell {
   ShellResult run(const std::string& script, const ShellStreams& streams = {}) override;
   /// This process's terminal is the script's own: nothing to relay.
   int run_joined(const std::string& script, bool pty) override;
+  /// TCP connections on this machine; a command's through a socket pair.
+  void forward(const std::vector<ForwardPort>& ports,
+               const std::function<bool()>& keep_going) override;
 };
 
 }  // namespace mlw

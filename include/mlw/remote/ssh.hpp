@@ -65,6 +65,9 @@ class SshShell : public Shell {
   ShellResult run(const std::string& script, const ShellStreams& streams = {}) override;
   /// On a channel of its own (ssh_joined.cpp), as `ssh -t`.
   int run_joined(const std::string& script, bool pty) override;
+  /// direct-tcpip channels (as ssh -L), a command's on a channel of its own (ssh_forward.cpp).
+  void forward(const std::vector<ForwardPort>& ports,
+               const std::function<bool()>& keep_going) override;
   /// How the login succeeded ("key ~/.ssh/id_ed25519", "ssh-agent", "password").
   std::string auth_method() const override;
   /// The host key's fingerprint.

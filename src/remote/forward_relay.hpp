@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "mlw/remote/shell.hpp"
+
+namespace mlw {
+
+/// What a ForwardPeer's read or write says besides a count of bytes.
+constexpr long k_peer_again = -1;   ///< nothing now: try again when the fds say so
+constexpr long k_peer_failed = -2;  ///< the stream broke
+
+/// The machine's end of one forwarded connection: a socket or pipe here, or an SSH channel.
+class ForwardPeer {
+ public:
+  virtual ~ForwardPeer() = default;
+  /// Bytes read into `buffer` (>0), 0 at the stream's end, k_peer_again or k_peer_failed.
+  virtual long read(char* buffer, std::size_t size) = 0;
+  /// Bytes of `data` taken (>0), k_peer_again or k_peer_failed.
+  virtual long write(const char* data, std::size_t size) = 0;
+  /// Says that nothing more will be written; false: not now, ask again.
+  virtual bool send_eof() = 0;
+  /// Its own fd to poll; -1 when the relay's shared fd (the SSH socket) covers it.
+  virtual int fd() const { return -1; }
+};
+
+/// How the relay reaches the machine.
+struct RelayHooks {
+  /// The peer for a connection accepted on `port` (its client's port here, for the SSH server's
+  /// records); nullptr when it cannot be made (the hook has said why).
+  std::function<std::unique_ptr<ForwardPeer>(const ForwardPort& port, int client_port)> open;
+  int shared_fd = -1;                    ///< polled besides the peers' own fds (-1: none)
+  std::function<short()> shared_events;  ///< the poll events shared_fd is waited for
+  /// Called at least once a second: keep-alives; throws mlw::Error when the machine is lost.
+  std::function<void()> tick;
+};
+
+/// Accepts connections on every port's listen_fd and carries their bytes both ways (each
+/// direction's end passed on as a half-close) until `keep_going` says no (forward_relay.cpp).
+void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hooks,
+                    const std::function<bool()>& keep_going);
+
+}  // namespace mlw

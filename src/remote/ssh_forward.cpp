@@ -1,0 +1,128 @@
+// `experiment forward` over an SSH login of its own: each connection accepted here is a
+// direct-tcpip channel to the run's port (what `ssh -L` opens, through any ProxyJump or
+// ProxyCommand the login used), or an exec channel running a relay inside the run's container.
+
+#include <libssh2.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "forward_relay.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/shell_quote.hpp"
+#include "ssh_channel.hpp"
+
+namespace mlw {
+
+namespace {
+
+/// True for the errors of a connection that is gone (not of one channel).
+bool link_lost(int rc) {
+  return rc == LIBSSH2_ERROR_SOCKET_SEND || rc == LIBSSH2_ERROR_SOCKET_RECV ||
+         rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_TIMEOUT;
+}
+
+/// Writes all of `data` to stderr (a relay's own lines).
+void to_stderr(std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(STDERR_FILENO, data.data(), data.size());
+    if (n <= 0) return;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+/// A channel as the relay's peer; its stderr (a relay command's lines) goes to this stderr.
+class ChannelPeer : public ForwardPeer {
+ public:
+  explicit ChannelPeer(ChannelPtr channel) : m_channel(std::move(channel)) {}
+
+  long read(char* buffer, std::size_t size) override {
+    std::array<char, 4096> errors{};
+    ssize_t e = 0;
+    while ((e = libssh2_channel_read_stderr(m_channel.get(), errors.data(), errors.size())) > 0) {
+      to_stderr(std::string_view(errors.data(), static_cast<std::size_t>(e)));
+    }
+    const ssize_t n = libssh2_channel_read(m_channel.get(), buffer, size);
+    if (n > 0) return static_cast<long>(n);
+    if (n == LIBSSH2_ERROR_EAGAIN) {
+      return libssh2_channel_eof(m_channel.get()) ? 0 : k_peer_again;
+    }
+    return n == 0 ? 0 : k_peer_failed;
+  }
+  long write(const char* data, std::size_t size) override {
+    const ssize_t n = libssh2_channel_write(m_channel.get(), data, size);
+    if (n >= 0) return static_cast<long>(n);
+    return n == LIBSSH2_ERROR_EAGAIN ? k_peer_again : k_peer_failed;
+  }
+  bool send_eof() override {
+    return libssh2_channel_send_eof(m_channel.get()) != LIBSSH2_ERROR_EAGAIN;
+  }
+
+ private:
+  ChannelPtr m_channel;
+};
+
+/// A direct-tcpip channel to to.host:to.port from the machine; nullptr (said) when the server
+/// cannot connect there or forbids it.
+std::unique_ptr<ForwardPeer> open_direct(const SshLink& link, const ForwardTo& to, int client) {
+  ChannelPtr channel(nullptr, ChannelFree{&link});
+  const int rc = link.retry(
+      [&] {
+        channel.reset(libssh2_channel_direct_tcpip_ex(link.session, to.host.c_str(), to.port,
+                                                      "127.0.0.1", client));
+        return channel ? 0 : libssh2_session_last_errno(link.session);
+      },
+      link.timeout_ms);
+  if (channel) return std::make_unique<ChannelPeer>(std::move(channel));
+  if (link_lost(rc) || rc == LIBSSH2_ERROR_TIMEOUT) link.fail("forward", link.last_error());
+  const std::string why = link.last_error();
+  if (why.find("prohibited") != std::string::npos) {
+    link.fail("forward", "the SSH server does not allow port forwarding (" + why +
+                             "): its administrator can set AllowTcpForwarding yes in sshd_config");
+  }
+  spdlog::warn("nothing answers on port {} of {} there ({}): this connection is closed", to.port,
+               to.host, why);
+  return nullptr;
+}
+
+/// A channel running `command` (a relay whose stdin and stdout are the connection).
+std::unique_ptr<ForwardPeer> open_relay(const SshLink& link, const std::string& command) {
+  ChannelPtr channel = open_channel(link);
+  const std::string line = "exec /bin/sh -c " + shell_quote(command);
+  if (link.retry([&] { return libssh2_channel_exec(channel.get(), line.c_str()); },
+                 link.timeout_ms) != 0) {
+    link.fail("forward", "cannot start the relay: " + link.last_error());
+  }
+  return std::make_unique<ChannelPeer>(std::move(channel));
+}
+
+}  // namespace
+
+void forward_channels(const SshLink& link, const std::vector<ForwardPort>& ports,
+                      const std::function<bool()>& keep_going) {
+  RelayHooks hooks;
+  hooks.open = [&link](const ForwardPort& port, int client) {
+    return port.to.command.empty() ? open_direct(link, port.to, client)
+                                   : open_relay(link, port.to.command);
+  };
+  hooks.shared_fd = link.socket;
+  hooks.shared_events = [&link] {
+    const int directions = libssh2_session_block_directions(link.session);
+    return static_cast<short>(POLLIN |
+                              ((directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? POLLOUT : 0));
+  };
+  hooks.tick = [&link] {
+    int next = 0;
+    const int rc = libssh2_keepalive_send(link.session, &next);
+    if (rc != 0 && rc != LIBSSH2_ERROR_EAGAIN) link.fail("the connection", link.last_error());
+  };
+  relay_forwards(ports, hooks, keep_going);
+}
+
+}  // namespace mlw
