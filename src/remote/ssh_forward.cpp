@@ -50,10 +50,12 @@ class ChannelPeer : public ForwardPeer {
     }
     const ssize_t n = libssh2_channel_read(m_channel.get(), buffer, size);
     if (n > 0) return static_cast<long>(n);
-    if (n == LIBSSH2_ERROR_EAGAIN) {
+    // 0 is not the end: libssh2 says 0 when it took in another channel's packet (a keep-alive's
+    // answer) and none of this one's; only the channel's EOF is.
+    if (n == 0 || n == LIBSSH2_ERROR_EAGAIN) {
       return libssh2_channel_eof(m_channel.get()) ? 0 : k_peer_again;
     }
-    return n == 0 ? 0 : k_peer_failed;
+    return k_peer_failed;
   }
   long write(const char* data, std::size_t size) override {
     const ssize_t n = libssh2_channel_write(m_channel.get(), data, size);

@@ -117,6 +117,7 @@ for t in local d rd rm rp; do
   check "$t: the run started (-a)" test -n "$RID"
   check "$t: … and serves" wait_for 120 bash -c "'$MLW' history logs -r '$RID' | grep -q serving"
 
+  rm -f "$WORK/fwd.out" # the shell truncates it in the background: an old one could be read
   "$MLW" experiment forward -r "$RID" "$PAGE_PORT:0" "$ECHO_PORT:0" "$DEAD_PORT:0" \
     >"$WORK/fwd.out" 2>"$WORK/fwd.err" &
   FPID=$!
@@ -171,6 +172,31 @@ for t in local d rd rm rp; do
   check "$t: … its port closed" bash -c "! curl -s --max-time 5 http://127.0.0.1:$PAGE/page.txt"
   check "$t: … and its dashboard entry gone" test ! -e ".mlw/runs/$RID/forwards/$FPID.json"
 done
+
+# Ctrl-C during a forward: it stops at once (exit 0), its port closed, its entry gone; the run
+# goes on.
+run_mlw experiment submit -c rm -a serve.py "$PAGE_PORT" "$ECHO_PORT"
+RID=$(sed -n 's/^RunId: //p' <<<"$OUT")
+check "Ctrl-C: a run serves" wait_for 120 bash -c "'$MLW' history logs -r '$RID' | grep -q serving"
+rm -f "$WORK/fwd.out"
+"$MLW" -vv experiment forward -r "$RID" "$PAGE_PORT:0" >"$WORK/fwd.out" 2>"$WORK/fwd.err" &
+FPID=$!
+STARTED_PIDS+=("$FPID")
+check "Ctrl-C: forward serves" wait_for 30 test -s "$WORK/fwd.out"
+PAGE=$(local_port 1)
+got=$(curl -s --max-time 30 "http://127.0.0.1:$PAGE/page.txt")
+expect_eq "Ctrl-C: … the page" "$got" "page of $RID"
+[ "$got" = "page of $RID" ] || { cat "$WORK/fwd.out" "$WORK/fwd.err" >&2; curl -v --max-time 30 "http://127.0.0.1:$PAGE/page.txt" >&2; ss -ltnp >&2; }
+kill -INT "$FPID"
+check "Ctrl-C: forward ends" wait_for 10 bash -c "! kill -0 $FPID 2>/dev/null"
+kill -KILL "$FPID" 2>/dev/null
+wait "$FPID"
+expect_eq "Ctrl-C: … exit 0" "$?" 0
+check "Ctrl-C: … its port closed" bash -c "! curl -s --max-time 5 http://127.0.0.1:$PAGE/page.txt"
+check "Ctrl-C: … its dashboard entry gone" test ! -e ".mlw/runs/$RID/forwards/$FPID.json"
+check "Ctrl-C: … the run goes on" run_is "$RID" Running
+run_mlw experiment shell -r "$RID" -- touch release
+check "Ctrl-C: … to its end" wait_for 90 run_is "$RID" Completed
 
 # submit --forward: the port for the run's life, while submit follows it (docker).
 LOCAL=$(free_port)
