@@ -242,13 +242,7 @@ expect_eq "a port named twice: a usage error (2)" "$CODE" 2
 run_mlw experiment submit -c local -a serve.py "$PAGE_PORT" "$ECHO_PORT"
 RID=$(sed -n 's/^RunId: //p' <<<"$OUT")
 check "another user's run: started" wait_for 30 run_is "$RID" Running
-python3 - ".mlw/runs/$RID/run.json" <<'PY'
-import json, sys
-path = sys.argv[1]
-record = json.load(open(path))
-record["user"] = "someone-else"
-json.dump(record, open(path, "w"))
-PY
+as_someone_else "$RID"
 run_mlw experiment forward -r "$RID" "$PAGE_PORT:0"
 expect_eq "another user's run is refused (1)" "$CODE" 1
 expect_contains "… saying whose it is" "$ERR" "run $RID is someone-else's: experiment forward reaches only your own runs"

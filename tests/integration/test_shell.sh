@@ -137,13 +137,7 @@ done
 run_mlw experiment submit -c local -a wait.py
 RID=$(sed -n 's/^RunId: //p' <<<"$OUT")
 check "another user's run: started" wait_for 30 run_is "$RID" Running
-python3 - ".mlw/runs/$RID/run.json" <<'PY'
-import json, sys
-path = sys.argv[1]
-record = json.load(open(path))
-record["user"] = "someone-else"
-json.dump(record, open(path, "w"))
-PY
+as_someone_else "$RID"
 run_mlw experiment shell -r "$RID" -- touch release
 expect_eq "another user's run is refused (125)" "$CODE" 125
 expect_contains "… saying whose it is" "$ERR" "run $RID is someone-else's: experiment shell reaches only your own runs"
