@@ -134,7 +134,9 @@ class JoinedRelay {
 
   void resize() {
     g_resized = 0;
-    const auto [columns, rows] = window_size();
+    const auto size = window_size();
+    const int columns = size.first;
+    const int rows = size.second;
     m_link.retry([&] { return libssh2_channel_request_pty_size(m_channel, columns, rows); },
                  m_link.timeout_ms);
   }
@@ -209,7 +211,9 @@ int run_joined_channel(const SshLink& link, const std::string& command, bool pty
   if (pty) {
     const char* set = std::getenv("TERM");
     const std::string term = set && *set ? set : "xterm";
-    const auto [columns, rows] = window_size();
+    const auto size = window_size();
+    const int columns = size.first;
+    const int rows = size.second;
     if (link.retry(
             [&] {
               return libssh2_channel_request_pty_ex(channel.get(), term.c_str(),
