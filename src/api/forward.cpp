@@ -18,6 +18,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mlw/api/experiment.hpp"
@@ -148,10 +149,10 @@ Forwards listen_forwards(const std::vector<PortPair>& pairs, bool here) {
   return forwards;
 }
 
-int serve_forwards(Context& ctx, const std::string& run_id, Forwards& forwards,
+int serve_forwards(Context& ctx, RunningRun run, Forwards& forwards,
                    const std::function<bool()>& also) {
   Served cleanup{forwards.ports, {}};
-  RunningRun run = load_running(ctx, run_id, "forward");
+  const std::string run_id = run.record.run_id;
   ForwardRequest request;
   request.record = std::move(run.record);
   request.compute = std::move(run.compute);
@@ -190,9 +191,9 @@ int serve_forwards(Context& ctx, const std::string& run_id, Forwards& forwards,
 }
 
 int forward(Context& ctx, const std::string& run_id, const std::vector<PortPair>& pairs) {
-  const RunRecord record = load_running(ctx, run_id, "forward").record;
-  Forwards forwards = listen_forwards(pairs, record.target_type == "local");
-  return serve_forwards(ctx, run_id, forwards, {});
+  RunningRun run = load_running(ctx, run_id, "forward");
+  Forwards forwards = listen_forwards(pairs, run.record.target_type == "local");
+  return serve_forwards(ctx, std::move(run), forwards, {});
 }
 
 ForwarderGuard::~ForwarderGuard() {
@@ -224,7 +225,8 @@ void ForwarderGuard::start(Context& ctx, const std::string& run_id, Forwards& fo
       }
       ::usleep(300000);
     }
-    code = serve_forwards(ctx, run_id, forwards, [parent] { return ::getppid() == parent; });
+    code = serve_forwards(ctx, load_running(ctx, run_id, "forward"), forwards,
+                          [parent] { return ::getppid() == parent; });
   } catch (const std::exception& e) {
     spdlog::warn("--forward: {}", e.what());
     code = 1;

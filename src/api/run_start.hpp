@@ -54,9 +54,9 @@ struct Forwards {
 /// Binds `pairs` on 127.0.0.1 (`here`: the run's ports are this machine's, so a port heard as
 /// itself needs no listener); a port in use is an mlw::Error naming another.
 Forwards listen_forwards(const std::vector<PortPair>& pairs, bool here);
-/// Prints the URLs and serves `forwards` for the running run until it ends, Ctrl-C, or `also`
-/// says no (when given); closes them. Returns 0.
-int serve_forwards(Context& ctx, const std::string& run_id, Forwards& forwards,
+/// Prints the URLs and serves `forwards` for `run` (load_running's) until it ends, Ctrl-C, or
+/// `also` says no (when given); closes them. Returns 0.
+int serve_forwards(Context& ctx, RunningRun run, Forwards& forwards,
                    const std::function<bool()>& also);
 
 /// `submit --forward`: a child process that serves the ports once the run's script runs, for as
