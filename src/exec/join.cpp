@@ -1,5 +1,6 @@
 // `experiment shell` at each kind's place: exec/enter.sh, joined to this terminal, on this
-// machine's /bin/sh or on an SSH login of its own (never the kept connection, which has no pty).
+// machine's /bin/sh or on an SSH login of its own (never the kept connection, which has no pty);
+// for a batch kind, through its own program (kinds/KIND/shell.sh) to the job's node.
 
 #include <fmt/format.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kind_program.hpp"
 #include "mlw/exec/container.hpp"
 #include "mlw/exec/executor.hpp"
 #include "mlw/exec/local.hpp"
@@ -56,7 +58,9 @@ int LocalExecutor::join(Context& ctx, const JoinRequest& request) {
 
 int TargetExecutor::join(Context& ctx, const JoinRequest& request) {
   const RunRecord& record = request.record;
-  if (m_kind.runner.batch) {
+  // A batch kind enters its jobs through its own program (kinds/KIND/shell.sh), if it has one.
+  const auto batch_program = kind_program(m_kind.name, "shell");
+  if (m_kind.runner.batch && !batch_program) {
     throw Error(fmt::format("experiment shell cannot enter {} jobs yet (run {} is job {} there)",
                             m_kind.name, record.run_id, record.job_id));
   }
@@ -70,6 +74,13 @@ int TargetExecutor::join(Context& ctx, const JoinRequest& request) {
   } else {
     shell = ctx.connector->local_shell();
     at.folder = request.run_dir.string();
+  }
+  if (batch_program) {
+    std::vector<std::string> words = {"mlw_shell", record.job_id, at.folder,
+                                      request.pty ? "1" : "0",
+                                      script_body("src/exec/enter.sh") + "\nmlw_enter \"$@\"\n"};
+    words.insert(words.end(), request.command.begin(), request.command.end());
+    return shell->run_joined(script_call(*batch_program, words), request.pty);
   }
   if (m_kind.runner.image) {
     at.container = container_name(record.run_id);

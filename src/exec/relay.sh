@@ -1,17 +1,18 @@
 # shellcheck shell=sh
 # `mlw experiment forward` inside a run's container (src/exec/forward.cpp): one connection to the
 # run's port, carried over this program's stdin and stdout (docker exec -i, on this machine or
-# over SSH). Run as the program of `sh -c` with the port as $1. A container has no address the
+# over SSH), or on a batch job's node (src/kinds/*/forward.sh). Run as the program of `sh -c`
+# with the port as $1 and the host as $2 (default localhost). A container has no address the
 # machine can reach (no bridge, or a network of its own), so the run's own Python connects from
-# inside it: every address of localhost is tried. The client's end (stdin's) is passed on as a
+# inside it: every address of the host is tried. The client's end (stdin's) is passed on as a
 # half-close; the run's end ends the relay. Nothing listening: one line and 111.
 
 # shellcheck disable=SC2016 # Python's program, not the shell's
 program='
 import os, select, socket, sys
-port = int(sys.argv[1])
+port, host = int(sys.argv[1]), sys.argv[2]
 conn, why = None, "no address"
-for family, kind, proto, _, address in socket.getaddrinfo("localhost", port, 0, socket.SOCK_STREAM):
+for family, kind, proto, _, address in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
     conn = socket.socket(family, kind, proto)
     try:
         conn.connect(address)
@@ -21,7 +22,7 @@ for family, kind, proto, _, address in socket.getaddrinfo("localhost", port, 0, 
         conn.close()
         conn = None
 if conn is None:
-    sys.stderr.write("mlw: warning: nothing listens on port %d in the run (%s): this connection is closed\n" % (port, why))
+    sys.stderr.write("mlw: warning: nothing listens on port %d of %s in the run (%s): this connection is closed\n" % (port, host, why))
     sys.exit(111)
 reading = True
 try:
@@ -44,7 +45,7 @@ except OSError:
     sys.exit(1)
 '
 for python in python3 python; do
-  command -v "$python" >/dev/null 2>&1 && exec "$python" -c "$program" "$1"
+  command -v "$python" >/dev/null 2>&1 && exec "$python" -c "$program" "$1" "${2:-localhost}"
 done
-echo "mlw: warning: no python in the run's container to carry port $1: this connection is closed" >&2
+echo "mlw: warning: no python on $(hostname) to carry port $1: this connection is closed" >&2
 exit 111

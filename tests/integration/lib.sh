@@ -301,3 +301,45 @@ via_link() {
   export MLW_TEST_SSH_PORT=$LINK_PORT
   echo "every SSH connection of this suite goes through the link emulator (port $LINK_PORT)"
 }
+
+# forward_check TARGET BIND: `experiment forward` into a batch job of TARGET (Slurm, Grid Engine)
+# that serves a page naming its run on BIND (an address of its node) at a free port: the page
+# through two connections, then Ctrl-C ends the forward (exit 0) and the run is canceled.
+forward_check() {
+  local target=$1 bind=$2 port rid fpid local_port got i
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  cat >page.py <<'PY'
+import http.server, os, socketserver, sys, time
+open("page.txt", "w").write("page of %s\n" % os.environ["MLW_RUN_ID"])
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+socketserver.TCPServer.allow_reuse_address = True
+server = socketserver.TCPServer((sys.argv[2], int(sys.argv[1])), Quiet)
+server.timeout = 0.5
+print("serving", flush=True)
+end = time.time() + 180
+while time.time() < end:
+    server.handle_request()
+PY
+  run_mlw -o json experiment submit -c "$target" -a page.py "$port" "$bind"
+  rid=$(json_get "$OUT" 'd["run_id"]')
+  check "forward into a $target job: it serves" wait_for 120 grep -q serving ".mlw/runs/$rid/driver_log.txt"
+  rm -f "$WORK/fwd.out"
+  "$MLW" experiment forward -r "$rid" "$port:0" >"$WORK/fwd.out" 2>"$WORK/fwd.err" &
+  fpid=$!
+  STARTED_PIDS+=("$fpid")
+  check "forward into a $target job: the URL" wait_for 30 test -s "$WORK/fwd.out"
+  local_port=$(sed -n 's#^http://127.0.0.1:\([0-9]*\)/ .*#\1#p' "$WORK/fwd.out")
+  for i in 1 2; do
+    got=$(curl -s --max-time 60 "http://127.0.0.1:$local_port/page.txt")
+    expect_eq "forward into a $target job: its page (connection $i)" "$got" "page of $rid"
+    [ "$got" = "page of $rid" ] || cat "$WORK/fwd.err" >&2
+  done
+  kill -INT "$fpid"
+  check "forward into a $target job: Ctrl-C ends it" wait_for 10 bash -c "! kill -0 $fpid 2>/dev/null"
+  kill -KILL "$fpid" 2>/dev/null # still there: failed above; the wait must not hang
+  wait "$fpid"
+  expect_eq "forward into a $target job: … exit 0" "$?" 0
+  "$MLW" experiment cancel -r "$rid" >/dev/null 2>&1
+}

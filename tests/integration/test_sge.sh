@@ -4,8 +4,11 @@
 # parallel environment smp), reached through the loopback sshd as the user mlwsge: attach in both
 # syntaxes and its refusals, doctor, runs with their exit codes, hostile arguments through qsub,
 # outputs and metrics, the log followed live and again after the connection dropped, Queued
-# while the slots are busy, cancel through qdel, the qmaster going away mid-run, and clean.
+# while the slots are busy, cancel through qdel, experiment forward and shell into a job, the
+# qmaster going away mid-run, and clean.
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/integration/shell_checks.sh
+source "$(dirname "$0")/shell_checks.sh"
 
 require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SGE_USER \
   MLW_TEST_SGE_ROOT MLW_TEST_SGE_PORTS
@@ -174,6 +177,16 @@ timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow.txt" 2>"$WORK/f
 expect_eq "logs -f after a dropped connection" "$?" 0
 expect_lines "logs -f after the drop" "$WORK/follow.txt" 30 ".mlw/runs/$RID/driver_log.txt"
 expect_eq "completed after the drop" "$(run_state "$RID")" "Completed 0"
+
+# --- experiment forward: from the login host to the node job.sh named, at its name's address ----
+# (this machine's name is loopback here: nothing listens on another network)
+NODE_ADDR=$(getent hosts "$(hostname)" | awk '{print $1; exit}')
+case "$NODE_ADDR" in 127.*) ;; *) fail "this machine's name must be a loopback address (it is [$NODE_ADDR])" ;; esac
+forward_check grid "$NODE_ADDR"
+
+# --- experiment shell: on the login host, which is the job's node here ----------------------------
+write_wait_py
+shell_checks grid
 
 # --- the qmaster away mid-run: Lost after a bounded retry, then logs -f resumes -----------------
 export MLW_BATCH_RETRY=2

@@ -3,8 +3,11 @@
 # slurmctld, slurmd n1 and n2 on loopback), reached through the loopback sshd as the user
 # mlwslurm: attach and its refusals, doctor, one-node and two-node runs (ranks and one master
 # address), hostile arguments through sbatch and srun, exit codes, Queued while the nodes are
-# busy, cancel, a time limit, a container run, and the controller going away mid-run.
+# busy, cancel, a time limit, a container run, experiment forward and shell into a job, and the
+# controller going away mid-run.
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/integration/shell_checks.sh
+source "$(dirname "$0")/shell_checks.sh"
 
 require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_SLURM_USER MLW_TEST_IMAGE SLURM_CONF
 export HOME="$WORK/home"
@@ -218,6 +221,13 @@ PY
 run_mlw experiment submit -c boxed where.py
 expect_eq "a run in a container on the node" "$CODE" 0
 expect_contains "it ran in the image, in the snapshot" "$OUT" "IN /mlw/run/snapshot True 0"
+
+# --- experiment forward: a step of the job (srun --overlap) connects on its node's loopback -----
+forward_check one 127.0.0.1
+
+# --- experiment shell: a step of the job (srun --overlap --pty) on its node -----------------------
+write_wait_py
+shell_checks one MLW_NODE_RANK=0
 
 # --- the time limit -----------------------------------------------------------------------------
 wait_for 150 run_is "$TIMED" Failed  # asserted on the next line, with the state seen

@@ -23,6 +23,8 @@ trap 'warned=1' USR1
 # shellcheck source=/dev/null
 . ./run.env || exit 125
 mkdir -p "$MLW_SHARE_DIR" 2>/dev/null
+# The node, for `experiment forward` and `shell` (kinds/sge/forward.sh, shell.sh).
+hostname >node.tmp 2>/dev/null && mv node.tmp node
 # Each start of the job is an attempt (a rerunnable job that Grid Engine rescheduled runs again in
 # the same folder): counted, marked in the log, given MLW_RESTART_COUNT; an earlier attempt's
 # code is not this one's.
@@ -31,13 +33,14 @@ echo "$attempt" >attempts.tmp && mv attempts.tmp attempts
 MLW_RESTART_COUNT=$((attempt - 1))
 export MLW_RESTART_COUNT
 if [ "$attempt" -gt 1 ]; then
-  rm -f exit_code.job stopped_after
+  rm -f exit_code.job stopped_after script.pid
   echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${JOB_ID:-} was rescheduled"
 fi
 [ -z "${MLW_CHECKPOINT_DIR:-}" ] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
 cd snapshot || exit 125
 "$@" </dev/null &
 child=$!
+echo "$child" >../script.pid # for `experiment shell` (kinds/sge/shell.sh)
 # The run's GPU sampler (exec/sampler.sh, docs/gpus.md) for the processes under this shell, where
 # the site gave the job GPUs as CUDA_VISIBLE_DEVICES (a prolog or starter method: Grid Engine
 # itself names none), in a session of its own.

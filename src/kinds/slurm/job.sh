@@ -21,7 +21,7 @@ attempt=$(($(cat attempts 2>/dev/null || echo 0) + 1))
 echo "$attempt" >attempts.tmp && mv attempts.tmp attempts
 export MLW_RESTART_COUNT=$((attempt - 1))
 if ((attempt > 1)); then
-  rm -f exit_code.job rank_exit.*
+  rm -f exit_code.job rank_exit.* script.pid
   echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${SLURM_JOB_ID:-} was requeued"
 fi
 [[ -z "${MLW_CHECKPOINT_DIR:-}" ]] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
@@ -62,6 +62,9 @@ case "${CUDA_VISIBLE_DEVICES:-}" in
       echo "$sp" >"$d/gpu.pid"
     fi ;;
 esac
+# The first rank names its script for `experiment shell` (kinds/slurm/shell.sh): a shell that
+# writes its pid and becomes the script.
+[ "$MLW_NODE_RANK" != 0 ] || set -- /bin/sh -c "echo \$\$ >\"\$0\"; exec \"\$@\"" "$0/script.pid" "$@"
 "$@"
 c=$?
 if [ -n "$sp" ] && kill -s TERM -- "-$sp" 2>/dev/null; then
