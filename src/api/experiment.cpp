@@ -275,8 +275,14 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
   note_ignored_keys(plan.project, ignored);
   plan.extra_env = parse_env(request.env);
   executor = ctx.executor(plan.compute.type);
-  plan.script = resolve_script(ctx, plan.project, request.script);
-  plan.arguments = request.arguments;
+  if (request.python_module.empty()) {
+    plan.script = resolve_script(ctx, plan.project, request.script);
+    plan.arguments = request.arguments;
+  } else {  // the helper's module, on the run's PYTHONPATH
+    plan.script = "-m";
+    plan.arguments = {request.python_module};
+    plan.arguments.insert(plan.arguments.end(), request.arguments.begin(), request.arguments.end());
+  }
   plan.record.run_config = request.run_config;
   plan.record.data = plan_data(plan.project, plan.run_config.data, request.data);
   // TrackedRun: false keeps the run out of the project's history: same machinery, own store.

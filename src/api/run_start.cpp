@@ -52,7 +52,9 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
   std::optional<HistoryStore> store(std::in_place, plan.history_dir);
   RunRecord& record = plan.record;
   record.project = project.name;
-  record.script = plan.script;
+  // `python -m MODULE` (a notebook's kernel) is recorded as the module's script.
+  record.script =
+      plan.script == "-m" && !plan.arguments.empty() ? "-m " + plan.arguments.front() : plan.script;
   record.arguments = plan.arguments;
   record.target = plan.target_name;
   record.target_type = plan.compute.type;

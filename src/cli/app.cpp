@@ -114,6 +114,7 @@ void register_app(CLI::App& app, Context& ctx, GlobalOptions& globals) {
   register_experiment(app, ctx, globals);
   register_history(app, ctx);
   register_data(app, ctx);
+  register_notebook(app, ctx);
   register_config(app, ctx);
   register_completion(app, ctx);
 }

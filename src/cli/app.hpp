@@ -38,6 +38,8 @@ void register_history(CLI::App& app, Context& ctx);
 void register_config(CLI::App& app, Context& ctx);
 /// `mlw data …` (src/cli/data.cpp).
 void register_data(CLI::App& app, Context& ctx);
+/// `mlw notebook …` (src/cli/notebook.cpp).
+void register_notebook(CLI::App& app, Context& ctx);
 /// `mlw completion bash|zsh|fish` and the hidden `mlw __complete` the scripts call.
 void register_completion(CLI::App& app, Context& ctx);
 

@@ -55,7 +55,7 @@ void TargetExecutor::forward(Context& ctx, ForwardRequest& request) {
     if (m_kind.runner.batch) {
       port.to.command =
           script_call(*batch_program, {"mlw_forward", record.job_id, ".mlw/runs/" + record.run_id,
-                                      std::to_string(port.to.port), relay});
+                                       std::to_string(port.to.port), relay});
       continue;
     }
     if (!m_kind.runner.image) continue;

@@ -128,6 +128,11 @@ nlohmann::ordered_json RunRecord::to_json() const {
     out["data"] = sets;
   }
   if (!rerun_of.empty()) out["rerun_of"] = rerun_of;
+  if (!kernel.empty()) {  // notebook cells only
+    out["notebook"] = notebook;
+    out["cell"] = cell;
+    out["kernel"] = kernel;
+  }
   if (restarts > 0) out["restarts"] = restarts;
   if (!lost_reason.empty()) {
     out["lost_reason"] = lost_reason;
@@ -213,6 +218,11 @@ RunRecord RunRecord::from_json(const nlohmann::ordered_json& json) {
   }
   r.sweep_id = str("sweep_id");
   r.rerun_of = str("rerun_of");
+  r.kernel = str("kernel");
+  if (!r.kernel.empty()) {
+    r.notebook = str("notebook");
+    r.cell = std::max(0, small("cell"));
+  }
   r.restarts = std::max(0, small("restarts"));
   if (!r.sweep_id.empty()) r.point = small("point");
   r.outputs = strings("outputs");

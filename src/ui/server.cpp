@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
+#include "mlw/util/random.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw::ui {
@@ -53,19 +53,6 @@ constexpr auto k_next_wait = std::chrono::milliseconds(20);
 constexpr std::size_t k_max_head = 64 * 1024;
 /// At most this many connections wait for their request without a worker.
 constexpr std::size_t k_max_waiting = 2048;
-
-std::string random_hex(std::size_t bytes) {
-  std::string raw(bytes, '\0');
-  std::size_t got = 0;
-  while (got < bytes) {
-    const ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
-    if (n <= 0) throw Error("cannot read random bytes for the dashboard's token");
-    got += static_cast<std::size_t>(n);
-  }
-  std::string hex;
-  for (const unsigned char c : raw) hex += fmt::format("{:02x}", c);
-  return hex;
-}
 
 /// Compares secrets in time that does not depend on where they differ.
 bool same_secret(const std::string& a, const std::string& b) {
@@ -516,7 +503,9 @@ void serve_dashboard(Context& ctx, const UiOptions& options) {
     sigset_t mask;
     ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{previous};
-  Dashboard board(ctx, random_hex(24), random_hex(24), "/" + random_hex(16) + "/");
+  const std::string what = "the dashboard's token";
+  Dashboard board(ctx, random_hex(24, what), random_hex(24, what),
+                  "/" + random_hex(16, what) + "/");
   GuardedServer server;
   configure(server);
   const int port = bind_port(server, options);

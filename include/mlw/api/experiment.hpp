@@ -27,6 +27,8 @@ struct SubmitRequest {
   std::vector<std::string> forward;     ///< --forward PORT[:LOCAL]: for the run's life
   std::string script;
   std::vector<std::string> arguments;
+  /// `python -m MODULE ARGUMENTS` instead of the script (a notebook's kernel, mlw.kernel).
+  std::string python_module;
 };
 
 /// Runs a script on a target (spec §5); returns the exit code of spec §4.

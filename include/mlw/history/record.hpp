@@ -73,10 +73,13 @@ struct RunRecord {
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();  ///< name -> last value
   /// name -> value: parsed from the arguments, then what the script logged (docs/sweeps.md).
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
-  std::string sweep_id;               ///< the sweep the run is a point of (empty: none)
-  int point = -1;                     ///< its point's index in the sweep
-  std::string rerun_of;               ///< the run this one reran (empty: none)
-  int restarts = 0;                   ///< times its restart policy ran the script again
+  std::string sweep_id;  ///< the sweep the run is a point of (empty: none)
+  int point = -1;        ///< its point's index in the sweep
+  std::string rerun_of;  ///< the run this one reran (empty: none)
+  std::string notebook;  ///< a notebook cell's run: the notebook (`mlw notebook`; empty: none)
+  int cell = 0;          ///< … its execution count in the kernel
+  std::string kernel;    ///< … the kernel's own run
+  int restarts = 0;      ///< times its restart policy ran the script again
   std::vector<std::string> outputs;   ///< relative paths under outputs/
   std::vector<std::string> problems;  ///< what went wrong around the run (e.g. disk full)
   int pid = 0;                        ///< the supervisor's pid while the run is live
