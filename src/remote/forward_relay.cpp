@@ -116,6 +116,7 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
     std::vector<pollfd> items;
     for (const auto& port : ports) items.push_back({port.listen_fd, POLLIN, 0});
     bool pending = false;
+    bool ready = false;
     for (const auto& c : open) {
       short events = 0;
       if (!c.client_done && c.up.size() < k_held) events |= POLLIN;
@@ -123,9 +124,12 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
       items.push_back({c.client, events, 0});
       if (c.peer->fd() >= 0) items.push_back({c.peer->fd(), POLLIN | POLLOUT, 0});
       pending = pending || !c.up.empty() || (c.client_done && !c.eof_sent);
+      // Data the peer holds already (read from the SSH socket with another packet) wakes no
+      // poll: it is taken now, not after the wait.
+      ready = ready || (!c.peer_done && c.down.size() < k_held && c.peer->buffered());
     }
     if (hooks.shared_fd >= 0) items.push_back({hooks.shared_fd, hooks.shared_events(), 0});
-    ::poll(items.data(), items.size(), pending ? 20 : 500);
+    ::poll(items.data(), items.size(), ready ? 0 : pending ? 20 : 500);
     for (std::size_t i = 0; i < ports.size(); ++i) {
       if (items[i].revents & POLLIN) accept_on(ports[i], hooks, open);
     }

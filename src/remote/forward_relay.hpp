@@ -25,6 +25,9 @@ class ForwardPeer {
   virtual bool send_eof() = 0;
   /// Its own fd to poll; -1 when the relay's shared fd (the SSH socket) covers it.
   virtual int fd() const { return -1; }
+  /// Whether it holds data already read from its fd (libssh2's queue of a channel's packets),
+  /// which no poll of the fd announces.
+  virtual bool buffered() const { return false; }
 };
 
 /// How the relay reaches the machine.

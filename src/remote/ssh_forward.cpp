@@ -65,6 +65,7 @@ class ChannelPeer : public ForwardPeer {
   bool send_eof() override {
     return libssh2_channel_send_eof(m_channel.get()) != LIBSSH2_ERROR_EAGAIN;
   }
+  bool buffered() const override { return libssh2_poll_channel_read(m_channel.get(), 0) != 0; }
 
  private:
   ChannelPtr m_channel;
