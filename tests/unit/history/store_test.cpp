@@ -60,6 +60,26 @@ TEST_F(HistoryStoreTest, SaveUpdatesRecordAndIndex) {
   EXPECT_EQ(rows[0].exit_code, 3);
 }
 
+// A notebook cell's run (`mlw notebook`) keeps its notebook, cell and kernel; another run has
+// none of them in its record.
+TEST_F(HistoryStoreTest, ANotebookCellKeepsItsNotebookCellAndKernel) {
+  HistoryStore store(m_dir);
+  RunRecord cell = new_record("analysis.ipynb");
+  cell.notebook = "analysis.ipynb";
+  cell.cell = 3;
+  cell.kernel = "demo_1";
+  store.create(cell, 10);
+  const RunRecord back = store.load(cell.run_id);
+  EXPECT_EQ(back.notebook, "analysis.ipynb");
+  EXPECT_EQ(back.cell, 3);
+  EXPECT_EQ(back.kernel, "demo_1");
+  EXPECT_EQ(back.to_public_json("f")["cell"], 3);
+  RunRecord plain = new_record();
+  store.create(plain, 20);
+  const auto json = store.load(plain.run_id).to_public_json("f");
+  EXPECT_FALSE(json.contains("notebook") || json.contains("cell") || json.contains("kernel"));
+}
+
 // Issue 45: `sweep --resume` then `cancel` left runs Queued in `history list` (the index) while
 // `info` (run.json) said Canceled: a supervisor's index write failed with the database busy past
 // the lock timeout on a loaded machine, after run.json was written. The list brings such rows to
