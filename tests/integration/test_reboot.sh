@@ -102,9 +102,19 @@ survives() {
   log=$("$MLW" history logs -r "$run")
   expect_contains "$2: a marker names the restart" "$log" "mlw: restart 1 of 2 after the machine restarted"
   expect_contains "$2: the second attempt goes on from the checkpoint" "$log" "attempt 1 from line"
-  lines=$(grep '^line ' <<<"$log")
-  expect_eq "$2: every line of both attempts once, in order" "$lines" \
-    "$(seq 0 $(($(wc -l <<<"$lines") - 1)) | sed 's/^/line /')"
+  # The first attempt's lines, 0 to A, then the second's, S to S+4: nothing lost (S <= A+1).
+  # The script checkpoints after it prints, so a restart between the two prints line A again
+  # (S = A); that is the checkpoint's meaning, not a line of the log given twice.
+  local first second from
+  first=$(sed -n '/^attempt 1 from line/q; /^line /p' <<<"$log")
+  second=$(sed -n '/^attempt 1 from line/,$p' <<<"$log" | grep '^line ')
+  from=$(sed -n 's/^attempt 1 from line \([0-9]*\)$/\1/p' <<<"$log")
+  expect_eq "$2: the first attempt's lines, each once, in order" "$first" \
+    "$(seq 0 $(($(wc -l <<<"$first") - 1)) | sed 's/^/line /')"
+  expect_eq "$2: the second's from its checkpoint, each once" "$second" \
+    "$(seq "${from:-x}" $((${from:-0} + 4)) | sed 's/^/line /')"
+  check "$2: … with nothing lost between them" test "${from:-x}" -ge "$(($(wc -l <<<"$first") - 1))" \
+    -a "${from:-0}" -le "$(wc -l <<<"$first")"
   expect_eq "$2: one record, restarts 1" \
     "$(json_get "$("$MLW" -o json history info -r "$run")" '(d["status"], d["exit_code"], d["restarts"])')" \
     "('Completed', 0, 1)"
