@@ -58,9 +58,7 @@ fs::path user_jupyter_dir() {
   if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
     return fs::path(xdg) / "jupyter";
   }
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') throw Error("HOME is not set: cannot find ~/.local/share");
-  return fs::path(home) / ".local" / "share" / "jupyter";
+  return home_directory() / ".local" / "share" / "jupyter";
 }
 
 /// Writes a spec per run configuration under `root`/kernels; removes mlw's specs of this
@@ -97,20 +95,6 @@ std::vector<KernelSpec> write_specs(const Project& project, const fs::path& root
     if (name.starts_with(prefix) && !names.contains(name)) fs::remove_all(entry.path(), ec);
   }
   return specs;
-}
-
-/// The first of `path`'s folders that has an executable `name`, or "".
-std::string find_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string rest = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (!rest.empty()) {
-    const auto colon = rest.find(':');
-    const std::string dir = rest.substr(0, colon);
-    rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
 }
 
 /// Whether 127.0.0.1:`port` can be listened on now.
@@ -153,8 +137,8 @@ std::vector<KernelSpec> notebook_kernels(Context& ctx, bool user) {
 
 int notebook_start(Context& ctx, const NotebookStartRequest& request) {
   const Project& project = ctx.project();
-  const std::string jupyter = find_program("jupyter-notebook");
-  if (jupyter.empty()) {
+  const auto found = find_executable("jupyter-notebook");
+  if (!found) {
     throw Error(
         "Jupyter is not installed here (no jupyter-notebook on PATH): install it (Debian: sudo "
         "apt install jupyter-notebook python3-ipykernel), then run mlw notebook start again");
@@ -169,6 +153,7 @@ int notebook_start(Context& ctx, const NotebookStartRequest& request) {
   } else if (!port_free(port)) {
     throw Error(fmt::format("port {} is in use here: choose another with --port P", port));
   }
+  const std::string jupyter = found->string();
   const fs::path root = project.state_dir() / "jupyter";
   const auto specs = write_specs(project, root);
   const std::string token = random_hex(24, "Jupyter's token");

@@ -125,8 +125,8 @@ class CellRecorder {
 };
 
 /// Follows the kernel's run until it ends (its code) or a stop signal came (the run canceled).
-int follow_kernel(Context& ctx, Executor& executor, RunPlan& plan, CellRecorder& cells) {
-  HistoryStore store(plan.history_dir);
+int follow_kernel(Context& ctx, Executor& executor, HistoryStore& store, const RunPlan& plan,
+                  CellRecorder& cells) {
   const std::string id = plan.record.run_id;
   std::chrono::steady_clock::time_point stopping{};
   while (true) {
@@ -180,7 +180,7 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   if (started != 0) return started;
   HistoryStore store(plan.history_dir);
   CellRecorder cells(store, store.load(plan.record.run_id), plan.run_dir, connection_file);
-  return follow_kernel(ctx, *executor, plan, cells);
+  return follow_kernel(ctx, *executor, store, plan, cells);
 }
 
 }  // namespace mlw::api
