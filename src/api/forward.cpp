@@ -150,7 +150,7 @@ Forwards listen_forwards(const std::vector<PortPair>& pairs, bool here) {
 }
 
 int serve_forwards(Context& ctx, RunningRun run, Forwards& forwards,
-                   const std::function<bool()>& also) {
+                   const std::function<bool()>& also, bool announce) {
   Served cleanup{forwards.ports, {}};
   const std::string run_id = run.record.run_id;
   ForwardRequest request;
@@ -158,7 +158,7 @@ int serve_forwards(Context& ctx, RunningRun run, Forwards& forwards,
   request.compute = std::move(run.compute);
   request.run_dir = std::move(run.run_dir);
   request.ports = forwards.ports;
-  for (const auto& one : forwards.served) {
+  for (const auto& one : announce ? forwards.served : nlohmann::json::array()) {
     const bool own = one["port"] == one["local"] && forwards.ports.size() < forwards.served.size();
     std::cout << one["url"].get<std::string>() << "  "
               << fmt::format("port {} of run {} on {}{}", one["port"].get<int>(), run_id,
@@ -166,10 +166,12 @@ int serve_forwards(Context& ctx, RunningRun run, Forwards& forwards,
               << "\n";
   }
   std::cout.flush();
-  cleanup.file = request.run_dir / "forwards" / fmt::format("{}.json", ::getpid());
-  fs::create_directories(cleanup.file.parent_path());
-  atomic_write_file(cleanup.file, forwards.served.dump() + "\n");
-  spdlog::info("forwarding until run {} ends (Ctrl-C stops it)", run_id);
+  if (announce) {
+    cleanup.file = request.run_dir / "forwards" / fmt::format("{}.json", ::getpid());
+    fs::create_directories(cleanup.file.parent_path());
+    atomic_write_file(cleanup.file, forwards.served.dump() + "\n");
+    spdlog::info("forwarding until run {} ends (Ctrl-C stops it)", run_id);
+  }
 
   InterruptWatch interrupt;
   HistoryStore store(ctx.project().state_dir());
@@ -197,10 +199,15 @@ int forward(Context& ctx, const std::string& run_id, const std::vector<PortPair>
 }
 
 ForwarderGuard::~ForwarderGuard() {
+  stop();
+}
+
+void ForwarderGuard::stop() {
   if (pid <= 0) return;
   ::kill(pid, SIGINT);  // it stops at its next look (a second at most) and removes its file
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
+  pid = 0;
 }
 
 void ForwarderGuard::start(Context& ctx, const std::string& run_id, Forwards& forwards) {
@@ -225,8 +232,9 @@ void ForwarderGuard::start(Context& ctx, const std::string& run_id, Forwards& fo
       }
       ::usleep(300000);
     }
-    code = serve_forwards(ctx, load_running(ctx, run_id, "forward"), forwards,
-                          [parent] { return ::getppid() == parent; });
+    code = serve_forwards(
+        ctx, load_running(ctx, run_id, "forward"), forwards,
+        [parent] { return ::getppid() == parent; }, announce);
   } catch (const std::exception& e) {
     spdlog::warn("--forward: {}", e.what());
     code = 1;

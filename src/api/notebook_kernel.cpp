@@ -1,25 +1,32 @@
 // `mlw notebook kernel` (docs/notebooks.md): what Jupyter runs for a kernel of mlw's. The kernel
 // (python -m mlw.kernel, python/mlw/kernel.py) runs as a run of the configuration's target; this
-// process follows it, makes each cell it executes a run of the history (from the run folder's
-// cells.jsonl), and cancels it when Jupyter stops this process.
+// process follows the run's output, makes each cell it executes a run of the history, carries
+// Jupyter's connections to a kernel on another machine (its five ports, through the target's
+// forward: the SSH connection, a relay into its container), and cancels the run when Jupyter
+// stops this process.
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <chrono>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "mlw/api/experiment.hpp"
 #include "mlw/api/notebook.hpp"
-#include "mlw/history/collect.hpp"
 #include "mlw/history/store.hpp"
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
-#include "notebook_session.hpp"
+#include "notebook_cells.hpp"
 #include "run_start.hpp"
 
 namespace mlw::api {
@@ -28,120 +35,216 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The most bytes of cells.jsonl read in one look (a line longer than this is skipped).
-constexpr std::size_t k_events_chunk = 1 << 20;
+/// The longest line of the kernel's output taken (an event holds at most 1 MiB of metrics).
+constexpr std::size_t k_line_limit = std::size_t{4} << 20;
+
+/// Jupyter's five channels, as its connection file names their ports.
+constexpr std::array<const char*, 5> k_channels = {"shell_port", "iopub_port", "stdin_port",
+                                                   "control_port", "hb_port"};
 
 volatile sig_atomic_t g_stop_signal = 0;
 void on_stop_signal(int signal) {
   g_stop_signal = signal;
 }
 
-/// Makes the kernel's executed cells runs of the history, as cells.jsonl tells them.
-class CellRecorder {
+/// The port `name` of `json` (a connection file or the kernel's ports event), 1-65535.
+int port_in(const nlohmann::json& json, const char* name, const std::string& what) {
+  const auto value = json.value(name, nlohmann::json());
+  if (!value.is_number_integer() || value.get<int>() < 1 || value.get<int>() > 65535) {
+    throw Error(fmt::format("{} has no port {} (1-65535)", what, name));
+  }
+  return value.get<int>();
+}
+
+/// Jupyter's connection file, as far as mlw needs it.
+nlohmann::json read_connection(const fs::path& file) {
+  std::ifstream in(file);
+  auto connection = nlohmann::json::parse(in, nullptr, false);
+  if (!in || !connection.is_object() || !connection.contains("shell_port")) {
+    throw Error(fmt::format("{} is not a Jupyter connection file", file.string()));
+  }
+  return connection;
+}
+
+/// What a kernel on another machine needs of the connection file; Error where mlw cannot carry
+/// it there.
+void check_remote_connection(const nlohmann::json& connection, const fs::path& file) {
+  const std::string transport = connection.value("transport", "tcp");
+  const std::string ip = connection.value("ip", "127.0.0.1");
+  if (transport != "tcp" || (ip != "127.0.0.1" && ip != "localhost")) {
+    throw Error(fmt::format(
+        "{}: a kernel on another machine is reached through 127.0.0.1 over TCP, not {}://{} "
+        "(Jupyter's default)",
+        file.string(), transport, ip));
+  }
+  const auto key = connection.value("key", nlohmann::json());
+  const std::string scheme = connection.value("signature_scheme", "hmac-sha256");
+  if (!key.is_string() || key.get<std::string>().empty() || scheme.rfind("hmac-", 0) != 0) {
+    throw Error(fmt::format(
+        "{}: a kernel on another machine needs a key and an hmac signature scheme", file.string()));
+  }
+  for (const char* channel : k_channels) port_in(connection, channel, file.string());
+}
+
+/// 127.0.0.1:`port` here, connected.
+int connect_here(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw Error("cannot connect to the kernel's lifeline here: " + errno_text(err));
+  }
+  return fd;
+}
+
+/// Jupyter's connections to a kernel on another machine: its ports here, carried to the
+/// kernel's by a forwarding child, and the lifeline this process holds to the kernel (its end
+/// ends the kernel there).
+class KernelLink {
  public:
-  /// `connection`: Jupyter's connection file (its name holds the kernel's id in Jupyter).
-  CellRecorder(HistoryStore& store, const RunRecord& kernel, fs::path run_dir, fs::path connection)
-      : m_store(store),
-        m_kernel(kernel),
-        m_run_dir(std::move(run_dir)),
-        m_connection(std::move(connection)) {}
-
-  /// Reads what cells.jsonl gained since the last look; records each cell that ended.
-  void poll() {
-    std::ifstream in(m_run_dir / "cells.jsonl", std::ios::binary);
-    if (!in) return;
-    in.seekg(static_cast<std::streamoff>(m_offset));
-    std::string chunk(k_events_chunk, '\0');
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    chunk.resize(static_cast<std::size_t>(in.gcount()));
-    std::size_t begin = 0;
-    for (auto end = chunk.find('\n'); end != std::string::npos; end = chunk.find('\n', begin)) {
-      take(chunk.substr(begin, end - begin));
-      begin = end + 1;
+  ~KernelLink() {
+    if (m_lifeline >= 0) ::close(m_lifeline);
+  }
+  /// Listens on the connection file's ports and carries them to `ports` (the kernel's event).
+  void open(Context& ctx, const std::string& run_id, const nlohmann::json& connection,
+            const nlohmann::json& ports) {
+    std::vector<PortPair> pairs;
+    for (const char* channel : k_channels) {
+      pairs.push_back({port_in(ports, channel, "the kernel's ports"),
+                       port_in(connection, channel, "the connection file")});
     }
-    // A line longer than a whole chunk is not a line of mlw.kernel's: skipped.
-    m_offset += begin == 0 && chunk.size() == k_events_chunk ? chunk.size() : begin;
+    pairs.push_back({port_in(ports, "lifeline_port", "the kernel's ports"), 0});
+    Forwards forwards = listen_forwards(pairs, false);
+    const int lifeline = forwards.served.back()["local"].get<int>();
+    m_forwarder.announce = false;
+    m_opened = true;
+    m_forwarder.start(ctx, run_id, forwards);
+    m_lifeline = connect_here(lifeline);
+    spdlog::info("notebook kernel {}: Jupyter's ports are carried to the kernel", run_id);
+  }
+  /// The lifeline (-1 before open and once lost).
+  int lifeline() const { return m_lifeline; }
+  /// Whether open was called.
+  bool opened() const { return m_opened; }
+  /// Closes a lifeline that the kernel's end (or a lost connection) closed, and stops carrying
+  /// the ports: nothing answers there now.
+  void lose() {
+    ::close(m_lifeline);
+    m_lifeline = -1;
+    m_forwarder.stop();
   }
 
  private:
-  void take(const std::string& line) {
-    const auto event = nlohmann::json::parse(line, nullptr, false);
-    if (!event.is_object() || !event.contains("cell") || !event["cell"].is_number_integer()) {
-      spdlog::warn("notebook kernel {}: a line of cells.jsonl is not a cell's event",
-                   m_kernel.run_id);
-      return;
-    }
-    const int cell = event["cell"].get<int>();
-    const std::string kind = event.value("event", "");
-    if (kind == "start") {
-      m_started[cell] = event;
-    } else if (kind == "end" && m_started.contains(cell)) {
-      record(cell, m_started[cell], event);
-      m_started.erase(cell);
-    }
-  }
-
-  void record(int cell, const nlohmann::json& start, const nlohmann::json& end) {
-    if (m_notebook.empty()) m_notebook = notebook_of_kernel(m_connection);
-    RunRecord run;
-    run.project = m_kernel.project;
-    run.script = m_notebook.empty() ? "(notebook)" : m_notebook;
-    run.notebook = m_notebook;
-    run.cell = cell;
-    run.kernel = m_kernel.run_id;
-    run.run_config = m_kernel.run_config;
-    run.target = m_kernel.target;
-    run.target_type = m_kernel.target_type;
-    run.user = m_kernel.user;
-    run.host = m_kernel.host;
-    run.created_ms = start.value("time_ms", std::int64_t{0});
-    run.start_ms = run.created_ms;
-    run.end_ms = end.value("time_ms", run.start_ms);
-    const bool ok = end.value("ok", false);
-    run.status = ok ? status::k_completed : status::k_failed;
-    run.exit_code = ok ? 0 : 1;
-    if (!ok) run.problems.push_back(end.value("error", std::string("the cell raised")));
-    m_store.create(run, run.created_ms);
-    const fs::path folder = m_store.run_dir(run.run_id);
-    atomic_write_file(folder / "cell.py", start.value("source", std::string()), 0600);
-    std::error_code ec;
-    const fs::path metrics = m_run_dir / "cells" / std::to_string(cell) / "metrics.jsonl";
-    if (fs::copy_file(metrics, folder / "metrics.jsonl", ec)) {
-      run.metrics = last_metric_values(folder / "metrics.jsonl", &run.problems);
-    }
-    m_store.save(run);
-    spdlog::info("notebook kernel {}: cell {} is run {} ({})", m_kernel.run_id, cell, run.run_id,
-                 run.status);
-  }
-
- private:
-  HistoryStore& m_store;
-  RunRecord m_kernel;
-  fs::path m_run_dir;
-  fs::path m_connection;
-  std::size_t m_offset = 0;
-  std::map<int, nlohmann::json> m_started;
-  std::string m_notebook;
+  ForwarderGuard m_forwarder;
+  int m_lifeline = -1;
+  bool m_opened = false;
 };
 
-/// Follows the kernel's run until it ends (its code) or a stop signal came (the run canceled).
-int follow_kernel(Context& ctx, Executor& executor, HistoryStore& store, const RunPlan& plan,
-                  CellRecorder& cells) {
-  const std::string id = plan.record.run_id;
-  std::chrono::steady_clock::time_point stopping{};
-  while (true) {
-    cells.poll();
+/// Asks the kernel's run to stop (a connection already lost: it ends on its own).
+void cancel_kernel(Context& ctx, Executor& executor, HistoryStore& store, const std::string& id) {
+  request_cancel(store, id);
+  try {
+    executor.stop(ctx, store.load(id), false);
+  } catch (const Error& e) {
+    spdlog::warn("notebook kernel {}: {}", id, e.what());
+  }
+}
+
+/// The run's exit code once its final record is written (it follows the end of its output).
+int final_code(HistoryStore& store, const std::string& id) {
+  for (int i = 0; i < 100; ++i) {
     const RunRecord now = store.load(id);
     if (status::is_final(now.status)) {
-      cells.poll();
       spdlog::info("notebook kernel {} is {}", id, now.status);
       return now.exit_code.value_or(1);
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  spdlog::warn("notebook kernel {}: its output ended but its run has no final record", id);
+  return 1;
+}
+
+/// What the kernel's run says and does while this process follows it.
+struct KernelFollow {
+  Context& ctx;
+  Executor& executor;
+  const RunPlan& plan;
+  CellRecorder& cells;
+  const nlohmann::json& connection;
+  bool remote;
+  KernelLink link;
+  bool said_queued = false;
+
+  /// One line of the run's output: an event of the kernel's, or its log (to Jupyter's).
+  void line(const std::string& text) {
+    if (text.rfind(k_kernel_event_mark, 0) == 0) {
+      const auto ports = cells.take(text.substr(k_kernel_event_mark.size()));
+      if (ports && remote && !link.opened()) {
+        link.open(ctx, plan.record.run_id, connection, *ports);
+      }
+      return;
+    }
+    const std::size_t skip = !text.empty() && text[0] == k_live_note ? 1 : 0;
+    *ctx.err << std::string_view(text).substr(skip) << "\n";
+    ctx.err->flush();
+  }
+
+  /// Says once that the kernel waits in its target's queue (GPUs in use, a batch queue).
+  void say_if_queued(HistoryStore& store) {
+    if (said_queued || link.opened()) return;
+    if (store.load(plan.record.run_id).status != status::k_queued) return;
+    said_queued = true;
+    spdlog::warn(
+        "notebook kernel {} waits in {}'s queue (`mlw experiment queue -c {}` shows what it waits "
+        "for): the notebook connects once it starts",
+        plan.record.run_id, plan.target_name, plan.record.run_config);
+  }
+};
+
+/// Follows the kernel's run until it ends (its code), a stop signal came (the run canceled) or
+/// the lifeline to a kernel on another machine dropped.
+int follow_kernel(KernelFollow& follow, const RunHandle& handle) {
+  const std::string& id = follow.plan.record.run_id;
+  HistoryStore store(follow.plan.history_dir);
+  LineSplitter lines(k_line_limit);
+  std::chrono::steady_clock::time_point stopping{};
+  std::chrono::steady_clock::time_point lost{};  // when the lifeline closed
+  char buffer[65536];
+  while (true) {
+    std::array<pollfd, 2> items{
+        {{handle.output_fd, POLLIN, 0}, {follow.link.lifeline(), POLLIN, 0}}};
+    const int ready = ::poll(items.data(), items.size(), 200);
+    if (ready > 0 && items[0].revents != 0) {
+      const ssize_t n = ::read(handle.output_fd, buffer, sizeof buffer);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;  // the run ended
+      if (n > 0) {
+        lines.feed(buffer, static_cast<std::size_t>(n),
+                   [&](const std::string& text) { follow.line(text); });
+      }
+    }
+    char byte = 0;
+    if (ready > 0 && items[1].revents != 0 && ::read(follow.link.lifeline(), &byte, 1) <= 0) {
+      follow.link.lose();  // the kernel ended (its output ends next), or the connection was lost
+      lost = std::chrono::steady_clock::now();
+    }
+    if (lost != std::chrono::steady_clock::time_point{} &&
+        std::chrono::steady_clock::now() > lost + std::chrono::seconds(5)) {
+      spdlog::error(
+          "notebook kernel {}: the connection to the kernel on {} was lost: the kernel ends "
+          "there (within 20 s when {} cannot reach it)",
+          id, follow.plan.target_name, follow.plan.target_name);
+      cancel_kernel(follow.ctx, follow.executor, store, id);
+      return 1;
+    }
+    follow.say_if_queued(store);
     if (g_stop_signal != 0 && stopping == std::chrono::steady_clock::time_point{}) {
       spdlog::info("notebook kernel {}: stopped by signal {}: canceling its run", id,
                    static_cast<int>(g_stop_signal));
-      request_cancel(store, id);
-      executor.stop(ctx, now, false);
+      cancel_kernel(follow.ctx, follow.executor, store, id);
       stopping = std::chrono::steady_clock::now();
     }
     // Jupyter kills a kernel that has not ended 5 s after its SIGTERM: the run ends on its own.
@@ -149,38 +252,47 @@ int follow_kernel(Context& ctx, Executor& executor, HistoryStore& store, const R
         std::chrono::steady_clock::now() > stopping + std::chrono::seconds(4)) {
       return 143;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  return final_code(store, id);
 }
 
 }  // namespace
 
 int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path& connection_file) {
-  std::ifstream in(connection_file);
-  const auto connection = nlohmann::json::parse(in, nullptr, false);
-  if (!in || !connection.is_object() || !connection.contains("shell_port")) {
-    throw Error(fmt::format("{} is not a Jupyter connection file", connection_file.string()));
-  }
+  const nlohmann::json connection = read_connection(connection_file);
   SubmitRequest request;
   request.run_config = run_config;
   request.python_module = "mlw.kernel";
   request.arguments = {fs::absolute(connection_file).string(), std::to_string(::getpid())};
   std::unique_ptr<Executor> executor;
   RunPlan plan = plan_run(ctx, request, executor);
-  if (plan.compute.type != "local") {
-    throw Error(fmt::format(
-        "notebook kernels run on local targets only so far (run configuration {} is on {}, a {} "
-        "target)",
-        run_config, plan.target_name, plan.compute.type));
+  // A kernel on this machine binds the connection file's ports itself; elsewhere it binds its
+  // own, with Jupyter's key from the run's variables, and this process carries the ports.
+  const bool remote = plan.compute.type != "local";
+  if (remote) {
+    check_remote_connection(connection, connection_file);
+    plan.arguments = {request.python_module,
+                      "remote:" + connection.value("signature_scheme", "hmac-sha256")};
+    plan.extra_env[k_kernel_key_variable] = connection["key"].get<std::string>();
   }
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   for (const int signal : {SIGTERM, SIGHUP, SIGINT}) ::sigaction(signal, &action, nullptr);
-  const int started = run_plan(ctx, plan, *executor, true, false);
-  if (started != 0) return started;
+  plan.detached = false;
+  const RunHandle handle = start_run(ctx, plan, *executor);
   HistoryStore store(plan.history_dir);
-  CellRecorder cells(store, store.load(plan.record.run_id), plan.run_dir, connection_file);
-  return follow_kernel(ctx, *executor, store, plan, cells);
+  CellRecorder cells(store, store.load(plan.record.run_id), connection_file);
+  KernelFollow follow{ctx, *executor, plan, cells, connection, remote, {}, false};
+  int code = 1;
+  try {
+    code = follow_kernel(follow, handle);
+  } catch (const Error&) {
+    cancel_kernel(ctx, *executor, store, plan.record.run_id);
+    ::close(handle.output_fd);
+    throw;
+  }
+  ::close(handle.output_fd);
+  return code;
 }
 
 }  // namespace mlw::api

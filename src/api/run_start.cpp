@@ -45,72 +45,6 @@ std::string follow_hint(const RunPlan& plan) {
       (plan.run_dir / "driver_log.txt").string());
 }
 
-/// Records the run, takes its snapshot and hands it to the executor. A failure after the record
-/// exists marks it Failed and exits 125.
-RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
-  const Project& project = plan.project;
-  std::optional<HistoryStore> store(std::in_place, plan.history_dir);
-  RunRecord& record = plan.record;
-  record.project = project.name;
-  // `python -m MODULE` (a notebook's kernel) is recorded as the module's script.
-  record.script =
-      plan.script == "-m" && !plan.arguments.empty() ? "-m " + plan.arguments.front() : plan.script;
-  record.arguments = plan.arguments;
-  record.target = plan.target_name;
-  record.target_type = plan.compute.type;
-  record.status = status::k_preparing;
-  record.created_ms = ctx.clock->now_ms();
-  record.user = user_name();
-  record.host = host_name();
-  record.pid = ::getpid();
-  record.pid_start = process_start_time(::getpid()).value_or(0);
-  record.boot_id = boot_id();
-  record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
-  record.params = params_from_arguments(plan.arguments);
-  store->create(record, record.created_ms);
-  plan.run_dir = store->run_dir(record.run_id);
-  live_stream(ctx) << "RunId: " << record.run_id << "\n" << std::flush;
-  try {
-    save_run_env(plan.run_dir, plan.extra_env);
-    const fs::path objects = project.state_dir() / "objects";
-    if (plan.manifest.entries.empty()) plan.manifest = take_snapshot(ctx, project);
-    for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
-    record.snapshot_hash = plan.manifest.hash();
-    record.snapshot_files = plan.manifest.entries.size();
-    record.snapshot_bytes = plan.manifest.total_bytes();
-    spdlog::debug("snapshot: {} files, {} bytes, {} ms", record.snapshot_files,
-                  record.snapshot_bytes, ctx.clock->now_ms() - record.created_ms);
-    save_manifest(plan.manifest, record.snapshot_hash, project.state_dir() / "manifests",
-                  plan.run_dir / "manifest.json");
-    if (!adopt_prepared_tree(plan.manifest, record.snapshot_hash, project.state_dir() / "trees",
-                             objects, project.root, plan.run_dir / "snapshot")) {
-      materialize_snapshot(plan.manifest, objects, project.root, plan.run_dir / "snapshot");
-    }
-    plan.helper_dir = ensure_python_helper(project);
-    place_run_data(ctx, executor, plan);
-    store.reset();  // the supervisor opens its own connection; none may cross the fork
-    RunHandle handle = executor.start(ctx, plan);
-    spdlog::debug("run started: {} ms after submit", ctx.clock->now_ms() - record.created_ms);
-    return handle;
-  } catch (const Error& e) {
-    if (!store) store.emplace(plan.history_dir);
-    record.exit_code.reset();
-    record.mark_failed(exit_code::k_cannot_start,
-                       std::string("the run could not start: ") + e.what(), ctx.clock->now_ms());
-    // Say what the history holds now, not what was meant (on a full disk the record may not
-    // have been written: the run then reads as Lost).
-    std::string recorded = "its record could not be written";
-    try {
-      store->save(record);
-      recorded = "recorded as " + store->load(record.run_id).status;
-    } catch (const Error& failure) {
-      recorded += fmt::format(": {}", failure.what());
-    }
-    throw Error(std::string(e.what()) + " (run " + record.run_id + " " + recorded + ")",
-                exit_code::k_cannot_start);
-  }
-}
-
 /// Prints the run's live output until it ends; Ctrl-C detaches (130) or, when asked, cancels.
 /// Returns the exit code of spec §4.
 int follow_run(Context& ctx, const RunPlan& plan, RunHandle handle, Executor& executor,
@@ -192,10 +126,78 @@ std::string wait_until_started(const RunPlan& plan, const RunHandle& handle) {
 
 }  // namespace
 
+RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
+  const Project& project = plan.project;
+  std::optional<HistoryStore> store(std::in_place, plan.history_dir);
+  RunRecord& record = plan.record;
+  record.project = project.name;
+  // `python -m MODULE` (a notebook's kernel) is recorded as the module's script.
+  record.script =
+      plan.script == "-m" && !plan.arguments.empty() ? "-m " + plan.arguments.front() : plan.script;
+  record.arguments = plan.arguments;
+  record.target = plan.target_name;
+  record.target_type = plan.compute.type;
+  record.status = status::k_preparing;
+  record.created_ms = ctx.clock->now_ms();
+  record.user = user_name();
+  record.host = host_name();
+  record.pid = ::getpid();
+  record.pid_start = process_start_time(::getpid()).value_or(0);
+  record.boot_id = boot_id();
+  record.command = expand_argument_vector(plan.run_config, plan.script, plan.arguments);
+  record.params = params_from_arguments(plan.arguments);
+  store->create(record, record.created_ms);
+  plan.run_dir = store->run_dir(record.run_id);
+  live_stream(ctx) << "RunId: " << record.run_id << "\n" << std::flush;
+  try {
+    save_run_env(plan.run_dir, plan.extra_env);
+    const fs::path objects = project.state_dir() / "objects";
+    if (plan.manifest.entries.empty()) plan.manifest = take_snapshot(ctx, project);
+    for (const auto& warning : plan.manifest.warnings) spdlog::warn("{}", warning);
+    record.snapshot_hash = plan.manifest.hash();
+    record.snapshot_files = plan.manifest.entries.size();
+    record.snapshot_bytes = plan.manifest.total_bytes();
+    spdlog::debug("snapshot: {} files, {} bytes, {} ms", record.snapshot_files,
+                  record.snapshot_bytes, ctx.clock->now_ms() - record.created_ms);
+    save_manifest(plan.manifest, record.snapshot_hash, project.state_dir() / "manifests",
+                  plan.run_dir / "manifest.json");
+    if (!adopt_prepared_tree(plan.manifest, record.snapshot_hash, project.state_dir() / "trees",
+                             objects, project.root, plan.run_dir / "snapshot")) {
+      materialize_snapshot(plan.manifest, objects, project.root, plan.run_dir / "snapshot");
+    }
+    plan.helper_dir = ensure_python_helper(project);
+    place_run_data(ctx, executor, plan);
+    store.reset();  // the supervisor opens its own connection; none may cross the fork
+    RunHandle handle = executor.start(ctx, plan);
+    spdlog::debug("run started: {} ms after submit", ctx.clock->now_ms() - record.created_ms);
+    return handle;
+  } catch (const Error& e) {
+    if (!store) store.emplace(plan.history_dir);
+    record.exit_code.reset();
+    record.mark_failed(exit_code::k_cannot_start,
+                       std::string("the run could not start: ") + e.what(), ctx.clock->now_ms());
+    // Say what the history holds now, not what was meant (on a full disk the record may not
+    // have been written: the run then reads as Lost).
+    std::string recorded = "its record could not be written";
+    try {
+      store->save(record);
+      recorded = "recorded as " + store->load(record.run_id).status;
+    } catch (const Error& failure) {
+      recorded += fmt::format(": {}", failure.what());
+    }
+    throw Error(std::string(e.what()) + " (run " + record.run_id + " " + recorded + ")",
+                exit_code::k_cannot_start);
+  }
+}
+
 void save_run_env(const fs::path& run_dir, const std::map<std::string, std::string>& env) {
   if (env.empty()) return;
   nlohmann::ordered_json json = nlohmann::ordered_json::object();
-  for (const auto& [key, value] : env) json[key] = json_safe_text(value);  // bytes as they are
+  for (const auto& [key, value] : env) {
+    // A notebook kernel's connection key lives as long as its kernel: never kept.
+    if (key != k_kernel_key_variable) json[key] = json_safe_text(value);  // bytes as they are
+  }
+  if (json.empty()) return;
   atomic_write_file(run_dir / "env_vars.json", json.dump() + "\n", 0600);
 }
 

@@ -55,20 +55,24 @@ struct Forwards {
 /// itself needs no listener); a port in use is an mlw::Error naming another.
 Forwards listen_forwards(const std::vector<PortPair>& pairs, bool here);
 /// Prints the URLs and serves `forwards` for `run` (load_running's) until it ends, Ctrl-C, or
-/// `also` says no (when given); closes them. Returns 0.
+/// `also` says no (when given); closes them. Returns 0. Not `announce`: no URLs printed or
+/// shown on the dashboard (a notebook kernel's own ports).
 int serve_forwards(Context& ctx, RunningRun run, Forwards& forwards,
-                   const std::function<bool()>& also);
+                   const std::function<bool()>& also, bool announce = true);
 
 /// `submit --forward`: a child process that serves the ports once the run's script runs, for as
 /// long as the run and its submit last; stopped (Ctrl-C's signal) and reaped with the guard.
 struct ForwarderGuard {
   pid_t pid = 0;
+  bool announce = true;  ///< serve_forwards's
   ForwarderGuard() = default;
   ~ForwarderGuard();
   ForwarderGuard(const ForwarderGuard&) = delete;
   ForwarderGuard& operator=(const ForwarderGuard&) = delete;
   /// Forks the child for `run_id` (its record written); this process closes its copies.
   void start(Context& ctx, const std::string& run_id, Forwards& forwards);
+  /// Stops the child (its next look, a second at most) and reaps it; nothing when none runs.
+  void stop();
 };
 
 /// The user's login name (or uid).
@@ -116,6 +120,15 @@ std::optional<Manifest> read_run_manifest(const std::filesystem::path& run_dir);
 /// The project as a run's snapshot folder holds it (its files and configuration as they were),
 /// its state still the project's.
 Project run_files(const Project& project, const std::filesystem::path& run_dir);
+
+/// Records the run, takes its snapshot and hands it to the executor (its live output not
+/// followed: the caller reads handle.output_fd). A failure after the record exists marks it
+/// Failed and throws mlw::Error with exit 125.
+RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor);
+
+/// The run variable that carries a notebook kernel's connection key to a kernel on another
+/// machine (never a command line; never kept in the run's env_vars.json).
+inline constexpr const char* k_kernel_key_variable = "MLW_KERNEL_KEY";
 
 /// Records the planned run, starts it and follows it to its end (or, `async`, returns once it
 /// has started or is queued): the exit code of spec §4.

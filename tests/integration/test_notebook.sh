@@ -5,10 +5,15 @@
 # for a notebook; jupyter_client runs cells in it (the run's target, its variables, a logged
 # metric, a failing cell), each cell a run of the history named by the notebook and its cell;
 # shutting the session down ends the kernel's run; mlw's kernel process killed (-9) leaves no
-# kernel behind. Local target only: kernels on other kinds are refused so far (one line).
+# kernel behind. Then kernels on other machines: a container of the Docker engine (docker), the
+# simulated NVIDIA host's engine over SSH (remotedocker: its hostname, GPU list, a metric, the
+# GPU leased while the kernel lives, the container removed and the GPU freed when Jupyter shuts
+# it down; the key on no command line and nowhere in the project) and a plain SSH login (remote:
+# mlw's kernel process killed, the kernel there ends on its own).
 source "$(dirname "$0")/lib.sh"
 
-require_env MLW_TEST_SERVERS
+require_env MLW_TEST_SERVERS MLW_TEST_IMAGE MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD \
+  MLW_TEST_GPU_USER MLW_TEST_GPU_DOCKER_HOST
 PY=/usr/bin/python3
 command -v jupyter-notebook >/dev/null && "$PY" -c 'import ipykernel, jupyter_client' || {
   echo "Debian's jupyter-notebook, python3-ipykernel and python3-jupyter-client are required (scripts/setup installs them)"
@@ -16,10 +21,11 @@ command -v jupyter-notebook >/dev/null && "$PY" -c 'import ipykernel, jupyter_cl
 }
 export HOME="$WORK/home" JUPYTER_RUNTIME_DIR="$WORK/runtime"
 mkdir -p "$HOME" "$JUPYTER_RUNTIME_DIR"
+printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
 unset JUPYTER_PATH JUPYTER_DATA_DIR XDG_DATA_HOME JUPYTER_TOKEN
 new_project nbp
 printf 'type: "local"\npythonLocation: "%s"\n' "$PY" >aml_config/local.compute
-"$MLW" -q computetarget attach docker -n d --base-image "${MLW_TEST_IMAGE:-none}" >/dev/null 2>&1
+"$MLW" -q computetarget attach docker -n d --base-image "$MLW_TEST_IMAGE" >/dev/null
 
 # --- the kernel specs ---------------------------------------------------------------------------
 run_mlw -o json notebook kernels
@@ -72,12 +78,24 @@ export -f kernel_alive
 KRUN() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel"][0]'; }
 
 cat >"$WORK/cells.py" <<'PY'
-import json, sys
+import json, sys, time
 from jupyter_client import BlockingKernelClient
-client = BlockingKernelClient()
-client.load_connection_file(sys.argv[1])
-client.start_channels()
-client.wait_for_ready(timeout=60)
+# A kernel on another machine answers once its run has started there (an image to build, a
+# container to start): until then the client's heartbeat sees none and gives up; so does this, for
+# up to 150 s, as a notebook's page would reconnect.
+deadline = time.time() + 150
+while True:
+    client = BlockingKernelClient()
+    client.load_connection_file(sys.argv[1])
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        break
+    except RuntimeError:
+        client.stop_channels()
+        if time.time() > deadline:
+            raise
+        time.sleep(1)
 for code in sys.argv[2:]:
     out = []
     reply = client.execute_interactive(code, timeout=60, output_hook=lambda m: out.append(
@@ -123,11 +141,102 @@ kill -KILL "$LAUNCHER"
 # (Jupyter then starts the kernel again, as it does for any kernel that died: a new process.)
 check "mlw's kernel process killed: its kernel ends within 10 s" wait_for 10 bash -c "! kill -0 $KPID 2>/dev/null"
 
-# A kernel on another kind: one line, in Jupyter's log (so far).
-run_mlw notebook kernel -c d -f "$CONN"
-expect_eq "a kernel on a docker target is refused" "$CODE" 1
-expect_contains "… saying which kinds can" "$ERR" "notebook kernels run on local targets only so far"
+# --- kernels on other machines ------------------------------------------------------------------
+# The remotedocker and remote targets are the SIMULATED NVIDIA host (its nvidia-smi and engine,
+# tests/fixtures/nvidia-sim): what mlw does is real, the GPUs are not.
+"$MLW" -q computetarget attach remotedocker -n gpu -a "127.0.0.1:$MLW_TEST_SSH_PORT" \
+  -u "$MLW_TEST_GPU_USER" --password-stdin --accept-host-key --base-image "$MLW_TEST_IMAGE" \
+  <"$WORK/pw" >/dev/null
+printf 'nvidiaDocker: true\ngpusPerRun: 1\n' >>aml_config/gpu.compute
+"$MLW" -q computetarget attach remote -n rm -a "127.0.0.1:$MLW_TEST_SSH_PORT" \
+  -u "$MLW_TEST_GPU_USER" --password-stdin --accept-host-key <"$WORK/pw" >/dev/null
+sed -i "s|^pythonLocation:.*|pythonLocation: \"$PY\"|" aml_config/rm.compute
+run_mlw notebook kernels
+expect_contains "the new targets' kernels" "$OUT" "nbp gpu"
+# kernel_on TARGET: the newest kernel run on TARGET.
+kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
+gpu_engine() { DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST docker "$@"; }
+queue_runs() { json_get "$("$MLW" -o json experiment queue -c "$1")" '" ".join(r["run_id"] for t in d for r in t["running"])'; }
 
+SESSION=$(api POST /api/sessions '{"path": "d.ipynb", "type": "notebook", "name": "d.ipynb", "kernel": {"name": "mlw-nbp-d"}}')
+KERNEL_ID=$(json_get "$SESSION" 'd["kernel"]["id"]')
+SESSION_ID=$(json_get "$SESSION" 'd["id"]')
+CONN="$JUPYTER_RUNTIME_DIR/kernel-$KERNEL_ID.json"
+check "\"nbp d\": a session on the docker target" wait_for 20 test -s "$CONN"
+CELLS=$(timeout 240 "$PY" "$WORK/cells.py" "$CONN" 'import os; print("IN", os.environ["MLW_TARGET"], os.getcwd(), os.path.exists("/.dockerenv"))' 2>&1)
+expect_contains "a cell runs in the run's container" "$CELLS" "IN d /mlw/run/snapshot True"
+DRUN=$(kernel_on d)
+api DELETE "/api/sessions/$SESSION_ID" >/dev/null
+check "… the session shut down: its run is Completed" wait_for 40 run_is "$DRUN" Completed
+check "… and its container is removed" wait_for 20 bash -c "[ -z \"\$(docker ps -aq --filter label=mlw.run=$DRUN)\" ]"
+
+SESSION=$(api POST /api/sessions '{"path": "gpu.ipynb", "type": "notebook", "name": "gpu.ipynb", "kernel": {"name": "mlw-nbp-gpu"}}')
+KERNEL_ID=$(json_get "$SESSION" 'd["kernel"]["id"]')
+SESSION_ID=$(json_get "$SESSION" 'd["id"]')
+CONN="$JUPYTER_RUNTIME_DIR/kernel-$KERNEL_ID.json"
+check "\"nbp gpu\": a session on the remotedocker target" wait_for 20 test -s "$CONN"
+CELLS=$(timeout 240 "$PY" "$WORK/cells.py" "$CONN" \
+  'import os, socket, subprocess, mlw; print("HOST", socket.gethostname(), os.environ["MLW_TARGET"], os.getcwd()); print(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout); mlw.log_metric("loss", 0.25)' \
+  'import os; print("KEY", "MLW_KERNEL_KEY" in os.environ)' 2>&1)
+GRUN=$(kernel_on gpu)
+CID=$(gpu_engine ps -q --filter "label=mlw.run=$GRUN")
+check "the kernel runs in a container of the (simulated) GPU host's engine" test -n "$CID"
+expect_contains "a cell runs there: that container's hostname, the target, the run's snapshot" \
+  "$CELLS" "HOST $CID gpu /mlw/run/snapshot"
+expect_contains "… the GPU list of the host's nvidia-smi" "$CELLS" "GPU 0: "
+expect_contains "… and the kernel's key is not among the cell's variables" "$CELLS" "KEY False"
+expect_eq "the kernel holds a GPU lease, as a run does" "$(queue_runs gpu)" "$GRUN"
+check "the cells are runs" wait_for 20 bash -c "'$MLW' -o json history list | grep -q '\"notebook\": \"gpu.ipynb\"'"
+GCELL=$(json_get "$("$MLW" -o json history list)" 'json.dumps([r for r in d if r.get("notebook") == "gpu.ipynb" and r["cell"] == 1][0])')
+expect_eq "… cell 1: target, kernel, status and the metric it logged" \
+  "$(json_get "$GCELL" 'd["target"], d["kernel"] == "'"$GRUN"'", d["status"], d["metrics"]["loss"]')" \
+  "gpu True Completed 0.25"
+# key_found CONNECTION_FILE PLACE...: whether the file's key is in a process's command line
+# ("cmdlines") or in a file under PLACE.
+cat >"$WORK/key_found.py" <<'PY'
+import glob, json, os, sys
+key = json.load(open(sys.argv[1]))["key"].encode()
+places = []
+for place in sys.argv[2:]:
+    if place == "cmdlines":
+        places += glob.glob("/proc/[0-9]*/cmdline")
+    else:
+        places += [os.path.join(d, f) for d, _, fs in os.walk(place) for f in fs]
+def holds(path):
+    try:
+        with open(path, "rb") as f:
+            return key in f.read()
+    except OSError:
+        return False
+sys.exit(0 if any(holds(p) for p in places) else 1)
+PY
+check "the kernel's key is on no command line here" bash -c "! '$PY' '$WORK/key_found.py' '$CONN' cmdlines"
+check "… and kept nowhere in the project" bash -c "! '$PY' '$WORK/key_found.py' '$CONN' .mlw aml_config"
+api DELETE "/api/sessions/$SESSION_ID" >/dev/null
+check "the session shut down: the kernel's run is Completed" wait_for 40 run_is "$GRUN" Completed
+check "… its container is removed" wait_for 20 bash -c "[ -z \"\$(DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST docker ps -aq --filter label=mlw.run=$GRUN)\" ]"
+expect_eq "… and its GPU is free" "$(queue_runs gpu)" ""
+
+# A plain SSH login (remote): mlw's kernel process killed, the kernel there ends on its own.
+SESSION=$(api POST /api/sessions '{"path": "rm.ipynb", "type": "notebook", "name": "rm.ipynb", "kernel": {"name": "mlw-nbp-rm"}}')
+KERNEL_ID=$(json_get "$SESSION" 'd["kernel"]["id"]')
+SESSION_ID=$(json_get "$SESSION" 'd["id"]')
+CONN="$JUPYTER_RUNTIME_DIR/kernel-$KERNEL_ID.json"
+check "\"nbp rm\": a session on the remote target" wait_for 20 test -s "$CONN"
+CELLS=$(timeout 240 "$PY" "$WORK/cells.py" "$CONN" 'import os, getpass; print("USER", getpass.getuser(), os.environ["MLW_TARGET"])' 2>&1)
+expect_contains "a cell runs as the target's user" "$CELLS" "USER $MLW_TEST_GPU_USER rm"
+RRUN=$(kernel_on rm)
+LAUNCHER=$(pgrep -f "notebook kernel -c rm -f $CONN" | head -n 1)
+THERE=$(pgrep -u "$MLW_TEST_GPU_USER" -f "mlw.kernel remote:")
+check "… the kernel is a process of the target's user" test -n "$THERE"
+kill -KILL "$LAUNCHER"
+# (Jupyter then starts the kernel again, a new run: the one killed is the one watched.)
+check "mlw's kernel process killed: the kernel there ends within 40 s" wait_for 40 bash -c "'$MLW' -o json history info -r '$RRUN' | grep -q '\"status\": \"Failed\"'"
+check "… and its process there is gone" wait_for 10 bash -c "! kill -0 $THERE 2>/dev/null"
+expect_contains "… its log says why" "$("$MLW" history logs -r "$RRUN" 2>&1)" "mlw's connection to the kernel has been gone for 20 s"
+api DELETE "/api/sessions/$SESSION_ID" >/dev/null
+
+[ "$FAILED" -eq 0 ] || { echo "--- Jupyter's log (the end)"; tail -40 "$WORK/nb.err"; }
 kill -TERM "$NB_PID"
 check "Jupyter stops" wait_for 20 bash -c "! kill -0 $NB_PID 2>/dev/null"
 finish
