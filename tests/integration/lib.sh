@@ -311,7 +311,9 @@ forward_check() {
   cat >page.py <<'PY'
 import http.server, os, socketserver, sys, time
 open("page.txt", "w").write("page of %s\n" % os.environ["MLW_RUN_ID"])
+open("tail.bin", "w").write("no newline")
 class Quiet(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # the connection stays open after an answer
     def log_message(self, *args):
         pass
 socketserver.TCPServer.allow_reuse_address = True
@@ -336,10 +338,58 @@ PY
     expect_eq "forward into a $target job: its page (connection $i)" "$got" "page of $rid"
     [ "$got" = "page of $rid" ] || cat "$WORK/fwd.err" >&2
   done
+  # Bytes that end no line (a binary protocol: ZeroMQ, a notebook kernel's) come while the
+  # connection is open, not when it closes.
+  got=$(timeout 30 python3 - "$local_port" <<'PY'
+import socket, sys
+conn = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+conn.sendall(b"GET /tail.bin HTTP/1.1\r\nHost: mlw\r\n\r\n")
+data = b""
+while not data.endswith(b"no newline"):
+    chunk = conn.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+print(data.endswith(b"no newline"))
+PY
+  )
+  expect_eq "forward into a $target job: bytes that end no line come at once" "$got" True
   kill -INT "$fpid"
   check "forward into a $target job: Ctrl-C ends it" wait_for 10 bash -c "! kill -0 $fpid 2>/dev/null"
   kill -KILL "$fpid" 2>/dev/null # still there: failed above; the wait must not hang
   wait "$fpid"
   expect_eq "forward into a $target job: … exit 0" "$?" 0
   "$MLW" experiment cancel -r "$rid" >/dev/null 2>&1
+}
+
+# kernel_check TARGET: `mlw notebook kernel` on a batch TARGET as Jupyter starts it (a connection
+# file of free ports and a key, 0600), driven by jupyter_client: a cell runs in the kernel's job
+# and is a run of the history; the shutdown a notebook sends ends the kernel's run (Completed).
+kernel_check() {
+  local target=$1 conn=$WORK/kernel-$1.json kpid out krun
+  /usr/bin/python3 - "$conn" <<'PY'
+import json, os, secrets, socket, sys
+ports = {}
+for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    ports[name] = probe.getsockname()[1]
+    probe.close()
+ports.update(ip="127.0.0.1", transport="tcp", key=secrets.token_hex(16),
+             signature_scheme="hmac-sha256", kernel_name="mlw")
+with os.fdopen(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+    json.dump(ports, out)
+PY
+  "$MLW" notebook kernel -c "$target" -f "$conn" >"$WORK/kernel.out" 2>"$WORK/kernel.err" &
+  kpid=$!
+  STARTED_PIDS+=("$kpid")
+  out=$(timeout 240 /usr/bin/python3 "$MLW_SOURCE_DIR/tests/integration/kernel_cells.py" "$conn" \
+    --shutdown 'import os; print("CELL", os.environ["MLW_TARGET"], os.environ["MLW_RUN_ID"])' 2>&1)
+  krun=$(json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$target"'"][0]')
+  expect_contains "a notebook kernel on $target: a cell runs in its job" "$out" "CELL $target $krun"
+  check "… the cell is a run of the history" wait_for 20 bash -c \
+    "'$MLW' -o json history list | grep -q '\"kernel\": \"$krun\"'"
+  check "… the notebook's shutdown ends the kernel's run (Completed)" wait_for 60 run_is "$krun" Completed
+  check "… and mlw's kernel process" wait_for 20 bash -c "! kill -0 $kpid 2>/dev/null"
+  [ "$FAILED" -eq 0 ] || cat "$WORK/kernel.err" >&2
 }

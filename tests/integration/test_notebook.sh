@@ -12,6 +12,7 @@
 # mlw's kernel process killed, the kernel there ends on its own).
 source "$(dirname "$0")/lib.sh"
 
+KERNEL_CELLS=$MLW_SOURCE_DIR/tests/integration/kernel_cells.py
 require_env MLW_TEST_SERVERS MLW_TEST_IMAGE MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD \
   MLW_TEST_GPU_USER MLW_TEST_GPU_DOCKER_HOST
 PY=/usr/bin/python3
@@ -77,33 +78,7 @@ kernel_alive() { pgrep -f "^[^ ]*python[^ ]* -m mlw.kernel $1" >/dev/null; }
 export -f kernel_alive
 KRUN() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel"][0]'; }
 
-cat >"$WORK/cells.py" <<'PY'
-import json, sys, time
-from jupyter_client import BlockingKernelClient
-# A kernel on another machine answers once its run has started there (an image to build, a
-# container to start): until then the client's heartbeat sees none and gives up; so does this, for
-# up to 150 s, as a notebook's page would reconnect.
-deadline = time.time() + 150
-while True:
-    client = BlockingKernelClient()
-    client.load_connection_file(sys.argv[1])
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
-        break
-    except RuntimeError:
-        client.stop_channels()
-        if time.time() > deadline:
-            raise
-        time.sleep(1)
-for code in sys.argv[2:]:
-    out = []
-    reply = client.execute_interactive(code, timeout=60, output_hook=lambda m: out.append(
-        m["content"].get("text") or m["content"].get("data", {}).get("text/plain") or m["content"].get("ename") or ""))
-    print(json.dumps({"status": reply["content"]["status"], "out": "".join(out)}))
-client.stop_channels()
-PY
-CELLS=$(timeout 120 "$PY" "$WORK/cells.py" "$CONN" \
+CELLS=$(timeout 120 "$PY" "$KERNEL_CELLS" "$CONN" \
   'import os, socket, mlw; print("HOST", socket.gethostname(), os.environ["MLW_TARGET"], os.getcwd().endswith("/snapshot")); mlw.log_metric("acc", 0.93)' \
   '1/0' 2>&1)
 expect_contains "a cell runs in the kernel, on the target, in the run's snapshot" "$CELLS" \
@@ -163,7 +138,7 @@ KERNEL_ID=$(json_get "$SESSION" 'd["kernel"]["id"]')
 SESSION_ID=$(json_get "$SESSION" 'd["id"]')
 CONN="$JUPYTER_RUNTIME_DIR/kernel-$KERNEL_ID.json"
 check "\"nbp d\": a session on the docker target" wait_for 20 test -s "$CONN"
-CELLS=$(timeout 240 "$PY" "$WORK/cells.py" "$CONN" 'import os; print("IN", os.environ["MLW_TARGET"], os.getcwd(), os.path.exists("/.dockerenv"))' 2>&1)
+CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'import os; print("IN", os.environ["MLW_TARGET"], os.getcwd(), os.path.exists("/.dockerenv"))' 2>&1)
 expect_contains "a cell runs in the run's container" "$CELLS" "IN d /mlw/run/snapshot True"
 DRUN=$(kernel_on d)
 api DELETE "/api/sessions/$SESSION_ID" >/dev/null
@@ -175,7 +150,7 @@ KERNEL_ID=$(json_get "$SESSION" 'd["kernel"]["id"]')
 SESSION_ID=$(json_get "$SESSION" 'd["id"]')
 CONN="$JUPYTER_RUNTIME_DIR/kernel-$KERNEL_ID.json"
 check "\"nbp gpu\": a session on the remotedocker target" wait_for 20 test -s "$CONN"
-CELLS=$(timeout 240 "$PY" "$WORK/cells.py" "$CONN" \
+CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" \
   'import os, socket, subprocess, mlw; print("HOST", socket.gethostname(), os.environ["MLW_TARGET"], os.getcwd()); print(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout); mlw.log_metric("loss", 0.25)' \
   'import os; print("KEY", "MLW_KERNEL_KEY" in os.environ)' 2>&1)
 GRUN=$(kernel_on gpu)
@@ -223,7 +198,7 @@ KERNEL_ID=$(json_get "$SESSION" 'd["kernel"]["id"]')
 SESSION_ID=$(json_get "$SESSION" 'd["id"]')
 CONN="$JUPYTER_RUNTIME_DIR/kernel-$KERNEL_ID.json"
 check "\"nbp rm\": a session on the remote target" wait_for 20 test -s "$CONN"
-CELLS=$(timeout 240 "$PY" "$WORK/cells.py" "$CONN" 'import os, getpass; print("USER", getpass.getuser(), os.environ["MLW_TARGET"])' 2>&1)
+CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'import os, getpass; print("USER", getpass.getuser(), os.environ["MLW_TARGET"])' 2>&1)
 expect_contains "a cell runs as the target's user" "$CELLS" "USER $MLW_TEST_GPU_USER rm"
 RRUN=$(kernel_on rm)
 LAUNCHER=$(pgrep -f "notebook kernel -c rm -f $CONN" | head -n 1)

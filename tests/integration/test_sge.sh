@@ -184,6 +184,14 @@ NODE_ADDR=$(getent hosts "$(hostname)" | awk '{print $1; exit}')
 case "$NODE_ADDR" in 127.*) ;; *) fail "this machine's name must be a loopback address (it is [$NODE_ADDR])" ;; esac
 forward_check grid "$NODE_ADDR"
 
+# --- a notebook kernel: refused in one line, before anything is submitted -----------------------
+printf '{"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": "k"}\n' >"$WORK/conn.json"
+BEFORE=$(json_get "$("$MLW" -o json history list)" 'len(d)')
+run_mlw notebook kernel -c grid -f "$WORK/conn.json"
+expect_eq "a notebook kernel on Grid Engine is refused (exit 1)" "$CODE" 1
+expect_contains "… saying why and what to use" "$ERR" "notebook kernels do not run on Grid Engine targets (grid is one)"
+expect_eq "… and nothing was submitted" "$(json_get "$("$MLW" -o json history list)" 'len(d)')" "$BEFORE"
+
 # --- experiment shell: on the login host, which is the job's node here ----------------------------
 write_wait_py
 shell_checks grid

@@ -224,6 +224,7 @@ expect_contains "it ran in the image, in the snapshot" "$OUT" "IN /mlw/run/snaps
 
 # --- experiment forward: a step of the job (srun --overlap) connects on its node's loopback -----
 forward_check one 127.0.0.1
+kernel_check one
 
 # --- experiment shell: a step of the job (srun --overlap --pty) on its node -----------------------
 write_wait_py

@@ -12,6 +12,6 @@ mlw_forward() {
     echo "mlw: warning: job $1 is not running: this connection is closed" >&2
     exit 111
   fi
-  exec srun --jobid="$1" --overlap --nodes=1 --ntasks=1 --nodelist="$node" --quiet \
+  exec srun --jobid="$1" --overlap --nodes=1 --ntasks=1 --nodelist="$node" --quiet --unbuffered \
     /bin/sh -c "$4" mlw-relay "$3"
 }
