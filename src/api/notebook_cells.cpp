@@ -14,16 +14,21 @@ namespace mlw::api {
 
 namespace fs = std::filesystem;
 
+std::string text_at(const nlohmann::json& object, const char* key, const std::string& otherwise) {
+  const auto value = object.value(key, nlohmann::json());
+  return value.is_string() ? value.get<std::string>() : otherwise;
+}
+
 std::optional<nlohmann::json> CellRecorder::take(const std::string& text) {
   const auto event = nlohmann::json::parse(text, nullptr, false);
-  if (event.is_object() && event.value("event", "") == "ports") return event;
+  if (event.is_object() && text_at(event, "event") == "ports") return event;
   if (!event.is_object() || !event.contains("cell") || !event["cell"].is_number_integer()) {
     spdlog::warn("notebook kernel {}: a line of its output is not a kernel's event",
                  m_kernel.run_id);
     return std::nullopt;
   }
   const int cell = event["cell"].get<int>();
-  const std::string kind = event.value("event", "");
+  const std::string kind = text_at(event, "event");
   if (kind == "start") {
     m_started[cell] = event;
   } else if (kind == "end" && m_started.contains(cell)) {

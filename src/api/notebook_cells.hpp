@@ -18,6 +18,11 @@ namespace mlw::api {
 /// What begins a line of the kernel's events on its run's output (then one JSON object).
 inline constexpr std::string_view k_kernel_event_mark = "\x1emlw-kernel ";
 
+/// The string at `key` of the JSON object `object`; `otherwise` when it is missing or not a
+/// string (what a target or a file says is not trusted to have the right types).
+std::string text_at(const nlohmann::json& object, const char* key,
+                    const std::string& otherwise = {});
+
 /// Makes the cells that the kernel executed runs of the history, as its events tell them.
 class CellRecorder {
  public:

@@ -70,8 +70,8 @@ nlohmann::json read_connection(const fs::path& file) {
 /// What a kernel on another machine needs of the connection file; Error where mlw cannot carry
 /// it there.
 void check_remote_connection(const nlohmann::json& connection, const fs::path& file) {
-  const std::string transport = connection.value("transport", "tcp");
-  const std::string ip = connection.value("ip", "127.0.0.1");
+  const std::string transport = text_at(connection, "transport", "tcp");
+  const std::string ip = text_at(connection, "ip", "127.0.0.1");
   if (transport != "tcp" || (ip != "127.0.0.1" && ip != "localhost")) {
     throw Error(fmt::format(
         "{}: a kernel on another machine is reached through 127.0.0.1 over TCP, not {}://{} "
@@ -79,7 +79,7 @@ void check_remote_connection(const nlohmann::json& connection, const fs::path& f
         file.string(), transport, ip));
   }
   const auto key = connection.value("key", nlohmann::json());
-  const std::string scheme = connection.value("signature_scheme", "hmac-sha256");
+  const std::string scheme = text_at(connection, "signature_scheme", "hmac-sha256");
   if (!key.is_string() || key.get<std::string>().empty() || scheme.rfind("hmac-", 0) != 0) {
     throw Error(fmt::format(
         "{}: a kernel on another machine needs a key and an hmac signature scheme", file.string()));
@@ -284,7 +284,7 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   if (remote) {
     check_remote_connection(connection, connection_file);
     plan.arguments = {request.python_module,
-                      "remote:" + connection.value("signature_scheme", "hmac-sha256")};
+                      "remote:" + text_at(connection, "signature_scheme", "hmac-sha256")};
     plan.extra_env[k_kernel_key_variable] = connection["key"].get<std::string>();
   }
   struct sigaction action {};

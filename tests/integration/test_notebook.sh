@@ -202,12 +202,14 @@ CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'import os, getpass; print("US
 expect_contains "a cell runs as the target's user" "$CELLS" "USER $MLW_TEST_GPU_USER rm"
 RRUN=$(kernel_on rm)
 LAUNCHER=$(pgrep -f "notebook kernel -c rm -f $CONN" | head -n 1)
-THERE=$(pgrep -u "$MLW_TEST_GPU_USER" -f "mlw.kernel remote:")
+# The kernel's Python there: the process of the target's user whose run is RRUN.
+THERE=$(for p in $(pgrep -u "$MLW_TEST_GPU_USER" -f "python[^ ]* -m mlw.kernel remote:"); do
+  grep -qa "MLW_RUN_ID=$RRUN" "/proc/$p/environ" 2>/dev/null && echo "$p"; done | head -n 1)
 check "… the kernel is a process of the target's user" test -n "$THERE"
 kill -KILL "$LAUNCHER"
 # (Jupyter then starts the kernel again, a new run: the one killed is the one watched.)
 check "mlw's kernel process killed: the kernel there ends within 40 s" wait_for 40 bash -c "'$MLW' -o json history info -r '$RRUN' | grep -q '\"status\": \"Failed\"'"
-check "… and its process there is gone" wait_for 10 bash -c "! kill -0 $THERE 2>/dev/null"
+check "… and its process there is gone" wait_for 10 bash -c "! kill -0 ${THERE:-0} 2>/dev/null"
 expect_contains "… its log says why" "$("$MLW" history logs -r "$RRUN" 2>&1)" "mlw's connection to the kernel has been gone for 20 s"
 api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 
