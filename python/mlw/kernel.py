@@ -94,8 +94,9 @@ def _watch_lifeline(listener):
 
 
 def _remote_connection(run_dir, scheme):
-    """Writes the kernel's own connection file (0600, in the run's folder): loopback, free ports
-    (0: the kernel picks them), the key from MLW_KERNEL_KEY (taken out of the environment)."""
+    """Writes the kernel's own connection file (0600, in the run's folder, removed once the kernel
+    has read it): loopback, free ports (0: the kernel picks them), the key from MLW_KERNEL_KEY
+    (taken out of the environment)."""
     key = os.environ.pop("MLW_KERNEL_KEY", "")
     if not key:
         print("mlw: error: MLW_KERNEL_KEY is not set: start the kernel with `mlw notebook`",
@@ -195,6 +196,9 @@ def main():
     app.initialize([])
     _hook_cells(app.shell, events, run_dir, run_metrics)
     if lifeline is not None:
+        # Its ports are bound and its key is in memory: the file (in the run's folder, which may
+        # be the project's own) keeps the key no longer.
+        os.unlink(connection)
         events.send({"event": "ports", "shell_port": app.shell_port,
                      "iopub_port": app.iopub_port, "stdin_port": app.stdin_port,
                      "control_port": app.control_port, "hb_port": app.hb_port,

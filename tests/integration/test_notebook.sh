@@ -137,14 +137,41 @@ kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d
 gpu_engine() { DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST docker "$@"; }
 queue_runs() { json_get "$("$MLW" -o json experiment queue -c "$1")" '" ".join(r["run_id"] for t in d for r in t["running"])'; }
 
+# key_found CONNECTION_FILE PLACE...: whether the file's key is in a process's command line
+# ("cmdlines") or in a file under PLACE.
+cat >"$WORK/key_found.py" <<'PY'
+import glob, json, os, sys
+try:
+    key = json.load(open(sys.argv[1]))["key"].encode()
+except (OSError, ValueError, KeyError):
+    sys.exit(2)  # no key to look for: neither found nor absent
+places = []
+for place in sys.argv[2:]:
+    if place == "cmdlines":
+        places += glob.glob("/proc/[0-9]*/cmdline")
+    else:
+        places += [os.path.join(d, f) for d, _, fs in os.walk(place) for f in fs]
+def holds(path):
+    try:
+        with open(path, "rb") as f:
+            return key in f.read()
+    except OSError:
+        return False
+sys.exit(0 if any(holds(p) for p in places) else 1)
+PY
+# key_absent CONNECTION_FILE PLACE...: the key is in none (a file that cannot be read fails).
+key_absent() { "$PY" "$WORK/key_found.py" "$@"; [ $? -eq 1 ]; }
 open_session d.ipynb mlw-nbp-d
 check "\"nbp d\": a session on the docker target" wait_for 20 test -s "$CONN"
 CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'import os; print("IN", os.environ["MLW_TARGET"], os.getcwd(), os.path.exists("/.dockerenv"))' 2>&1)
 expect_contains "a cell runs in the run's container" "$CELLS" "IN d /mlw/run/snapshot True"
+cp "$CONN" "$WORK/d-connection.json" # (Jupyter removes its own at the shutdown)
 DRUN=$(kernel_on d)
 api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 check "… the session shut down: its run is Completed" wait_for 40 run_is "$DRUN" Completed
 check "… and its container is removed" wait_for 20 bash -c "[ -z \"\$(docker ps -aq --filter label=mlw.run=$DRUN)\" ]"
+check "… and its key is kept nowhere in the project (whose folder the run's is)" \
+  key_absent "$WORK/d-connection.json" .mlw aml_config
 
 open_session gpu.ipynb mlw-nbp-gpu
 check "\"nbp gpu\": a session on the remotedocker target" wait_for 20 test -s "$CONN"
@@ -164,27 +191,8 @@ GCELL=$(json_get "$("$MLW" -o json history list)" 'json.dumps([r for r in d if r
 expect_eq "… cell 1: target, kernel, status and the metric it logged" \
   "$(json_get "$GCELL" 'd["target"], d["kernel"] == "'"$GRUN"'", d["status"], d["metrics"]["loss"]')" \
   "gpu True Completed 0.25"
-# key_found CONNECTION_FILE PLACE...: whether the file's key is in a process's command line
-# ("cmdlines") or in a file under PLACE.
-cat >"$WORK/key_found.py" <<'PY'
-import glob, json, os, sys
-key = json.load(open(sys.argv[1]))["key"].encode()
-places = []
-for place in sys.argv[2:]:
-    if place == "cmdlines":
-        places += glob.glob("/proc/[0-9]*/cmdline")
-    else:
-        places += [os.path.join(d, f) for d, _, fs in os.walk(place) for f in fs]
-def holds(path):
-    try:
-        with open(path, "rb") as f:
-            return key in f.read()
-    except OSError:
-        return False
-sys.exit(0 if any(holds(p) for p in places) else 1)
-PY
-check "the kernel's key is on no command line here" bash -c "! '$PY' '$WORK/key_found.py' '$CONN' cmdlines"
-check "… and kept nowhere in the project" bash -c "! '$PY' '$WORK/key_found.py' '$CONN' .mlw aml_config"
+check "the kernel's key is on no command line here" key_absent "$CONN" cmdlines
+check "… and kept nowhere in the project" key_absent "$CONN" .mlw aml_config
 api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 check "the session shut down: the kernel's run is Completed" wait_for 40 run_is "$GRUN" Completed
 check "… its container is removed" wait_for 20 bash -c "[ -z \"\$(DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST docker ps -aq --filter label=mlw.run=$GRUN)\" ]"
