@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "mlw/util/strings.hpp"
+#include "notebook_cells.hpp"
 
 namespace mlw::api {
 
@@ -48,15 +49,32 @@ std::optional<std::string> http_get(int port, const std::string& path, const std
     }
   }
   ::close(fd);
+  return http_answer_body(answer);
+}
+
+}  // namespace
+
+std::optional<std::string> http_answer_body(const std::string& answer) {
   const auto head_end = answer.find("\r\n\r\n");
+  const auto space = answer.find(' ');
   if (head_end == std::string::npos || !answer.starts_with("HTTP/1.") ||
-      answer.substr(answer.find(' ') + 1, 3) != "200") {
+      space == std::string::npos || answer.compare(space + 1, 3, "200") != 0) {
     return std::nullopt;
   }
   return answer.substr(head_end + 4);
 }
 
-}  // namespace
+std::string notebook_in_sessions(const std::string& body, const std::string& kernel_id) {
+  const auto sessions = nlohmann::json::parse(body, nullptr, false);
+  if (!sessions.is_array()) return "";
+  for (const auto& session : sessions) {
+    if (!session.is_object() || !session.contains("kernel") || !session["kernel"].is_object()) {
+      continue;
+    }
+    if (text_at(session["kernel"], "id") == kernel_id) return text_at(session, "path");
+  }
+  return "";
+}
 
 std::string notebook_of_kernel(const std::filesystem::path& connection_file) {
   const char* port_text = std::getenv("MLW_NOTEBOOK_PORT");
@@ -72,15 +90,7 @@ std::string notebook_of_kernel(const std::filesystem::path& connection_file) {
     spdlog::debug("Jupyter on port {} did not list its sessions", *port);
     return "";
   }
-  const auto sessions = nlohmann::json::parse(*body, nullptr, false);
-  if (!sessions.is_array()) return "";
-  for (const auto& session : sessions) {
-    if (!session.is_object() || !session.contains("kernel") || !session["kernel"].is_object()) {
-      continue;
-    }
-    if (session["kernel"].value("id", "") == id) return session.value("path", "");
-  }
-  return "";
+  return notebook_in_sessions(*body, id);
 }
 
 }  // namespace mlw::api

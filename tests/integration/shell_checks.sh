@@ -105,7 +105,8 @@ shell_checks() {
   check "$t: a shell's command runs there" wait_for 30 in_run "$t" "$RID" "sleep 1234" 5
   kill -KILL "$(tmux_ display -p -t s '#{pane_pid}')"
   tmux_ kill-server 2>/dev/null
-  check "$t: … and ends when mlw is killed (not left in the run)" wait_for 20 bash -c \
+  # (A docker exec that hangs it up, then one per look: seconds each on a loaded machine.)
+  check "$t: … and ends when mlw is killed (not left in the run)" wait_for 40 bash -c \
     "! in_run '$t' '$RID' 'sleep 1234' 5"
 
   # One command, no terminal: the run's variables and folder, its output and exit code.
