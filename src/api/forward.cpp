@@ -158,15 +158,16 @@ int serve_forwards(Context& ctx, RunningRun run, Forwards& forwards,
   request.compute = std::move(run.compute);
   request.run_dir = std::move(run.run_dir);
   request.ports = forwards.ports;
-  for (const auto& one : announce ? forwards.served : nlohmann::json::array()) {
-    const bool own = one["port"] == one["local"] && forwards.ports.size() < forwards.served.size();
-    std::cout << one["url"].get<std::string>() << "  "
-              << fmt::format("port {} of run {} on {}{}", one["port"].get<int>(), run_id,
-                             request.record.target, own ? " (this machine's own)" : "")
-              << "\n";
-  }
-  std::cout.flush();
   if (announce) {
+    for (const auto& one : forwards.served) {
+      const bool own =
+          one["port"] == one["local"] && forwards.ports.size() < forwards.served.size();
+      std::cout << one["url"].get<std::string>() << "  "
+                << fmt::format("port {} of run {} on {}{}", one["port"].get<int>(), run_id,
+                               request.record.target, own ? " (this machine's own)" : "")
+                << "\n";
+    }
+    std::cout.flush();
     cleanup.file = request.run_dir / "forwards" / fmt::format("{}.json", ::getpid());
     fs::create_directories(cleanup.file.parent_path());
     atomic_write_file(cleanup.file, forwards.served.dump() + "\n");

@@ -5,13 +5,10 @@
 // forward: the SSH connection, a relay into its container), and cancels the run when Jupyter
 // stops this process.
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -27,6 +24,7 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "notebook_cells.hpp"
+#include "notebook_session.hpp"
 #include "run_start.hpp"
 #include "submit_output.hpp"
 
@@ -87,21 +85,6 @@ void check_remote_connection(const nlohmann::json& connection, const fs::path& f
   for (const char* channel : k_channels) port_in(connection, channel, file.string());
 }
 
-/// 127.0.0.1:`port` here, connected.
-int connect_here(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    const int err = errno;
-    if (fd >= 0) ::close(fd);
-    throw Error("cannot connect to the kernel's lifeline here: " + errno_text(err));
-  }
-  return fd;
-}
-
 /// Jupyter's connections to a kernel on another machine: its ports here, carried to the
 /// kernel's by a forwarding child, and the lifeline this process holds to the kernel (its end
 /// ends the kernel there).
@@ -124,7 +107,10 @@ class KernelLink {
     m_forwarder.announce = false;
     m_opened = true;
     m_forwarder.start(ctx, run_id, forwards);
-    m_lifeline = connect_here(lifeline);
+    m_lifeline = connect_loopback(lifeline);
+    if (m_lifeline < 0) {
+      throw Error("cannot connect to the kernel's lifeline here: " + errno_text(errno));
+    }
     spdlog::info("notebook kernel {}: Jupyter's ports are carried to the kernel", run_id);
   }
   /// The lifeline (-1 before open and once lost).
@@ -180,7 +166,7 @@ struct KernelFollow {
   const nlohmann::json& connection;
   bool remote;
   KernelLink link;
-  bool said_queued = false;
+  bool past_queue = false;  ///< the run is no longer Preparing or Queued (said, if it waited)
 
   /// One line of the run's output: an event of the kernel's, or its log (to Jupyter's).
   void line(const std::string& text) {
@@ -196,11 +182,14 @@ struct KernelFollow {
     ctx.err->flush();
   }
 
-  /// Says once that the kernel waits in its target's queue (GPUs in use, a batch queue).
+  /// Says once that the kernel waits in its target's queue (GPUs in use, a batch queue); reads
+  /// the record only until the run is past the queue.
   void say_if_queued(HistoryStore& store) {
-    if (said_queued || link.opened()) return;
-    if (store.load(plan.record.run_id).status != status::k_queued) return;
-    said_queued = true;
+    if (past_queue || link.opened()) return;
+    const std::string now = store.load(plan.record.run_id).status;
+    if (now == status::k_preparing) return;
+    past_queue = true;
+    if (now != status::k_queued) return;
     spdlog::warn(
         "notebook kernel {} waits in {}'s queue (`mlw experiment queue -c {}` shows what it waits "
         "for): the notebook connects once it starts",

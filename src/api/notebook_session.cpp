@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,17 +27,14 @@ constexpr std::size_t k_max_answer = 1 << 20;
 /// The answer's body to `GET path` at 127.0.0.1:`port` (HTTP/1.0: the server closes at its
 /// end), 2 s at most to connect and for each read; nullopt on any failure or a status not 200.
 std::optional<std::string> http_get(int port, const std::string& path, const std::string& token) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // A connection on loopback is made or refused at once; the reads and the send are bounded.
+  const int fd = connect_loopback(port);
   if (fd < 0) return std::nullopt;
   timeval limit{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string answer;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+  {
     const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
                                 "Authorization: token " + token + "\r\n\r\n";
     if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
@@ -53,6 +51,22 @@ std::optional<std::string> http_get(int port, const std::string& path, const std
 }
 
 }  // namespace
+
+int connect_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
 
 std::optional<std::string> http_answer_body(const std::string& answer) {
   const auto head_end = answer.find("\r\n\r\n");

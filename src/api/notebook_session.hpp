@@ -14,6 +14,9 @@ namespace mlw::api {
 /// no such Jupyter, it does not answer within 2 s, or has no such session yet.
 std::string notebook_of_kernel(const std::filesystem::path& connection_file);
 
+/// A TCP socket connected to 127.0.0.1:`port` here (close-on-exec), or -1 with errno set.
+int connect_loopback(int port);
+
 /// The body of an HTTP answer whose status is 200 (nullopt for any other answer).
 std::optional<std::string> http_answer_body(const std::string& answer);
 

@@ -191,7 +191,6 @@ RunHandle start_run(Context& ctx, RunPlan& plan, Executor& executor) {
 }
 
 void save_run_env(const fs::path& run_dir, const std::map<std::string, std::string>& env) {
-  if (env.empty()) return;
   nlohmann::ordered_json json = nlohmann::ordered_json::object();
   for (const auto& [key, value] : env) {
     // A notebook kernel's connection key lives as long as its kernel: never kept.

@@ -362,6 +362,9 @@ PY
   "$MLW" experiment cancel -r "$rid" >/dev/null 2>&1
 }
 
+# kernel_on TARGET: the newest notebook kernel's run on TARGET.
+kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
+
 # kernel_check TARGET: `mlw notebook kernel` on a batch TARGET as Jupyter starts it (a connection
 # file of free ports and a key, 0600), driven by jupyter_client: a cell runs in the kernel's job
 # and is a run of the history; the shutdown a notebook sends ends the kernel's run (Completed).
@@ -385,7 +388,7 @@ PY
   STARTED_PIDS+=("$kpid")
   out=$(timeout 240 /usr/bin/python3 "$MLW_SOURCE_DIR/tests/integration/kernel_cells.py" "$conn" \
     --shutdown 'import os; print("CELL", os.environ["MLW_TARGET"], os.environ["MLW_RUN_ID"])' 2>&1)
-  krun=$(json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$target"'"][0]')
+  krun=$(kernel_on "$target")
   expect_contains "a notebook kernel on $target: a cell runs in its job" "$out" "CELL $target $krun"
   check "… the cell is a run of the history" wait_for 20 bash -c \
     "'$MLW' -o json history list | grep -q '\"kernel\": \"$krun\"'"

@@ -132,8 +132,6 @@ printf 'nvidiaDocker: true\ngpusPerRun: 1\n' >>aml_config/gpu.compute
 sed -i "s|^pythonLocation:.*|pythonLocation: \"$PY\"|" aml_config/rm.compute
 run_mlw notebook kernels
 expect_contains "the new targets' kernels" "$OUT" "nbp gpu"
-# kernel_on TARGET: the newest kernel run on TARGET.
-kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
 gpu_engine() { DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST docker "$@"; }
 queue_runs() { json_get "$("$MLW" -o json experiment queue -c "$1")" '" ".join(r["run_id"] for t in d for r in t["running"])'; }
 
