@@ -111,6 +111,28 @@ def _remote_connection(run_dir, scheme):
     return path
 
 
+def _grid_engine_elsewhere():
+    """(this node, the submit host) when this is a Grid Engine job on a node other than the host
+    that submitted it (the one mlw logs in to, whose forward reaches only its own loopback);
+    else None. The submit host is this machine when one of its addresses is this machine's
+    (Grid Engine names it as the qmaster saw it: "localhost" on a one-machine cell)."""
+    submit_host = os.environ.get("SGE_O_HOST", "")
+    if not submit_host or not os.environ.get("JOB_ID"):
+        return None
+    try:
+        addresses = socket.getaddrinfo(submit_host, None, 0, socket.SOCK_STREAM)
+    except OSError:
+        return None  # a name this node cannot resolve: nothing is known, nothing is refused
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            try:
+                probe.bind((address[0], 0))
+                return None
+            except OSError:
+                pass
+    return socket.gethostname(), submit_host
+
+
 def _read_metrics(path):
     try:
         with open(path, "rb") as source:
@@ -171,6 +193,14 @@ def main():
     events = _Events()
     lifeline = None
     if args[0].startswith("remote:"):
+        node = _grid_engine_elsewhere()
+        if node:
+            print("mlw: error: the kernel's Grid Engine job runs on %s, not on %s where mlw logs "
+                  "in, and mlw reaches a kernel's loopback only there (qrsh -inherit, which would "
+                  "reach another node's, needs control_slaves): queue it there (queue: QUEUE@%s "
+                  "in the target's .compute file), or use a Slurm, remote or remotedocker target"
+                  % (node[0], node[1], node[1]), file=sys.stderr)
+            return 125
         connection = _remote_connection(run_dir, args[0][len("remote:"):])
         lifeline = socket.socket()
         lifeline.bind(("127.0.0.1", 0))

@@ -261,15 +261,6 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   // A kernel on this machine binds the connection file's ports itself; elsewhere it binds its
   // own, with Jupyter's key from the run's variables, and this process carries the ports.
   const bool remote = plan.compute.type != "local";
-  if (plan.compute.type == "sge") {
-    // Its forward reaches a job's node from the login host, by the node's address: a kernel
-    // there would have to listen on the cluster's network (qrsh -inherit, which would reach the
-    // node's loopback, needs a parallel environment with control_slaves, rarely granted).
-    throw Error(fmt::format(
-        "notebook kernels do not run on Grid Engine targets ({} is one): a kernel there would "
-        "listen on the cluster's network; use a remote, remotedocker or Slurm target",
-        plan.target_name));
-  }
   if (remote) {
     check_remote_connection(connection, connection_file);
     plan.arguments = {request.python_module,

@@ -365,12 +365,9 @@ PY
 # kernel_on TARGET: the newest notebook kernel's run on TARGET.
 kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
 
-# kernel_check TARGET: `mlw notebook kernel` on a batch TARGET as Jupyter starts it (a connection
-# file of free ports and a key, 0600), driven by jupyter_client: a cell runs in the kernel's job
-# and is a run of the history; the shutdown a notebook sends ends the kernel's run (Completed).
-kernel_check() {
-  local target=$1 conn=$WORK/kernel-$1.json kpid out krun
-  /usr/bin/python3 - "$conn" <<'PY'
+# kernel_connection FILE: a connection file as Jupyter writes one (free loopback ports, a key, 0600).
+kernel_connection() {
+  /usr/bin/python3 - "$1" <<'PY'
 import json, os, secrets, socket, sys
 ports = {}
 for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
@@ -383,6 +380,14 @@ ports.update(ip="127.0.0.1", transport="tcp", key=secrets.token_hex(16),
 with os.fdopen(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
     json.dump(ports, out)
 PY
+}
+
+# kernel_check TARGET: `mlw notebook kernel` on a batch TARGET as Jupyter starts it (a connection
+# file of free ports and a key, 0600), driven by jupyter_client: a cell runs in the kernel's job
+# and is a run of the history; the shutdown a notebook sends ends the kernel's run (Completed).
+kernel_check() {
+  local target=$1 conn=$WORK/kernel-$1.json kpid out krun
+  kernel_connection "$conn"
   "$MLW" notebook kernel -c "$target" -f "$conn" >"$WORK/kernel.out" 2>"$WORK/kernel.err" &
   kpid=$!
   STARTED_PIDS+=("$kpid")

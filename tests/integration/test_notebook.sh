@@ -219,4 +219,13 @@ api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 [ "$FAILED" -eq 0 ] || { echo "--- Jupyter's log (the end)"; tail -40 "$WORK/nb.err"; }
 kill -TERM "$NB_PID"
 check "Jupyter stops" wait_for 20 bash -c "! kill -0 $NB_PID 2>/dev/null"
+
+# --- a kernel whose environment cannot be built: the build's reason, as submit says it ----------
+printf 'dependencies:\n  - python=2.7\n' >aml_config/conda_dependencies.yml
+kernel_connection "$WORK/bad-env.json"
+run_mlw notebook kernel -c d -f "$WORK/bad-env.json"
+expect_eq "a kernel whose image cannot be built: exit 125" "$CODE" 125
+expect_contains "… the build's reason" "$ERR" \
+  "asks for python=2.7 but the base image $MLW_TEST_IMAGE has no conda to install it"
+expect_contains "… and the kernel's run Failed" "$ERR" "is Failed"
 finish

@@ -184,13 +184,17 @@ NODE_ADDR=$(getent hosts "$(hostname)" | awk '{print $1; exit}')
 case "$NODE_ADDR" in 127.*) ;; *) fail "this machine's name must be a loopback address (it is [$NODE_ADDR])" ;; esac
 forward_check grid "$NODE_ADDR"
 
-# --- a notebook kernel: refused in one line, before anything is submitted -----------------------
-printf '{"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": "k"}\n' >"$WORK/conn.json"
-BEFORE=$(json_get "$("$MLW" -o json history list)" 'len(d)')
-run_mlw notebook kernel -c grid -f "$WORK/conn.json"
-expect_eq "a notebook kernel on Grid Engine is refused (exit 1)" "$CODE" 1
-expect_contains "… saying why and what to use" "$ERR" "notebook kernels do not run on Grid Engine targets (grid is one)"
-expect_eq "… and nothing was submitted" "$(json_get "$("$MLW" -o json history list)" 'len(d)')" "$BEFORE"
+# --- a notebook kernel: in a job on the login host, its loopback reached by the forward -----------
+# (the job's node is this machine; its name's address, 127.0.1.1 here, is not the kernel's)
+kernel_check grid
+# A job that Grid Engine started on another node (its submit host, 192.0.2.1, none of this
+# machine's addresses): the kernel says where, and what to do, at once.
+out=$(cd "$WORK" && JOB_ID=7 SGE_O_HOST=192.0.2.1 MLW_KERNEL_KEY=k \
+  PYTHONPATH="$MLW_SOURCE_DIR/python" timeout 30 python3 -m mlw.kernel remote:hmac-sha256 2>&1)
+expect_eq "a kernel's job on another node: exit 125" "$?" 125
+expect_contains "… naming the node, the login host and what to do" "$out" \
+  "the kernel's Grid Engine job runs on $(hostname), not on 192.0.2.1 where mlw logs in"
+expect_contains "… the queue to set" "$out" "queue: QUEUE@192.0.2.1"
 
 # --- experiment shell: on the login host, which is the job's node here ----------------------------
 write_wait_py

@@ -4,7 +4,9 @@
 # nothing inside a job from outside it (qrsh -inherit works only within the job), so the relay
 # runs here, on the machine mlw logs in to, and connects to the node that job.sh named in the
 # run's folder: the run's server must listen on an address of the node that this machine
-# reaches (its name's, not only its loopback's).
+# reaches (its name's, not only its loopback's) — or, when the job runs on this machine itself (a
+# cell whose login host executes jobs), on its loopback, which is tried first (a notebook kernel
+# listens only there).
 #   mlw_forward JOB_ID RUN_FOLDER PORT RELAY
 # RELAY: exec/relay.sh's program. A job that has not started: one line and 111.
 mlw_forward() {
@@ -15,5 +17,7 @@ mlw_forward() {
     exit 111
     ;;
   esac
-  exec /bin/sh -c "$4" mlw-relay "$3" "$node"
+  hosts=$node
+  [ "$node" != "$(hostname)" ] || hosts="localhost,$node"
+  exec /bin/sh -c "$4" mlw-relay "$3" "$hosts"
 }
