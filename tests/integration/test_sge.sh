@@ -195,6 +195,24 @@ expect_eq "a kernel's job on another node: exit 125" "$?" 125
 expect_contains "… naming the node, the login host and what to do" "$out" \
   "the kernel's Grid Engine job runs on $(hostname), not on 192.0.2.1 where mlw logs in"
 expect_contains "… the queue to set" "$out" "queue: QUEUE@192.0.2.1"
+# The forward tries the login host's loopback first when the job runs there, as a kernel listens
+# only there. This machine's name is 127.0.0.1, which hides the difference; on Debian's default
+# (127.0.1.1) or a cluster address it is not: a name of no address stands in for one here.
+mkdir -p "$WORK/fake-host" "$WORK/fwd-run"
+printf '#!/bin/sh\necho mlw-node.invalid\n' >"$WORK/fake-host/hostname"
+chmod +x "$WORK/fake-host/hostname"
+echo mlw-node.invalid >"$WORK/fwd-run/node"
+/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept(); c.sendall(b"KERNEL-LOOPBACK\n"); c.close()' >"$WORK/fwd-port" &
+STARTED_PIDS+=("$!")
+wait_for 10 test -s "$WORK/fwd-port"
+out=$(PATH="$WORK/fake-host:$PATH" timeout 20 sh -c '. "$1"; mlw_forward 7 "$2" "$3" "$(cat "$4")"' \
+  forward "$MLW_SOURCE_DIR/src/kinds/sge/forward.sh" "$WORK/fwd-run" "$(cat "$WORK/fwd-port")" \
+  "$MLW_SOURCE_DIR/src/exec/relay.sh" </dev/null 2>&1)
+expect_eq "forward to a job on the login host: its loopback is reached" "$out" "KERNEL-LOOPBACK"
 
 # --- experiment shell: on the login host, which is the job's node here ----------------------------
 write_wait_py
