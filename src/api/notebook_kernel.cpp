@@ -255,6 +255,7 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   SubmitRequest request;
   request.run_config = run_config;
   request.python_module = "mlw.kernel";
+  request.notebook_kernel = true;
   request.arguments = {fs::absolute(connection_file).string(), std::to_string(::getpid())};
   std::unique_ptr<Executor> executor;
   RunPlan plan = plan_run(ctx, request, executor);

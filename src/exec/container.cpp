@@ -144,6 +144,8 @@ EnvironmentSpec environment_spec(const RunPlan& plan) {
   for (const auto& entry : env.local_files) {
     hashed += fmt::format("{} {:o} {}\n", entry.path, entry.mode, entry.sha256);
   }
+  // A kernel's image is the run's plus ipykernel: an image of its own, the run's left as it is.
+  if (plan.notebook_kernel) hashed += "notebook kernel: ipykernel\n";
   env.hash = sha256_hex(hashed).substr(0, 24);
   env.tag = "mlw_env:" + env.hash;
   // The exec form's JSON array: no shell reads the words, and every one is on the RUN line.

@@ -9,14 +9,32 @@
 #   $3  the python version the file pins (digits and dots; '' when none)
 #   $4  $5  what to say before and after the image's python version when it is not the pin
 #   $6  what to say when the image has neither conda nor pip
-#   $7… the wheels the pip: section names by file, checked against the tags the image's python
+#   $7  what to say when a notebook kernel's image has no ipykernel and nothing to install it
+#       with ('' for a run's image: ipykernel is added only to a kernel's)
+#   $8… the wheels the pip: section names by file, checked against the tags the image's python
 #       accepts (pip's own packaging.tags)
 # A reason that stops the build is one line, mlw-error[CODE]: MESSAGE (exec/build_output.cpp reads
 # it): 127 for a missing command, 125 for a file the image cannot install.
 set -e
 env_dir=$(cd "$(dirname "$0")" && pwd)
-no_spark=$1 conda_problem=$2 pin=$3 pin_before=$4 pin_after=$5 no_pip=$6
-shift 6
+no_spark=$1 conda_problem=$2 pin=$3 pin_before=$4 pin_after=$5 no_pip=$6 no_kernel=$7
+shift 7
+# A notebook kernel's image: ipykernel, with what installed the rest, unless the image has it.
+add_ipykernel() {
+  [ -n "$no_kernel" ] || return 0
+  if python3 -c 'import ipykernel' >/dev/null 2>&1; then
+    echo 'mlw: ipykernel is there, for the notebook kernel'
+  elif command -v conda >/dev/null 2>&1; then
+    conda install -y -n base ipykernel
+  elif python3 -m pip --version >/dev/null 2>&1; then
+    echo 'mlw: adding ipykernel, for the notebook kernel'
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --no-cache-dir --disable-pip-version-check \
+      ipykernel
+  else
+    printf 'mlw-error[125]: %s\n' "$no_kernel"
+    exit 1
+  fi
+}
 cd "$env_dir/files"
 if [ -n "$no_spark" ] && ! command -v spark-submit >/dev/null 2>&1; then
   printf 'mlw-error[127]: %s\n' "$no_spark"
@@ -24,6 +42,7 @@ if [ -n "$no_spark" ] && ! command -v spark-submit >/dev/null 2>&1; then
 fi
 if command -v conda >/dev/null 2>&1; then
   conda env update -n base -f "$env_dir/conda_dependencies.yml"
+  add_ipykernel
   exit 0
 fi
 problems=''
@@ -74,3 +93,4 @@ else
   printf 'mlw-error[125]: %s\n' "$no_pip"
   exit 1
 fi
+add_ipykernel

@@ -59,6 +59,12 @@ std::vector<std::string> install_arguments(const RunPlan& plan, const Environmen
                   "{} cannot be installed; use a base image with conda or pip, or "
                   "empty the pip: section",
                   image, file));
+  words.push_back(plan.notebook_kernel
+                      ? fmt::format("the base image {} has no ipykernel for the notebook kernel, "
+                                    "and neither conda nor pip to install it; add ipykernel to "
+                                    "the image, or use a base image with conda or pip",
+                                    image)
+                      : "");
   for (auto& wheel : named_wheels(env.requirements)) words.push_back(std::move(wheel));
   return words;
 }

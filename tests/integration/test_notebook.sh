@@ -165,6 +165,9 @@ CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'import os; print("IN", os.env
 expect_contains "a cell runs in the run's container" "$CELLS" "IN d /mlw/run/snapshot True"
 cp "$CONN" "$WORK/d-connection.json" # (Jupyter removes its own at the shutdown)
 DRUN=$(kernel_on d)
+# Its image is the configuration's plus ipykernel (here the base image has it: said, not installed).
+expect_contains "… in an image built for kernels, which checked for ipykernel" \
+  "$(cat ".mlw/runs/$DRUN/build.log" 2>&1)" "mlw: ipykernel is there, for the notebook kernel"
 api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 check "… the session shut down: its run is Completed" wait_for 40 run_is "$DRUN" Completed
 check "… and its container is removed" wait_for 20 bash -c "[ -z \"\$(docker ps -aq --filter label=mlw.run=$DRUN)\" ]"

@@ -29,6 +29,7 @@ struct SubmitRequest {
   std::vector<std::string> arguments;
   /// `python -m MODULE ARGUMENTS` instead of the script (a notebook's kernel, mlw.kernel).
   std::string python_module;
+  bool notebook_kernel = false;  ///< a notebook kernel: its image gains ipykernel (RunPlan)
 };
 
 /// Runs a script on a target (spec §5); returns the exit code of spec §4.

@@ -56,6 +56,8 @@ struct RunPlan {
   /// The folders of the data sets' versions it mounts on its target, by name (record.data).
   std::map<std::string, std::string> data_paths;
   bool detached = false;  ///< submitted with -a: nobody reads the live output
+  /// A notebook kernel's run: its environment image gains ipykernel where the image lacks it.
+  bool notebook_kernel = false;
 };
 
 /// A line of a run's live output that begins with this byte is mlw's own note from before the

@@ -163,4 +163,74 @@ TEST(InstallScript, PySparkWithoutSparkSubmitStopsTheBuild) {
       run_install(dir.path(), env, dockerfile_words(env), (dir.path() / "bin").string()).status, 0);
 }
 
+// Issue 48: a notebook kernel's image is the run's plus ipykernel, added with what installed the
+// rest where the image lacks it (here a python3 that has none: a stand-in before the real one).
+namespace {
+
+/// bin/python3 without ipykernel; `pip` answers `-m pip` when `with_pip`, echoing an install.
+fs::path python_without_ipykernel(const fs::path& root, bool with_pip) {
+  make_directories(root / "bin");
+  atomic_write_file(
+      root / "bin/python3",
+      std::string("#!/bin/sh\ncase \"$1 $2\" in\n\"-c import ipykernel\") exit 1 ;;\n") +
+          (with_pip ? "\"-m pip\") [ \"$3\" = --version ] || echo \"pip $*\"; exit 0 ;;\n"
+                    : "\"-m pip\") exit 1 ;;\n") +
+          "esac\nexec /usr/bin/python3 \"$@\"\n");
+  fs::permissions(root / "bin/python3", fs::perms::owner_all);
+  return root / "bin";
+}
+
+}  // namespace
+
+TEST(InstallScript, AKernelsImageGainsIpykernelThroughPipWhereItLacksIt) {
+  test::TempDir dir("mlw-install");
+  RunPlan plan = install_plan(dir.path(), "dependencies:\n  - pip:\n");
+  const fs::path bin = python_without_ipykernel(dir.path(), true);
+  const EnvironmentSpec run_env = environment_spec(plan);
+  const Ran run = run_install(dir.path(), run_env, dockerfile_words(run_env), bin.string());
+  EXPECT_EQ(run.output, "mlw: nothing to install\n") << "a run's image is left as it is";
+  plan.notebook_kernel = true;
+  const EnvironmentSpec env = environment_spec(plan);
+  EXPECT_NE(env.tag, run_env.tag) << "a kernel's image is one of its own";
+  const Ran ran = run_install(dir.path(), env, dockerfile_words(env), bin.string());
+  EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(ran.output,
+            "mlw: nothing to install\nmlw: adding ipykernel, for the notebook kernel\n"
+            "pip -m pip install --no-cache-dir --disable-pip-version-check ipykernel\n");
+  // An image that has it (this machine's python3, with Debian's python3-ipykernel): said only.
+  const Ran has = run_install(dir.path(), env, dockerfile_words(env));
+  EXPECT_EQ(has.output,
+            "mlw: nothing to install\nmlw: ipykernel is there, for the notebook kernel\n");
+}
+
+TEST(InstallScript, AKernelsImageGainsIpykernelThroughConda) {
+  test::TempDir dir("mlw-install");
+  RunPlan plan = install_plan(dir.path(), "dependencies:\n  - numpy\n");
+  plan.notebook_kernel = true;
+  const EnvironmentSpec env = environment_spec(plan);
+  const fs::path bin = python_without_ipykernel(dir.path(), false);
+  atomic_write_file(bin / "conda", "#!/bin/sh\necho \"conda $*\"\n");
+  fs::permissions(bin / "conda", fs::perms::owner_all);
+  const Ran ran = run_install(dir.path(), env, dockerfile_words(env), bin.string());
+  EXPECT_EQ(ran.status, 0) << ran.output;
+  EXPECT_EQ(ran.output, "conda env update -n base -f " + (dir.path() / "env").string() +
+                            "/conda_dependencies.yml\nconda install -y -n base ipykernel\n");
+}
+
+TEST(InstallScript, AKernelsImageWithNeitherIpykernelNorAnInstallerStopsTheBuild) {
+  test::TempDir dir("mlw-install");
+  RunPlan plan = install_plan(dir.path(), "dependencies:\n  - pip:\n");
+  plan.notebook_kernel = true;
+  const EnvironmentSpec env = environment_spec(plan);
+  const fs::path bin = python_without_ipykernel(dir.path(), false);
+  const Ran ran = run_install(dir.path(), env, dockerfile_words(env), bin.string());
+  EXPECT_EQ(ran.status, 1) << ran.output;
+  const BuildFailure said = build_failure_reason(ran.output);
+  EXPECT_EQ(said.exit_code, 125) << ran.output;
+  EXPECT_EQ(said.message,
+            "the base image pytorch/pytorch:latest has no ipykernel for the notebook kernel, and "
+            "neither conda nor pip to install it; add ipykernel to the image, or use a base image "
+            "with conda or pip");
+}
+
 }  // namespace mlw
