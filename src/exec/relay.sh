@@ -31,6 +31,7 @@ for host in hosts:
 if conn is None:
     sys.stderr.write("mlw: warning: nothing listens on port %d of %s in the run (%s): this connection is closed\n" % (port, " or ".join(hosts), why))
     sys.exit(111)
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small messages go at once
 reading = True
 try:
     while True:

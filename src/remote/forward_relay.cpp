@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -93,6 +94,10 @@ void accept_on(const ForwardPort& port, const RelayHooks& hooks, std::vector<Con
   while (true) {
     const int client = ::accept4(port.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (client < 0) return;
+    // Small messages (a notebook's) go at once, as the peers' own sockets send them (ZeroMQ and
+    // OpenSSH turn Nagle's algorithm off too): no wait for the last segment's acknowledgement.
+    const int one = 1;
+    ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     Connection c;
     c.client = client;
     c.peer = hooks.open(port, client_port(client));

@@ -27,6 +27,8 @@ unset JUPYTER_PATH JUPYTER_DATA_DIR XDG_DATA_HOME JUPYTER_TOKEN
 new_project nbp
 printf 'type: "local"\npythonLocation: "%s"\n' "$PY" >aml_config/local.compute
 "$MLW" -q computetarget attach docker -n d --base-image "$MLW_TEST_IMAGE" >/dev/null
+# The kernels' images are built by this run (an earlier run's, on the same engine, would hide it).
+docker image ls -q --filter label=mlw.project=nbp | xargs -r docker image rm -f >/dev/null
 
 # --- the kernel specs ---------------------------------------------------------------------------
 run_mlw -o json notebook kernels
