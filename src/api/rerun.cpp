@@ -100,11 +100,30 @@ std::string rerun_target(const Project& project, const StoredRun& source,
       *where, *where));
 }
 
+/// A notebook's kernel or cell is no script to run again: one line saying where it reruns.
+void refuse_notebook_run(const RunRecord& past) {
+  if (!past.kernel.empty()) {
+    throw Error(fmt::format("cannot rerun {}: it is cell [{}] of {} (kernel {}), not a script; run "
+                            "the cell again in Jupyter (mlw notebook start)",
+                            past.run_id, past.cell,
+                            past.notebook.empty() ? "a notebook" : "notebook " + past.notebook,
+                            past.kernel),
+                exit_code::k_cannot_start);
+  }
+  if (past.script == "-m mlw.kernel") {
+    throw Error(fmt::format("cannot rerun {}: it is a notebook kernel of {}, started by Jupyter; "
+                            "open the notebook again (mlw notebook start) and choose \"{} {}\"",
+                            past.run_id, past.run_config, past.project, past.run_config),
+                exit_code::k_cannot_start);
+  }
+}
+
 /// The rerun's plan: the stored snapshot as the project's files, the project's own history.
 RunPlan plan_rerun(Context& ctx, const RerunRequest& request, const StoredRun& source,
                    std::unique_ptr<Executor>& executor) {
   const Project project = ctx.project();
   RunPlan plan;
+  refuse_notebook_run(source.record);
   plan.manifest = stored_manifest(source);
   plan.project.root = snapshot_view(project, source, plan.manifest);
   plan.project.name = project.name;

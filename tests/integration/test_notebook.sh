@@ -175,6 +175,12 @@ check "… the session shut down: its run is Completed" wait_for 40 run_is "$DRU
 check "… and its container is removed" wait_for 20 bash -c "[ -z \"\$(docker ps -aq --filter label=mlw.run=$DRUN)\" ]"
 check "… and its key is kept nowhere in the project (whose folder the run's is)" \
   key_absent "$WORK/d-connection.json" .mlw aml_config
+# Neither a kernel nor a cell is a script to run again: one line each saying where they rerun.
+expect_error "rerun of a kernel's run" 125 'is a notebook kernel of d, started by Jupyter; open the notebook again (mlw notebook start) and choose "nbp d"' \
+  experiment rerun -r "$DRUN"
+DCELL=$(json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r.get("kernel") == "'"$DRUN"'"][0]')
+expect_error "rerun of a cell's run" 125 "is cell [1] of notebook d.ipynb (kernel $DRUN), not a script; run the cell again in Jupyter" \
+  experiment rerun -r "$DCELL"
 
 open_session gpu.ipynb mlw-nbp-gpu
 check "\"nbp gpu\": a session on the remotedocker target" wait_for 20 test -s "$CONN"
