@@ -182,8 +182,15 @@ DCELL=$(json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r.
 expect_error "rerun of a cell's run" 125 "is cell [1] of notebook d.ipynb (kernel $DRUN), not a script; run the cell again in Jupyter" \
   experiment rerun -r "$DCELL"
 
+# Every GPU held by a run: the kernel waits for its lease, said in Jupyter's log, then starts.
+printf 'import time\ntime.sleep(120)\n' >hold.py
+HOLD=$("$MLW" -o json experiment submit -a -c gpu --gpus 4 hold.py 2>/dev/null | json_get "$(cat)" 'd["run_id"]')
+check "a run holds the 4 (simulated) GPUs" wait_for 60 run_is "$HOLD" Running
 open_session gpu.ipynb mlw-nbp-gpu
 check "\"nbp gpu\": a session on the remotedocker target" wait_for 20 test -s "$CONN"
+check "… its kernel waits for a GPU, said in Jupyter's log" wait_for 60 grep -q \
+  "mlw: warning: notebook kernel nbp_[0-9]* waits in gpu's queue (\`mlw experiment queue -c gpu\` shows what it waits for): the notebook connects once it starts" "$WORK/nb.err"
+"$MLW" -q experiment cancel -r "$HOLD" >/dev/null
 CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" \
   'import os, socket, subprocess, mlw; print("HOST", socket.gethostname(), os.environ["MLW_TARGET"], os.getcwd()); print(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout); mlw.log_metric("loss", 0.25)' \
   'import os; print("KEY", "MLW_KERNEL_KEY" in os.environ)' 2>&1)
