@@ -283,7 +283,7 @@ RunPlan plan_run(Context& ctx, const SubmitRequest& request, std::unique_ptr<Exe
     plan.arguments = {request.python_module};
     plan.arguments.insert(plan.arguments.end(), request.arguments.begin(), request.arguments.end());
   }
-  plan.notebook_kernel = request.notebook_kernel;
+  plan.notebook_kernel = request.python_module == k_kernel_module;
   plan.record.run_config = request.run_config;
   plan.record.data = plan_data(plan.project, plan.run_config.data, request.data);
   // TrackedRun: false keeps the run out of the project's history: same machinery, own store.

@@ -254,8 +254,7 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   const nlohmann::json connection = read_connection(connection_file);
   SubmitRequest request;
   request.run_config = run_config;
-  request.python_module = "mlw.kernel";
-  request.notebook_kernel = true;
+  request.python_module = k_kernel_module;
   request.arguments = {fs::absolute(connection_file).string(), std::to_string(::getpid())};
   std::unique_ptr<Executor> executor;
   RunPlan plan = plan_run(ctx, request, executor);

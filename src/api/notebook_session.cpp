@@ -25,7 +25,7 @@ namespace {
 constexpr std::size_t k_max_answer = 1 << 20;
 
 /// The answer's body to `GET path` at 127.0.0.1:`port` (HTTP/1.0: the server closes at its
-/// end), 2 s at most to connect and for each read; nullopt on any failure or a status not 200.
+/// end), 2 s at most for the send and for each read; nullopt on any failure or a status not 200.
 std::optional<std::string> http_get(int port, const std::string& path, const std::string& token) {
   // A connection on loopback is made or refused at once; the reads and the send are bounded.
   const int fd = connect_loopback(port);
@@ -34,16 +34,14 @@ std::optional<std::string> http_get(int port, const std::string& path, const std
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   std::string answer;
-  {
-    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
-                                "Authorization: token " + token + "\r\n\r\n";
-    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-        static_cast<ssize_t>(request.size())) {
-      char buffer[16384];
-      ssize_t n = 0;
-      while (answer.size() < k_max_answer && (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) {
-        answer.append(buffer, static_cast<std::size_t>(n));
-      }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
+                              "Authorization: token " + token + "\r\n\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(request.size())) {
+    char buffer[16384];
+    ssize_t n = 0;
+    while (answer.size() < k_max_answer && (n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) {
+      answer.append(buffer, static_cast<std::size_t>(n));
     }
   }
   ::close(fd);

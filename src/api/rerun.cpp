@@ -110,7 +110,7 @@ void refuse_notebook_run(const RunRecord& past) {
                             past.kernel),
                 exit_code::k_cannot_start);
   }
-  if (past.script == "-m mlw.kernel") {
+  if (past.script == std::string("-m ") + k_kernel_module) {
     throw Error(fmt::format("cannot rerun {}: it is a notebook kernel of {}, started by Jupyter; "
                             "open the notebook again (mlw notebook start) and choose \"{} {}\"",
                             past.run_id, past.run_config, past.project, past.run_config),

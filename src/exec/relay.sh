@@ -4,8 +4,9 @@
 # over SSH), or on a batch job's node (src/kinds/*/forward.sh). Run as the program of `sh -c`
 # with the port as $1 and the hosts as $2 (default localhost; several: comma-separated, tried in
 # order). A container has no address the machine can reach (no bridge, or a network of its own),
-# so the run's own Python connects from inside it: every address of each host is tried. The client's end (stdin's) is passed on as a
-# half-close; the run's end ends the relay. Nothing listening: one line and 111.
+# so the run's own Python connects from inside it: every address of each host is tried. The
+# client's end (stdin's) is passed on as a half-close; the run's end ends the relay. Nothing
+# listening: one line and 111.
 
 # shellcheck disable=SC2016 # Python's program, not the shell's
 program='

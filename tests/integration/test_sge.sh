@@ -185,7 +185,8 @@ case "$NODE_ADDR" in 127.*) ;; *) fail "this machine's name must be a loopback a
 forward_check grid "$NODE_ADDR"
 
 # --- a notebook kernel: in a job on the login host, its loopback reached by the forward -----------
-# (the job's node is this machine; its name's address, 127.0.1.1 here, is not the kernel's)
+# (the job's node is this machine, whose name is 127.0.0.1 here: the check below covers a name of
+# another address)
 kernel_check grid
 # A job that Grid Engine started on another node (its submit host, 192.0.2.1, none of this
 # machine's addresses): the kernel says where, and what to do, at once.

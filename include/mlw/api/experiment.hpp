@@ -27,10 +27,14 @@ struct SubmitRequest {
   std::vector<std::string> forward;     ///< --forward PORT[:LOCAL]: for the run's life
   std::string script;
   std::vector<std::string> arguments;
-  /// `python -m MODULE ARGUMENTS` instead of the script (a notebook's kernel, mlw.kernel).
+  /// `python -m MODULE ARGUMENTS` instead of the script (a notebook's kernel, k_kernel_module).
   std::string python_module;
-  bool notebook_kernel = false;  ///< a notebook kernel: its image gains ipykernel (RunPlan)
 };
+
+/// The helper's module that is a notebook's kernel (python/mlw/kernel.py): a run whose module
+/// it is gets ipykernel in its image (RunPlan::notebook_kernel); its record's script is
+/// "-m mlw.kernel".
+inline constexpr const char* k_kernel_module = "mlw.kernel";
 
 /// Runs a script on a target (spec §5); returns the exit code of spec §4.
 int submit(Context& ctx, const SubmitRequest& request);

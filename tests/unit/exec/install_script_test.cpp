@@ -180,6 +180,15 @@ fs::path python_without_ipykernel(const fs::path& root, bool with_pip) {
   return root / "bin";
 }
 
+/// A notebook kernel's environment from `conda_file`, and install.sh run for it with `bin`
+/// (python_without_ipykernel, perhaps a conda beside it) first on PATH.
+Ran run_kernel_install(const fs::path& root, const std::string& conda_file, const fs::path& bin) {
+  RunPlan plan = install_plan(root, conda_file);
+  plan.notebook_kernel = true;
+  const EnvironmentSpec env = environment_spec(plan);
+  return run_install(root, env, dockerfile_words(env), bin.string());
+}
+
 }  // namespace
 
 TEST(InstallScript, AKernelsImageGainsIpykernelThroughPipWhereItLacksIt) {
@@ -205,13 +214,10 @@ TEST(InstallScript, AKernelsImageGainsIpykernelThroughPipWhereItLacksIt) {
 
 TEST(InstallScript, AKernelsImageGainsIpykernelThroughConda) {
   test::TempDir dir("mlw-install");
-  RunPlan plan = install_plan(dir.path(), "dependencies:\n  - numpy\n");
-  plan.notebook_kernel = true;
-  const EnvironmentSpec env = environment_spec(plan);
   const fs::path bin = python_without_ipykernel(dir.path(), false);
   atomic_write_file(bin / "conda", "#!/bin/sh\necho \"conda $*\"\n");
   fs::permissions(bin / "conda", fs::perms::owner_all);
-  const Ran ran = run_install(dir.path(), env, dockerfile_words(env), bin.string());
+  const Ran ran = run_kernel_install(dir.path(), "dependencies:\n  - numpy\n", bin);
   EXPECT_EQ(ran.status, 0) << ran.output;
   EXPECT_EQ(ran.output, "conda env update -n base -f " + (dir.path() / "env").string() +
                             "/conda_dependencies.yml\nconda install -y -n base ipykernel\n");
@@ -219,11 +225,8 @@ TEST(InstallScript, AKernelsImageGainsIpykernelThroughConda) {
 
 TEST(InstallScript, AKernelsImageWithNeitherIpykernelNorAnInstallerStopsTheBuild) {
   test::TempDir dir("mlw-install");
-  RunPlan plan = install_plan(dir.path(), "dependencies:\n  - pip:\n");
-  plan.notebook_kernel = true;
-  const EnvironmentSpec env = environment_spec(plan);
-  const fs::path bin = python_without_ipykernel(dir.path(), false);
-  const Ran ran = run_install(dir.path(), env, dockerfile_words(env), bin.string());
+  const Ran ran = run_kernel_install(dir.path(), "dependencies:\n  - pip:\n",
+                                     python_without_ipykernel(dir.path(), false));
   EXPECT_EQ(ran.status, 1) << ran.output;
   const BuildFailure said = build_failure_reason(ran.output);
   EXPECT_EQ(said.exit_code, 125) << ran.output;
