@@ -15,6 +15,11 @@ mlw_no() {
   exit 125
 }
 
+# mlw_parent PID: the parent of process PID ("" once it is gone).
+mlw_parent() {
+  read -r _ _ _ ppid _ <"/proc/$1/stat" 2>/dev/null && echo "$ppid"
+}
+
 mlw_enter() {
   id=$1 folder=$2 container=$3 docker=$4 tty=$5 pid=$6
   shift 6
@@ -34,23 +39,50 @@ mlw_enter() {
         ;;
       esac
     fi
-    # docker does not end an exec whose client went away (the SSH session dropped, mlw killed):
-    # the exec'd process keeps its pid in the container, and is hung up from here when this
-    # shell was (SIGHUP) or docker ended by a signal.
+    # docker does not end an exec whose client went away (the SSH session dropped, mlw killed,
+    # its terminal closed): the exec'd process keeps its pid in the container, and is signalled
+    # from here when this shell is (HUP, TERM, INT: Ctrl-C without a terminal) or loses its
+    # parent. A hang-up that reaches the terminal before mlw's death does neither the client nor
+    # this shell: the watcher below sees the parent gone within a second.
     mark="/tmp/.mlw-shell-$$"
     # shellcheck disable=SC2016 # the inner sh's words
     set -- /bin/sh -c 'echo "$$" >"$0" 2>/dev/null; exec "$@"' "$mark" "$@"
-    hung=0
-    trap 'hung=1' HUP
+    sig=
+    trap 'sig=HUP' HUP
+    trap 'sig=TERM' TERM
+    trap 'sig=INT' INT
+    # The client runs beside this shell (which waits, and so hears its signals at once), with
+    # this shell's input (an asynchronous command's would be /dev/null).
+    exec 3<&0
     # docker as the compute file asks for it: its words have no space in them.
     # shellcheck disable=SC2086
-    $docker exec $flags "$container" "$@"
-    code=$?
-    if [ "$hung" = 1 ] || [ "$code" -gt 128 ]; then
-      # shellcheck disable=SC2016,SC2086
-      $docker exec "$container" /bin/sh -c 'p=$(cat "$0") && { kill -HUP -- "-$p" || kill -HUP "$p"; }
-rm -f "$0"' "$mark" >/dev/null 2>&1
+    $docker exec $flags "$container" "$@" <&3 3<&- &
+    client=$!
+    exec 3<&-
+    parent=$PPID me=$$ watcher=
+    if [ "$(mlw_parent "$me")" = "$parent" ]; then
+      (
+        while [ "$(mlw_parent "$me")" = "$parent" ]; do sleep 1; done
+        kill -HUP "$me" 2>/dev/null
+      ) </dev/null >/dev/null 2>&1 &
+      watcher=$!
     fi
+    code=
+    while [ -z "$code" ]; do
+      wait "$client"
+      code=$?
+      if [ -n "$sig" ]; then
+        kill -TERM "$client" 2>/dev/null
+        # shellcheck disable=SC2016,SC2086
+        $docker exec "$container" /bin/sh -c 'p=$(cat "$0") && { kill -"$1" -- "-$p" || kill -"$1" "$p"; }
+rm -f "$0"' "$mark" "$sig" </dev/null >/dev/null 2>&1
+        wait "$client"
+        code=$?
+      elif kill -0 "$client" 2>/dev/null; then
+        code=  # a signal that was not one of the trapped ones interrupted the wait
+      fi
+    done
+    [ -z "$watcher" ] || kill "$watcher" 2>/dev/null
     exit "$code"
   fi
   cd "$folder" 2>/dev/null || mlw_no "$id" "its folder $folder is not on $(hostname)"

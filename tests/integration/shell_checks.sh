@@ -39,16 +39,22 @@ PY
 
 # in_run KIND RUN TEXT MORE: a process of the run's machine (its container's, for a container
 # kind) has TEXT and MORE, joined, in its command line (given apart, so that no check's own
-# command line has them).
+# command line has them). 2: the processes could not be read (the container did not answer).
 in_run() {
   local cmdlines
   case "$1" in
   d | rd) cmdlines=$(docker exec "mlw-$2" sh -c 'cat /proc/[0-9]*/cmdline | tr "\0" " "' 2>/dev/null) ;;
   *) cmdlines=$(cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ') ;;
   esac
+  [ -n "$cmdlines" ] || return 2
   [[ "$cmdlines" == *"$3$4"* ]]
 }
-export -f in_run
+# not_in_run KIND RUN TEXT MORE: the processes were read, and none has TEXT and MORE.
+not_in_run() {
+  in_run "$@"
+  [ $? = 1 ]
+}
+export -f in_run not_in_run
 
 # type_until KEYS TEXT: types KEYS and Enter in the pane until it shows TEXT (30 s at most):
 # what is typed while the shell there starts may be dropped (docker's client flushes the input
@@ -107,7 +113,28 @@ shell_checks() {
   tmux_ kill-server 2>/dev/null
   # (A docker exec that hangs it up, then one per look: seconds each on a loaded machine.)
   check "$t: … and ends when mlw is killed (not left in the run)" wait_for 40 bash -c \
-    "! in_run '$t' '$RID' 'sleep 1234' 5"
+    "not_in_run '$t' '$RID' 'sleep 1234' 5"
+
+  # mlw killed from elsewhere while its terminal stays open (no hang-up reaches what it started):
+  # in a container, docker's client would relay on and the command stay in the run.
+  if [ "$t" = d ]; then
+    check "$t: a terminal session under a shell starts" new_session \
+      "cd '$PWD' && '$MLW' experiment shell -r '$RID'; sleep 300"
+    check "$t: a shell again, under a shell" type_until 'echo "R=$((6 * 8))"' "R=48"
+    tmux_ send-keys -t s "sleep 23456" Enter
+    check "$t: a shell's command runs there again" wait_for 30 in_run "$t" "$RID" "sleep 2345" 6
+    kill -KILL "$(pgrep -P "$(tmux_ display -p -t s '#{pane_pid}')" -x mlw)"
+    check "$t: … and ends when mlw alone is killed (not left in the run)" wait_for 40 bash -c \
+      "not_in_run '$t' '$RID' 'sleep 2345' 6"
+    # Ctrl-C while one command runs without a terminal: docker's client alone would end.
+    check "$t: a command without a terminal starts" new_session \
+      "cd '$PWD' && '$MLW' experiment shell -r '$RID' -- sleep 34567; sleep 300"
+    check "$t: … it runs there" wait_for 30 in_run "$t" "$RID" "sleep 3456" 7
+    tmux_ send-keys -t s C-c
+    check "$t: … and Ctrl-C ends it there" wait_for 40 bash -c \
+      "not_in_run '$t' '$RID' 'sleep 3456' 7"
+    tmux_ kill-server 2>/dev/null
+  fi
 
   # One command, no terminal: the run's variables and folder, its output and exit code.
   run_mlw experiment shell -r "$RID" -- sh -c \
