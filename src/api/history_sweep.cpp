@@ -208,8 +208,9 @@ void compare_sweep(Context& ctx, const std::string& sweep_id,
   const auto stopped = std::count_if(
       runs.begin(), runs.end(), [](const RunRecord& r) { return r.status == status::k_stopped; });
   if (stopped > 0 && !ctx.quiet && !ctx.output().structured()) {
+    const std::string by = spec.scheduler.kind.empty() ? spec.early_stop.rule : spec.scheduler.kind;
     *ctx.err << fmt::format("Early stopping ({}): {} trial{} stopped, about {} of GPU time saved\n",
-                            spec.early_stop.rule, stopped, stopped == 1 ? "" : "s",
+                            by, stopped, stopped == 1 ? "" : "s",
                             format_duration(static_cast<std::int64_t>(saved_seconds(runs) * 1000)));
   }
 }

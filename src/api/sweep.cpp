@@ -152,6 +152,66 @@ pid_t start_sweep_supervisor(Context& ctx, SweepWork& work) {
   return handle.supervisor;
 }
 
+/// --metric, --search and the scheduler's options over the file's; a scheduler's trials get
+/// `--RESOURCE MAX`.
+void apply_scheduler_options(const SweepRequest& request, SweepSpec& spec,
+                             std::vector<std::string>& fixed) {
+  if (request.metric) {
+    const auto colon = request.metric->rfind(':');
+    const std::string goal = colon == std::string::npos ? "" : request.metric->substr(colon + 1);
+    if (goal == "max" || goal == "min") {
+      spec.metric = request.metric->substr(0, colon);
+      spec.maximize = goal == "max";
+    } else {
+      spec.metric = *request.metric;
+    }
+    if (spec.metric.empty()) throw UsageError("--metric needs a name: --metric loss or acc:max");
+  }
+  if (request.search) {
+    if (*request.search != "grid" && *request.search != "random" && *request.search != "tpe") {
+      throw UsageError(
+          fmt::format("--search must be grid, random or tpe (got {})", *request.search));
+    }
+    spec.method = *request.search;
+  }
+  if (request.count) spec.count = *request.count;
+  if (request.startup) spec.startup = *request.startup;
+  if (request.seed) spec.seed = *request.seed;
+  if (spec.startup < 1) throw UsageError("--startup must be 1 or more");
+  SchedulerSpec& scheduler = spec.scheduler;
+  if (request.scheduler) scheduler.kind = *request.scheduler;
+  const bool tuned = request.resource || request.min_budget || request.max_budget || request.eta;
+  if (scheduler.kind.empty()) {
+    if (tuned)
+      throw UsageError("--resource, --min, --max and --eta need --scheduler asha or hyperband");
+    return;
+  }
+  if (scheduler.kind != "asha" && scheduler.kind != "hyperband") {
+    throw UsageError(fmt::format("--scheduler must be asha or hyperband (got {})", scheduler.kind));
+  }
+  if (request.resource) scheduler.resource = *request.resource;
+  if (request.min_budget) scheduler.min = *request.min_budget;
+  if (request.max_budget) scheduler.max = *request.max_budget;
+  if (request.eta) scheduler.eta = *request.eta;
+  if (scheduler.resource.empty()) return;  // check_sweep_spec says what is missing
+  const std::string flag = "--" + scheduler.resource;
+  for (std::size_t i = 0; i < fixed.size(); ++i) {
+    if (fixed[i] == flag || fixed[i].rfind(flag + "=", 0) == 0) {
+      throw UsageError(
+          fmt::format("{} after the script: the {} scheduler gives each trial {} {} (--max) itself",
+                      fixed[i], scheduler.kind, flag, scheduler.max));
+    }
+  }
+  for (const auto& parameter : spec.parameters) {
+    if (parameter.name == scheduler.resource) {
+      throw UsageError(fmt::format("{} is the scheduler's resource, and cannot be swept too",
+                                   scheduler.resource));
+    }
+  }
+  fixed.push_back(flag);
+  fixed.push_back(std::to_string(scheduler.max));
+}
+
 /// A new sweep's definition: the file's, then the lists after the script; expanded and checked.
 SweepSpec new_spec(Context& ctx, const SweepRequest& request, std::vector<std::string>& fixed) {
   SweepSpec spec;
@@ -164,11 +224,12 @@ SweepSpec new_spec(Context& ctx, const SweepRequest& request, std::vector<std::s
     spec = load_sweep_file(path, *request.file);
   }
   sweep_lists_from_arguments(request.arguments, spec, fixed);
+  apply_scheduler_options(request, spec, fixed);
   if (request.max_concurrent < 0) throw UsageError("--max-concurrent must be 1 or more");
   if (request.max_concurrent > 0) spec.max_concurrent = request.max_concurrent;
   if (spec.early_stop.metric.empty()) spec.early_stop.metric = spec.metric;
   check_sweep_spec(spec);
-  if (spec.method == "random" && spec.seed == 0) {
+  if (spec.method != "grid" && spec.seed == 0) {
     spec.seed =
         static_cast<std::uint64_t>(ctx.clock->now_ms()) ^ static_cast<std::uint64_t>(::getpid());
   }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "mlw/exec/run_recorder.hpp"
+#include "mlw/history/params.hpp"
 #include "mlw/history/series.hpp"
 #include "mlw/history/sweep_record.hpp"
 #include "mlw/kinds/kind.hpp"
@@ -33,6 +34,7 @@ struct Flight {
   bool forced = false;
   MetricSeriesReader reader;  ///< its metrics so far
   std::map<int, bool> rungs_seen;
+  TrialRungs scheduled;  ///< its rungs, for a sweep with a scheduler
 };
 
 TrialSeries series_of(const MetricSeriesReader& reader, const std::string& metric) {
@@ -80,6 +82,13 @@ class SweepSupervisor {
     }
   }
 
+  Flight new_flight(std::int64_t point) const {
+    Flight flight;
+    const int brackets = scheduler_brackets(m_work.spec.scheduler);
+    flight.scheduled.bracket = static_cast<int>(point % brackets);
+    return flight;
+  }
+
   int target_of(const std::string& name) const {
     for (std::size_t i = 0; i < m_work.targets.size(); ++i) {
       if (m_work.targets[i].plan.target_name == name) return static_cast<int>(i);
@@ -100,12 +109,18 @@ class SweepSupervisor {
       } catch (const Error&) {
         continue;
       }
+      if (status::is_final(record.status) && scheduled()) {
+        // An ended trial of a resumed sweep: its rungs' values, as it reached them.
+        Flight ended = new_flight(record.point);
+        ended.reader.update(store.run_dir(record.run_id) / "metrics.jsonl", true);
+        schedule(ended, record, true);
+      }
       if (record.status == status::k_completed) {
         note_completed(store.run_dir(record.run_id));
       } else if (record.status == status::k_queued && record.pid == 0) {
         m_pending.push_back(record.run_id);
       } else if (!status::is_final(record.status)) {
-        Flight flight;
+        Flight flight = new_flight(record.point);
         flight.run_id = record.run_id;
         flight.target = target_of(record.target);
         if (flight.target >= 0) ++m_in_flight[static_cast<std::size_t>(flight.target)];
@@ -165,6 +180,7 @@ class SweepSupervisor {
         }
       }
       if (status::is_final(record.status)) {
+        if (scheduled()) last_look(*it, record, store.run_dir(record.run_id));
         log(fmt::format("run {} (point {}) ended: {}", record.run_id, record.point, record.status));
         if (record.status == status::k_completed) note_completed(store.run_dir(record.run_id));
         if (it->target >= 0) --m_in_flight[static_cast<std::size_t>(it->target)];
@@ -173,6 +189,34 @@ class SweepSupervisor {
       }
       if (record.status == status::k_running) judge(*it, record, store.run_dir(record.run_id));
       ++it;
+    }
+  }
+
+  bool scheduled() const { return !m_work.spec.scheduler.kind.empty(); }
+
+  /// The scheduler's verdict on a trial's metrics so far, its notes logged.
+  std::optional<std::string> schedule(Flight& flight, const RunRecord& record, bool quiet = false) {
+    std::vector<std::string> notes;
+    const auto verdict = scheduler_verdict(
+        m_work.spec.scheduler, m_work.spec.maximize, m_work.spec.metric,
+        series_of(flight.reader, m_work.spec.metric), m_scheduled_rungs, flight.scheduled, notes);
+    for (const auto& note : quiet ? std::vector<std::string>{} : notes)
+      log(fmt::format("run {} (point {}): {}", record.run_id, record.point, note));
+    return verdict;
+  }
+
+  /// An ended trial's last metrics reach its rungs (the others are judged against them); one
+  /// that reached none is said, with what it may have missed.
+  void last_look(Flight& flight, const RunRecord& record, const fs::path& run_dir) {
+    flight.reader.update(run_dir / "metrics.jsonl", true);
+    schedule(flight, record);
+    const SchedulerSpec& scheduler = m_work.spec.scheduler;
+    double first_rung = scheduler.min;
+    for (int b = 0; b < flight.scheduled.bracket; ++b) first_rung *= scheduler.eta;
+    if (record.status == status::k_completed && flight.scheduled.judged.empty() &&
+        first_rung < scheduler.max) {
+      log(fmt::format("run {} (point {}) reached no rung: does it log {} with {} as its step?",
+                      record.run_id, record.point, m_work.spec.metric, scheduler.resource));
     }
   }
 
@@ -187,10 +231,12 @@ class SweepSupervisor {
       }
       return;
     }
-    if (rule.rule.empty() || m_canceled) return;
+    if ((rule.rule.empty() && !scheduled()) || m_canceled) return;
     flight.reader.update(run_dir / "metrics.jsonl", false);
-    const auto verdict = early_stop_verdict(
-        rule, m_completed, series_of(flight.reader, rule.metric), m_rungs, flight.rungs_seen);
+    const auto verdict =
+        scheduled() ? schedule(flight, record)
+                    : early_stop_verdict(rule, m_completed, series_of(flight.reader, rule.metric),
+                                         m_rungs, flight.rungs_seen);
     if (!verdict) return;
     log(fmt::format("run {} (point {}): {}", record.run_id, record.point, *verdict));
     atomic_write_file(run_dir / k_stop_reason_file, *verdict + "\n");
@@ -244,6 +290,44 @@ class SweepSupervisor {
     }
   }
 
+  /// TPE's point for a run about to start, learnt from the sweep's ended trials; recorded in
+  /// sweep.json and the run's arguments (a point proposed before, as in a resume, is kept).
+  void propose(HistoryStore& store, RunRecord& record) {
+    SweepRecord sweep = load_sweep(m_work.state_dir, m_work.sweep_id);
+    const auto index = static_cast<std::size_t>(record.point);
+    if (index >= sweep.points.size() || !sweep.points[index].params.empty()) return;
+    std::vector<TpeTrial> trials;
+    for (const auto& point : sweep.points) {
+      if (point.run_id.empty() || point.params.empty()) continue;
+      RunRecord ended;
+      try {
+        ended = store.load(point.run_id);
+      } catch (const Error&) {
+        continue;
+      }
+      if (ended.status != status::k_completed && ended.status != status::k_stopped) continue;
+      TpeTrial trial;
+      trial.point = point.params;
+      trial.stopped = ended.status == status::k_stopped;
+      MetricSeriesReader reader;
+      reader.update(store.run_dir(ended.run_id) / "metrics.jsonl", true);
+      const TrialSeries series = series_of(reader, m_work.spec.metric);
+      if (!series.values.empty()) trial.value = series.values.back();
+      trials.push_back(std::move(trial));
+    }
+    const nlohmann::ordered_json point = tpe_propose(m_work.spec, trials, index);
+    sweep.points[index].params = point;
+    save_sweep(m_work.state_dir, sweep);
+    record.arguments = sweep.arguments;
+    for (auto& word : point_arguments(point)) record.arguments.push_back(word);
+    record.params = params_from_arguments(record.arguments);
+    const bool learnt =
+        trials.size() >= static_cast<std::size_t>(m_work.spec.startup) &&
+        std::any_of(trials.begin(), trials.end(), [](const TpeTrial& t) { return !t.stopped; });
+    log(fmt::format("run {} (point {}): TPE {} {} ({} ended trials)", record.run_id, record.point,
+                    learnt ? "proposes" : "draws at random", point.dump(), trials.size()));
+  }
+
   /// Starts one point's run on a target, as submit starts a run; a failure is its record's.
   void launch(const std::string& run_id, int target,
               const std::optional<BatchArray>& array = std::nullopt) {
@@ -254,6 +338,7 @@ class SweepSupervisor {
       HistoryStore store(m_work.state_dir);  // closed before the run's supervisor is forked
       plan.record = store.load(run_id);
       if (status::is_final(plan.record.status)) return;
+      if (m_work.spec.method == "tpe") propose(store, plan.record);
       plan.run_dir = store.run_dir(run_id);
       plan.arguments = plan.record.arguments;
       plan.record.target = plan.target_name;
@@ -266,7 +351,7 @@ class SweepSupervisor {
       plan.record.boot_id = boot_id();
       store.save(plan.record, false);
     }
-    Flight flight;
+    Flight flight = new_flight(plan.record.point);
     flight.run_id = run_id;
     flight.target = target;
     try {
@@ -307,6 +392,7 @@ class SweepSupervisor {
   std::vector<int> m_in_flight;
   std::vector<TrialSeries> m_completed;
   std::map<int, std::vector<double>> m_rungs;
+  std::map<std::pair<int, int>, std::vector<double>> m_scheduled_rungs;  ///< (bracket, rung)
   bool m_canceled = false;
   int m_arrays = 0;  ///< job arrays submitted so far
 };

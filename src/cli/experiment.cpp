@@ -57,6 +57,27 @@ void register_sweep(CLI::App& group, Context& ctx, GlobalOptions& globals) {
   sweep->add_option("-e,--env", request->env, "Set an environment variable in every run")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
+  sweep
+      ->add_option("--metric", request->metric,
+                   "The metric that ranks the trials (:max: higher is better)")
+      ->type_name("NAME[:max]");
+  sweep->add_option("--search", request->search, "How points are chosen: grid, random or tpe")
+      ->type_name("METHOD");
+  sweep->add_option("--count", request->count, "random, tpe: how many points")->type_name("N");
+  sweep->add_option("--startup", request->startup, "tpe: random points before it learns (10)")
+      ->type_name("N");
+  sweep->add_option("--seed", request->seed, "random, tpe: the seed (recorded)")->type_name("N");
+  sweep->add_option("--scheduler", request->scheduler, "Judge trials at rungs: asha or hyperband")
+      ->type_name("KIND");
+  sweep
+      ->add_option("--resource", request->resource,
+                   "The scheduler's budget: each trial gets --NAME MAX and logs it as step")
+      ->type_name("NAME");
+  sweep->add_option("--min", request->min_budget, "The scheduler's first rung (default 1)")
+      ->type_name("N");
+  sweep->add_option("--max", request->max_budget, "A trial's whole budget")->type_name("N");
+  sweep->add_option("--eta", request->eta, "The top 1/N of a rung go on (default 3)")
+      ->type_name("N");
   add_global_options(*sweep, globals);
   sweep->prefix_command();
   sweep->formatter(std::make_shared<SweepFormatter>(group, help_width()));
@@ -66,6 +87,8 @@ void register_sweep(CLI::App& group, Context& ctx, GlobalOptions& globals) {
       "words are passed to every run unchanged. docs/sweeps.md has the sweep file.\n" +
       examples({"mlw experiment sweep -c local train.py --lr 0.1,0.01,0.001 --bs 32,64",
                 "mlw experiment sweep -a -c gpu1,gpu2 -f sweep.yml train.py --epochs 10",
+                "mlw experiment sweep -c local --metric loss --scheduler asha --resource epochs "
+                "--min 1 --max 81 train.py --lr 0.1,0.01,0.001",
                 "mlw experiment sweep --resume demo_sweep_1732200000000",
                 "mlw history compare --sweep demo_sweep_1732200000000"}));
   sweep->callback([&ctx, request, sweep] {

@@ -1,6 +1,8 @@
 // A sweep's definition: from `--name a,b` words and from a sweep file; checked and expanded.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <random>
 
@@ -14,13 +16,15 @@ namespace mlw {
 
 namespace {
 
-constexpr const char* k_top_keys[] = {"method", "count",      "seed",     "maxConcurrent",
-                                      "metric", "parameters", "earlyStop"};
+constexpr const char* k_top_keys[] = {"method",        "count",     "seed",
+                                      "maxConcurrent", "metric",    "parameters",
+                                      "earlyStop",     "scheduler", "startup"};
 constexpr const char* k_parameter_keys[] = {"values",  "range",      "step",
                                             "uniform", "loguniform", "int"};
 constexpr const char* k_metric_keys[] = {"name", "goal"};
 constexpr const char* k_early_keys[] = {"rule",     "metric",       "goal",
                                         "minSteps", "minCompleted", "eta"};
+constexpr const char* k_scheduler_keys[] = {"type", "resource", "min", "max", "eta"};
 
 template <std::size_t N>
 std::vector<std::string> names_of(const char* const (&keys)[N]) {
@@ -178,6 +182,24 @@ void early_stop_at(const ConfigDocument& doc, const YAML::Node& node, EarlyStopS
   if (early.eta < 2) fail_at(doc, node["eta"], "eta must be 2 or more");
 }
 
+void scheduler_at(const ConfigDocument& doc, const YAML::Node& node, SchedulerSpec& scheduler) {
+  if (!node.IsMap())
+    fail_at(doc, node, "scheduler must be a mapping (type, resource, min, max, eta)");
+  check_keys(doc, node, names_of(k_scheduler_keys), " in scheduler");
+  if (!node["type"]) fail_at(doc, node, "scheduler needs a type: asha or hyperband");
+  scheduler.kind = scalar_value(doc, node["type"], "type");
+  if (scheduler.kind != "asha" && scheduler.kind != "hyperband") {
+    fail_at(doc, node["type"], choices_message("type", scheduler.kind, {"asha", "hyperband"}));
+  }
+  if (const YAML::Node resource = node["resource"])
+    scheduler.resource = scalar_value(doc, resource, "resource");
+  for (const auto& [key, out] : {std::pair<const char*, int*>{"min", &scheduler.min},
+                                 {"max", &scheduler.max},
+                                 {"eta", &scheduler.eta}}) {
+    if (const YAML::Node value = node[key]) *out = int_value(doc, value, key);
+  }
+}
+
 }  // namespace
 
 SweepSpec load_sweep_file(const std::filesystem::path& path, const std::string& display_path) {
@@ -186,13 +208,17 @@ SweepSpec load_sweep_file(const std::filesystem::path& path, const std::string& 
   check_keys(doc, doc.root, names_of(k_top_keys), "");
   if (const YAML::Node method = doc.root["method"]) {
     spec.method = scalar_value(doc, method, "method");
-    if (spec.method != "grid" && spec.method != "random") {
-      fail_at(doc, method, choices_message("method", spec.method, {"grid", "random"}));
+    if (spec.method != "grid" && spec.method != "random" && spec.method != "tpe") {
+      fail_at(doc, method, choices_message("method", spec.method, {"grid", "random", "tpe"}));
     }
   }
   if (const YAML::Node count = doc.root["count"]) {
     spec.count = int_value(doc, count, "count");
     if (spec.count < 1) fail_at(doc, count, "count must be 1 or more");
+  }
+  if (const YAML::Node startup = doc.root["startup"]) {
+    spec.startup = int_value(doc, startup, "startup");
+    if (spec.startup < 1) fail_at(doc, startup, "startup must be 1 or more");
   }
   if (const YAML::Node seed = doc.root["seed"]) {
     spec.seed = static_cast<std::uint64_t>(int_value(doc, seed, "seed"));
@@ -218,12 +244,16 @@ SweepSpec load_sweep_file(const std::filesystem::path& path, const std::string& 
     spec.early_stop.maximize = spec.maximize;  // the sweep's goal unless earlyStop gives one
     early_stop_at(doc, early, spec.early_stop);
   }
+  if (const YAML::Node scheduler = doc.root["scheduler"]) {
+    scheduler_at(doc, scheduler, spec.scheduler);
+  }
   if (spec.method == "grid") {
     for (const auto& parameter : spec.parameters) {
       if (parameter.kind != "values" && parameter.kind != "int") {
-        fail_at(doc, doc.root["parameters"][parameter.name],
-                fmt::format("parameter {}: {} bounds need method: random (a grid needs values)",
-                            parameter.name, parameter.kind));
+        fail_at(
+            doc, doc.root["parameters"][parameter.name],
+            fmt::format("parameter {}: {} bounds need method: random or tpe (a grid needs values)",
+                        parameter.name, parameter.kind));
       }
     }
   }
@@ -270,15 +300,62 @@ void sweep_lists_from_arguments(const std::vector<std::string>& words, SweepSpec
   }
 }
 
+namespace {
+
+bool is_valid_resource(const std::string& name) {
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+}
+
+void check_scheduler(const SweepSpec& spec) {
+  const SchedulerSpec& s = spec.scheduler;
+  if (s.kind.empty()) return;
+  if (!spec.early_stop.rule.empty()) {
+    throw UsageError(
+        fmt::format("a sweep has either earlyStop or a scheduler ({}), not both", s.kind));
+  }
+  if (spec.metric.empty()) {
+    throw UsageError(fmt::format(
+        "the {} scheduler ranks trials by a metric: --metric NAME[:max], or metric: {{name: NAME}} "
+        "in the sweep file",
+        s.kind));
+  }
+  if (s.resource.empty() || !is_valid_resource(s.resource)) {
+    throw UsageError(fmt::format(
+        "the {} scheduler needs the resource its trials log as the metric's step (--resource "
+        "epochs): a name of letters, digits, - and _",
+        s.kind));
+  }
+  if (s.eta < 2) throw UsageError(fmt::format("eta must be 2 or more (got {})", s.eta));
+  if (s.min < 1) throw UsageError(fmt::format("--min must be 1 or more (got {})", s.min));
+  if (s.max < 1)
+    throw UsageError(
+        fmt::format("the {} scheduler needs --max N, the most a trial is given", s.kind));
+  if (s.min > s.max) {
+    throw UsageError(fmt::format(
+        "--min {} is more than --max {}: the first rung must fit the budget", s.min, s.max));
+  }
+}
+
+}  // namespace
+
 void check_sweep_spec(const SweepSpec& spec) {
   if (spec.parameters.empty()) {
     throw UsageError(
         "no parameters to sweep: give lists after the script (--lr 0.1,0.01) or -f SWEEP.yml "
         "with parameters:");
   }
-  if (spec.method == "random" && spec.count < 1) {
-    throw UsageError("method: random needs count: N (how many points to draw)");
+  if (spec.method != "grid" && spec.count < 1) {
+    throw UsageError(fmt::format("method: {} needs count: N (how many points to {})", spec.method,
+                                 spec.method == "tpe" ? "try" : "draw"));
   }
+  if (spec.method == "tpe" && spec.metric.empty()) {
+    throw UsageError(
+        "method: tpe learns from a metric: --metric NAME[:max], or metric: {name: NAME} in the "
+        "sweep file");
+  }
+  check_scheduler(spec);
   if (spec.early_stop.rule.empty()) return;
   if (spec.early_stop.metric.empty() && spec.metric.empty()) {
     throw UsageError(
@@ -287,7 +364,7 @@ void check_sweep_spec(const SweepSpec& spec) {
 }
 
 std::uint64_t sweep_size(const SweepSpec& spec) {
-  if (spec.method == "random") return static_cast<std::uint64_t>(std::max(spec.count, 0));
+  if (spec.method != "grid") return static_cast<std::uint64_t>(std::max(spec.count, 0));
   std::uint64_t size = 1;
   for (const auto& parameter : spec.parameters) {
     const std::uint64_t n = parameter.kind == "int"
@@ -318,6 +395,10 @@ std::vector<nlohmann::ordered_json> expand_sweep(const SweepSpec& spec) {
   }
   std::vector<nlohmann::ordered_json> points;
   const std::uint64_t size = sweep_size(spec);
+  if (spec.method == "tpe") {  // each point is proposed when it is launched
+    return std::vector<nlohmann::ordered_json>(static_cast<std::size_t>(size),
+                                               nlohmann::ordered_json::object());
+  }
   points.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size, 1u << 20)));
   if (spec.method == "random") {
     std::mt19937_64 random(spec.seed);
@@ -377,9 +458,13 @@ nlohmann::ordered_json SweepSpec::to_json() const {
     }
     params[p.name] = one;
   }
-  nlohmann::ordered_json out = {{"method", method},    {"count", count},
-                                {"seed", seed},        {"maxConcurrent", max_concurrent},
-                                {"metric", metric},    {"goal", maximize ? "max" : "min"},
+  nlohmann::ordered_json out = {{"method", method},
+                                {"count", count},
+                                {"startup", startup},
+                                {"seed", seed},
+                                {"maxConcurrent", max_concurrent},
+                                {"metric", metric},
+                                {"goal", maximize ? "max" : "min"},
                                 {"parameters", params}};
   if (!early_stop.rule.empty()) {
     out["earlyStop"] = {{"rule", early_stop.rule},
@@ -388,6 +473,13 @@ nlohmann::ordered_json SweepSpec::to_json() const {
                         {"minSteps", early_stop.min_steps},
                         {"minCompleted", early_stop.min_completed},
                         {"eta", early_stop.eta}};
+  }
+  if (!scheduler.kind.empty()) {
+    out["scheduler"] = {{"type", scheduler.kind},
+                        {"resource", scheduler.resource},
+                        {"min", scheduler.min},
+                        {"max", scheduler.max},
+                        {"eta", scheduler.eta}};
   }
   return out;
 }
@@ -405,6 +497,7 @@ SweepSpec SweepSpec::read_spec(const nlohmann::ordered_json& json) {
   if (!json.is_object()) return spec;
   spec.method = json.value("method", "grid");
   spec.count = json.value("count", 0);
+  spec.startup = json.value("startup", 10);
   spec.seed = json.value("seed", std::uint64_t{0});
   spec.max_concurrent = json.value("maxConcurrent", 0);
   spec.metric = json.value("metric", "");
@@ -430,6 +523,14 @@ SweepSpec SweepSpec::read_spec(const nlohmann::ordered_json& json) {
     spec.early_stop.min_steps = early->value("minSteps", 1);
     spec.early_stop.min_completed = early->value("minCompleted", 3);
     spec.early_stop.eta = early->value("eta", 3);
+  }
+  if (const auto scheduler = json.find("scheduler");
+      scheduler != json.end() && scheduler->is_object()) {
+    spec.scheduler.kind = scheduler->value("type", "");
+    spec.scheduler.resource = scheduler->value("resource", "");
+    spec.scheduler.min = scheduler->value("min", 1);
+    spec.scheduler.max = scheduler->value("max", 0);
+    spec.scheduler.eta = scheduler->value("eta", 3);
   }
   return spec;
 }

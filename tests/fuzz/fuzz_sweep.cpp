@@ -20,6 +20,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const auto& point : mlw::expand_sweep(spec)) mlw::point_arguments(point);
     }
     mlw::SweepSpec::from_json(spec.to_json());
+    if (spec.method == "tpe") {  // proposals, learning from the trials before them
+      std::vector<mlw::TpeTrial> trials;
+      for (std::uint64_t i = 0; i < 6; ++i) {
+        mlw::TpeTrial trial;
+        trial.point = mlw::tpe_propose(spec, trials, i);
+        trial.value = static_cast<double>(data[i % size]) / 7.0;
+        trial.stopped = data[(i + 1) % size] % 3 == 0;
+        trials.push_back(std::move(trial));
+      }
+    }
+    if (!spec.scheduler.kind.empty()) {  // the input's bytes as a learning curve
+      std::map<std::pair<int, int>, std::vector<double>> rungs;
+      std::vector<std::string> notes;
+      mlw::TrialSeries series;
+      mlw::TrialRungs mine;
+      mine.bracket = static_cast<int>(
+          size % static_cast<std::size_t>(mlw::scheduler_brackets(spec.scheduler)));
+      for (std::size_t i = 0; i < std::min<std::size_t>(size, 200); ++i) {
+        series.steps.push_back(static_cast<double>(i + 1));
+        series.values.push_back(static_cast<double>(data[i]) - 100.0);
+        mlw::scheduler_verdict(spec.scheduler, spec.maximize, spec.metric, series, rungs, mine,
+                               notes);
+      }
+    }
   } catch (const mlw::Error&) {
   }
   const auto json = nlohmann::ordered_json::parse(input, nullptr, false);

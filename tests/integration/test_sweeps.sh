@@ -209,6 +209,80 @@ expect_eq "ASHA with goal: max: the best trial (lr 6) completes, ranked first" \
 expect_eq "… no trial better than a stopped one was stopped" "$(json_get "$cmp" \
   'all(s["params"]["lr"] < min(c["params"]["lr"] for c in d if c["status"] == "Completed") for s in d if s["status"] == "Stopped")')" "True"
 
+# --- --scheduler asha: promotions as computed by hand from the logged metrics (issue 49) -------
+# loss = q + 1/epoch, logged with the epoch as its step; one trial at a time, so the order of the
+# points is the order of the decisions. Rungs at epochs 1 and 3 (--min 1 --max 9 --eta 3); a
+# trial goes on while fewer than eta have reached its rung, else when in the top 1/eta there:
+#   q   0.5 0.9 0.1 | 0.7  0.3  0.8  | 0.2          | 0.6  0.4
+#       on  on  on  | stop stop stop | on, stop at 3 | stop stop  (the first rung's cutoff:
+#   1.1 for 3-5 trials, 1.2 (6-8: top 2), 1.3 (9: top 3); rung 3: 0.2+1/3 is not the best of 4).
+printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(0.25)\n' >curve.py
+"$MLW" -q experiment sweep -c local --max-concurrent 1 --metric loss --scheduler asha \
+  --resource epochs --min 1 --max 9 --eta 3 curve.py --q 0.5,0.9,0.1,0.7,0.3,0.8,0.2,0.6,0.4 \
+  >"$WORK/o" 2>"$WORK/e"
+expect_eq "an ASHA sweep whose trials completed or were stopped ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+list=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "ASHA: the trials completed and stopped as computed by hand" \
+  "$(json_get "$list" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
+  "0.5:Completed 0.9:Completed 0.1:Completed 0.7:Stopped 0.3:Stopped 0.8:Stopped 0.2:Stopped 0.6:Stopped 0.4:Stopped"
+expect_eq "… each trial was given the whole budget (--epochs 9)" \
+  "$(json_get "$list" 'sorted(set(r["params"]["epochs"] for r in d))')" "[9]"
+decisions=$(cat ".mlw/sweeps/$sweep/decisions.log")
+expect_contains "… q 0.2 was promoted at the first rung, saying why" "$decisions" \
+  "(point 6): promoted at epochs 1: loss 1.2 is in the top 1/3 (2 of 7 trials at that rung; cutoff 1.2)"
+expect_contains "… and stopped at the second" "$decisions" \
+  "(point 6): stopped by ASHA at epochs 3: loss 0.533333 is not in the top 1/3 (1 of 4 trials at that rung; cutoff 0.433333)"
+run_mlw experiment sweep -c local --scheduler asha --resource epochs --min 9 --max 3 --metric loss \
+  curve.py --q 1,2
+expect_eq "--min more than --max is refused (125, as submit refuses)" "$CODE" 125
+expect_contains "… in one line" "$ERR" "--min 9 is more than --max 3"
+run_mlw experiment sweep -c local --scheduler asha --resource epochs --max 3 --eta 1 --metric loss \
+  curve.py --q 1,2
+expect_contains "eta 1 is refused" "$ERR" "eta must be 2 or more (got 1)"
+run_mlw experiment sweep -c local --scheduler asha --resource epochs --max 3 curve.py --q 1,2
+expect_contains "a scheduler with no metric is refused, saying how to name one" "$ERR" \
+  "--metric NAME[:max]"
+
+# --- --search tpe: points proposed from the ended trials; the same seed, the same points -------
+printf 'import argparse, mlw\np = argparse.ArgumentParser()\np.add_argument("--x", type=float)\np.add_argument("--opt")\na = p.parse_args()\nmlw.log_metric("loss", (a.x - 0.3) ** 2 + (0 if a.opt == "b" else 0.05))\n' >tpe.py
+printf 'method: tpe\ncount: 8\nstartup: 3\nmaxConcurrent: 1\nmetric: {name: loss}\nparameters:\n  x: {uniform: [0, 1]}\n  opt: [a, b, c]\n' >tpe.yml
+tpe_points() { # SEED: each point's x and opt, in point order
+  "$MLW" -q experiment sweep -c local -f tpe.yml --seed "$1" tpe.py >"$WORK/o" 2>"$WORK/e"
+  sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+  json_get "$("$MLW" -o json history list --sweep "$sweep")" \
+    '" ".join("%.9f:%s" % (r["params"]["x"], r["params"]["opt"]) for r in sorted(d, key=lambda r: r["point"]))'
+}
+first=$(tpe_points 5)
+decisions=$(cat ".mlw/sweeps/$(sed -n 's/^SweepId: //p' "$WORK/o")/decisions.log")
+expect_eq "TPE: every point ran, with its x and opt" "$(wc -w <<<"$first")" 8
+expect_eq "TPE with seed 5 twice proposes the same points" "$(tpe_points 5)" "$first"
+check "… and seed 6 others" test "$(tpe_points 6)" != "$first"
+expect_contains "… the first 3 drawn at random, said" "$decisions" \
+  "(point 2): TPE draws at random"
+expect_contains "… then proposed from the ended trials, said" "$decisions" \
+  "(point 3): TPE proposes"
+expect_contains "… learning from the 7 before the last" "$decisions" "(7 ended trials)"
+"$MLW" -q experiment sweep -c local --search tpe --count 4 --startup 2 --seed 1 --metric loss \
+  tpe.py --x 0.1,0.3,0.5 --opt a,b >"$WORK/o" 2>"$WORK/e"
+expect_eq "--search tpe --count 4 --startup 2 from the command line (lists: choices) ends with 0" \
+  "$?" 0
+expect_eq "… its 4 points chosen from the lists" "$(json_get "$("$MLW" -o json history list \
+  --sweep "$(sed -n 's/^SweepId: //p' "$WORK/o")")" \
+  'sorted(set(r["params"]["x"] in (0.1, 0.3, 0.5) and r["params"]["opt"] in ("a", "b") for r in d)) + [len(d)]')" \
+  "[True, 4]"
+run_mlw experiment sweep -c local --search bayes tpe.py --x 0.1,0.3
+expect_contains "--search bayes is refused, naming the choices" "$ERR" \
+  "--search must be grid, random or tpe (got bayes)"
+printf 'method: tpe\ncount: 9\nstartup: 3\nseed: 3\nmaxConcurrent: 1\nmetric: {name: loss}\nparameters:\n  q: {uniform: [0, 1]}\nscheduler: {type: asha, resource: epochs, min: 1, max: 9}\n' >tpeasha.yml
+"$MLW" -q experiment sweep -c local -f tpeasha.yml curve.py >"$WORK/o" 2>"$WORK/e"
+expect_eq "TPE with ASHA (a sweep file's scheduler:) ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+list=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "… its trials completed or were stopped" \
+  "$(json_get "$list" 'sorted(set(r["status"] for r in d))')" "['Completed', 'Stopped']"
+expect_contains "… TPE learnt from them" "$(cat ".mlw/sweeps/$sweep/decisions.log")" "TPE proposes"
+
 # --- seed: in a sweep file: the same seed gives the same points, another seed others -------------
 rand_points() { # SEED: the lr of each point of a 3-point random sweep with that seed
   printf 'method: random\ncount: 3\nseed: %s\nparameters:\n  lr: {uniform: [0.0, 1.0]}\n' "$1" >rand.yml

@@ -64,6 +64,16 @@ struct SweepRequest {
   std::uint64_t max_runs = 10000;        ///< --max-runs: the most points accepted
   int max_concurrent = 0;                ///< --max-concurrent (0: the file's, else the targets')
   std::vector<std::string> env;          ///< -e KEY=VALUE
+  std::optional<std::string> metric;     ///< --metric NAME[:max]: ranks the trials
+  std::optional<std::string> search;     ///< --search grid|random|tpe (the file's method)
+  std::optional<int> count;              ///< --count N: random and tpe's points
+  std::optional<int> startup;            ///< --startup N: tpe's random points first
+  std::optional<std::uint64_t> seed;     ///< --seed N
+  std::optional<std::string> scheduler;  ///< --scheduler asha|hyperband
+  std::optional<std::string> resource;   ///< --resource NAME: the budget its trials log as step
+  std::optional<int> min_budget;         ///< --min N: the first rung
+  std::optional<int> max_budget;         ///< --max N: a trial's whole budget
+  std::optional<int> eta;                ///< --eta N: the top 1/N of a rung go on
   std::string script;
   std::vector<std::string> arguments;  ///< after the script: fixed ones and `--p a,b` lists
 };

@@ -35,16 +35,28 @@ struct EarlyStopSpec {
   int eta = 3;            ///< asha: the reduction factor (top 1/eta go on at each rung)
 };
 
+/// A sweep's trial scheduler (docs/sweeps.md "ASHA and Hyperband"): trials are judged at rungs of
+/// a resource they log as the step of the sweep's metric, and go on or end Stopped.
+struct SchedulerSpec {
+  std::string kind;      ///< empty (none), asha or hyperband
+  std::string resource;  ///< the budget's name: each trial gets `--RESOURCE MAX`; its metric's step
+  int min = 1;           ///< the first rung's budget
+  int max = 0;           ///< the most a trial is given (its last rung)
+  int eta = 3;           ///< the reduction factor: the top 1/eta of a rung go on
+};
+
 /// A sweep's definition.
 struct SweepSpec {
-  std::string method = "grid";  ///< grid or random
-  int count = 0;                ///< random: how many points
+  std::string method = "grid";  ///< grid, random or tpe
+  int count = 0;                ///< random, tpe: how many points
+  int startup = 10;             ///< tpe: the random points before its first proposal
   std::uint64_t seed = 0;       ///< random: the seed (recorded, so a sweep is reproducible)
   int max_concurrent = 0;       ///< 0: as many as the targets take
   std::string metric;           ///< ranks the runs (compare --sweep); empty: none
   bool maximize = false;        ///< goal: max
   std::vector<SweepParameter> parameters;
   EarlyStopSpec early_stop;
+  SchedulerSpec scheduler;
 
   /// The definition as recorded in the sweep's record.
   nlohmann::ordered_json to_json() const;
@@ -97,5 +109,37 @@ std::optional<std::string> early_stop_verdict(const EarlyStopSpec& rule,
                                               const TrialSeries& trial,
                                               std::map<int, std::vector<double>>& rungs,
                                               std::map<int, bool>& trial_rungs_seen);
+
+/// One ended trial of a sweep, as TPE learns from it.
+struct TpeTrial {
+  nlohmann::ordered_json point;  ///< its parameters
+  std::optional<double> value;   ///< its metric's last value (a completed trial's)
+  bool stopped = false;          ///< stopped early: among the bad, whatever its value
+};
+
+/// TPE's next point (docs/sweeps.md "Bayesian search (TPE)"), the sweep's point `index`: drawn
+/// at random until `startup` trials have ended, then from the ended trials' Parzen densities;
+/// the same seed, index and trials give the same point.
+nlohmann::ordered_json tpe_propose(const SweepSpec& spec, const std::vector<TpeTrial>& trials,
+                                   std::uint64_t index);
+
+/// Hyperband's brackets for a scheduler (1 for ASHA): bracket b starts its trials at
+/// min · eta^b, for every b with a rung below max.
+int scheduler_brackets(const SchedulerSpec& scheduler);
+
+/// What a trial's own record of its rungs holds: which it has been judged at.
+struct TrialRungs {
+  int bracket = 0;             ///< Hyperband's bracket of the trial (point index mod brackets)
+  std::map<int, bool> judged;  ///< the rungs' budgets it has been judged at
+};
+
+/// The scheduler's verdict on a running trial (its metric series stepped by the resource): the
+/// reason to stop it, or nothing. `rungs`: the values trials reached at each bracket's rungs so
+/// far (this trial's added when it first reaches one); `notes`: lines to log (a value that is
+/// NaN or infinite, ranked last).
+std::optional<std::string> scheduler_verdict(
+    const SchedulerSpec& scheduler, bool maximize, const std::string& metric,
+    const TrialSeries& trial, std::map<std::pair<int, int>, std::vector<double>>& rungs,
+    TrialRungs& mine, std::vector<std::string>& notes);
 
 }  // namespace mlw

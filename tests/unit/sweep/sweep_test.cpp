@@ -107,11 +107,12 @@ TEST(Sweep, FileMistakesNameTheirPlace) {
             "sweep.yml:2:28: parameter a: step must be more than 0");
   EXPECT_EQ(error_of("parameters:\n  a: []\n"), "sweep.yml:2:6: parameter a has no values");
   EXPECT_EQ(error_of("maxConcurrent: 0\n"), "sweep.yml:1:16: maxConcurrent must be 1 or more");
-  EXPECT_EQ(
-      error_of("method: grd\n"),
-      "sweep.yml:1:9: method must be one of grid, random (got \"grd\") (did you mean \"grid\"?)");
+  EXPECT_EQ(error_of("method: grd\n"),
+            "sweep.yml:1:9: method must be one of grid, random, tpe (got \"grd\") (did you mean "
+            "\"grid\"?)");
   EXPECT_EQ(error_of("parameters:\n  a: {uniform: [0, 1]}\n"),
-            "sweep.yml:2:6: parameter a: uniform bounds need method: random (a grid needs values)");
+            "sweep.yml:2:6: parameter a: uniform bounds need method: random or tpe (a grid needs "
+            "values)");
   EXPECT_EQ(
       error_of("earlyStop: {rule: mean}\n"),
       "sweep.yml:1:19: rule must be one of median, asha (got \"mean\") (did you mean \"median\"?)");
