@@ -138,13 +138,15 @@ home laptop-a
 project p-a remote
 home laptop-b
 project p-b local
-: >"$WORK/ids-a"
-: >"$WORK/ids-b"
-for _ in 1 2 3 4; do
-  (export HOME=$WORK/laptop-a && cd "$WORK/p-a" && submit_async lease.py 2 >>"$WORK/ids-a") &
-  (export HOME=$WORK/laptop-b && cd "$WORK/p-b" && submit_async lease.py 2 >>"$WORK/ids-b") &
+# (each submit's id to a file of its own: with PYTHONUNBUFFERED set, print() writes the id and
+# its newline apart, and four appends to one file could interleave)
+for i in 1 2 3 4; do
+  (export HOME=$WORK/laptop-a && cd "$WORK/p-a" && submit_async lease.py 2 >"$WORK/ids-a.$i") &
+  (export HOME=$WORK/laptop-b && cd "$WORK/p-b" && submit_async lease.py 2 >"$WORK/ids-b.$i") &
 done
 wait
+cat "$WORK"/ids-a.[1-4] >"$WORK/ids-a"
+cat "$WORK"/ids-b.[1-4] >"$WORK/ids-b"
 lines=""
 for who in a b; do
   export HOME="$WORK/laptop-$who"
