@@ -8,6 +8,7 @@
 
 #include "mlw/api/history.hpp"
 #include "mlw/history/params.hpp"
+#include "mlw/history/series.hpp"
 #include "mlw/history/sweep_record.hpp"
 #include "mlw/sweep/sweep.hpp"
 #include "mlw/util/clock.hpp"
@@ -118,6 +119,25 @@ void rank_by_logged_metric(Context& ctx, const std::vector<RunRecord>& runs, std
   }
 }
 
+/// The furthest step a scheduled trial logged its metric at: the budget it reached (0: none).
+double reached_budget(const HistoryStore& store, const RunRecord& run, const std::string& metric) {
+  MetricSeriesReader reader;
+  reader.update(store.run_dir(run.run_id) / "metrics.jsonl", true);
+  const auto found = reader.series().find(metric);
+  if (found == reader.series().end() || found->second.x.empty()) return 0;
+  return *std::max_element(found->second.x.begin(), found->second.x.end());
+}
+
+/// A scheduled sweep's budget: what its trials reached against each given the whole of it.
+void say_budget(Context& ctx, const SchedulerSpec& scheduler, double spent, std::size_t trials) {
+  if (ctx.quiet || ctx.output().structured() || trials == 0 || scheduler.max <= 0) return;
+  const double full = static_cast<double>(trials) * scheduler.max;
+  *ctx.err << fmt::format(
+      "Budget ({}): {:.6g} of {:.6g} {} spent ({:.0f}%) against {} trials given --{} {} each\n",
+      scheduler.kind, spent, full, scheduler.resource, 100 * spent / full, trials,
+      scheduler.resource, scheduler.max);
+}
+
 }  // namespace
 
 void compare_sweep(Context& ctx, const std::string& sweep_id,
@@ -171,6 +191,9 @@ void compare_sweep(Context& ctx, const std::string& sweep_id,
       {"rank", "#"}, {"run_id", "RUN ID"}, {"point", "POINT"}, {"status", "STATUS"}};
   for (const auto& name : names) columns.push_back({"param:" + name, name});
   if (!metric.empty()) columns.push_back({"metric:" + metric, metric});
+  const bool scheduled = !spec.scheduler.kind.empty();
+  if (scheduled) columns.push_back({"reached", "REACHED"});
+  double spent = 0;
   columns.push_back({"duration", "DURATION"});
   columns.push_back({"problem", "PROBLEM"});
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -196,6 +219,11 @@ void compare_sweep(Context& ctx, const std::string& sweep_id,
         row["metric:" + metric] = shown;
       }
     }
+    if (scheduled) {  // the budget it reached: how far the scheduler let it go
+      const double reached = reached_budget(store, run, spec.metric);
+      spent += reached;
+      row["reached"] = reached;
+    }
     row["duration"] = run.start_ms
                           ? nlohmann::ordered_json(format_duration(
                                 (run.end_ms ? run.end_ms : ctx.clock->now_ms()) - run.start_ms))
@@ -205,6 +233,7 @@ void compare_sweep(Context& ctx, const std::string& sweep_id,
     rows.push_back(std::move(row));
   }
   ctx.output().print_list(rows, columns);
+  if (scheduled) say_budget(ctx, spec.scheduler, spent, runs.size());
   const auto stopped = std::count_if(
       runs.begin(), runs.end(), [](const RunRecord& r) { return r.status == status::k_stopped; });
   if (stopped > 0 && !ctx.quiet && !ctx.output().structured()) {

@@ -208,6 +208,7 @@ class SweepSupervisor {
   /// An ended trial's last metrics reach its rungs (the others are judged against them); one
   /// that reached none is said, with what it may have missed.
   void last_look(Flight& flight, const RunRecord& record, const fs::path& run_dir) {
+    if (flight.stop_sent_ms) return;  // stopped at a rung: what it logged after counts nowhere
     flight.reader.update(run_dir / "metrics.jsonl", true);
     schedule(flight, record);
     const SchedulerSpec& scheduler = m_work.spec.scheduler;

@@ -233,6 +233,12 @@ expect_contains "… q 0.2 was promoted at the first rung, saying why" "$decisio
   "(point 6): promoted at epochs 1: loss 1.2 is in the top 1/3 (2 of 7 trials at that rung; cutoff 1.2)"
 expect_contains "… and stopped at the second" "$decisions" \
   "(point 6): stopped by ASHA at epochs 3: loss 0.533333 is not in the top 1/3 (1 of 4 trials at that rung; cutoff 0.433333)"
+cmp=$("$MLW" -o json history compare --sweep "$sweep")
+expect_eq "compare --sweep: the budget each trial reached (completed: 9; q 0.2: from rung 3 on)" \
+  "$(json_get "$cmp" '" ".join("%s:%s" % (r["params"]["q"], 9 if r["reached"] == 9 else ("part" if 3 <= r["reached"] < 9 else r["reached"])) for r in d[:4])')" \
+  "0.1:9 0.2:part 0.5:9 0.9:9"
+expect_contains "… and the budget spent against every trial's whole budget" \
+  "$("$MLW" history compare --sweep "$sweep" 2>&1)" "of 81 epochs spent"
 run_mlw experiment sweep -c local --scheduler asha --resource epochs --min 9 --max 3 --metric loss \
   curve.py --q 1,2
 expect_eq "--min more than --max is refused (125, as submit refuses)" "$CODE" 125
@@ -417,6 +423,18 @@ expect_eq "the bad elements are Stopped early, the good ones Completed" \
 expect_eq "… each after a few of its 15 steps (3 s)" \
   "$(json_get "$json" 'all(r["duration_s"] < 2.5 for r in d[2:])')" "True"
 expect_contains "the decision was scancel of the element" "$(cat ".mlw/sweeps/$sweep/decisions.log")" "median rule"
+# ASHA on the job array: rungs at epochs 2, 4, 8 (eta 2); one element at a time, so by hand: q 1
+# goes on (alone at each rung), 1.1, 5 and 6 are not in the top half at rung 2.
+printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor s in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q / s, step=s)\n    time.sleep(0.2)\n' >qe.py
+"$MLW" -q experiment sweep -c cluster --max-concurrent 1 --metric loss --scheduler asha \
+  --resource epochs --min 2 --max 15 --eta 2 qe.py --q 1,1.1,5,6 >"$WORK/o" 2>"$WORK/e"
+expect_eq "ASHA on a Slurm job array ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+expect_eq "… its elements completed and stopped as computed by hand" "$(json_get "$("$MLW" -o json \
+  history list --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
+  "1:Completed 1.1:Stopped 5:Stopped 6:Stopped"
+expect_contains "… stopped at the first rung" "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
+  "(point 1): stopped by ASHA at epochs 2: loss 0.55 is not in the top 1/2"
 slurm_unlock
 
 # --- Grid Engine: one job array, qsub -t 1-3 -tc 2 --------------------------------------------------
