@@ -15,6 +15,7 @@ by the sweep's supervisor on this machine).
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,7 +81,7 @@ def main(mlw, python):
               f"{asha_best:.4f}, {asha_s:.0f} s ({asha_s / full_s:.2f}×)",
               f"full random search of the same points: {full_best:.4f}, {full_s:.0f} s",
               "best within 1 %, ≤ 1/3 of the GPU-seconds", ok))
-    sh(f"rm -rf {work}")
+    shutil.rmtree(work, ignore_errors=True)  # (a stopped run's folder may still be closing)
 
 
 if __name__ == "__main__":
