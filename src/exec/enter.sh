@@ -73,6 +73,9 @@ mlw_enter() {
       code=$?
       if [ -n "$sig" ]; then
         kill -TERM "$client" 2>/dev/null
+        # The clean-up must outlive the hang-up's rest (a terminal closed right after mlw died
+        # hangs up its group again): it, and this shell, ignore HUP from here on.
+        trap '' HUP
         # shellcheck disable=SC2016,SC2086
         $docker exec "$container" /bin/sh -c 'p=$(cat "$0") && { kill -"$1" -- "-$p" || kill -"$1" "$p"; }
 rm -f "$0"' "$mark" "$sig" </dev/null >/dev/null 2>&1
