@@ -212,10 +212,8 @@ class SweepSupervisor {
     flight.reader.update(run_dir / "metrics.jsonl", true);
     schedule(flight, record);
     const SchedulerSpec& scheduler = m_work.spec.scheduler;
-    double first_rung = scheduler.min;
-    for (int b = 0; b < flight.scheduled.bracket; ++b) first_rung *= scheduler.eta;
     if (record.status == status::k_completed && flight.scheduled.judged.empty() &&
-        first_rung < scheduler.max) {
+        scheduler_first_rung(scheduler, flight.scheduled.bracket) < scheduler.max) {
       log(fmt::format("run {} (point {}) reached no rung: does it log {} with {} as its step?",
                       record.run_id, record.point, m_work.spec.metric, scheduler.resource));
     }

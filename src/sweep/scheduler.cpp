@@ -32,13 +32,19 @@ std::optional<double> value_at(const TrialSeries& series, double rung) {
 /// The rungs' budgets of a bracket, below max (a trial that reaches max has its whole budget).
 std::vector<int> rungs_of(const SchedulerSpec& scheduler, int bracket) {
   std::vector<int> out;
-  double rung = scheduler.min;
-  for (int b = 0; b < bracket; ++b) rung *= scheduler.eta;
-  for (; rung < scheduler.max; rung *= scheduler.eta) out.push_back(static_cast<int>(rung));
+  for (double rung = scheduler_first_rung(scheduler, bracket); rung < scheduler.max;
+       rung *= scheduler.eta)
+    out.push_back(static_cast<int>(rung));
   return out;
 }
 
 }  // namespace
+
+double scheduler_first_rung(const SchedulerSpec& scheduler, int bracket) {
+  double rung = scheduler.min;
+  for (int b = 0; b < bracket; ++b) rung *= scheduler.eta;
+  return rung;
+}
 
 int scheduler_brackets(const SchedulerSpec& scheduler) {
   if (scheduler.kind != "hyperband") return 1;

@@ -127,6 +127,9 @@ nlohmann::ordered_json tpe_propose(const SweepSpec& spec, const std::vector<TpeT
 /// min · eta^b, for every b with a rung below max.
 int scheduler_brackets(const SchedulerSpec& scheduler);
 
+/// The first rung's budget of a bracket: min · eta^bracket (at or past max: it judges nothing).
+double scheduler_first_rung(const SchedulerSpec& scheduler, int bracket);
+
 /// What a trial's own record of its rungs holds: which it has been judged at.
 struct TrialRungs {
   int bracket = 0;             ///< Hyperband's bracket of the trial (point index mod brackets)

@@ -7,21 +7,13 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "temp_dir.hpp"
+#include "trial_curve.hpp"
 
 namespace mlw {
 
 namespace {
 
-/// A trial's metric at steps 1, 2, … (the resource).
-TrialSeries curve(std::initializer_list<double> values) {
-  TrialSeries s;
-  double step = 1;
-  for (double v : values) {
-    s.steps.push_back(step++);
-    s.values.push_back(v);
-  }
-  return s;
-}
+using test::curve;  // the resource is the step
 
 SchedulerSpec asha(int min, int max, int eta) {
   SchedulerSpec s;

@@ -5,6 +5,7 @@
 #include "mlw/util/error.hpp"
 #include "mlw/util/fs.hpp"
 #include "temp_dir.hpp"
+#include "trial_curve.hpp"
 #include "yaml_bomb.hpp"
 
 namespace mlw {
@@ -146,15 +147,7 @@ TEST(Sweep, PointArguments) {
 }
 
 namespace {
-TrialSeries series(std::initializer_list<double> values) {
-  TrialSeries s;
-  double step = 1;
-  for (double v : values) {
-    s.steps.push_back(step++);
-    s.values.push_back(v);
-  }
-  return s;
-}
+using test::curve;
 }  // namespace
 
 TEST(EarlyStop, MedianRuleStopsATrialWorseThanTheMedianAtItsStep) {
@@ -165,17 +158,17 @@ TEST(EarlyStop, MedianRuleStopsATrialWorseThanTheMedianAtItsStep) {
   rule.min_completed = 2;
   std::map<int, std::vector<double>> rungs;
   std::map<int, bool> seen;
-  const std::vector<TrialSeries> completed = {series({1, 0.5, 0.3}), series({1, 0.6, 0.4})};
-  EXPECT_FALSE(early_stop_verdict(rule, completed, series({9}), rungs, seen));  // before minSteps
-  EXPECT_FALSE(early_stop_verdict(rule, completed, series({1, 0.5}), rungs, seen));
-  const auto verdict = early_stop_verdict(rule, completed, series({2, 0.9}), rungs, seen);
+  const std::vector<TrialSeries> completed = {curve({1, 0.5, 0.3}), curve({1, 0.6, 0.4})};
+  EXPECT_FALSE(early_stop_verdict(rule, completed, curve({9}), rungs, seen));  // before minSteps
+  EXPECT_FALSE(early_stop_verdict(rule, completed, curve({1, 0.5}), rungs, seen));
+  const auto verdict = early_stop_verdict(rule, completed, curve({2, 0.9}), rungs, seen);
   ASSERT_TRUE(verdict);
   EXPECT_EQ(*verdict,
             "stopped early by the median rule at step 2: best loss 0.9 is higher than the median "
             "0.55 of 2 completed trials at that step");
-  EXPECT_FALSE(early_stop_verdict(rule, {completed[0]}, series({2, 0.9}), rungs, seen));
+  EXPECT_FALSE(early_stop_verdict(rule, {completed[0]}, curve({2, 0.9}), rungs, seen));
   rule.maximize = true;  // accuracy: higher is better
-  EXPECT_FALSE(early_stop_verdict(rule, completed, series({2, 0.9}), rungs, seen));
+  EXPECT_FALSE(early_stop_verdict(rule, completed, curve({2, 0.9}), rungs, seen));
 }
 
 TEST(EarlyStop, AshaKeepsTheTopThirdAtEachRung) {
@@ -186,11 +179,11 @@ TEST(EarlyStop, AshaKeepsTheTopThirdAtEachRung) {
   rule.eta = 3;
   std::map<int, std::vector<double>> rungs;
   std::map<int, bool> a, b, c, d;
-  EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.5}), rungs, a));
-  EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.4}), rungs, b));  // too few to judge
-  EXPECT_TRUE(early_stop_verdict(rule, {}, series({0.9}), rungs, c));   // 3rd of 3: not top 1/3
-  EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.1}), rungs, d));  // the best goes on
-  EXPECT_FALSE(early_stop_verdict(rule, {}, series({0.9}), rungs, c));  // each rung judged once
+  EXPECT_FALSE(early_stop_verdict(rule, {}, curve({0.5}), rungs, a));
+  EXPECT_FALSE(early_stop_verdict(rule, {}, curve({0.4}), rungs, b));  // too few to judge
+  EXPECT_TRUE(early_stop_verdict(rule, {}, curve({0.9}), rungs, c));   // 3rd of 3: not top 1/3
+  EXPECT_FALSE(early_stop_verdict(rule, {}, curve({0.1}), rungs, d));  // the best goes on
+  EXPECT_FALSE(early_stop_verdict(rule, {}, curve({0.9}), rungs, c));  // each rung judged once
 }
 
 }  // namespace mlw
