@@ -67,6 +67,10 @@ def log_metric(name, value, step=None):
     if step is not None:
         record["step"] = int(step)
     _write("metric", record)
+    if step is not None and os.environ.get("MLW_SCHEDULER"):
+        from mlw import rungs  # a sweep's trial: judged at its rungs (mlw/rungs.py)
+
+        rungs.observe(name, record["value"], record["step"], _write)
 
 
 def log_param(name, value):

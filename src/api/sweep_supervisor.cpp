@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "mlw/exec/run_recorder.hpp"
@@ -34,7 +36,9 @@ struct Flight {
   bool forced = false;
   MetricSeriesReader reader;  ///< its metrics so far
   std::map<int, bool> rungs_seen;
-  TrialRungs scheduled;  ///< its rungs, for a sweep with a scheduler
+  TrialRungs scheduled;               ///< its rungs, for a sweep with a scheduler
+  std::size_t mirrored = 0;           ///< its decisions on the target logged here so far
+  std::int64_t stopped_there_ms = 0;  ///< when its target's decision to stop it was seen
 };
 
 TrialSeries series_of(const MetricSeriesReader& reader, const std::string& metric) {
@@ -58,6 +62,13 @@ class SweepSupervisor {
   }
 
   int run() {
+    if (const auto logged = read_file_if_exists(m_dir / "decisions.log")) {
+      std::istringstream lines(*logged);
+      for (std::string line; std::getline(lines, line);) {
+        const auto space = line.find(' ');
+        if (space != std::string::npos) m_logged.insert(line.substr(space + 1));
+      }
+    }
     adopt();
     log(fmt::format("supervising {} queued and {} live runs", m_pending.size(), m_flights.size()));
     while (!m_pending.empty() || !m_flights.empty()) {
@@ -110,10 +121,15 @@ class SweepSupervisor {
         continue;
       }
       if (status::is_final(record.status) && scheduled()) {
-        // An ended trial of a resumed sweep: its rungs' values, as it reached them.
+        // An ended trial of a resumed sweep: its rungs' values, as it reached them (decided on
+        // its target: its decisions, logged here where they were not yet).
         Flight ended = new_flight(record.point);
         ended.reader.update(store.run_dir(record.run_id) / "metrics.jsonl", true);
-        schedule(ended, record, true);
+        if (on_target()) {
+          mirror(ended, record);
+        } else {
+          schedule(ended, record, true);
+        }
       }
       if (record.status == status::k_completed) {
         note_completed(store.run_dir(record.run_id));
@@ -194,6 +210,41 @@ class SweepSupervisor {
 
   bool scheduled() const { return !m_work.spec.scheduler.kind.empty(); }
 
+  /// ASHA's and Hyperband's decisions are taken on the target, in each trial (python/mlw/
+  /// rungs.py), from the sweep's record in the target's share folder; a sweep over several
+  /// targets (no folder in common) is judged here.
+  bool on_target() const { return scheduled() && m_work.targets.size() == 1; }
+
+  /// What a trial is given to judge itself by on its target ($MLW_SCHEDULER).
+  std::string scheduler_variable(std::int64_t point) const {
+    const SchedulerSpec& scheduler = m_work.spec.scheduler;
+    const nlohmann::ordered_json spec = {{"type", scheduler.kind},
+                                         {"resource", scheduler.resource},
+                                         {"min", scheduler.min},
+                                         {"max", scheduler.max},
+                                         {"eta", scheduler.eta},
+                                         {"metric", m_work.spec.metric},
+                                         {"goal", m_work.spec.maximize ? "max" : "min"},
+                                         {"sweep", m_work.sweep_id},
+                                         {"point", point},
+                                         {"bracket", new_flight(point).scheduled.bracket}};
+    return spec.dump();
+  }
+
+  /// Logs the decisions the trial took on its target since the last look (a line logged before,
+  /// as by a supervisor before a resume, is not logged again).
+  void mirror(Flight& flight, const RunRecord& record) {
+    const auto& decisions = flight.reader.decisions();
+    for (; flight.mirrored < decisions.size(); ++flight.mirrored) {
+      const TrialDecision& decision = decisions[flight.mirrored];
+      if (decision.verdict == "stopped" && !flight.stopped_there_ms)
+        flight.stopped_there_ms = m_ctx.clock->now_ms();
+      const std::string line =
+          fmt::format("run {} (point {}): {}", record.run_id, record.point, decision.text);
+      if (m_logged.insert(line).second) log(line);
+    }
+  }
+
   /// The scheduler's verdict on a trial's metrics so far, its notes logged.
   std::optional<std::string> schedule(Flight& flight, const RunRecord& record, bool quiet = false) {
     std::vector<std::string> notes;
@@ -210,9 +261,15 @@ class SweepSupervisor {
   void last_look(Flight& flight, const RunRecord& record, const fs::path& run_dir) {
     if (flight.stop_sent_ms) return;  // stopped at a rung: what it logged after counts nowhere
     flight.reader.update(run_dir / "metrics.jsonl", true);
-    schedule(flight, record);
+    if (on_target()) {
+      mirror(flight, record);
+    } else {
+      schedule(flight, record);
+    }
     const SchedulerSpec& scheduler = m_work.spec.scheduler;
-    if (record.status == status::k_completed && flight.scheduled.judged.empty() &&
+    const bool judged =
+        on_target() ? !flight.reader.decisions().empty() : !flight.scheduled.judged.empty();
+    if (record.status == status::k_completed && !judged &&
         scheduler_first_rung(scheduler, flight.scheduled.bracket) < scheduler.max) {
       log(fmt::format("run {} (point {}) reached no rung: does it log {} with {} as its step?",
                       record.run_id, record.point, m_work.spec.metric, scheduler.resource));
@@ -232,10 +289,19 @@ class SweepSupervisor {
     }
     if ((rule.rule.empty() && !scheduled()) || m_canceled) return;
     flight.reader.update(run_dir / "metrics.jsonl", false);
-    const auto verdict =
-        scheduled() ? schedule(flight, record)
+    std::optional<std::string> verdict;
+    if (on_target()) {
+      mirror(flight, record);
+      // Stopped there, it ends itself; a script that goes on after that (it caught the
+      // SystemExit) is stopped from here.
+      if (flight.stopped_there_ms && m_ctx.clock->now_ms() - flight.stopped_there_ms > 15000)
+        verdict = "it went on after its decision to stop: stopped by the sweep";
+    } else {
+      verdict = scheduled()
+                    ? schedule(flight, record)
                     : early_stop_verdict(rule, m_completed, series_of(flight.reader, rule.metric),
                                          m_rungs, flight.rungs_seen);
+    }
     if (!verdict) return;
     log(fmt::format("run {} (point {}): {}", record.run_id, record.point, *verdict));
     atomic_write_file(run_dir / k_stop_reason_file, *verdict + "\n");
@@ -358,7 +424,8 @@ class SweepSupervisor {
       // The shared snapshot's hash (share_snapshot), not the manifest hashed again per point.
       const std::string& hash = base.record.snapshot_hash;
       save_manifest(plan.manifest, hash, state / "manifests", plan.run_dir / "manifest.json");
-      save_run_env(plan.run_dir, plan.extra_env);
+      save_run_env(plan.run_dir, plan.extra_env);  // a rerun of a trial is judged nowhere
+      if (on_target()) plan.extra_env["MLW_SCHEDULER"] = scheduler_variable(plan.record.point);
       materialize_snapshot(plan.manifest, state / "objects", plan.project.root,
                            plan.run_dir / "snapshot");
       auto executor = m_ctx.executor(plan.compute.type);
@@ -392,6 +459,7 @@ class SweepSupervisor {
   std::vector<TrialSeries> m_completed;
   std::map<int, std::vector<double>> m_rungs;
   std::map<std::pair<int, int>, std::vector<double>> m_scheduled_rungs;  ///< (bracket, rung)
+  std::set<std::string> m_logged;  ///< decisions.log's lines, without their times
   bool m_canceled = false;
   int m_arrays = 0;  ///< job arrays submitted so far
 };

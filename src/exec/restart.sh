@@ -3,10 +3,11 @@
 # own process on the target (`sh -c` of this file's body, then "mlw-restart", the exit codes that
 # restart it ("any": every code but 0), the most restarts, the seconds between, and the script's
 # words). Run in the run folder's snapshot/ (a process) or at /mlw/run/snapshot (a container).
-# Each attempt gets MLW_RESTART_COUNT (0 first) and MLW_CHECKPOINT_DIR, a folder in the share
-# folder that outlives the attempts; a line in the log marks each restart; ../restarts holds how
-# many there were. A stop (SIGTERM, SIGINT, or ../stopped) is passed to the script and ends it all:
-# a stopped script is never restarted. The exit code is the last attempt's. Started again after
+# Each attempt gets MLW_RESTART_COUNT (0 first), MLW_CHECKPOINT_DIR, a folder in the share
+# folder that outlives the attempts, and MLW_RESUME (1 where that folder has something in it); a
+# line in the log marks each restart; ../restarts holds how many there were. A stop (SIGTERM,
+# SIGINT, or ../stopped) is passed to the script and ends it all: a stopped script is never
+# restarted. The exit code is the last attempt's. Started again after
 # the machine restarted (restartAfterReboot, exec/reboot.sh), it counts on from ../restarts.
 codes=$1
 max=$2
@@ -22,7 +23,14 @@ stop=
 trap 'stop=1; [ -n "$child" ] && kill -s TERM "$child" 2>/dev/null' TERM INT
 while :; do
   MLW_RESTART_COUNT=$n
-  export MLW_RESTART_COUNT
+  # MLW_RESUME=1: a checkpoint is there to go on from; a restart that finds none says so.
+  MLW_RESUME=0
+  if [ -n "$(ls -A "$MLW_CHECKPOINT_DIR" 2>/dev/null)" ]; then
+    MLW_RESUME=1
+  elif [ "$n" -gt 0 ]; then
+    echo "mlw: restart $n starts from scratch: nothing in MLW_CHECKPOINT_DIR ($MLW_CHECKPOINT_DIR)"
+  fi
+  export MLW_RESTART_COUNT MLW_RESUME
   "$@" &
   child=$!
   # A stop that came as the attempt started (after the pause's check, before child was set) ends

@@ -96,6 +96,17 @@ void RunRecorder::collect_results(bool outputs) {
 }
 
 void RunRecorder::apply_early_stop() {
+  if (!record.sweep_id.empty() &&
+      (record.status == status::k_completed || record.status == status::k_failed)) {
+    // Stopped at a rung on its target (python/mlw/rungs.py): Stopped, the decision its problem.
+    for (const auto& decision : read_decisions(m_run_dir / "metrics.jsonl")) {
+      if (decision.verdict != "stopped") continue;
+      record.status = status::k_stopped;
+      record.problems.push_back(decision.text);
+      return;
+    }
+    return;
+  }
   if (record.status != status::k_canceled) return;
   // A sweep's early-stopping rule canceled it (docs/sweeps.md): Stopped, with the reason.
   const auto reason = read_file_if_exists(m_run_dir / k_stop_reason_file);

@@ -50,13 +50,36 @@ bool visit_line(std::string_view line, const MetricVisitor& visit, const ParamVi
   if (!json) {
     auto param = parse_param_line(line);
     if (param && params) params(param->first, std::move(param->second));
-    return param.has_value();
+    return param.has_value() || parse_decision_line(line).has_value();
   }
   visit((*json)["name"].get<std::string>(), std::move((*json)["value"]));
   return true;
 }
 
 }  // namespace
+
+std::optional<TrialDecision> parse_decision_line(std::string_view line) {
+  if (line.find("\"decision\"") == std::string_view::npos || !shallow_enough(line))
+    return std::nullopt;
+  const auto json = nlohmann::json::parse(line, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || json.contains("name")) return std::nullopt;
+  const auto text = json.find("decision");
+  const auto verdict = json.find("verdict");
+  if (text == json.end() || !text->is_string() || verdict == json.end() || !verdict->is_string())
+    return std::nullopt;
+  return TrialDecision{text->get<std::string>(), verdict->get<std::string>()};
+}
+
+std::vector<TrialDecision> read_decisions(const fs::path& metrics_file) {
+  std::vector<TrialDecision> out;
+  for_each_metric_line(
+      metrics_file,
+      [&](std::string_view line) {
+        if (auto decision = parse_decision_line(line)) out.push_back(std::move(*decision));
+      },
+      [] {});
+  return out;
+}
 
 std::optional<nlohmann::ordered_json> parse_metric_object(std::string_view line) {
   if (!shallow_enough(line)) return std::nullopt;

@@ -192,6 +192,15 @@ int parse_flat_metric_line(std::string_view line, std::string_view& name, bool& 
   return has_name && name_is_string && has_value ? 1 : 0;
 }
 
+void MetricSeriesReader::not_metric(std::string_view line) {
+  if (parse_param_line(line)) return;  // a parameter is not a metric, nor skipped
+  if (auto decision = parse_decision_line(line)) {
+    m_decisions.push_back(std::move(*decision));
+    return;
+  }
+  ++m_skipped;
+}
+
 void MetricSeriesReader::add_line(std::string_view line) {
   if (trim(line).empty()) return;
   std::string_view name;
@@ -202,13 +211,13 @@ void MetricSeriesReader::add_line(std::string_view line) {
   const int flat = parse_flat_metric_line(line, name, numeric, value, has_step, step);
   std::string owned;
   if (flat == 0) {
-    if (!parse_param_line(line)) ++m_skipped;  // a parameter is not a metric, nor skipped
+    not_metric(line);
     return;
   }
   if (flat < 0) {
     auto json = parse_metric_object(line);
     if (!json) {
-      if (!parse_param_line(line)) ++m_skipped;
+      not_metric(line);
       return;
     }
     owned = (*json)["name"].get<std::string>();
@@ -318,6 +327,8 @@ void MetricSeriesReader::merge(MetricSeriesReader&& later) {
     mine.values += series.values;
   }
   m_skipped += later.m_skipped;
+  m_decisions.insert(m_decisions.end(), std::make_move_iterator(later.m_decisions.begin()),
+                     std::make_move_iterator(later.m_decisions.end()));
   m_offset = later.m_offset;
 }
 

@@ -239,6 +239,38 @@ expect_eq "compare --sweep: the budget each trial reached (completed: 9; q 0.2: 
   "0.1:9 0.2:part 0.5:9 0.9:9"
 expect_contains "… and the budget spent against every trial's whole budget" \
   "$("$MLW" history compare --sweep "$sweep" 2>&1)" "of 81 epochs spent"
+# Each trial judged itself on the target, under a lock on the sweep's record in the target's share
+# folder: a line per trial and rung, in the order they were taken (13 by hand: 3 trials at both
+# rungs, 4 stopped at the first, q 0.2 at both).
+rungs=$HOME/.mlw/share/sweeps/local/sweeps/$sweep/rungs.jsonl
+expect_eq "the decisions are in the sweep's record on the target, one line per trial and rung" \
+  "$(python3 -c 'import json,sys; print(" ".join("%d@%d:%s" % (e["point"], e["rung"], e["verdict"][0]) for e in map(json.loads, open(sys.argv[1]))))' "$rungs")" \
+  "0@1:g 0@3:g 1@1:g 1@3:g 2@1:p 2@3:p 3@1:s 4@1:s 5@1:s 6@1:p 6@3:s 7@1:s 8@1:s"
+expect_eq "… a trial stopped there ends itself at once (exit 0, Stopped)" \
+  "$(json_get "$list" 'sorted(set((r["exit_code"], r["duration_s"] < 2) for r in d if r["status"] == "Stopped"))')" \
+  "[(0, True)]"
+# The laptop may sleep: with the sweep's supervisor stopped (SIGSTOP), the third trial to reach the
+# rung (epochs 1; q 0.3, after 6 s) is still judged, by itself, against the two before it.
+printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\ntime.sleep(a.q * 20)\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(0.2)\n' >late.py
+"$MLW" -q experiment sweep -a -c local --max-concurrent 3 --metric loss --scheduler asha \
+  --resource epochs --min 1 --max 3 --eta 3 late.py --q 0.1,0.2,0.3 >"$WORK/o"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+check "the three trials start" wait_for 20 bash -c "! '$MLW' history list --sweep $sweep | grep -q Queued"
+asleep=$(owner)
+kill -STOP "$asleep"
+check "… with the sweep's supervisor asleep, q 0.3 is Stopped at the rung" wait_for 30 bash -c \
+  "'$MLW' -o json history list --sweep $sweep | grep -q '\"Stopped\"'"
+expect_not_contains "… by itself (the supervisor logged nothing of it)" \
+  "$(cat ".mlw/sweeps/$sweep/decisions.log")" "stopped by ASHA"
+kill -CONT "$asleep"
+check "… and once it wakes, the sweep ends" wait_for 30 grep -q "every point's run has ended" \
+  ".mlw/sweeps/$sweep/decisions.log"
+expect_eq "q 0.1 and 0.2 completed, q 0.3 stopped" "$(json_get "$("$MLW" -o json history list \
+  --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
+  "0.1:Completed 0.2:Completed 0.3:Stopped"
+expect_contains "… the supervisor logged the decision taken while it slept" \
+  "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
+  "(point 2): stopped by ASHA at epochs 1: loss 1.3 is not in the top 1/3 (1 of 3 trials at that rung; cutoff 1.1)"
 run_mlw experiment sweep -c local --scheduler asha --resource epochs --min 9 --max 3 --metric loss \
   curve.py --q 1,2
 expect_eq "--min more than --max is refused (125, as submit refuses)" "$CODE" 125

@@ -62,7 +62,8 @@ class RunRecorder {
   void end();
 
  private:
-  /// Canceled by a sweep's early stopping (k_stop_reason_file): Stopped, the reason a problem.
+  /// Canceled by a sweep's early stopping (k_stop_reason_file), or a trial that stopped itself
+  /// at a rung (a "stopped" decision in its metrics): Stopped, the reason a problem.
   void apply_early_stop();
   std::filesystem::path m_run_dir;      // the run's folder here
   std::filesystem::path m_history_dir;  // the project's .mlw

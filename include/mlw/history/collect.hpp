@@ -16,6 +16,19 @@ namespace mlw {
 /// The longest metrics line read (bytes, without its newline); a longer one is skipped.
 inline constexpr std::size_t k_max_metric_line = 1024 * 1024;
 
+/// A decision a sweep's trial took on its target at a rung (python/mlw/rungs.py), a line of its
+/// metrics file: {"decision": TEXT, "verdict": "goes on"|"promoted"|"stopped"|"note", "time": T}.
+struct TrialDecision {
+  std::string text;
+  std::string verdict;
+};
+
+/// The line as a trial's decision, or nullopt (a metric, a parameter, a bad line).
+std::optional<TrialDecision> parse_decision_line(std::string_view line);
+
+/// The decisions in a run's metrics file, in order.
+std::vector<TrialDecision> read_decisions(const std::filesystem::path& metrics_file);
+
 /// Receives one metric line's name and value.
 using MetricVisitor = std::function<void(const std::string& name, nlohmann::ordered_json value)>;
 

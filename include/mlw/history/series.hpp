@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "mlw/history/collect.hpp"
+
 namespace mlw {
 
 /// One metric's numeric values in the order they were logged: x is the line's `step` when it
@@ -40,11 +42,15 @@ class MetricSeriesReader {
   const std::map<std::string, MetricSeries, std::less<>>& series() const { return m_series; }
   /// How many lines were skipped.
   std::size_t skipped() const { return m_skipped; }
+  /// The decisions a sweep's trial took on its target (python/mlw/rungs.py), in order.
+  const std::vector<TrialDecision>& decisions() const { return m_decisions; }
   /// The bytes of the file read so far.
   std::uint64_t offset() const { return m_offset; }
 
  private:
   void add_line(std::string_view line);
+  /// A line that is no metric: a parameter, a trial's decision, else skipped.
+  void not_metric(std::string_view line);
   /// Reads whole lines from m_offset up to `end` (or the end of the file); `size_hint` is where
   /// the range is expected to end (to reserve room).
   void read_range(int fd, std::uint64_t end, std::uint64_t size_hint, bool at_end);
@@ -52,6 +58,7 @@ class MetricSeriesReader {
   void merge(MetricSeriesReader&& later);
   std::map<std::string, MetricSeries, std::less<>> m_series;
   std::size_t m_skipped = 0;
+  std::vector<TrialDecision> m_decisions;
   std::uint64_t m_offset = 0;
   MetricSeries* m_last = nullptr;  ///< the series of the last line read, and its name
   std::string_view m_last_name;
