@@ -73,6 +73,7 @@ def _judge_at(spec, rung, value, ranked, where):
         fcntl.flock(record, fcntl.LOCK_EX)
         record.seek(0)
         reached = []
+        line = "\n"
         for line in record:
             try:
                 entry = json.loads(line)
@@ -110,7 +111,8 @@ def _judge_at(spec, rung, value, ranked, where):
                  "bracket": spec.get("bracket", 0), "rung": rung,
                  "value": ranked if math.isfinite(ranked) else None, "verdict": verdict,
                  "text": text, "time": time.time()}
-        record.write(json.dumps(entry) + "\n")
+        # After a line cut short (its writer killed), on a line of its own.
+        record.write(("" if line.endswith("\n") else "\n") + json.dumps(entry) + "\n")
         record.flush()
         os.fsync(record.fileno())
     return verdict, text

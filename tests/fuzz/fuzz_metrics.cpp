@@ -11,6 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t skipped = 0;
   const auto series = mlw::read_metric_series(file, &skipped);
   for (const auto& [name, values] : series) mlw::sparkline(values);
+  for (const auto& decision : mlw::read_decisions(file)) (void)decision.text.size();
   last.dump();
   return 0;
 }

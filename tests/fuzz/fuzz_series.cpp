@@ -1,6 +1,7 @@
 // The dashboard's metric series (mlw history ui): the flat-line fast path must agree with the
 // full JSON parser on every line it accepts or refuses outright; reading a file in two parts
-// must give what reading it whole gives; LTTB keeps at most its threshold of points.
+// must give what reading it whole gives (metrics and a sweep trial's decisions); LTTB keeps at
+// most its threshold of points.
 #include <cstdlib>
 
 #include "fuzz_util.hpp"
@@ -39,6 +40,10 @@ void compare_parsers(std::string_view line) {
 
 bool same(const mlw::MetricSeriesReader& a, const mlw::MetricSeriesReader& b) {
   if (a.skipped() != b.skipped() || a.series().size() != b.series().size()) return false;
+  if (a.decisions().size() != b.decisions().size()) return false;
+  for (std::size_t i = 0; i < a.decisions().size(); ++i) {
+    if (a.decisions()[i].text != b.decisions()[i].text) return false;
+  }
   for (const auto& [name, series] : a.series()) {
     const auto other = b.series().find(name);
     if (other == b.series().end() || other->second.values != series.values) return false;

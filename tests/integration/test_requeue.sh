@@ -30,7 +30,7 @@ warned = []
 if os.environ.get("MLW_CHECKPOINT_SIGNAL"):  # Slurm's warning, or Grid Engine's SIGUSR1
     signal.signal(getattr(signal, "SIG" + os.environ["MLW_CHECKPOINT_SIGNAL"]),
                   lambda number, frame: warned.append(number))
-print("attempt", restart, "from line", start, flush=True)
+print("attempt", restart, "from line", start, "resume", os.environ.get("MLW_RESUME"), flush=True)
 for i in range(start, start + 5 if restart > 0 else 10**6):
     if warned and restart == 0:
         print("checkpoint at line", i, flush=True)
@@ -133,6 +133,9 @@ expect_eq "submit --requeue" "$CODE" 0
 MOVED=$(json_get "$OUT" 'd["run_id"]')
 put_back_and_follow "$MOVED" "scontrol requeue" requeued moved
 check "the script saw its restart" grep -qE '^attempt [1-9][0-9]* from line [1-9]' "$WORK/moved.txt"
+check "… told to resume from its checkpoint (MLW_RESUME=1)" \
+  grep -qE '^attempt [1-9][0-9]* from line [1-9][0-9]* resume 1$' "$WORK/moved.txt"
+check "… the first attempt not" grep -q '^attempt 0 from line 0 resume 0$' "$WORK/moved.txt"
 
 # --- the first job: warned before its 1-minute limit -----------------------------------------
 warned_then_finished "$LIMITED" limited "the job" "after USR1; requeueing job"
@@ -150,6 +153,7 @@ expect_eq "submit a rerunnable Grid Engine job" "$CODE" 0
 RESCHEDULED=$(json_get "$OUT" 'd["run_id"]')
 put_back_and_follow "$RESCHEDULED" "qmod -rj" rescheduled grid
 check "the script resumed from its checkpoint" grep -qE '^attempt [1-9][0-9]* from line [1-9]' "$WORK/grid.txt"
+check "… told to (MLW_RESUME=1)" grep -qE '^attempt [1-9][0-9]* from line [1-9][0-9]* resume 1$' "$WORK/grid.txt"
 
 # --- Grid Engine: warned before its limit (the soft limit s_rt = timeLimit - checkpointLeadSeconds
 # sends SIGUSR1), checkpoints, ends 3: job.sh exits 99 and Grid Engine runs it again -------------

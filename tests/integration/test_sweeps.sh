@@ -383,6 +383,63 @@ bad = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]
 peak = max(sum(1 for r in runs if r[1] <= t[1] < r[2]) for t in runs)
 print("ok" if not bad and peak <= 4 else f"overlap {bad} peak {peak}")' <<<"$lines")" "ok"
 
+# ASHA on the leased GPUs of the simulated host, six trials at once on its 4 GPUs: each judged
+# itself in its container against the sweep's record on the host (in the GPU user's share
+# folder). Which trial reaches a rung first is the machine's timing: the verdicts are computed
+# again here, by hand's rule, from the record's order. q 0.1 (the best: never stopped) dies after
+# its epoch-3 report (exit 75, before its checkpoint); its restart policy runs it again from the
+# checkpoint of epoch 2 (MLW_RESUME=1), and its second report at epochs 3 is given the recorded
+# verdict: nothing is decided twice.
+"$MLW" -q computetarget attach remotedocker -n gpur -a "127.0.0.1:$MLW_TEST_SSH_PORT" \
+  -u "$MLW_TEST_GPU_USER" --password-stdin --base-image "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null
+printf 'nvidiaDocker: true\ngpusPerRun: 1\nrestart: {onExitCodes: [75], maxRestarts: 1, backoffSeconds: 0}\n' \
+  >>aml_config/gpur.compute
+cat >ckpt.py <<'PY'
+import argparse, os, sys, time, mlw
+p = argparse.ArgumentParser()
+p.add_argument("--q", type=float)
+p.add_argument("--epochs", type=int)
+a = p.parse_args()
+ck = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "epoch")
+start = int(open(ck).read()) if os.environ.get("MLW_RESUME") == "1" else 0
+print("attempt", os.environ["MLW_RESTART_COUNT"], "from epoch", start, flush=True)
+for e in range(start + 1, a.epochs + 1):
+    mlw.log_metric("loss", a.q + 1 / e, step=e)
+    if a.q == 0.1 and e == 3 and os.environ["MLW_RESTART_COUNT"] == "0":
+        sys.exit(75)
+    open(ck, "w").write(str(e))
+    time.sleep(0.3)
+PY
+"$MLW" -q experiment sweep -c gpur --metric loss --scheduler asha --resource epochs --min 1 --max 9 \
+  ckpt.py --q 0.5,0.9,0.1,0.7,0.3,0.8 >"$WORK/o" 2>"$WORK/e"
+expect_eq "an ASHA sweep on the leased GPUs ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+json=$("$MLW" -o json history list --sweep "$sweep")
+record=$(getent passwd "$MLW_TEST_GPU_USER" | cut -d: -f6)/.mlw/share/gpus/gpur/sweeps/$sweep/rungs.jsonl
+expect_eq "… every verdict in the record is the rule's, in the record's order" "$(python3 - "$record" <<'PY'
+import json, sys
+seen, bad = {}, []
+for e in map(json.loads, open(sys.argv[1])):
+    at = seen.setdefault(e["rung"], [])
+    at.append(e["value"])
+    n, cut = len(at), sorted(at)[len(at) // 3 - 1] if len(at) >= 3 else None
+    want = "goes on" if n < 3 else ("promoted" if e["value"] <= cut else "stopped")
+    bad += [] if want == e["verdict"] else [(e["point"], e["rung"], e["verdict"], want)]
+print(bad or "ok")
+PY
+)" "ok"
+expect_eq "… the trials it stopped are Stopped, the others Completed" "$(json_get "$json" \
+  'sorted("%s:%s" % (r["point"], r["status"]) for r in d)')" "$(python3 -c '
+import json, sys
+stopped = {e["point"] for e in map(json.loads, open(sys.argv[1])) if e["verdict"] == "stopped"}
+print(sorted("%s:%s" % (p, "Stopped" if p in stopped else "Completed") for p in range(6)))' "$record")"
+expect_eq "… q 0.1, restarted once, judged once at each rung" "$(json_get "$json" \
+  '[(r["status"], r.get("restarts")) for r in d if r["params"]["q"] == 0.1]') $(grep -c '"point": 2,' "$record")" \
+  "[('Completed', 1)] 2"
+expect_contains "… its second attempt went on from its checkpoint (MLW_RESUME=1)" \
+  "$("$MLW" history logs -r "$(json_get "$json" '[r["run_id"] for r in d if r["params"]["q"] == 0.1][0]')")" \
+  "attempt 1 from epoch 2"
+
 # --- Slurm: a sweep's points are one job array, at most --max-concurrent at once (%K) ---------------
 check "no other suite is using the Slurm cluster" slurm_lock shared
 new_project slurmsweep

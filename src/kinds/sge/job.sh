@@ -37,6 +37,14 @@ if [ "$attempt" -gt 1 ]; then
   echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${JOB_ID:-} was rescheduled"
 fi
 [ -z "${MLW_CHECKPOINT_DIR:-}" ] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
+# MLW_RESUME=1: a checkpoint is there to go on from; a later attempt that finds none says so.
+MLW_RESUME=0
+if [ -n "${MLW_CHECKPOINT_DIR:-}" ] && [ -n "$(ls -A "$MLW_CHECKPOINT_DIR" 2>/dev/null)" ]; then
+  MLW_RESUME=1
+elif [ -n "${MLW_CHECKPOINT_DIR:-}" ] && [ "$MLW_RESTART_COUNT" -gt 0 ]; then
+  echo "mlw: restart $MLW_RESTART_COUNT starts from scratch: nothing in MLW_CHECKPOINT_DIR ($MLW_CHECKPOINT_DIR)"
+fi
+export MLW_RESUME
 cd snapshot || exit 125
 "$@" </dev/null &
 child=$!

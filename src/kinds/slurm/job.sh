@@ -25,6 +25,14 @@ if ((attempt > 1)); then
   echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${SLURM_JOB_ID:-} was requeued"
 fi
 [[ -z "${MLW_CHECKPOINT_DIR:-}" ]] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
+# MLW_RESUME=1: a checkpoint is there to go on from; a later attempt that finds none says so.
+MLW_RESUME=0
+if [ -n "${MLW_CHECKPOINT_DIR:-}" ] && [ -n "$(ls -A "$MLW_CHECKPOINT_DIR" 2>/dev/null)" ]; then
+  MLW_RESUME=1
+elif [ -n "${MLW_CHECKPOINT_DIR:-}" ] && [ "$MLW_RESTART_COUNT" -gt 0 ]; then
+  echo "mlw: restart $MLW_RESTART_COUNT starts from scratch: nothing in MLW_CHECKPOINT_DIR ($MLW_CHECKPOINT_DIR)"
+fi
+export MLW_RESUME
 export MLW_NUM_NODES="${SLURM_JOB_NUM_NODES:-$mlw_nodes}"
 export MLW_GPUS_PER_NODE="$mlw_gpus_per_node"
 # The first node of the job (Slurm sets SLURM_JOB_NODELIST in every job), else this one.

@@ -44,6 +44,30 @@ TEST(MetricSeries, SkipsWhatForEachMetricSkips) {
   EXPECT_TRUE(r.series().empty());
 }
 
+TEST(MetricSeries, ATrialsDecisionsAreReadInOrderNotSkipped) {
+  // python/mlw/rungs.py's lines: {"decision": TEXT, "verdict": V, "time": T}.
+  const auto r = read(
+      "{\"decision\": \"promoted at epochs 1: …\", \"verdict\": \"promoted\", \"time\": 1}\n"
+      "{\"name\": \"loss\", \"value\": 0.5, \"step\": 3}\n"
+      "{\"decision\": \"stopped by ASHA at epochs 3\", \"verdict\": \"stopped\"}\n"
+      "{\"decision\": \"no verdict\"}\n"
+      "{\"decision\": \"a\", \"verdict\": 3}\n"
+      "{\"decision\": \"a\", \"verdict\": \"stopped\", \"name\": \"x\", \"value\": 1}\n");
+  ASSERT_EQ(r.decisions().size(), 2u);
+  EXPECT_EQ(r.decisions()[0].verdict, "promoted");
+  EXPECT_EQ(r.decisions()[1].text, "stopped by ASHA at epochs 3");
+  EXPECT_EQ(r.skipped(), 2u);  // no verdict, a verdict not a string; the last is a metric
+  EXPECT_EQ(r.series().at("x").y, (std::vector<double>{1}));
+  // for_each_metric does not count them as bad lines either; read_decisions finds the same.
+  test::TempDir dir{"series"};
+  atomic_write_file(dir.path() / "m.jsonl",
+                    "{\"decision\": \"s\", \"verdict\": \"stopped\"}\nnot json\n");
+  EXPECT_EQ(for_each_metric(dir.path() / "m.jsonl", [](const std::string&, auto) {}), 1u);
+  const auto found = read_decisions(dir.path() / "m.jsonl");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].verdict, "stopped");
+}
+
 TEST(MetricSeries, EscapesAndNestingGoToTheFullParser) {
   const std::string text =
       "{\"name\": \"l\\u006fss\", \"value\": 2, \"extra\": {\"a\": [1]}}\n"
@@ -142,6 +166,9 @@ TEST(MetricSeries, ABigFileReadInPartsEqualsItReadWhole) {
       case 3:
         text += "not json " + n + "\n";
         break;
+      case 4:
+        text += "{\"decision\": \"d" + n + "\", \"verdict\": \"goes on\", \"time\": 1}\n";
+        break;
       default:
         text += "{\"name\": \"loss\", \"value\": " + std::to_string(1.0 / (i + 1)) +
                 ", \"time\": 1700000000." + n + ", \"step\": " + n + "}\n";
@@ -156,6 +183,9 @@ TEST(MetricSeries, ABigFileReadInPartsEqualsItReadWhole) {
   ASSERT_EQ(parts.offset(), text.size() - std::string("{\"name\": \"pos\", \"value\": 7").size());
   EXPECT_EQ(parts.skipped(), whole.skipped());
   ASSERT_EQ(parts.series().size(), 2u);
+  ASSERT_EQ(parts.decisions().size(), whole.decisions().size());
+  for (std::size_t i = 0; i < whole.decisions().size(); ++i)
+    ASSERT_EQ(parts.decisions()[i].text, whole.decisions()[i].text) << i;
   for (const auto& [name, series] : whole.series()) {
     const auto& read_in_parts = parts.series().at(name);
     EXPECT_EQ(read_in_parts.values, series.values) << name;
