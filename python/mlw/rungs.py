@@ -160,7 +160,13 @@ def observe(name, value, step, write):
         return
     with _lock:
         _history.append((float(step), value))
-        decisions = _decisions(spec, float(step), value)
+        try:
+            decisions = _decisions(spec, float(step), value)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            # The record unreachable (a share folder not writable) or $MLW_SCHEDULER bad: the
+            # trial goes on, unjudged at this rung, and says why; its training is never broken.
+            decisions = [("note", "not judged at step %s: %s: %s; it goes on" % (
+                _shown(float(step)), type(e).__name__, e))]
     stopped = None
     for verdict, text in decisions:
         write("decision", {"decision": text, "verdict": verdict, "time": time.time()})

@@ -271,6 +271,24 @@ expect_eq "q 0.1 and 0.2 completed, q 0.3 stopped" "$(json_get "$("$MLW" -o json
 expect_contains "… the supervisor logged the decision taken while it slept" \
   "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
   "(point 2): stopped by ASHA at epochs 1: loss 1.3 is not in the top 1/3 (1 of 3 trials at that rung; cutoff 1.1)"
+# The record on a target is outside input: a line cut short (its decider killed while writing) and
+# a line that is no JSON are passed over, and the next line is one of its own; a share folder
+# that cannot be written leaves the trial going on, unjudged, saying why. Run as a trial runs it.
+judge_alone() { # SHARE: the helper judging one report of loss 0.05 at epochs 1 (eta 2)
+  MLW_SHARE_DIR=$1 MLW_METRICS_FILE=$WORK/hr.jsonl PYTHONPATH=$MLW_SOURCE_DIR/python \
+    MLW_SCHEDULER='{"type": "asha", "resource": "epochs", "min": 1, "max": 9, "eta": 2, "metric": "loss", "sweep": "s", "point": 0, "bracket": 0}' \
+    python3 -c 'import mlw; mlw.log_metric("loss", 0.05, step=1); print("went on")' 2>&1
+}
+mkdir -p "$WORK/hr/sweeps/s"
+printf '{"point": 9, "bracket": 0, "rung": 1, "value": 0.1, "verdict": "goes on"}\nnot json\n{"point": 8, "rung": 1, "val' \
+  >"$WORK/hr/sweeps/s/rungs.jsonl"
+expect_eq "a record with a cut line and garbage: judged against the good line" "$(judge_alone "$WORK/hr/")" "went on"
+expect_contains "… promoted, saying so in its metrics" "$(cat "$WORK/hr.jsonl")" \
+  "promoted at epochs 1: loss 0.05 is in the top 1/2 (1 of 2 trials at that rung; cutoff 0.05)"
+expect_eq "… its line on a line of its own" "$(tail -n 1 "$WORK/hr/sweeps/s/rungs.jsonl" | json_get "$(cat)" 'd["point"]')" 0
+expect_eq "a share folder that cannot be written: the trial goes on" "$(judge_alone "$WORK/hr.jsonl/")" "went on"
+expect_contains "… saying it was not judged, and why" "$(cat "$WORK/hr.jsonl")" \
+  '"not judged at step 1: NotADirectoryError'
 run_mlw experiment sweep -c local --scheduler asha --resource epochs --min 9 --max 3 --metric loss \
   curve.py --q 1,2
 expect_eq "--min more than --max is refused (125, as submit refuses)" "$CODE" 125
