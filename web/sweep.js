@@ -209,6 +209,43 @@ async function drawCurves(box, id, state, mine) {
   window.mlw.charts.push(plot);
 }
 
+// A scheduled sweep (ASHA, Hyperband): the budget spent, and each rung's tally of the decisions
+// taken there (who reached it, went on as too few to judge by, was promoted or stopped).
+function scheduleSection(sweep) {
+  const s = sweep.scheduler;
+  if (!s) return [];
+  const b = sweep.budget, hyper = s.type === "hyperband";
+  const pct = (a, c) => (c ? ` (${Math.round((100 * a) / c)}%)` : "");
+  const head = [`Rung (${s.resource})`].concat(hyper ? ["Bracket"] : [],
+    ["Reached", "Promoted", "Went on (too few to judge by)", "Stopped"]);
+  const rows = sweep.rungs.map((r) => el("tr", {}, [r.rung].concat(hyper ? [r.bracket] : [],
+    [r.reached, r.promoted, r.goes_on, r.stopped]).map((v) => el("td", { class: "num", text: v }))));
+  return [el("h2", {}, `Rungs (${hyper ? "Hyperband" : "ASHA"}: ${s.resource} ${s.min} to ${s.max}, eta ${s.eta})`),
+    el("div", { class: "panel" },
+      el("p", { id: "budget", class: "muted", text: `Budget: ${fmtNumber(b.spent)} of ${fmtNumber(b.full)} ${b.unit} ` +
+        `spent${pct(b.spent, b.full)} against every trial given --${b.unit} ${s.max}; ${fmtNumber(b.gpu_seconds)} ` +
+        "GPU-seconds held" + (b.full_gpu_seconds ? ` of about ${fmtNumber(b.full_gpu_seconds)}` +
+        `${pct(b.gpu_seconds, b.full_gpu_seconds)}` : "") }),
+      el("table", { id: "rungs" }, el("thead", {}, el("tr", {}, head.map((h) => el("th", { text: h })))),
+        el("tbody", {}, rows)))];
+}
+
+// The best value of the sweep's metric so far, at each completed trial's end (seconds since the
+// sweep began).
+function drawBestSoFar(box, sweep) {
+  const points = sweep.best_so_far || [];
+  window.mlw.bestSoFar = points.map((p) => p.value);
+  if (!points.length) { box.replaceChildren(el("p", { class: "muted", text: "No trial has completed yet." })); return; }
+  const plot = new uPlot({
+    width: Math.max(320, box.clientWidth - 24), height: 200, scales: { x: { time: false } },
+    axes: [{ label: "seconds since the sweep began" }, { label: "best " + (sweep.metric || "value") }],
+    series: [{ label: "s" }, { label: "best so far", stroke: COLORS[0], width: 2, paths: uPlot.paths.stepped({ align: 1 }),
+      points: { show: true } }],
+  }, [points.map((p) => p.t_s), points.map((p) => p.value)], box);
+  plot.mlwTitle = "best-so-far";
+  window.mlw.charts.push(plot);
+}
+
 function sweepCsv(rows, params, metrics) {
   // A text that a spreadsheet would read as a formula (=, +, -, @, tab, CR first) gets a leading
   // apostrophe (OWASP's CSV-injection rule); numbers stay numbers. Header cells are quoted alike.
@@ -249,11 +286,15 @@ function sweepModel(sweep, state) {
 function renderSweepTable(table, countLine, model, sweep, state, geometry) {
   const { params, metricNames, axes } = model;
   const rows = model.ranked.filter((r) => passes(r, axes, state.brush));
-  const head = el("tr", {}, ["#", "Run", "Point", "Status"].concat(params, metricNames, ["Started", "Duration", "Problem"])
+  const scheduled = !!sweep.scheduler;
+  const head = el("tr", {}, ["#", "Run", "Point", "Status"].concat(scheduled ? ["Reached"] : [], params, metricNames,
+    ["Started", "Duration", "Problem"])
     .map((h) => el("th", { text: h })));
   table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows.slice(0, 500).map((r, i) => el("tr", { "data-run": r.run_id },
     el("td", { class: "num", text: i + 1 }), el("td", {}, runLink(r.run_id)), el("td", { class: "num", text: r.point }),
-    el("td", {}, badge(r.status)), params.map((p) => el("td", { class: "num", text: fmtNumber(own(r.params, p)) })),
+    el("td", {}, badge(r.status)),
+    scheduled ? el("td", { class: "num reached", text: fmtNumber(r.reached), title: (r.decisions || []).join("\n") }) : [],
+    params.map((p) => el("td", { class: "num", text: fmtNumber(own(r.params, p)) })),
     metricNames.map((m) => el("td", { class: "num metric", text: fmtNumber(own(r.metrics, m)) })),
     el("td", { class: "started", text: fmtTime(r.started) }),
     el("td", { class: "num", text: fmtDuration(r.duration_s) }), el("td", { class: "problem", text: r.problem || "" })))));
@@ -307,6 +348,7 @@ async function showSweep(id, query) {
   const table = el("table", { id: "sweep-table" });
   const scatters = el("div", { class: "grid", id: "scatters" });
   const curves = el("div", { class: "panel chart", id: "curves" });
+  const bestChart = el("div", { class: "panel chart", id: "best-so-far" });
   const recurve = () => { go(); drawCurves(curves, id, state, generation); };
   main.replaceChildren(
     el("h1", {}, "Sweep ", el("code", { text: sweep.sweep_id })),
@@ -322,6 +364,8 @@ async function showSweep(id, query) {
         document.body.append(a); a.click(); a.remove();
       } }, "Export CSV"),
       el("button", { id: "clear-brush", onclick: () => { state.brush = {}; go(); redraw(); } }, "Clear brushes")),
+    ...scheduleSection(sweep),
+    el("h2", {}, `Best ${state.metric || "value"} so far`), bestChart,
     el("h2", {}, "Parallel coordinates ", el("span", { class: "note", text: "drag along an axis to filter" })),
     el("div", { class: "panel" }, canvas, countLine),
     el("h2", {}, "Runs, best first"), el("div", { class: "panel" }, table),
@@ -351,6 +395,7 @@ async function showSweep(id, query) {
       drawScatter(c, sweep.runs, ax, metricAxis);
     }
   }
+  drawBestSoFar(bestChart, sweep);
   performance.mark("mlw-sweep-ready");
   document.body.dataset.ready = "sweep";
   // The curves read every run's metrics: drawn after the rest of the page is usable.

@@ -17,6 +17,9 @@
 #include "mlw/context.hpp"
 
 #include "mlw/history/series.hpp"
+#include "mlw/history/store.hpp"
+#include "mlw/history/sweep_record.hpp"
+#include "mlw/sweep/sweep.hpp"
 
 namespace httplib {
 class Server;
@@ -97,6 +100,13 @@ void open_in_browser(const std::string& url);
 
 /// A sweep for its page: what was swept, and each current run's status, parameters and metrics.
 nlohmann::ordered_json sweep_json(Dashboard& board, const std::string& sweep_id);
+
+/// A sweep page's scheduler parts (sweep_schedule.cpp), added to `page` (sweep_json's, its
+/// "runs" in the order of `rows`): the best value so far over time; for a scheduled sweep also
+/// the scheduler, each rung's tally, each run's budget reached, GPU-seconds and decisions, and
+/// the budget spent against every trial given the whole of it.
+void add_schedule(Dashboard& board, const SweepRecord& sweep, const SweepSpec& spec,
+                  const std::vector<SweepRow>& rows, nlohmann::ordered_json& page);
 
 /// Every GPU of each project target that leases them (`computetarget gpus`), one request at a
 /// time: [{target, host, gpus} or {target, error}].

@@ -38,7 +38,8 @@ Json sweep_json(Dashboard& board, const std::string& id) {
   const std::int64_t now = board.ctx.clock->now_ms();
   const std::map<std::string, int> point_of = sweep.current_runs();
   Json runs = Json::array();
-  for (const auto& row : current_rows(store, sweep, point_of)) {
+  const std::vector<SweepRow> rows = current_rows(store, sweep, point_of);
+  for (const auto& row : rows) {
     const RunSummary& r = row.run;
     const std::int64_t end = r.end_ms ? r.end_ms : now;
     runs.push_back({{"run_id", r.run_id},
@@ -55,18 +56,20 @@ Json sweep_json(Dashboard& board, const std::string& id) {
   }
   Json parameters = Json::array();
   for (const auto& p : spec.parameters) parameters.push_back(p.name);
-  return {{"sweep_id", sweep.sweep_id},
-          {"script", sweep.script},
-          {"arguments", sweep.arguments},
-          {"targets", sweep.targets},
-          {"created", utc_or_null(sweep.created_ms)},
-          {"method", spec.method},
-          {"metric", spec.metric},
-          {"goal", spec.maximize ? "max" : "min"},
-          {"early_stop", spec.early_stop.rule},
-          {"parameters", parameters},
-          {"points", sweep.points.size()},
-          {"runs", runs}};
+  Json page = {{"sweep_id", sweep.sweep_id},
+               {"script", sweep.script},
+               {"arguments", sweep.arguments},
+               {"targets", sweep.targets},
+               {"created", utc_or_null(sweep.created_ms)},
+               {"method", spec.method},
+               {"metric", spec.metric},
+               {"goal", spec.maximize ? "max" : "min"},
+               {"early_stop", spec.early_stop.rule},
+               {"parameters", parameters},
+               {"points", sweep.points.size()},
+               {"runs", runs}};
+  add_schedule(board, sweep, spec, rows, page);
+  return page;
 }
 
 Json sweep_curves(Dashboard& board, const std::string& id, const std::string& metric,

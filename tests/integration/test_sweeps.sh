@@ -239,6 +239,19 @@ expect_eq "compare --sweep: the budget each trial reached (completed: 9; q 0.2: 
   "0.1:9 0.2:part 0.5:9 0.9:9"
 expect_contains "… and the budget spent against every trial's whole budget" \
   "$("$MLW" history compare --sweep "$sweep" 2>&1)" "of 81 epochs spent"
+# The dashboard's page of this sweep, in Chromium (ui_sweep_rungs_browser.cjs): the rungs' tallies
+# by hand (rung 1: 9 reached, 2 promoted, 2 went on, 5 stopped; rung 3: 4, 1, 2, 1), the budget,
+# each trial's reached budget best first, the best so far at each completed trial's end.
+"$MLW" history ui --port 0 >"$WORK/ui_rungs.out" 2>"$WORK/ui_rungs.err" &
+UI_PID=$!
+check "the dashboard prints its URL" wait_for 10 test -s "$WORK/ui_rungs.out"
+BROWSER=$(cd "$MLW_SOURCE_DIR/tests/integration" && timeout 120 node ui_sweep_rungs_browser.cjs \
+  "$(head -1 "$WORK/ui_rungs.out")" "$sweep" '{"rungs": [[1, 9, 2, 2, 5], [3, 4, 1, 2, 1]],
+  "budget": "Budget: 35 of 81 epochs spent (43%) against every trial given --epochs 9",
+  "reached": [9, 3, 9, 9, 1, 1, 1, 1, 1], "best": [0.611111, 0.611111, 0.211111]}' ${MLW_UI_SHOTS:-} 2>&1)
+kill -INT "$UI_PID"
+count_browser_checks "$BROWSER"
+check "the browser checks ran (8 of them)" test "$(grep -c '^ok \|^not ok ' <<<"$BROWSER")" -ge 8
 # Each trial judged itself on the target, under a lock on the sweep's record in the target's share
 # folder: a line per trial and rung, in the order they were taken (13 by hand: 3 trials at both
 # rungs, 4 stopped at the first, q 0.2 at both).
