@@ -5,20 +5,13 @@
 // why" per check; test_sweeps.sh counts them.
 "use strict";
 const path = require("path");
-const { chromium } = require(path.join(process.env.MLW_SOURCE_DIR, "web/node_modules/playwright-core"));
+const { check, counts, launch } = require("./ui_launch.cjs");
 
 const [url, sweep, expectedText, shots] = process.argv.slice(2);
 const expected = JSON.parse(expectedText);
-let failures = 0;
-function check(name, ok, why = "") {
-  console.log(ok ? `ok ${name}` : `not ok ${name}: ${why}`);
-  if (!ok) failures++;
-}
 
 async function main() {
-  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"] });
+  const browser = await launch();
   const page = await (await browser.newContext({ viewport: { width: 1360, height: 900 } })).newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
@@ -52,4 +45,4 @@ async function main() {
   await browser.close();
 }
 
-main().then(() => process.exit(failures ? 1 : 0), (e) => { console.log(`not ok browser: ${e.stack}`); process.exit(1); });
+main().then(() => process.exit(counts.failures ? 1 : 0), (e) => { console.log(`not ok browser: ${e.stack}`); process.exit(1); });
