@@ -434,4 +434,13 @@ expect_contains "task 3's log is its run's" "$("$MLW" history logs -r "$id")" "e
 expect_eq "three scripts ran, at most 2 at once (-tc 2)" "$(peak_of "$sweep")" "3 2"
 array=$(json_get "$json" 'd[0]["job_id"].split(".")[0]')
 expect_contains "Grid Engine accounted three tasks of the one job" "$(qacct -j "$array" 2>&1 | grep -c '^taskid')" 3
+# ASHA in a Grid Engine array, as on Slurm above (rungs 2, 4, 8; one task at a time): each task
+# judged itself against the sweep's record in the cell's shared home.
+"$MLW" -q experiment sweep -c cell --max-concurrent 1 --metric loss --scheduler asha \
+  --resource epochs --min 2 --max 15 --eta 2 qe.py --q 1,1.1,5,6 >"$WORK/o" 2>"$WORK/e"
+expect_eq "ASHA in a Grid Engine array ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+expect_eq "… its tasks completed and stopped as computed by hand" "$(json_get "$("$MLW" -o json \
+  history list --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
+  "1:Completed 1.1:Stopped 5:Stopped 6:Stopped"
 finish
