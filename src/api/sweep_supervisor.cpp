@@ -39,6 +39,8 @@ struct Flight {
   TrialRungs scheduled;               ///< its rungs, for a sweep with a scheduler
   std::size_t mirrored = 0;           ///< its decisions on the target logged here so far
   std::int64_t stopped_there_ms = 0;  ///< when its target's decision to stop it was seen
+  bool rung_seen = false;             ///< it reached a rung (its time to it is counted)
+  bool no_rung_said = false;          ///< that it reached none in time was logged
 };
 
 TrialSeries series_of(const MetricSeriesReader& reader, const std::string& metric) {
@@ -239,6 +241,12 @@ class SweepSupervisor {
       const TrialDecision& decision = decisions[flight.mirrored];
       if (decision.verdict == "stopped" && !flight.stopped_there_ms)
         flight.stopped_there_ms = m_ctx.clock->now_ms();
+      if (!flight.rung_seen && record.start_ms) {  // its time to its first rung, as taken there
+        flight.rung_seen = true;
+        const auto at = static_cast<std::int64_t>(decision.time * 1000);
+        m_first_rung_ms.push_back((at > record.start_ms ? at : m_ctx.clock->now_ms()) -
+                                  record.start_ms);
+      }
       const std::string line =
           fmt::format("run {} (point {}): {}", record.run_id, record.point, decision.text);
       if (m_logged.insert(line).second) log(line);
@@ -269,11 +277,33 @@ class SweepSupervisor {
     const SchedulerSpec& scheduler = m_work.spec.scheduler;
     const bool judged =
         on_target() ? !flight.reader.decisions().empty() : !flight.scheduled.judged.empty();
-    if (record.status == status::k_completed && !judged &&
+    if (record.status == status::k_completed && !judged && !flight.no_rung_said &&
         scheduler_first_rung(scheduler, flight.scheduled.bracket) < scheduler.max) {
       log(fmt::format("run {} (point {}) reached no rung: does it log {} with {} as its step?",
                       record.run_id, record.point, m_work.spec.metric, scheduler.resource));
     }
+  }
+
+  /// A running trial that reached no rung long after the others reached their first (twice the
+  /// slowest of them, at least 5 s, once 3 have) is said once: its script may not log the
+  /// metric with the resource as its step.
+  void watch_first_rung(Flight& flight, const RunRecord& record) {
+    const bool judged =
+        on_target() ? !flight.reader.decisions().empty() : !flight.scheduled.judged.empty();
+    const std::int64_t ran_ms = m_ctx.clock->now_ms() - record.start_ms;
+    if (judged && !flight.rung_seen) {  // judged here: seen now
+      flight.rung_seen = true;
+      m_first_rung_ms.push_back(ran_ms);
+    }
+    if (judged || flight.no_rung_said || m_first_rung_ms.size() < 3 || !record.start_ms) return;
+    const std::int64_t slowest = *std::max_element(m_first_rung_ms.begin(), m_first_rung_ms.end());
+    if (ran_ms <= std::max<std::int64_t>(2 * slowest, 5000)) return;
+    flight.no_rung_said = true;
+    log(fmt::format(
+        "run {} (point {}) reached no rung in {} s (the others reached their first in {} s or "
+        "less): does it log {} with {} as its step?",
+        record.run_id, record.point, ran_ms / 1000, (slowest + 999) / 1000, m_work.spec.metric,
+        m_work.spec.scheduler.resource));
   }
 
   /// The early-stopping rule's look at a running trial's metrics so far.
@@ -292,6 +322,7 @@ class SweepSupervisor {
     std::optional<std::string> verdict;
     if (on_target()) {
       mirror(flight, record);
+      watch_first_rung(flight, record);
       // Stopped there, it ends itself; a script that goes on after that (it caught the
       // SystemExit) is stopped from here.
       if (flight.stopped_there_ms && m_ctx.clock->now_ms() - flight.stopped_there_ms > 15000)
@@ -301,6 +332,7 @@ class SweepSupervisor {
                     ? schedule(flight, record)
                     : early_stop_verdict(rule, m_completed, series_of(flight.reader, rule.metric),
                                          m_rungs, flight.rungs_seen);
+      if (scheduled()) watch_first_rung(flight, record);
     }
     if (!verdict) return;
     log(fmt::format("run {} (point {}): {}", record.run_id, record.point, *verdict));
@@ -459,7 +491,8 @@ class SweepSupervisor {
   std::vector<TrialSeries> m_completed;
   std::map<int, std::vector<double>> m_rungs;
   std::map<std::pair<int, int>, std::vector<double>> m_scheduled_rungs;  ///< (bracket, rung)
-  std::set<std::string> m_logged;  ///< decisions.log's lines, without their times
+  std::set<std::string> m_logged;             ///< decisions.log's lines, without their times
+  std::vector<std::int64_t> m_first_rung_ms;  ///< each trial's time from its start to a rung
   bool m_canceled = false;
   int m_arrays = 0;  ///< job arrays submitted so far
 };

@@ -67,7 +67,9 @@ std::optional<TrialDecision> parse_decision_line(std::string_view line) {
   const auto verdict = json.find("verdict");
   if (text == json.end() || !text->is_string() || verdict == json.end() || !verdict->is_string())
     return std::nullopt;
-  return TrialDecision{text->get<std::string>(), verdict->get<std::string>()};
+  const auto time = json.find("time");
+  return TrialDecision{text->get<std::string>(), verdict->get<std::string>(),
+                       time != json.end() && time->is_number() ? time->get<double>() : 0};
 }
 
 std::vector<TrialDecision> read_decisions(const fs::path& metrics_file) {

@@ -177,4 +177,16 @@ expect_contains "… point 7 at bracket 1's first rung, epochs 3" "$decisions" \
   "(point 7): stopped by Hyperband at epochs 3, bracket 1: loss 1.13333 is not in the top 1/3 (1 of 3 trials at that rung; cutoff 0.533333)"
 expect_not_contains "… bracket 2's trials were never judged" "$decisions" "(point 8): reached"
 
+# --- a trial that never logs the resource as its step: said while it runs -----------------------
+# Three trials reach epochs 1 at once; the fourth logs its loss with no step for 8 s: once it has
+# run twice as long as the slowest took to its first rung (at least 5 s), the supervisor says so.
+printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor e in range(1, a.epochs + 1):\n    if a.q == 4:\n        mlw.log_metric("loss", a.q)\n        time.sleep(8 / a.epochs)\n    else:\n        mlw.log_metric("loss", a.q + 1 / e, step=e)\n' >nostep.py
+"$MLW" -q experiment sweep -c local --max-concurrent 1 --metric loss --scheduler asha \
+  --resource epochs --min 1 --max 3 --eta 3 nostep.py --q 1,2,3,4 >"$WORK/o" 2>"$WORK/e"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+decisions=$(cat ".mlw/sweeps/$sweep/decisions.log")
+expect_contains "a trial that logs no step is said to reach no rung, with the others' time" \
+  "$decisions" "(point 3) reached no rung in 5 s (the others reached their first in 1 s or less): does it log loss with epochs as its step?"
+expect_eq "… while it ran (before its end), once" "$(grep '(point 3)' <<<"$decisions" |
+  grep -o 'reached no rung\|ended: ' | tr '\n' '|')" "reached no rung|ended: |"
 finish

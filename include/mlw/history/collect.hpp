@@ -21,6 +21,7 @@ inline constexpr std::size_t k_max_metric_line = 1024 * 1024;
 struct TrialDecision {
   std::string text;
   std::string verdict;
+  double time = 0;  ///< when it was taken (seconds since the epoch; 0: not said)
 };
 
 /// The line as a trial's decision, or nullopt (a metric, a parameter, a bad line).
