@@ -8,9 +8,8 @@ Figures: the best loss each reached (a trial's last logged value), and the GPU-s
 spent (the sum of its runs' durations, each run holding one slot). Target (issue 49): ASHA's best
 within 1 % of the random search's, with at most 1/3 of its GPU-seconds.
 
-Not here: B17b (against Optuna's TPESampler + HyperbandPruner: Debian's python3-optuna is not
-installed by scripts/setup) and B17c (a decision's cost on the target: decisions are still taken
-by the sweep's supervisor on this machine).
+B17b (against Optuna) is bench/b17b_optuna.py, B17c (a decision's cost on the target)
+bench/b17c_decision.py.
 """
 
 import json
