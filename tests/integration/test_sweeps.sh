@@ -403,13 +403,17 @@ expect_contains "the decision was scancel of the element" "$(cat ".mlw/sweeps/$s
 # ASHA on the job array: rungs at epochs 2, 4, 8 (eta 2); one element at a time, so by hand: q 1
 # goes on (alone at each rung), 1.1, 5 and 6 are not in the top half at rung 2.
 printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor s in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q / s, step=s)\n    time.sleep(0.2)\n' >qe.py
-"$MLW" -q experiment sweep -c cluster --max-concurrent 1 --metric loss --scheduler asha \
-  --resource epochs --min 2 --max 15 --eta 2 qe.py --q 1,1.1,5,6 >"$WORK/o" 2>"$WORK/e"
-expect_eq "ASHA on a Slurm job array ends with 0" "$?" 0
-sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
-expect_eq "… its elements completed and stopped as computed by hand" "$(json_get "$("$MLW" -o json \
-  history list --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
-  "1:Completed 1.1:Stopped 5:Stopped 6:Stopped"
+# asha_array TARGET WHAT: that sweep on TARGET's job array, its statuses as computed by hand.
+asha_array() {
+  "$MLW" -q experiment sweep -c "$1" --max-concurrent 1 --metric loss --scheduler asha \
+    --resource epochs --min 2 --max 15 --eta 2 qe.py --q 1,1.1,5,6 >"$WORK/o" 2>"$WORK/e"
+  expect_eq "ASHA on $2 ends with 0" "$?" 0
+  sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+  expect_eq "… its elements completed and stopped as computed by hand" "$(json_get "$("$MLW" -o json \
+    history list --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
+    "1:Completed 1.1:Stopped 5:Stopped 6:Stopped"
+}
+asha_array cluster "a Slurm job array"
 expect_contains "… stopped at the first rung" "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
   "(point 1): stopped by ASHA at epochs 2: loss 0.55 is not in the top 1/2"
 slurm_unlock
@@ -436,11 +440,5 @@ array=$(json_get "$json" 'd[0]["job_id"].split(".")[0]')
 expect_contains "Grid Engine accounted three tasks of the one job" "$(qacct -j "$array" 2>&1 | grep -c '^taskid')" 3
 # ASHA in a Grid Engine array, as on Slurm above (rungs 2, 4, 8; one task at a time): each task
 # judged itself against the sweep's record in the cell's shared home.
-"$MLW" -q experiment sweep -c cell --max-concurrent 1 --metric loss --scheduler asha \
-  --resource epochs --min 2 --max 15 --eta 2 qe.py --q 1,1.1,5,6 >"$WORK/o" 2>"$WORK/e"
-expect_eq "ASHA in a Grid Engine array ends with 0" "$?" 0
-sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
-expect_eq "… its tasks completed and stopped as computed by hand" "$(json_get "$("$MLW" -o json \
-  history list --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
-  "1:Completed 1.1:Stopped 5:Stopped 6:Stopped"
+asha_array cell "a Grid Engine array"
 finish
