@@ -119,15 +119,6 @@ void rank_by_logged_metric(Context& ctx, const std::vector<RunRecord>& runs, std
   }
 }
 
-/// The furthest step a scheduled trial logged its metric at: the budget it reached (0: none).
-double reached_budget(const HistoryStore& store, const RunRecord& run, const std::string& metric) {
-  MetricSeriesReader reader;
-  reader.update(store.run_dir(run.run_id) / "metrics.jsonl", true);
-  const auto found = reader.series().find(metric);
-  if (found == reader.series().end() || found->second.x.empty()) return 0;
-  return *std::max_element(found->second.x.begin(), found->second.x.end());
-}
-
 /// A scheduled sweep's budget: what its trials reached against each given the whole of it.
 void say_budget(Context& ctx, const SchedulerSpec& scheduler, double spent, std::size_t trials) {
   if (ctx.quiet || ctx.output().structured() || trials == 0 || scheduler.max <= 0) return;
@@ -220,7 +211,8 @@ void compare_sweep(Context& ctx, const std::string& sweep_id,
       }
     }
     if (scheduled) {  // the budget it reached: how far the scheduler let it go
-      const double reached = reached_budget(store, run, spec.metric);
+      const double reached =
+          furthest_step(store.run_dir(run.run_id) / "metrics.jsonl", spec.metric);
       spent += reached;
       row["reached"] = reached;
     }

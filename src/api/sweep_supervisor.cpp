@@ -233,6 +233,11 @@ class SweepSupervisor {
     return spec.dump();
   }
 
+  /// Whether the trial was judged at a rung yet (on its target: it logged a decision).
+  bool reached_a_rung(const Flight& flight) const {
+    return on_target() ? !flight.reader.decisions().empty() : !flight.scheduled.judged.empty();
+  }
+
   /// Logs the decisions the trial took on its target since the last look (a line logged before,
   /// as by a supervisor before a resume, is not logged again).
   void mirror(Flight& flight, const RunRecord& record) {
@@ -275,8 +280,7 @@ class SweepSupervisor {
       schedule(flight, record);
     }
     const SchedulerSpec& scheduler = m_work.spec.scheduler;
-    const bool judged =
-        on_target() ? !flight.reader.decisions().empty() : !flight.scheduled.judged.empty();
+    const bool judged = reached_a_rung(flight);
     if (record.status == status::k_completed && !judged && !flight.no_rung_said &&
         scheduler_first_rung(scheduler, flight.scheduled.bracket) < scheduler.max) {
       log(fmt::format("run {} (point {}) reached no rung: does it log {} with {} as its step?",
@@ -288,8 +292,7 @@ class SweepSupervisor {
   /// slowest of them, at least 5 s, once 3 have) is said once: its script may not log the
   /// metric with the resource as its step.
   void watch_first_rung(Flight& flight, const RunRecord& record) {
-    const bool judged =
-        on_target() ? !flight.reader.decisions().empty() : !flight.scheduled.judged.empty();
+    const bool judged = reached_a_rung(flight);
     const std::int64_t ran_ms = m_ctx.clock->now_ms() - record.start_ms;
     if (judged && !flight.rung_seen) {  // judged here: seen now
       flight.rung_seen = true;

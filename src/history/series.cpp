@@ -372,6 +372,15 @@ void MetricSeriesReader::update(const std::filesystem::path& file, bool at_end) 
   for (auto& part : parts) merge(std::move(part));
 }
 
+double furthest_step(const std::filesystem::path& metrics_file, const std::string& metric,
+                     bool at_end) {
+  MetricSeriesReader reader;
+  reader.update(metrics_file, at_end);
+  const auto found = reader.series().find(metric);
+  if (found == reader.series().end() || found->second.x.empty()) return 0;
+  return *std::max_element(found->second.x.begin(), found->second.x.end());
+}
+
 MetricSeries downsample(const MetricSeries& series, double from, double to, std::size_t threshold) {
   // The points in x order: the series itself when sorted (the usual case: steps only grow),
   // else an index sorted by x (stable, so equal steps keep their logged order).

@@ -144,12 +144,8 @@ void add_schedule(Dashboard& board, const SweepRecord& sweep, const SweepSpec& s
   for (auto& run : page["runs"]) {
     const std::string id = run["run_id"].get<std::string>();
     const RunRecord record = store.load(id);
-    MetricSeriesReader reader;
-    reader.update(store.run_dir(id) / "metrics.jsonl", status::is_final(record.status));
-    const auto found = reader.series().find(spec.metric);
-    const double reached = found == reader.series().end() || found->second.x.empty()
-                               ? 0
-                               : *std::max_element(found->second.x.begin(), found->second.x.end());
+    const double reached = furthest_step(store.run_dir(id) / "metrics.jsonl", spec.metric,
+                                         status::is_final(record.status));
     const double seconds = gpu_seconds(record, now);
     run["reached"] = reached;
     run["gpu_seconds"] = seconds;

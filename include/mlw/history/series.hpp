@@ -77,4 +77,9 @@ int parse_flat_metric_line(std::string_view line, std::string_view& name, bool& 
 /// at most `threshold` points by Largest-Triangle-Three-Buckets (the shape is kept: peaks stay).
 MetricSeries downsample(const MetricSeries& series, double from, double to, std::size_t threshold);
 
+/// The furthest step a run logged `metric` at (a scheduled sweep's trial: the budget it reached;
+/// 0: none), reading its metrics file whole (`at_end`: a last line without its newline counts).
+double furthest_step(const std::filesystem::path& metrics_file, const std::string& metric,
+                     bool at_end = true);
+
 }  // namespace mlw

@@ -44,6 +44,21 @@ TEST(MetricSeries, SkipsWhatForEachMetricSkips) {
   EXPECT_TRUE(r.series().empty());
 }
 
+TEST(MetricSeries, FurthestStepIsTheLargestStepOfTheMetric) {
+  test::TempDir dir{"series"};
+  const auto file = dir.path() / "m.jsonl";
+  atomic_write_file(file,
+                    "{\"name\": \"loss\", \"value\": 1, \"step\": 3}\n"
+                    "{\"name\": \"loss\", \"value\": 2, \"step\": 9}\n"
+                    "{\"name\": \"loss\", \"value\": 3, \"step\": 5}\n"
+                    "{\"name\": \"acc\", \"value\": 1, \"step\": 40}\n"
+                    "{\"name\": \"loss\", \"value\": 4, \"step\": 12}");
+  EXPECT_EQ(furthest_step(file, "loss"), 12);        // the last line counts at the end
+  EXPECT_EQ(furthest_step(file, "loss", false), 9);  // not while the run may still write it
+  EXPECT_EQ(furthest_step(file, "missing"), 0);
+  EXPECT_EQ(furthest_step(dir.path() / "none.jsonl", "loss"), 0);
+}
+
 TEST(MetricSeries, ATrialsDecisionsAreReadInOrderNotSkipped) {
   // python/mlw/rungs.py's lines: {"decision": TEXT, "verdict": V, "time": T}.
   const auto r = read(
