@@ -7,8 +7,8 @@
 # folder that outlives the attempts, and MLW_RESUME (1 where that folder has something in it); a
 # line in the log marks each restart; ../restarts holds how many there were. A stop (SIGTERM,
 # SIGINT, or ../stopped) is passed to the script and ends it all: a stopped script is never
-# restarted. The exit code is the last attempt's. Started again after
-# the machine restarted (restartAfterReboot, exec/reboot.sh), it counts on from ../restarts.
+# restarted. The exit code is the last attempt's. Started again after the machine restarted
+# (restartAfterReboot, exec/reboot.sh), it counts on from ../restarts.
 codes=$1
 max=$2
 backoff=$3

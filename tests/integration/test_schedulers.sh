@@ -20,7 +20,9 @@ owner() { json_get "$(json_file ".mlw/sweeps/$sweep/sweep.json")" 'd["pid"]'; }
 #   q   0.5 0.9 0.1 | 0.7  0.3  0.8  | 0.2          | 0.6  0.4
 #       on  on  on  | stop stop stop | on, stop at 3 | stop stop  (the first rung's cutoff:
 #   1.1 for 3-5 trials, 1.2 (6-8: top 2), 1.3 (9: top 3); rung 3: 0.2+1/3 is not the best of 4).
-printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(0.25)\n' >curve.py
+# curve_script PAUSE: loss = q + 1/epoch, logged with the epoch as its step, PAUSE s an epoch.
+curve_script() { printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(%s)\n' "$1"; }
+curve_script 0.25 >curve.py
 "$MLW" -q experiment sweep -c local --max-concurrent 1 --metric loss --scheduler asha \
   --resource epochs --min 1 --max 9 --eta 3 curve.py --q 0.5,0.9,0.1,0.7,0.3,0.8,0.2,0.6,0.4 \
   >"$WORK/o" 2>"$WORK/e"
@@ -161,7 +163,7 @@ expect_contains "… TPE learnt from them" "$(cat ".mlw/sweeps/$sweep/decisions.
 # its trials run in full); point i is in bracket i mod 3. One trial at a time, so by hand: in
 # bracket 0 (q 0.5, 0.7, 0.9) the third at epochs 1 (1.9) is not in the top 1/3 of 1.5, 1.7, 1.9;
 # in bracket 1 (q 0.2, 0.4, 0.8) the third at epochs 3 (1.13333) is not; bracket 2 runs in full.
-printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(0.05)\n' >fast.py
+curve_script 0.05 >fast.py
 "$MLW" -q experiment sweep -c local --max-concurrent 1 --metric loss --scheduler hyperband \
   --resource epochs --min 1 --max 9 --eta 3 fast.py --q 0.5,0.2,0.3,0.7,0.4,0.6,0.9,0.8,1.0 \
   >"$WORK/o" 2>"$WORK/e"

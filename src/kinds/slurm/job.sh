@@ -27,9 +27,9 @@ fi
 [[ -z "${MLW_CHECKPOINT_DIR:-}" ]] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
 # MLW_RESUME=1: a checkpoint is there to go on from; a later attempt that finds none says so.
 MLW_RESUME=0
-if [ -n "${MLW_CHECKPOINT_DIR:-}" ] && [ -n "$(ls -A "$MLW_CHECKPOINT_DIR" 2>/dev/null)" ]; then
+if [[ -n "${MLW_CHECKPOINT_DIR:-}" && -n "$(ls -A "$MLW_CHECKPOINT_DIR" 2>/dev/null)" ]]; then
   MLW_RESUME=1
-elif [ -n "${MLW_CHECKPOINT_DIR:-}" ] && [ "$MLW_RESTART_COUNT" -gt 0 ]; then
+elif [[ -n "${MLW_CHECKPOINT_DIR:-}" ]] && ((MLW_RESTART_COUNT > 0)); then
   echo "mlw: restart $MLW_RESTART_COUNT starts from scratch: nothing in MLW_CHECKPOINT_DIR ($MLW_CHECKPOINT_DIR)"
 fi
 export MLW_RESUME
