@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "mlw/exec/place.hpp"
 #include "mlw/exec/run_recorder.hpp"
 #include "mlw/history/params.hpp"
 #include "mlw/history/series.hpp"
@@ -20,6 +21,7 @@
 #include "mlw/util/clock.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
+#include "mlw/util/settings.hpp"
 #include "run_start.hpp"
 #include "sweep_internal.hpp"
 
@@ -61,6 +63,7 @@ class SweepSupervisor {
   SweepSupervisor(Context& ctx, SweepWork& work)
       : m_ctx(ctx), m_work(work), m_dir(sweep_dir(work.state_dir, work.sweep_id)) {
     m_in_flight.assign(work.targets.size(), 0);
+    m_gate_slots = gate_slots();
   }
 
   int run() {
@@ -346,12 +349,28 @@ class SweepSupervisor {
     if (record.process_group > 0) m_ctx.executor(record.target_type)->stop(m_ctx, record, false);
   }
 
+  /// How many of the sweep's points run at once on its one target when the others wait there
+  /// for their turn (docs/sweeps.md "The laptop may close"): an SSH target that runs its own
+  /// monitors (remote, remotedocker), points known ahead (not TPE's), MLW_SWEEP_AHEAD above 0;
+  /// else 0, and each point starts from here as the target has room.
+  int gate_slots() const {
+    if (m_work.targets.size() != 1 || m_work.spec.method == "tpe") return 0;
+    const SweepTarget& target = m_work.targets.front();
+    const TargetKind& kind = kind_of(target.plan.compute.type);
+    if (kind.runner.batch || !kind.runner.detached || kind.place->shares_run_folder()) return 0;
+    if (setting("MLW_SWEEP_AHEAD") == 0) return 0;
+    const int limit = m_work.spec.max_concurrent;
+    return limit > 0 ? std::min(limit, target.capacity) : target.capacity;
+  }
+
   /// The target with the most room, or -1.
   int free_target() const {
     int best = -1;
     int room = 0;
     for (std::size_t i = 0; i < m_work.targets.size(); ++i) {
-      const int free = m_work.targets[i].capacity - m_in_flight[i];
+      const int capacity =
+          m_gate_slots > 0 ? m_gate_slots + setting("MLW_SWEEP_AHEAD") : m_work.targets[i].capacity;
+      const int free = capacity - m_in_flight[i];
       if (free > room) {
         room = free;
         best = static_cast<int>(i);
@@ -382,7 +401,7 @@ class SweepSupervisor {
         }
         continue;
       }
-      const int limit = m_work.spec.max_concurrent;
+      const int limit = m_gate_slots > 0 ? 0 : m_work.spec.max_concurrent;
       if (limit > 0 && static_cast<int>(m_flights.size()) >= limit) return;
       const std::string run_id = m_pending.front();
       m_pending.pop_front();
@@ -460,6 +479,12 @@ class SweepSupervisor {
       const std::string& hash = base.record.snapshot_hash;
       save_manifest(plan.manifest, hash, state / "manifests", plan.run_dir / "manifest.json");
       save_run_env(plan.run_dir, plan.extra_env);  // a rerun of a trial is judged nowhere
+      if (m_gate_slots > 0) {
+        // It waits there for its turn, its launch handed over as `-a`'s (no channel kept).
+        plan.gate = SweepGate{fmt::format("~/.mlw/sweeps/{}/turns", m_work.sweep_id), m_gate_slots};
+        plan.detached = true;
+        atomic_write_file(plan.run_dir / "gate", plan.gate->folder + "\n");
+      }
       if (on_target()) plan.extra_env["MLW_SCHEDULER"] = scheduler_variable(plan.record.point);
       materialize_snapshot(plan.manifest, state / "objects", plan.project.root,
                            plan.run_dir / "snapshot");
@@ -497,7 +522,8 @@ class SweepSupervisor {
   std::set<std::string> m_logged;             ///< decisions.log's lines, without their times
   std::vector<std::int64_t> m_first_rung_ms;  ///< each trial's time from its start to a rung
   bool m_canceled = false;
-  int m_arrays = 0;  ///< job arrays submitted so far
+  int m_arrays = 0;      ///< job arrays submitted so far
+  int m_gate_slots = 0;  ///< gate_slots()
 };
 
 }  // namespace

@@ -385,15 +385,23 @@ bool runs_in_engine(const ComputeConfig& compute, const TargetFacts& facts) {
 
 namespace {
 
-/// The monitor's lease settings (monitor.sh's mlw_lease_…): none where the run takes no lease.
+/// The monitor's lease settings (monitor.sh's mlw_lease_… and, for a sweep's point that waits
+/// for its turn there, mlw_gate_…): none where the run takes no lease.
 std::string lease_preamble(const RunPlan& plan, bool container) {
   const LeaseRequest lease = lease_request(plan);
-  if (lease.want.empty()) return "mlw_lease_want=\n";
-  std::string text =
-      "mlw_lease_want=" + shell_quote(lease.want) + "\nmlw_lease_dir=" + shell_quote(lease.folder) +
-      "\nmlw_lease_run=" + shell_quote(lease.run_id) + "\nmlw_lease_who=" + shell_quote(lease.who) +
-      "\nmlw_lease_foreign=" + shell_quote(lease.foreign) +
-      "\nmlw_lease_sh=" + shell_quote(lease_script()) + "\n";
+  std::string text;
+  if (plan.gate) {
+    text = "mlw_gate_want=" + shell_quote(fmt::format("slot:{}", plan.gate->slots)) +
+           "\nmlw_gate_dir=" + shell_quote("own:" + plan.gate->folder) + "\n";
+  }
+  if (lease.want.empty() && !plan.gate) return "mlw_lease_want=\n";
+  text += "mlw_lease_want=" + shell_quote(lease.want) +
+          "\nmlw_lease_dir=" + shell_quote(lease.folder) +
+          "\nmlw_lease_run=" + shell_quote(plan.record.run_id) +
+          "\nmlw_lease_who=" + shell_quote(plan.record.user + "@" + plan.record.host) +
+          "\nmlw_lease_foreign=" + shell_quote(lease.foreign) +
+          "\nmlw_lease_sh=" + shell_quote(lease_script()) + "\n";
+  if (lease.want.empty()) return text;
   if (!container) text += "mlw_gpus_sh=" + shell_quote(script_body("src/exec/gpus.sh")) + "\n";
   if (container) text += "mlw_hold_sh=" + shell_quote(script_body("src/exec/hold.sh")) + "\n";
   return text;

@@ -61,7 +61,7 @@ bool MonitorDriver::start(RunSession& session, const std::string& image) {
   const std::string& tree = session.paths.tree;
   m_launch = (tree.empty() ? "" : std::to_string(tree.size()) + "\n" + tree) +
              monitor_script(session.plan, session.paths, session.facts, image);
-  m_lease_pending = !lease_request(session.plan).want.empty();
+  m_lease_pending = !lease_request(session.plan).want.empty() || session.plan.gate;
   return true;
 }
 
@@ -125,8 +125,10 @@ void MonitorDriver::take_lease_lines(RunSession& session, std::string& state) {
 
 bool MonitorDriver::resume(RunSession& session) {
   m_monitor_pid = std::to_string(session.record.process_group);
-  m_lease_pending =
-      session.plan.record.status == status::k_queued && !lease_request(session.plan).want.empty();
+  // A sweep's point waiting for its turn there has a `gate` file here (the sweep's launch).
+  m_lease_pending = session.plan.record.status == status::k_queued &&
+                    (!lease_request(session.plan).want.empty() ||
+                     std::filesystem::exists(session.plan.run_dir / "gate"));
   return true;
 }
 

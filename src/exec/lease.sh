@@ -2,7 +2,8 @@
 # A run's lease of GPUs (or of a run slot, maxConcurrentRuns) on the machine it runs on
 # (docs/gpus.md): `sh -c` of lease_dir.sh's and this file's bodies, then "mlw-lease" and
 #   DIR      the machine-wide lease folder: shared where it is root's with mode 1777 and its lock
-#            files root's, else this user's own ~/.mlw/leases (lease_dir.sh)
+#            files root's, else this user's own ~/.mlw/leases (lease_dir.sh); own:FOLDER, that
+#            folder of this user's (~/ its home), for a sweep's turn (exec/monitor.sh)
 #   WANT     gpu:N (N GPUs) or slot:M (one of M run slots)
 #   RUN WHO  the run's id and user@host, shown by `mlw experiment queue`
 #   FOREIGN  wait: GPUs that nvidia-smi shows in use by processes without a lease are not handed
@@ -43,7 +44,19 @@ read -r _ _ _ _ group _ </proc/$$/stat
 [ "$group" = $$ ] || fail "the lease must run as a process group leader (setsid)"
 command -v flock >/dev/null 2>&1 || fail "flock (util-linux) is not installed on $(hostname)"
 asked=$d
-mlw_lease_folder "$asked" || fail "cannot lease: $note"
+case $asked in
+  own:*)
+    # A folder of this user's own (a sweep's turn, exec/monitor.sh): made 0700 where missing,
+    # used only where it is a folder of this user's, not a link.
+    d=${asked#own:}
+    case $d in \~/*) d=${HOME:-/nonexistent}/${d#\~/} ;; esac
+    [ -d "$d" ] || { mkdir -p "${d%/*}" && mkdir -m 700 "$d"; } 2>/dev/null
+    { [ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ]; } || fail "$d is not a folder of this user's"
+    shared=
+    note=
+    ;;
+  *) mlw_lease_folder "$asked" || fail "cannot lease: $note" ;;
+esac
 me=$(id -u)
 stall=${MLW_LEASE_STALL:-5}
 # The GPUs: their indexes and UUIDs (foreign use is reported by UUID).

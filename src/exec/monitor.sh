@@ -30,12 +30,12 @@
 #                        mlw_sample_gpus, an unleased container's GPUs
 #                        (all, or indexes or UUIDs: "0,2"; empty for a lease's)
 cd "$mlw_run" || exit 125
-# The run's data sets: the marker is held by a shared lock (fd 7) as long as this monitor or
+# The run's data sets: the marker is held by a shared lock (fd 9) as long as this monitor or
 # what it started lives, however they end; `data.held` says the lock was taken, so that the
 # store's rm and gc know a run gone without its end written (data.sh mlw_data_live).
 if [ -n "$mlw_data_uses" ]; then
   case $mlw_data_uses in \~/*) mlw_data_uses=$HOME/${mlw_data_uses#\~/} ;; esac
-  if [ -f "$mlw_data_uses" ] && exec 7<"$mlw_data_uses" && flock -s 7; then
+  if [ -f "$mlw_data_uses" ] && exec 9<"$mlw_data_uses" && flock -s 9; then
     : >data.held
   fi
 fi
@@ -54,7 +54,7 @@ mlw_sample() {
     r=$1
     shift
     MLW_NVML=${mlw_sample_nvml:-} exec setsid sh -c "$mlw_sample_sh" mlw-sample "$mlw_sample_awk" "$mlw_sg" \
-      "$mlw_sample_every" "$mlw_sample_warn" "$mlw_sample_policy" "$mlw_st" "$r" "$m" "$@" 8>&- 7>&-
+      "$mlw_sample_every" "$mlw_sample_warn" "$mlw_sample_policy" "$mlw_st" "$r" "$m" "$@" 9>&- 8>&- 6>&-
   ) </dev/null >/dev/null 2>&1 &
   echo $! >"$mlw_run/gpu.pid"
 }
@@ -75,7 +75,7 @@ mlw_sample_end() {
 finish() {
   [ -z "${holder:-}" ] || kill -9 "$holder" 2>/dev/null
   mlw_sample_end
-  exec 8>&-
+  exec 8>&- 6>&-
   echo "$1" >exit_code.tmp && mv exit_code.tmp exit_code
   [ -z "$mlw_reboot" ] || mlw_hook_remove
 }
@@ -101,6 +101,48 @@ fi
 if [ ! -d snapshot/outputs ] || [ ! -d "$mlw_share" ]; then
   mkdir -p snapshot/outputs "$mlw_share"
 fi
+# A sweep's point that waits here for its turn (docs/sweeps.md "The laptop may close";
+# mlw_gate_want slot:K, mlw_gate_dir own:FOLDER, the sweep's own): one of the sweep's K slots,
+# taken first come, first served (in the points' order) through lease.sh before the lease
+# below, and held by fd 6 as the lease by fd 8, so that the next point starts here as one ends,
+# whatever the machine that started the sweep does. Its place in line goes into lease.log as
+# "queued N"; its grant only where no lease follows (the run starts then).
+if [ -n "${mlw_gate_want:-}" ]; then
+  rm -f gate.in gate.out
+  mkfifo gate.in gate.out || {
+    finish 125
+    exit 0
+  }
+  setsid sh -c "$mlw_lease_sh" mlw-lease "$mlw_gate_dir" "$mlw_gate_want" "$mlw_lease_run" \
+    "$mlw_lease_who" ignore <gate.in >gate.out 2>>lease.log 9>&- &
+  echo $! >lease.pid
+  exec 6>gate.in 7<gate.out
+  [ -e stopped ] && { kill -s TERM -- "-$!" || kill -s TERM "$!"; } 2>/dev/null
+  rm -f gate.in gate.out
+  a=
+  while IFS= read -r a <&7; do
+    case "$a" in
+      queued\ *) echo "$a" >>lease.log ;;
+      notice\ *) ;;
+      *) break ;;
+    esac
+  done
+  exec 7<&-
+  case "$a" in
+    granted\ *) [ -n "$mlw_lease_want" ] || echo "$a" >>lease.log ;;
+    error\ *)
+      echo "error the sweep's turn: ${a#error }" >>lease.log
+      echo "mlw: error: cannot take the sweep's turn: ${a#error }" >>driver_log.txt
+      finish 125
+      exit 0
+      ;;
+    *)
+      echo stopped >>lease.log
+      finish 143
+      exit 0
+      ;;
+  esac
+fi
 # The lease: lease.sh holds it while its stdin, a fifo only this shell and the script keep open
 # (fd 8, closed for every other command it starts), is open: the kernel ends it when both have
 # ended, however they end. Its answers go into lease.log, which the follow steps read; the run
@@ -114,7 +156,7 @@ if [ -n "$mlw_lease_want" ]; then
     exit 0
   }
   setsid sh -c "$mlw_lease_sh" mlw-lease "$mlw_lease_dir" "$mlw_lease_want" "$mlw_lease_run" \
-    "$mlw_lease_who" "$mlw_lease_foreign" <lease.in >lease.out 2>>lease.log &
+    "$mlw_lease_who" "$mlw_lease_foreign" <lease.in >lease.out 2>>lease.log 9>&- 6>&- &
   echo $! >lease.pid
   exec 8>lease.in 7<lease.out
   # A stop that came before lease.pid was written (steps.sh's mlw_stop_lease).
@@ -178,7 +220,7 @@ if [ "$mlw_mode" = process ]; then
 fi
 # docker as the compute file asks for it: its words have no space in them.
 # shellcheck disable=SC2086
-mlw_d() { $mlw_docker "$@" 8>&-; }
+mlw_d() { $mlw_docker "$@" 8>&- 6>&-; }
 # The lease outlives this monitor while the container's main process lives (exec/hold.sh, in a
 # session of its own, keeping fd 8): a kill -9 of the monitor does not free the GPUs of a
 # container that goes on. finish stops it, so that the next run is not kept waiting. The GPU

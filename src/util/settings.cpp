@@ -33,6 +33,9 @@ const std::vector<Setting>& settings() {
       {"MLW_ARRAY_WAIT", 300, 1, "s",
        "how long a sweep's job array waits for all its points to join before it is submitted "
        "with those that have"},
+      {"MLW_SWEEP_AHEAD", 32, 0, "runs",
+       "how many of a sweep's points wait on its one SSH target beyond those it runs at once, so "
+       "that they start there while this machine sleeps (0: each starts from here)"},
       {"MLW_PROBE_TIMEOUT", 120, 1, "s",
        "how long a target may take to answer the probe (its tools: docker, perl, curl)"},
   };
@@ -54,7 +57,10 @@ int setting(std::string_view name) {
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error != std::errc() || end != text.data() + text.size() || number < row.minimum) {
       throw Error(fmt::format("{} must be a whole number of {} (at least {}), not \"{}\"", variable,
-                              row.unit == "s" ? "seconds" : "milliseconds", row.minimum, text));
+                              row.unit == "s"    ? "seconds"
+                              : row.unit == "ms" ? "milliseconds"
+                                                 : row.unit,
+                              row.minimum, text));
     }
     return number;
   }

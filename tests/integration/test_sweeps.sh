@@ -328,6 +328,34 @@ expect_contains "… its second attempt went on from its checkpoint (MLW_RESUME=
   "$("$MLW" history logs -r "$(json_get "$json" '[r["run_id"] for r in d if r["params"]["q"] == 0.1][0]')")" \
   "attempt 1 from epoch 2"
 
+# The laptop may close: a sweep on one SSH target puts its points there ahead of their turn, each
+# waiting for one of the sweep's --max-concurrent slots, so that with this machine's processes
+# stopped (SIGSTOP of the sweep's supervisor and of every run's: the laptop asleep) the host still
+# starts the next point as one ends, two at a time, all six; woken, the records catch up.
+printf 'import time\nt = time.time()\ntime.sleep(1)\nprint(f"TURN {t:.3f} {time.time():.3f}")\n' >turn.py
+"$MLW" -q experiment sweep -a -c gpu --max-concurrent 2 turn.py --x 1,2,3,4,5,6 >"$WORK/o" 2>"$WORK/e"
+expect_eq "a detached sweep of six points on one SSH target starts" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+ids=$(json_get "$("$MLW" -o json history list --sweep "$sweep")" '" ".join(r["run_id"] for r in d)')
+on_host=$(getent passwd "$MLW_TEST_GPU_USER" | cut -d: -f6)/.mlw/runs
+all_have() { for id in $ids; do [ -e "$on_host/$id/$1" ] || return 1; done; }
+check "all six wait on the host, not only the two it runs at once" wait_for 60 all_have monitor.pid
+tree_of() { echo "$1"; for c in $(ps -o pid= --ppid "$1"); do tree_of "$c"; done; }
+asleep=$( (tree_of "$(owner)"; for id in $ids; do json_get "$(json_file ".mlw/runs/$id/run.json")" 'd["pid"]'
+  done) | awk -v me=$$ '$1 > 1 && $1 != me' | sort -u)
+# shellcheck disable=SC2086 # one pid a word
+kill -STOP $asleep 2>/dev/null
+check "… with this machine asleep, the host runs all six to their end" wait_for 90 all_have exit_code
+expect_eq "… two at a time (the sweep's slots), never more" "$(for id in $ids; do
+  grep -h '^TURN' "$on_host/$id/driver_log.txt"; done | python3 -c '
+import sys
+runs = [tuple(map(float, l.split()[1:])) for l in sys.stdin]
+print(len(runs), max(sum(1 for r in runs if r[0] <= t[0] < r[1]) for t in runs))')" "6 2"
+# shellcheck disable=SC2086 # one pid a word
+kill -CONT $asleep 2>/dev/null
+check "… woken, every record says Completed" wait_for 60 bash -c \
+  "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Completed\"')\" = 6 ]"
+
 # --- Slurm: a sweep's points are one job array, at most --max-concurrent at once (%K) ---------------
 check "no other suite is using the Slurm cluster" slurm_lock shared
 new_project slurmsweep

@@ -30,6 +30,14 @@ struct BatchArray {
   int limit = 0;   ///< at most this many elements at once (0: no limit)
 };
 
+/// A sweep's turn on its one target (docs/sweeps.md "The laptop may close"): its points wait
+/// there ahead of their turn, each taking one of the sweep's slots before its lease, so that
+/// the next one starts there as one ends, with nothing of this machine's.
+struct SweepGate {
+  std::string folder;  ///< the sweep's own slot folder on the target (~/ is the login's home)
+  int slots = 1;       ///< how many of its points run at once there
+};
+
 /// What `experiment clean` removes: one project's (its runs' folders, the images built for it or
 /// that its runs used), or, with `all_projects`, every project's and the shared content store.
 struct CleanScope {
@@ -53,6 +61,7 @@ struct RunPlan {
   RunRecord record;                              ///< created, with its run id
   Manifest manifest;
   std::optional<BatchArray> array;  ///< set: the run is an element of a job array
+  std::optional<SweepGate> gate;    ///< set: the run waits on its target for its sweep's turn
   /// The folders of the data sets' versions it mounts on its target, by name (record.data).
   std::map<std::string, std::string> data_paths;
   bool detached = false;  ///< submitted with -a: nobody reads the live output

@@ -77,7 +77,7 @@ class MonitorDriver : public RunDriver {
   std::string follow_script(RunSession& session, bool launching, bool handover) const;
 
   std::string m_monitor_pid;
-  bool m_lease_pending = false;  ///< the run waits for its lease (gpusPerRun, maxConcurrentRuns)
+  bool m_lease_pending = false;  ///< it waits for its lease or its sweep's turn
   std::string m_launch;  ///< the launch's stdin (the tree, monitor.sh), until it has started it
   std::string m_launch_fail;  ///< why the monitor could not start, once that is known
   Seen m_seen = Seen::Ended;

@@ -195,4 +195,21 @@ TEST(MonitorScript, ExtraDockerRunArgumentsGoThroughTheDockerCli) {
   EXPECT_NE(f.calls().find("docker create --name mlw-proj_1"), std::string::npos) << f.calls();
 }
 
+TEST(MonitorScript, ASweepsPointWaitsForItsTurnThenStartsWithoutALease) {
+  MonitorFixture f("201");
+  const fs::path turns = f.dir.path() / "turns";
+  make_directories(turns / "slot.0");
+  f.plan.gate = SweepGate{turns.string(), 1};
+  // Another point holds the sweep's only slot for a second.
+  const std::string slot = shell_quote((turns / "slot.0").string());
+  LocalShell().run("(flock -x " + slot +
+                   " sleep 1 </dev/null >/dev/null 2>&1 &) ; i=0; while flock -n " + slot +
+                   " true && [ $i -lt 100 ]; do sleep 0.01; i=$((i+1)); done");
+  f.run();
+  const std::string lease = f.in_run("lease.log");
+  EXPECT_EQ(lease.rfind("queued 1\ngranted 0 ", 0), 0u) << lease;
+  EXPECT_EQ(f.in_run("exit_code"), "0\n");
+  EXPECT_NE(f.calls().find("docker start -a " + k_id), std::string::npos) << f.calls();
+}
+
 }  // namespace mlw
