@@ -137,9 +137,21 @@ check "… told to resume from its checkpoint (MLW_RESUME=1)" \
   grep -qE '^attempt [1-9][0-9]* from line [1-9][0-9]* resume 1$' "$WORK/moved.txt"
 check "… the first attempt not" grep -q '^attempt 0 from line 0 resume 0$' "$WORK/moved.txt"
 
+# --- the same in a container on the node (docker runtime): its MLW_CHECKPOINT_DIR is under
+# /mlw/share there, which job.sh finds as the share folder on the node; MLW_RESUME goes in by name.
+"$MLW" computetarget attach slurm -n boxed -a "$ADDR" -u "$SUSER" --password-stdin -k \
+  --container "$MLW_TEST_IMAGE" <"$WORK/pw" >/dev/null 2>"$WORK/e"
+expect_eq "attach a Slurm target whose runs are containers" "$?" 0
+run_mlw -o json experiment submit -c boxed --requeue -a ckpt.py
+expect_eq "submit --requeue in a container" "$CODE" 0
+BOXED=$(json_get "$OUT" 'd["run_id"]')
+put_back_and_follow "$BOXED" "scontrol requeue" requeued boxed
+check "… in its container, told to resume from its checkpoint (MLW_RESUME=1)" \
+  grep -qE '^attempt [1-9][0-9]* from line [1-9][0-9]* resume 1$' "$WORK/boxed.txt"
+
 # --- the first job: warned before its 1-minute limit -----------------------------------------
 warned_then_finished "$LIMITED" limited "the job" "after USR1; requeueing job"
-expect_eq "one record for the two runs" "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 2
+expect_eq "one record for each of the three runs" "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 3
 
 # --- Grid Engine: a rerunnable job (requeue: true, qsub -r y) that qmod -rj reschedules --------
 read -r QPORT EPORT <<<"$MLW_TEST_SGE_PORTS"

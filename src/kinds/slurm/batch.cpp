@@ -18,9 +18,9 @@ namespace {
 constexpr const char* k_user_placeholder = "@MLW_USER@";
 
 /// The variables every node sees besides the run's: node count, GPUs and the rendezvous.
-const std::vector<std::string> k_node_variables = {"MLW_NODE_RANK",     "MLW_NUM_NODES",
-                                                   "MLW_GPUS_PER_NODE", "MASTER_ADDR",
-                                                   "MASTER_PORT",       "MLW_RESTART_COUNT"};
+const std::vector<std::string> k_node_variables = {
+    "MLW_NODE_RANK", "MLW_NUM_NODES",     "MLW_GPUS_PER_NODE", "MASTER_ADDR",
+    "MASTER_PORT",   "MLW_RESTART_COUNT", "MLW_RESUME"};
 
 bool in_container(const RunPlan& plan) {
   return !slurm_config(plan.compute).container.empty();

@@ -24,12 +24,16 @@ if ((attempt > 1)); then
   rm -f exit_code.job rank_exit.* script.pid
   echo "mlw: attempt $attempt (restart $MLW_RESTART_COUNT): job ${SLURM_JOB_ID:-} was requeued"
 fi
-[[ -z "${MLW_CHECKPOINT_DIR:-}" ]] || mkdir -p "$MLW_CHECKPOINT_DIR" 2>/dev/null
-# MLW_RESUME=1: a checkpoint is there to go on from; a later attempt that finds none says so.
+# The checkpoint folder as this node sees it: a container's /mlw/share/… is the share folder here.
+ckpt=${MLW_CHECKPOINT_DIR:-}
+[[ "$ckpt" != /mlw/share/* ]] || ckpt=$mlw_share/${ckpt#/mlw/share/}
+[[ -z "$ckpt" ]] || mkdir -p "$ckpt" 2>/dev/null
+# MLW_RESUME=1: a checkpoint is there to go on from; a later attempt that finds none says so
+# (given to a container by name, as MLW_RESTART_COUNT: kinds/slurm/batch.cpp).
 MLW_RESUME=0
-if [[ -n "${MLW_CHECKPOINT_DIR:-}" && -n "$(ls -A "$MLW_CHECKPOINT_DIR" 2>/dev/null)" ]]; then
+if [[ -n "$ckpt" && -n "$(ls -A "$ckpt" 2>/dev/null)" ]]; then
   MLW_RESUME=1
-elif [[ -n "${MLW_CHECKPOINT_DIR:-}" ]] && ((MLW_RESTART_COUNT > 0)); then
+elif [[ -n "$ckpt" ]] && ((MLW_RESTART_COUNT > 0)); then
   echo "mlw: restart $MLW_RESTART_COUNT starts from scratch: nothing in MLW_CHECKPOINT_DIR ($MLW_CHECKPOINT_DIR)"
 fi
 export MLW_RESUME
