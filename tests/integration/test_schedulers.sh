@@ -68,6 +68,21 @@ expect_eq "the decisions are in the sweep's record on the target, one line per t
 expect_eq "… a trial stopped there ends itself at once (exit 0, Stopped)" \
   "$(json_get "$list" 'sorted(set((r["exit_code"], r["duration_s"] < 2) for r in d if r["status"] == "Stopped"))')" \
   "[(0, True)]"
+# Over two targets there is no record they share: the sweep's supervisor judges the same trials by
+# the same rule as they report (the same outcome by hand), and none is judged on a target.
+"$MLW" -q computetarget attach local -n local2 >/dev/null 2>&1
+"$MLW" -q experiment sweep -c local,local2 --max-concurrent 1 --metric loss --scheduler asha \
+  --resource epochs --min 1 --max 9 --eta 3 curve.py --q 0.5,0.9,0.1,0.7,0.3,0.8,0.2,0.6,0.4 \
+  >"$WORK/o" 2>"$WORK/e"
+expect_eq "ASHA over two targets ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+expect_eq "… judged by its supervisor, as computed by hand" "$(json_get "$("$MLW" -o json history list \
+  --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
+  "0.5:Completed 0.9:Completed 0.1:Completed 0.7:Stopped 0.3:Stopped 0.8:Stopped 0.2:Stopped 0.6:Stopped 0.4:Stopped"
+expect_contains "… saying why, as on the target" "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
+  "(point 6): stopped by ASHA at epochs 3: loss 0.533333 is not in the top 1/3 (1 of 4 trials at that rung; cutoff 0.433333)"
+check "… with no record on a target" test ! -e "$HOME/.mlw/share/sched/local/sweeps/$sweep"
+
 # The laptop may sleep: with the sweep's supervisor stopped (SIGSTOP), the third trial to reach the
 # rung (epochs 1; q 0.3, after 6 s) is still judged, by itself, against the two before it.
 printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\ntime.sleep(a.q * 20)\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(0.2)\n' >late.py
