@@ -22,6 +22,7 @@
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/settings.hpp"
+#include "mlw/util/strings.hpp"
 #include "run_start.hpp"
 #include "sweep_internal.hpp"
 
@@ -145,6 +146,7 @@ class SweepSupervisor {
         flight.run_id = record.run_id;
         flight.target = target_of(record.target);
         if (flight.target >= 0) ++m_in_flight[static_cast<std::size_t>(flight.target)];
+        if (scheduled() && !on_target()) replay_live(flight, record, store.run_dir(record.run_id));
         m_flights.push_back(std::move(flight));
       }
     }
@@ -270,6 +272,37 @@ class SweepSupervisor {
     for (const auto& note : quiet ? std::vector<std::string>{} : notes)
       log(fmt::format("run {} (point {}): {}", record.run_id, record.point, note));
     return verdict;
+  }
+
+  /// A live trial of a resumed sweep judged here: the rungs that decisions.log names for it are
+  /// judged again quietly from its metrics up to the last of them (its values back among the
+  /// others', nothing decided twice); a rung it reached while no supervisor looked is judged at
+  /// the next look.
+  void replay_live(Flight& flight, const RunRecord& record, const fs::path& run_dir) {
+    const std::string prefix = fmt::format("run {} (point {}): ", record.run_id, record.point);
+    const std::string word = m_work.spec.scheduler.resource + " ";
+    double last = -1;
+    for (const auto& line : m_logged) {
+      if (!starts_with(line, prefix)) continue;
+      for (auto at = line.find(word); at != std::string::npos; at = line.find(word, at + 1)) {
+        const std::string rest = line.substr(at + word.size());
+        const std::string digits = rest.substr(0, rest.find_first_not_of("0123456789"));
+        if (const auto rung = parse_integer(digits, 0, 1 << 30))
+          last = std::max(last, static_cast<double>(*rung));
+      }
+    }
+    if (last < 0) return;
+    flight.reader.update(run_dir / "metrics.jsonl", false);
+    const TrialSeries series = series_of(flight.reader, m_work.spec.metric);
+    TrialSeries judged;
+    for (std::size_t i = 0; i < series.steps.size() && i < series.values.size(); ++i) {
+      if (series.steps[i] > last) continue;
+      judged.steps.push_back(series.steps[i]);
+      judged.values.push_back(series.values[i]);
+    }
+    std::vector<std::string> notes;
+    scheduler_verdict(m_work.spec.scheduler, m_work.spec.maximize, m_work.spec.metric, judged,
+                      m_scheduled_rungs, flight.scheduled, notes);
   }
 
   /// An ended trial's last metrics reach its rungs (the others are judged against them); one

@@ -83,6 +83,20 @@ expect_contains "… saying why, as on the target" "$(cat ".mlw/sweeps/$sweep/de
   "(point 6): stopped by ASHA at epochs 3: loss 0.533333 is not in the top 1/3 (1 of 4 trials at that rung; cutoff 0.433333)"
 check "… with no record on a target" test ! -e "$HOME/.mlw/share/sched/local/sweeps/$sweep"
 
+# Resumed after its supervisor was killed, a sweep judged here replays what it had decided of a
+# trial still running (from decisions.log): no rung of it is judged twice.
+curve_script 0.5 >slow.py
+"$MLW" -q experiment sweep -a -c local,local2 --max-concurrent 1 --metric loss --scheduler asha \
+  --resource epochs --min 1 --max 9 --eta 3 slow.py --q 0.5,0.9 >"$WORK/o" 2>"$WORK/e"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+check "its first trial reached the first rung" wait_for 20 grep -q "(point 0): reached epochs 1 " \
+  ".mlw/sweeps/$sweep/decisions.log"
+kill -9 "$(owner)"
+"$MLW" -q experiment sweep --resume "$sweep" >"$WORK/o" 2>"$WORK/e"
+expect_eq "… resumed while it runs, the sweep ends with 0" "$?" 0
+expect_eq "… that trial judged once at each rung" "$(for r in 1 3; do
+  grep -c "(point 0): reached epochs $r " ".mlw/sweeps/$sweep/decisions.log"; done | xargs)" "1 1"
+
 # The laptop may sleep: with the sweep's supervisor stopped (SIGSTOP), the third trial to reach the
 # rung (epochs 1; q 0.3, after 6 s) is still judged, by itself, against the two before it.
 printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\ntime.sleep(a.q * 20)\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(0.2)\n' >late.py
