@@ -27,10 +27,6 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-std::string shown(double value) {
-  return fmt::format("{:.6g}", value);
-}
-
 std::optional<std::string> median_verdict(const EarlyStopSpec& rule,
                                           const std::vector<TrialSeries>& completed,
                                           const TrialSeries& trial, const std::string& metric) {
@@ -50,8 +46,8 @@ std::optional<std::string> median_verdict(const EarlyStopSpec& rule,
   return fmt::format(
       "stopped early by the median rule at step {}: best {} {} is {} than the median {} of {} "
       "completed trials at that step",
-      shown(step), metric, shown(*mine), rule.maximize ? "lower" : "higher", shown(middle),
-      others.size());
+      shown_value(step), metric, shown_value(*mine), rule.maximize ? "lower" : "higher",
+      shown_value(middle), others.size());
 }
 
 std::optional<std::string> asha_verdict(const EarlyStopSpec& rule, const TrialSeries& trial,
@@ -81,12 +77,16 @@ std::optional<std::string> asha_verdict(const EarlyStopSpec& rule, const TrialSe
     return fmt::format(
         "stopped early by ASHA at rung step {}: best {} {} is not in the top 1/{} ({} of {} "
         "trials at that rung; cutoff {})",
-        key, metric, shown(*mine), rule.eta, keep, values.size(), shown(cutoff));
+        key, metric, shown_value(*mine), rule.eta, keep, values.size(), shown_value(cutoff));
   }
   return std::nullopt;
 }
 
 }  // namespace
+
+std::string shown_value(double value) {
+  return fmt::format("{:.6g}", value);
+}
 
 std::optional<std::string> early_stop_verdict(const EarlyStopSpec& rule,
                                               const std::vector<TrialSeries>& completed,

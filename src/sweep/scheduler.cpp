@@ -13,10 +13,6 @@ namespace mlw {
 
 namespace {
 
-std::string shown(double value) {
-  return fmt::format("{:.6g}", value);
-}
-
 /// The value the trial logged last at a step up to `rung` (nullopt: none).
 std::optional<double> value_at(const TrialSeries& series, double rung) {
   std::optional<double> found;
@@ -63,7 +59,7 @@ std::optional<std::string> scheduler_verdict(
   const std::string& resource = scheduler.resource;
   if (step > scheduler.max) {
     return fmt::format("stopped at {} {}: past its budget of {} (--{} {} was given)", resource,
-                       shown(step), scheduler.max, resource, scheduler.max);
+                       shown_value(step), scheduler.max, resource, scheduler.max);
   }
   const double worst =
       maximize ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
@@ -77,8 +73,8 @@ std::optional<std::string> scheduler_verdict(
     if (!logged) continue;
     double value = *logged;
     if (!std::isfinite(value)) {
-      notes.push_back(
-          fmt::format("its {} at {} {} is {}: ranked last", metric, resource, rung, shown(value)));
+      notes.push_back(fmt::format("its {} at {} {} is {}: ranked last", metric, resource, rung,
+                                  shown_value(value)));
       value = worst;
     }
     std::vector<double>& reached = rungs[{mine.bracket, rung}];
@@ -87,7 +83,7 @@ std::optional<std::string> scheduler_verdict(
     const auto eta = static_cast<std::size_t>(scheduler.eta);
     if (n < eta) {
       notes.push_back(fmt::format("reached {} {}{} ({} {}): goes on, {} of the {} to judge by",
-                                  resource, rung, where, metric, shown(*logged), n, eta));
+                                  resource, rung, where, metric, shown_value(*logged), n, eta));
       continue;
     }
     std::vector<double> sorted = reached;
@@ -96,9 +92,10 @@ std::optional<std::string> scheduler_verdict(
     const std::size_t keep = n / eta;
     const double cutoff = sorted[keep - 1];
     const bool promoted = maximize ? value >= cutoff : value <= cutoff;
-    const std::string standing = fmt::format(
-        "{} {} {} the top 1/{} ({} of {} trials at that rung; cutoff {})", metric, shown(*logged),
-        promoted ? "is in" : "is not in", scheduler.eta, keep, n, shown(cutoff));
+    const std::string standing =
+        fmt::format("{} {} {} the top 1/{} ({} of {} trials at that rung; cutoff {})", metric,
+                    shown_value(*logged), promoted ? "is in" : "is not in", scheduler.eta, keep, n,
+                    shown_value(cutoff));
     if (!promoted) {
       return fmt::format("stopped by {} at {} {}{}: {}",
                          scheduler.kind == "hyperband" ? "Hyperband" : "ASHA", resource, rung,

@@ -127,6 +127,9 @@ nlohmann::ordered_json tpe_propose(const SweepSpec& spec, const std::vector<TpeT
 /// min · eta^b, for every b with a rung below max.
 int scheduler_brackets(const SchedulerSpec& scheduler);
 
+/// A metric's value as the sweep's decisions show it (six significant digits).
+std::string shown_value(double value);
+
 /// The first rung's budget of a bracket: min · eta^bracket (at or past max: it judges nothing).
 double scheduler_first_rung(const SchedulerSpec& scheduler, int bracket);
 
