@@ -451,6 +451,11 @@ class SweepSupervisor {
     std::vector<TpeTrial> trials;
     for (const auto& point : sweep.points) {
       if (point.run_id.empty() || point.params.empty()) continue;
+      // An ended trial's metrics are read once for the whole sweep.
+      if (const auto known = m_tpe_ended.find(point.run_id); known != m_tpe_ended.end()) {
+        trials.push_back(known->second);
+        continue;
+      }
       RunRecord ended;
       try {
         ended = store.load(point.run_id);
@@ -465,6 +470,7 @@ class SweepSupervisor {
       reader.update(store.run_dir(ended.run_id) / "metrics.jsonl", true);
       const TrialSeries series = series_of(reader, m_work.spec.metric);
       if (!series.values.empty()) trial.value = series.values.back();
+      m_tpe_ended.emplace(point.run_id, trial);
       trials.push_back(std::move(trial));
     }
     const nlohmann::ordered_json point = tpe_propose(m_work.spec, trials, index);
@@ -555,8 +561,9 @@ class SweepSupervisor {
   std::set<std::string> m_logged;             ///< decisions.log's lines, without their times
   std::vector<std::int64_t> m_first_rung_ms;  ///< each trial's time from its start to a rung
   bool m_canceled = false;
-  int m_arrays = 0;      ///< job arrays submitted so far
-  int m_gate_slots = 0;  ///< gate_slots()
+  int m_arrays = 0;                             ///< job arrays submitted so far
+  int m_gate_slots = 0;                         ///< gate_slots()
+  std::map<std::string, TpeTrial> m_tpe_ended;  ///< ended trials as TPE learns from them, by run
 };
 
 }  // namespace
