@@ -101,93 +101,89 @@ fi
 if [ ! -d snapshot/outputs ] || [ ! -d "$mlw_share" ]; then
   mkdir -p snapshot/outputs "$mlw_share"
 fi
-# A sweep's point that waits here for its turn (docs/sweeps.md "The laptop may close";
-# mlw_gate_want slot:K, mlw_gate_dir own:FOLDER, the sweep's own): one of the sweep's K slots,
-# taken first come, first served (in the points' order) through lease.sh before the lease
-# below, and held by fd 6 as the lease by fd 8, so that the next point starts here as one ends,
-# whatever the machine that started the sweep does. Its place in line goes into lease.log as
-# "queued N"; its grant only where no lease follows (the run starts then).
-if [ -n "${mlw_gate_want:-}" ]; then
-  rm -f gate.in gate.out
-  mkfifo gate.in gate.out || {
-    finish 125
-    exit 0
-  }
-  setsid sh -c "$mlw_lease_sh" mlw-lease "$mlw_gate_dir" "$mlw_gate_want" "$mlw_lease_run" \
-    "$mlw_lease_who" ignore <gate.in >gate.out 2>>lease.log 9>&- &
-  echo $! >lease.pid
-  exec 6>gate.in 7<gate.out
-  [ -e stopped ] && { kill -s TERM -- "-$!" || kill -s TERM "$!"; } 2>/dev/null
-  rm -f gate.in gate.out
-  a=
-  while IFS= read -r a <&7; do
-    case "$a" in
-      queued\ *) echo "$a" >>lease.log ;;
-      notice\ *) ;;
-      *) break ;;
-    esac
-  done
-  exec 7<&-
-  case "$a" in
-    granted\ *) [ -n "$mlw_lease_want" ] || echo "$a" >>lease.log ;;
-    error\ *)
-      echo "error the sweep's turn: ${a#error }" >>lease.log
-      echo "mlw: error: cannot take the sweep's turn: ${a#error }" >>driver_log.txt
-      finish 125
-      exit 0
-      ;;
-    *)
-      echo stopped >>lease.log
-      finish 143
-      exit 0
-      ;;
-  esac
-fi
-# The lease: lease.sh holds it while its stdin, a fifo only this shell and the script keep open
-# (fd 8, closed for every other command it starts), is open: the kernel ends it when both have
-# ended, however they end. Its answers go into lease.log, which the follow steps read; the run
-# waits here (Queued) until granted. Ended without a grant (a cancel stopped it): 143, as a script stopped.
-gpus=
-ticket=
-if [ -n "$mlw_lease_want" ]; then
+# mlw_lease_take FD DIR WANT FOREIGN SAID: starts lease.sh (exec/lease.sh) on DIR for WANT, its
+# stdin a fifo that fd FD of this shell holds (6: the sweep's turn, 8: the lease; closed for every
+# other command it starts), its pid in lease.pid; reads its answers into `a` up to the first that
+# is neither "queued" nor "notice", each of those given to the function SAID. Status 1 where the
+# fifos cannot be made.
+mlw_lease_take() {
   rm -f lease.in lease.out
-  mkfifo lease.in lease.out || {
-    finish 125
-    exit 0
-  }
-  setsid sh -c "$mlw_lease_sh" mlw-lease "$mlw_lease_dir" "$mlw_lease_want" "$mlw_lease_run" \
-    "$mlw_lease_who" "$mlw_lease_foreign" <lease.in >lease.out 2>>lease.log 9>&- 6>&- &
+  mkfifo lease.in lease.out || return 1
+  setsid sh -c "$mlw_lease_sh" mlw-lease "$2" "$3" "$mlw_lease_run" "$mlw_lease_who" "$4" \
+    <lease.in >lease.out 2>>lease.log 9>&- 6>&- &
   echo $! >lease.pid
-  exec 8>lease.in 7<lease.out
+  eval "exec $1>lease.in 7<lease.out"
   # A stop that came before lease.pid was written (steps.sh's mlw_stop_lease).
   [ -e stopped ] && { kill -s TERM -- "-$!" || kill -s TERM "$!"; } 2>/dev/null
   rm -f lease.in lease.out
   a=
   while IFS= read -r a <&7; do
-    echo "$a" >>lease.log
     case "$a" in
-      queued\ *) ;;
-      notice\ *) echo "mlw: warning: ${a#notice }" >>driver_log.txt ;;
+      queued\ * | notice\ *) "$5" "$a" ;;
       *) break ;;
     esac
   done
   exec 7<&-
+}
+# mlw_lease_end WHAT: the run ends without its grant: 125 after an error (said in the log:
+# "cannot WHAT: …"), else 143, as a script stopped (a cancel ended the wait).
+mlw_lease_end() {
+  case "$a" in
+    error\ *)
+      echo "mlw: error: cannot $1: ${a#error }" >>driver_log.txt
+      finish 125
+      ;;
+    *)
+      echo stopped >>lease.log
+      finish 143
+      ;;
+  esac
+  exit 0
+}
+# A sweep's point that waits here for its turn (docs/sweeps.md "The laptop may close";
+# mlw_gate_want slot:K, mlw_gate_dir own:FOLDER, the sweep's own): one of the sweep's K slots,
+# taken first come, first served (in the points' order) before the lease below and held by fd 6,
+# so that the next point starts here as one ends, whatever the machine that started the sweep
+# does. Its place in line goes into lease.log as "queued N"; its grant only where no lease
+# follows (the run starts then).
+mlw_turn_said() {
+  case "$1" in queued\ *) echo "$1" >>lease.log ;; esac
+}
+if [ -n "${mlw_gate_want:-}" ]; then
+  mlw_lease_take 6 "$mlw_gate_dir" "$mlw_gate_want" ignore mlw_turn_said || {
+    finish 125
+    exit 0
+  }
+  case "$a" in
+    granted\ *) [ -n "$mlw_lease_want" ] || echo "$a" >>lease.log ;;
+    *)
+      case "$a" in error\ *) echo "error the sweep's turn: ${a#error }" >>lease.log ;; esac
+      mlw_lease_end "take the sweep's turn"
+      ;;
+  esac
+fi
+# The lease: lease.sh holds it while its stdin (fd 8, which the script keeps too) is open: the
+# kernel ends it when both have ended, however they end. Its answers go into lease.log, which
+# the follow steps read; the run waits here (Queued) until granted.
+mlw_lease_said() {
+  echo "$1" >>lease.log
+  case "$1" in notice\ *) echo "mlw: warning: ${1#notice }" >>driver_log.txt ;; esac
+}
+gpus=
+ticket=
+if [ -n "$mlw_lease_want" ]; then
+  mlw_lease_take 8 "$mlw_lease_dir" "$mlw_lease_want" "$mlw_lease_foreign" mlw_lease_said || {
+    finish 125
+    exit 0
+  }
+  [ -z "$a" ] || echo "$a" >>lease.log
   case "$a" in
     granted\ *)
       # The GPUs, then the ticket's folder (exec/lease.sh).
       gpus=${a#granted }
       case "$gpus" in *\ *) ticket=${gpus#* } gpus=${gpus%% *} ;; esac
       ;;
-    error\ *)
-      echo "mlw: error: cannot lease: ${a#error }" >>driver_log.txt
-      finish 125
-      exit 0
-      ;;
-    *)
-      echo stopped >>lease.log
-      finish 143
-      exit 0
-      ;;
+    *) mlw_lease_end lease ;;
   esac
   case "$mlw_lease_want" in slot:*) gpus= ;; esac
 fi

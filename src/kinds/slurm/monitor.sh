@@ -1,15 +1,24 @@
 #!/bin/sh
 # The monitor of an mlw run on Slurm, started detached in the run folder: it polls the job
-# (job_id) with squeue until it leaves the queue, marking `started` once it runs (or ran), then
-# writes its final state and ExitCode (slurm_state, slurm_exit: from scontrol, else sacct) and
-# batch_state last. A controller that does not answer for slurm_retry seconds makes the state LOST.
+# (job_id) with squeue until it leaves the queue (and scontrol says it ended), marking `started`
+# once it runs (or ran), then writes its final state and ExitCode (slurm_state, slurm_exit: from
+# scontrol, else sacct) and batch_state last. A controller that does not answer for slurm_retry
+# seconds makes the state LOST.
 job=$(cat job_id) || exit 0
 retry=$(cat slurm_retry 2>/dev/null) || retry=300
 down=
 while :; do
   if state=$(squeue -h -j "$job" -o %T 2>squeue.err); then
     down=
-    [ -n "$state" ] || break
+    if [ -z "$state" ]; then
+      # squeue may leave out a job between two attempts (REQUEUED while the first ends, held):
+      # it has left only where scontrol calls it ended or no longer knows it.
+      case $(scontrol -o show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p') in
+        PENDING | RUNNING | CONFIGURING | COMPLETING | REQUEUE* | RESIZING | RESV_DEL_HOLD | \
+          SIGNALING | STAGE_OUT | STOPPED | SUSPENDED | SPECIAL_EXIT) ;;
+        *) break ;;
+      esac
+    fi
     case "$state" in
       RUNNING | COMPLETING | STAGE_OUT | SIGNALING) [ -e started ] || : >started ;;
     esac
