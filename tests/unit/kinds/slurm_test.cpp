@@ -308,4 +308,29 @@ TEST(SlurmScripts, JobShRunsEachRankAndKeepsTheFirstFailure) {
   EXPECT_TRUE(fs::is_directory(d / "share"));
 }
 
+TEST(SlurmScripts, MonitorWaitsOutAJobThatSqueueLeavesOutBetweenAttempts) {
+  test::TempDir dir("slurm-monitor");
+  const fs::path d = dir.path();
+  fs::create_directories(d / "bin");
+  std::ofstream(d / "job_id") << "7\n";
+  std::ofstream(d / "requeued") << "";
+  // squeue lists nothing; scontrol says REQUEUED until the file goes (a second), then COMPLETED.
+  const auto tool = [&](const std::string& name, const std::string& body) {
+    std::ofstream(d / "bin" / name) << "#!/bin/sh\n" << body;
+    fs::permissions(d / "bin" / name, fs::perms::owner_all, fs::perm_options::add);
+  };
+  tool("squeue", "exit 0\n");
+  tool("scontrol",
+       "if [ -e requeued ]; then s=REQUEUED; else s=COMPLETED; fi\n"
+       "echo \"JobId=7 JobState=$s Reason=None ExitCode=0:0\"\n");
+  std::ofstream(d / "monitor.sh") << embedded_script("src/kinds/slurm/monitor.sh");
+  const std::string line = "cd " + shell_quote(d.string()) + " && (sleep 1; rm requeued) & cd " +
+                           shell_quote(d.string()) +
+                           " && PATH=" + shell_quote((d / "bin").string()) +
+                           ":$PATH sh ./monitor.sh; wait";
+  EXPECT_EQ(std::system(line.c_str()), 0);
+  std::ifstream state(d / "slurm_state");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(state), {}), "COMPLETED\n");
+}
+
 }  // namespace mlw
