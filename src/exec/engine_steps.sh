@@ -34,9 +34,10 @@ mlw_clean_images() {
 }
 
 # mlw_clean_store STORE PROJECT: removes, under STORE (~/.mlw), the folders of PROJECT's runs that
-# ended (runs/PROJECT_DIGITS/), printing "run runs/ID/" for each, and "kept objects N": the
-# snapshot store, which every project's runs share, stays. PROJECT "": every ended run's folder and
-# the snapshot store ("objects N", how many it held).
+# ended (runs/PROJECT_DIGITS/), printing "run runs/ID/" for each, and of its sweeps that no run
+# waits in ("sweep sweeps/ID/"), and "kept objects N": the snapshot store, which every project's
+# runs share, stays. PROJECT "": every ended run's and sweep's folder and the snapshot store
+# ("objects N", how many it held).
 mlw_clean_store() {
   cd "$1" 2>/dev/null || exit 0
   # shellcheck disable=SC2012 # a count of names made by mlw (hex digests)
@@ -56,6 +57,23 @@ mlw_clean_store() {
       case $rest in '' | *[!0-9]*) continue ;; esac
     fi
     { [ -e "$r/exit_code" ] || [ -e "$r/batch_state" ]; } && rm -rf "$r" && echo "run $r"
+  done
+  # A sweep's turns (sweeps/PROJECT_sweep_DIGITS/turns, exec/monitor.sh), once no point of it
+  # waits or runs there (no ticket of it is locked).
+  for s in sweeps/*/; do
+    [ -d "$s" ] || continue
+    if [ -n "$2" ]; then
+      id=${s#sweeps/}
+      rest=${id%/}
+      rest=${rest#"$2"_sweep_}
+      [ "$rest" != "${id%/}" ] || continue
+      case $rest in '' | *[!0-9]*) continue ;; esac
+    fi
+    live=
+    for q in "$s"turns/q.*; do
+      if [ -d "$q" ] && ! flock -n "$q" true 2>/dev/null; then live=1; fi
+    done
+    [ -n "$live" ] || { rm -rf "$s" && echo "sweep $s"; }
   done
   exit 0
 }

@@ -39,6 +39,11 @@ expect_eq "the other project's run" "$CODE" 0
 OTAG=$(json_get "$OUT" 'd["image_tag"]')
 ORID=$(json_get "$OUT" 'd["run_id"]')
 check "… with an image of its own" test "$OTAG" != "$TAG"
+# … and a sweep, whose points took their turns on the target (docs/sweeps.md).
+"$MLW" -q experiment sweep -c rd other.py --x 1,2 >"$WORK/o" 2>"$WORK/e"
+expect_eq "the other project's sweep" "$?" 0
+OSWEEP=$(sed -n 's/^SweepId: //p' "$WORK/o")
+check "… its turns folder is on the target" test -d "$USER_HOME/.mlw/sweeps/$OSWEEP/turns"
 cd "$WORK/cproj" || exit 1
 
 run_mlw experiment clean -c rd
@@ -53,6 +58,7 @@ check "the run's image is gone" bash -c "! docker image inspect '$TAG' >/dev/nul
 check "the target's run folder is gone" test ! -e "$USER_HOME/.mlw/runs/$RID"
 check "the other project's image stays" bash -c "docker image inspect '$OTAG' >/dev/null"
 check "the other project's run folder stays" test -d "$USER_HOME/.mlw/runs/$ORID"
+check "… and its sweep's folder" test -d "$USER_HOME/.mlw/sweeps/$OSWEEP"
 check "the shared snapshot store stays" test -d "$USER_HOME/.mlw/objects"
 check "the run stays in the local history" test -e ".mlw/runs/$RID/run.json"
 
@@ -61,6 +67,8 @@ expect_eq "clean --all-projects" "$CODE" 0
 expect_contains "it names the other project's image" "$OUT" "$OTAG"
 check "no mlw images left" bash -c "! docker images --format '{{.Repository}}' | grep -q mlw_env"
 check "the other project's run folder is gone" test ! -e "$USER_HOME/.mlw/runs/$ORID"
+expect_contains "… and its sweep's folder, said" "$OUT" "sweep sweeps/$OSWEEP/"
+check "… gone" test ! -e "$USER_HOME/.mlw/sweeps/$OSWEEP"
 check "the target's snapshot store is gone" test ! -e "$USER_HOME/.mlw/objects"
 
 finish

@@ -356,6 +356,19 @@ kill -CONT $asleep 2>/dev/null
 check "… woken, every record says Completed" wait_for 60 bash -c \
   "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Completed\"')\" = 6 ]"
 
+# Canceled while its points wait there for their turn: the waits end, every run Canceled, and
+# nothing of the sweep's is left running on the host.
+printf 'import time\nprint("long", flush=True)\ntime.sleep(60)\n' >long.py
+"$MLW" -q experiment sweep -a -c gpu --max-concurrent 1 long.py --x 1,2,3 >"$WORK/o" 2>"$WORK/e"
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+ids=$(json_get "$("$MLW" -o json history list --sweep "$sweep")" '" ".join(r["run_id"] for r in d)')
+check "a sweep's three points wait on the host, one runs" wait_for 60 bash -c \
+  "$(declare -f all_have); ids='$ids' on_host='$on_host' all_have monitor.pid && '$MLW' history list --sweep $sweep | grep -q Running"
+"$MLW" -q experiment cancel -r "$sweep" >/dev/null 2>&1
+check "… canceled, every run ends Canceled" wait_for 60 bash -c \
+  "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Canceled\"')\" = 3 ]"
+check "… and no monitor of it is left on the host" all_have exit_code
+
 # --- Slurm: a sweep's points are one job array, at most --max-concurrent at once (%K) ---------------
 check "no other suite is using the Slurm cluster" slurm_lock shared
 new_project slurmsweep
