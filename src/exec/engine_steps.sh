@@ -39,6 +39,14 @@ mlw_clean_images() {
 # runs share, stays. PROJECT "": every ended run's and sweep's folder and the snapshot store
 # ("objects N", how many it held).
 mlw_clean_store() {
+  # mlw_of FOLDER/ PREFIX: whether FOLDER's name is PREFIX and digits (any name where PREFIX is
+  # only "_" or "_sweep_": every project's).
+  mlw_of() {
+    case $2 in _ | _sweep_) return 0 ;; esac
+    set -- "${1%/}" "$2"
+    set -- "${1##*/}" "$2"
+    case ${1#"$2"} in "$1" | '' | *[!0-9]*) return 1 ;; esac
+  }
   cd "$1" 2>/dev/null || exit 0
   # shellcheck disable=SC2012 # a count of names made by mlw (hex digests)
   n=$(ls objects 2>/dev/null | wc -l)
@@ -49,26 +57,13 @@ mlw_clean_store() {
     echo "kept objects $n"
   fi
   for r in runs/*/; do
-    if [ -n "$2" ]; then
-      id=${r#runs/}
-      id=${id%/}
-      rest=${id#"$2"_}
-      [ "$rest" != "$id" ] || continue
-      case $rest in '' | *[!0-9]*) continue ;; esac
-    fi
+    mlw_of "$r" "$2"_ || continue
     { [ -e "$r/exit_code" ] || [ -e "$r/batch_state" ]; } && rm -rf "$r" && echo "run $r"
   done
   # A sweep's turns (sweeps/PROJECT_sweep_DIGITS/turns, exec/monitor.sh), once no point of it
   # waits or runs there (no ticket of it is locked).
   for s in sweeps/*/; do
-    [ -d "$s" ] || continue
-    if [ -n "$2" ]; then
-      id=${s#sweeps/}
-      rest=${id%/}
-      rest=${rest#"$2"_sweep_}
-      [ "$rest" != "${id%/}" ] || continue
-      case $rest in '' | *[!0-9]*) continue ;; esac
-    fi
+    { [ -d "$s" ] && mlw_of "$s" "$2"_sweep_; } || continue
     live=
     for q in "$s"turns/q.*; do
       if [ -d "$q" ] && ! flock -n "$q" true 2>/dev/null; then live=1; fi
