@@ -200,11 +200,11 @@ TEST(MonitorScript, ASweepsPointWaitsForItsTurnThenStartsWithoutALease) {
   const fs::path turns = f.dir.path() / "turns";
   make_directories(turns / "slot.0");
   f.plan.gate = SweepGate{turns.string(), 1};
-  // Another point holds the sweep's only slot for a second.
+  // Another point holds the sweep's only slot for two seconds (waited for: at most 10 s).
   const std::string slot = shell_quote((turns / "slot.0").string());
   LocalShell().run("(flock -x " + slot +
-                   " sleep 1 </dev/null >/dev/null 2>&1 &) ; i=0; while flock -n " + slot +
-                   " true && [ $i -lt 100 ]; do sleep 0.01; i=$((i+1)); done");
+                   " sleep 2 </dev/null >/dev/null 2>&1 &) ; i=0; while flock -n " + slot +
+                   " true && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done");
   f.run();
   const std::string lease = f.in_run("lease.log");
   EXPECT_EQ(lease.rfind("queued 1\ngranted 0 ", 0), 0u) << lease;
