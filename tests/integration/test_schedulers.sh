@@ -23,15 +23,25 @@ owner() { json_get "$(json_file ".mlw/sweeps/$sweep/sweep.json")" 'd["pid"]'; }
 # curve_script PAUSE: loss = q + 1/epoch, logged with the epoch as its step, PAUSE s an epoch.
 curve_script() { printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(%s)\n' "$1"; }
 curve_script 0.25 >curve.py
-"$MLW" -q experiment sweep -c local --max-concurrent 1 --metric loss --scheduler asha \
-  --resource epochs --min 1 --max 9 --eta 3 curve.py --q 0.5,0.9,0.1,0.7,0.3,0.8,0.2,0.6,0.4 \
-  >"$WORK/o" 2>"$WORK/e"
+# hand_asha TARGETS: the sweep above, one trial at a time, on TARGETS (sets sweep); by_hand: its
+# outcome; q_statuses: "q:status" of the sweep's runs in the points' order.
+hand_asha() {
+  "$MLW" -q experiment sweep -c "$1" --max-concurrent 1 --metric loss --scheduler asha \
+    --resource epochs --min 1 --max 9 --eta 3 curve.py --q 0.5,0.9,0.1,0.7,0.3,0.8,0.2,0.6,0.4 \
+    >"$WORK/o" 2>"$WORK/e"
+  local code=$?
+  sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+  return "$code"
+}
+by_hand="0.5:Completed 0.9:Completed 0.1:Completed 0.7:Stopped 0.3:Stopped 0.8:Stopped 0.2:Stopped 0.6:Stopped 0.4:Stopped"
+q_statuses() {
+  json_get "$("$MLW" -o json history list --sweep "$sweep")" \
+    '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))'
+}
+hand_asha local
 expect_eq "an ASHA sweep whose trials completed or were stopped ends with 0" "$?" 0
-sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
 list=$("$MLW" -o json history list --sweep "$sweep")
-expect_eq "ASHA: the trials completed and stopped as computed by hand" \
-  "$(json_get "$list" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
-  "0.5:Completed 0.9:Completed 0.1:Completed 0.7:Stopped 0.3:Stopped 0.8:Stopped 0.2:Stopped 0.6:Stopped 0.4:Stopped"
+expect_eq "ASHA: the trials completed and stopped as computed by hand" "$(q_statuses)" "$by_hand"
 expect_eq "… each trial was given the whole budget (--epochs 9)" \
   "$(json_get "$list" 'sorted(set(r["params"]["epochs"] for r in d))')" "[9]"
 decisions=$(cat ".mlw/sweeps/$sweep/decisions.log")
@@ -71,14 +81,9 @@ expect_eq "… a trial stopped there ends itself at once (exit 0, Stopped)" \
 # Over two targets there is no record they share: the sweep's supervisor judges the same trials by
 # the same rule as they report (the same outcome by hand), and none is judged on a target.
 "$MLW" -q computetarget attach local -n local2 >/dev/null 2>&1
-"$MLW" -q experiment sweep -c local,local2 --max-concurrent 1 --metric loss --scheduler asha \
-  --resource epochs --min 1 --max 9 --eta 3 curve.py --q 0.5,0.9,0.1,0.7,0.3,0.8,0.2,0.6,0.4 \
-  >"$WORK/o" 2>"$WORK/e"
+hand_asha local,local2
 expect_eq "ASHA over two targets ends with 0" "$?" 0
-sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
-expect_eq "… judged by its supervisor, as computed by hand" "$(json_get "$("$MLW" -o json history list \
-  --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
-  "0.5:Completed 0.9:Completed 0.1:Completed 0.7:Stopped 0.3:Stopped 0.8:Stopped 0.2:Stopped 0.6:Stopped 0.4:Stopped"
+expect_eq "… judged by its supervisor, as computed by hand" "$(q_statuses)" "$by_hand"
 expect_contains "… saying why, as on the target" "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
   "(point 6): stopped by ASHA at epochs 3: loss 0.533333 is not in the top 1/3 (1 of 4 trials at that rung; cutoff 0.433333)"
 check "… with no record on a target" test ! -e "$HOME/.mlw/share/sched/local/sweeps/$sweep"
@@ -113,9 +118,7 @@ expect_not_contains "… by itself (the supervisor logged nothing of it)" \
 kill -CONT "$asleep"
 check "… and once it wakes, the sweep ends" wait_for 30 grep -q "every point's run has ended" \
   ".mlw/sweeps/$sweep/decisions.log"
-expect_eq "q 0.1 and 0.2 completed, q 0.3 stopped" "$(json_get "$("$MLW" -o json history list \
-  --sweep "$sweep")" '" ".join("%s:%s" % (r["params"]["q"], r["status"]) for r in sorted(d, key=lambda r: r["point"]))')" \
-  "0.1:Completed 0.2:Completed 0.3:Stopped"
+expect_eq "q 0.1 and 0.2 completed, q 0.3 stopped" "$(q_statuses)" "0.1:Completed 0.2:Completed 0.3:Stopped"
 expect_contains "… the supervisor logged the decision taken while it slept" \
   "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
   "(point 2): stopped by ASHA at epochs 1: loss 1.3 is not in the top 1/3 (1 of 3 trials at that rung; cutoff 1.1)"
