@@ -65,6 +65,7 @@ class SweepSupervisor {
       : m_ctx(ctx), m_work(work), m_dir(sweep_dir(work.state_dir, work.sweep_id)) {
     m_in_flight.assign(work.targets.size(), 0);
     m_gate_slots = gate_slots();
+    if (m_gate_slots > 0) m_gate_room = m_gate_slots + setting("MLW_SWEEP_AHEAD");
   }
 
   int run() {
@@ -401,8 +402,7 @@ class SweepSupervisor {
     int best = -1;
     int room = 0;
     for (std::size_t i = 0; i < m_work.targets.size(); ++i) {
-      const int capacity =
-          m_gate_slots > 0 ? m_gate_slots + setting("MLW_SWEEP_AHEAD") : m_work.targets[i].capacity;
+      const int capacity = m_gate_slots > 0 ? m_gate_room : m_work.targets[i].capacity;
       const int free = capacity - m_in_flight[i];
       if (free > room) {
         room = free;
@@ -561,8 +561,9 @@ class SweepSupervisor {
   std::set<std::string> m_logged;             ///< decisions.log's lines, without their times
   std::vector<std::int64_t> m_first_rung_ms;  ///< each trial's time from its start to a rung
   bool m_canceled = false;
-  int m_arrays = 0;                             ///< job arrays submitted so far
-  int m_gate_slots = 0;                         ///< gate_slots()
+  int m_arrays = 0;      ///< job arrays submitted so far
+  int m_gate_slots = 0;  ///< gate_slots()
+  int m_gate_room = 0;   ///< with a gate: its slots and MLW_SWEEP_AHEAD, the points launched ahead
   std::map<std::string, TpeTrial> m_tpe_ended;  ///< ended trials as TPE learns from them, by run
 };
 

@@ -156,10 +156,11 @@ if [ -n "${mlw_gate_want:-}" ]; then
   }
   case "$a" in
     granted\ *) [ -n "$mlw_lease_want" ] || echo "$a" >>lease.log ;;
-    *)
-      case "$a" in error\ *) echo "error the sweep's turn: ${a#error }" >>lease.log ;; esac
+    error\ *)
+      echo "error the sweep's turn: ${a#error }" >>lease.log
       mlw_lease_end "take the sweep's turn"
       ;;
+    *) mlw_lease_end "take the sweep's turn" ;;
   esac
 fi
 # The lease: lease.sh holds it while its stdin (fd 8, which the script keeps too) is open: the
