@@ -466,6 +466,43 @@ int resume_sweep(Context& ctx, const SweepRequest& request) {
 
 }  // namespace
 
+std::string scheduler_variable(const SweepWork& work, std::int64_t point, int bracket) {
+  const SchedulerSpec& scheduler = work.spec.scheduler;
+  const nlohmann::ordered_json spec = {{"type", scheduler.kind},
+                                       {"resource", scheduler.resource},
+                                       {"min", scheduler.min},
+                                       {"max", scheduler.max},
+                                       {"eta", scheduler.eta},
+                                       {"metric", work.spec.metric},
+                                       {"goal", work.spec.maximize ? "max" : "min"},
+                                       {"sweep", work.sweep_id},
+                                       {"point", point},
+                                       {"bracket", bracket}};
+  return spec.dump();
+}
+
+std::string propose_variable(const SweepWork& work, std::int64_t point) {
+  nlohmann::ordered_json parameters = nlohmann::ordered_json::array();
+  for (const auto& p : work.spec.parameters) {
+    nlohmann::ordered_json one = {{"name", p.name}, {"kind", p.kind}};
+    if (p.kind == "values") {
+      one["values"] = p.values;
+    } else {
+      one["low"] = p.low;
+      one["high"] = p.high;
+    }
+    parameters.push_back(std::move(one));
+  }
+  const nlohmann::ordered_json spec = {{"sweep", work.sweep_id},
+                                       {"point", point},
+                                       {"seed", work.spec.seed},
+                                       {"startup", work.spec.startup},
+                                       {"metric", work.spec.metric},
+                                       {"goal", work.spec.maximize ? "max" : "min"},
+                                       {"parameters", std::move(parameters)}};
+  return spec.dump();
+}
+
 void cancel_unstarted_point(HistoryStore& store, RunRecord& record, std::int64_t now_ms) {
   record.mark_failed(143, "the sweep was canceled before this point started", now_ms, true);
   store.save(record);

@@ -41,6 +41,15 @@ void cancel_sweep(Context& ctx, const std::string& sweep_id);
 /// A point its sweep never started, canceled with the sweep: Canceled (143), saying so.
 void cancel_unstarted_point(HistoryStore& store, RunRecord& record, std::int64_t now_ms);
 
+/// What a trial is given to judge itself by at its rungs on its target ($MLW_SCHEDULER, read by
+/// python/mlw/rungs.py): the scheduler, the metric, the sweep, the point and its bracket.
+std::string scheduler_variable(const SweepWork& work, std::int64_t point, int bracket);
+
+/// What a TPE trial is given to propose its point by on its target ($MLW_PROPOSE, read by
+/// python/mlw/propose.py): the sweep, the point, the seed, the startup count, the metric and the
+/// parameters.
+std::string propose_variable(const SweepWork& work, std::int64_t point);
+
 /// The marker file of a sweep whose cancel was asked for.
 inline constexpr const char* k_sweep_cancel_file = "cancel_requested";
 

@@ -66,6 +66,7 @@ class SweepSupervisor {
     m_in_flight.assign(work.targets.size(), 0);
     m_gate_slots = gate_slots();
     if (m_gate_slots > 0) m_gate_room = m_gate_slots + setting("MLW_SWEEP_AHEAD");
+    m_tpe_there = tpe_on_target();
   }
 
   int run() {
@@ -204,7 +205,7 @@ class SweepSupervisor {
         }
       }
       if (status::is_final(record.status)) {
-        if (scheduled()) last_look(*it, record, store.run_dir(record.run_id));
+        if (scheduled() || m_tpe_there) last_look(*it, record, store.run_dir(record.run_id));
         log(fmt::format("run {} (point {}) ended: {}", record.run_id, record.point, record.status));
         if (record.status == status::k_completed) note_completed(store.run_dir(record.run_id));
         if (it->target >= 0) --m_in_flight[static_cast<std::size_t>(it->target)];
@@ -223,25 +224,22 @@ class SweepSupervisor {
   /// targets (no folder in common) is judged here.
   bool on_target() const { return scheduled() && m_work.targets.size() == 1; }
 
-  /// What a trial is given to judge itself by on its target ($MLW_SCHEDULER).
-  std::string scheduler_variable(std::int64_t point) const {
-    const SchedulerSpec& scheduler = m_work.spec.scheduler;
-    const nlohmann::ordered_json spec = {{"type", scheduler.kind},
-                                         {"resource", scheduler.resource},
-                                         {"min", scheduler.min},
-                                         {"max", scheduler.max},
-                                         {"eta", scheduler.eta},
-                                         {"metric", m_work.spec.metric},
-                                         {"goal", m_work.spec.maximize ? "max" : "min"},
-                                         {"sweep", m_work.sweep_id},
-                                         {"point", point},
-                                         {"bracket", new_flight(point).scheduled.bracket}};
-    return spec.dump();
-  }
-
   /// Whether the trial was judged at a rung yet (on its target: it logged a decision).
   bool reached_a_rung(const Flight& flight) const {
-    return on_target() ? !flight.reader.decisions().empty() : !flight.scheduled.judged.empty();
+    if (!on_target()) return !flight.scheduled.judged.empty();
+    const auto& decisions = flight.reader.decisions();
+    return std::any_of(decisions.begin(), decisions.end(),
+                       [](const TrialDecision& d) { return d.verdict != k_proposal_verdict; });
+  }
+
+  /// TPE's points proposed on the sweep's one target as each starts (python/mlw/propose.py, from
+  /// the sweep's record there): where its points wait there for their turn or form a job array,
+  /// and the script is Python's (docs/sweeps.md "The laptop may close").
+  bool tpe_on_target() const {
+    if (m_work.spec.method != "tpe" || m_work.targets.size() != 1) return false;
+    const RunPlan& plan = m_work.targets.front().plan;
+    if (plan.run_config.framework == "PySpark") return false;
+    return m_gate_slots > 0 || kind_of(plan.compute.type).runner.arrays;
   }
 
   /// Logs the decisions the trial took on its target since the last look (a line logged before,
@@ -250,9 +248,11 @@ class SweepSupervisor {
     const auto& decisions = flight.reader.decisions();
     for (; flight.mirrored < decisions.size(); ++flight.mirrored) {
       const TrialDecision& decision = decisions[flight.mirrored];
+      // A rung's decision, or TPE's point proposed there.
+      const bool rung = decision.verdict != k_proposal_verdict;
       if (decision.verdict == "stopped" && !flight.stopped_there_ms)
         flight.stopped_there_ms = m_ctx.clock->now_ms();
-      if (!flight.rung_seen && record.start_ms) {  // its time to its first rung, as taken there
+      if (rung && !flight.rung_seen && record.start_ms) {  // its time to its first rung there
         flight.rung_seen = true;
         const auto at = static_cast<std::int64_t>(decision.time * 1000);
         m_first_rung_ms.push_back((at > record.start_ms ? at : m_ctx.clock->now_ms()) -
@@ -311,11 +311,12 @@ class SweepSupervisor {
   void last_look(Flight& flight, const RunRecord& record, const fs::path& run_dir) {
     if (flight.stop_sent_ms) return;  // stopped at a rung: what it logged after counts nowhere
     flight.reader.update(run_dir / "metrics.jsonl", true);
-    if (on_target()) {
+    if (on_target() || m_tpe_there) {
       mirror(flight, record);
     } else {
       schedule(flight, record);
     }
+    if (!scheduled()) return;
     const SchedulerSpec& scheduler = m_work.spec.scheduler;
     const bool judged = reached_a_rung(flight);
     if (record.status == status::k_completed && !judged && !flight.no_rung_said &&
@@ -357,8 +358,10 @@ class SweepSupervisor {
       }
       return;
     }
-    if ((rule.rule.empty() && !scheduled()) || m_canceled) return;
+    if ((rule.rule.empty() && !scheduled() && !m_tpe_there) || m_canceled) return;
     flight.reader.update(run_dir / "metrics.jsonl", false);
+    if (m_tpe_there && !on_target()) mirror(flight, record);  // the point proposed there
+    if (rule.rule.empty() && !scheduled()) return;
     std::optional<std::string> verdict;
     if (on_target()) {
       mirror(flight, record);
@@ -385,13 +388,15 @@ class SweepSupervisor {
 
   /// How many of the sweep's points run at once on its one target when the others wait there
   /// for their turn (docs/sweeps.md "The laptop may close"): an SSH target that runs its own
-  /// monitors (remote, remotedocker), points known ahead (not TPE's), MLW_SWEEP_AHEAD above 0;
-  /// else 0, and each point starts from here as the target has room.
+  /// monitors (remote, remotedocker), MLW_SWEEP_AHEAD above 0 (TPE's points are proposed there,
+  /// or, for a Spark script, as they start from here); else 0, and each point starts from here as
+  /// the target has room.
   int gate_slots() const {
-    if (m_work.targets.size() != 1 || m_work.spec.method == "tpe") return 0;
+    if (m_work.targets.size() != 1) return 0;
     const SweepTarget& target = m_work.targets.front();
     const TargetKind& kind = kind_of(target.plan.compute.type);
     if (kind.runner.batch || !kind.runner.detached || kind.place->shares_run_folder()) return 0;
+    if (m_work.spec.method == "tpe" && target.plan.run_config.framework == "PySpark") return 0;
     if (setting("MLW_SWEEP_AHEAD") == 0) return 0;
     const int limit = m_work.spec.max_concurrent;
     return limit > 0 ? std::min(limit, target.capacity) : target.capacity;
@@ -496,7 +501,7 @@ class SweepSupervisor {
       HistoryStore store(m_work.state_dir);  // closed before the run's supervisor is forked
       plan.record = store.load(run_id);
       if (status::is_final(plan.record.status)) return;
-      if (m_work.spec.method == "tpe") propose(store, plan.record);
+      if (m_work.spec.method == "tpe" && !m_tpe_there) propose(store, plan.record);
       plan.run_dir = store.run_dir(run_id);
       plan.arguments = plan.record.arguments;
       plan.record.target = plan.target_name;
@@ -524,7 +529,14 @@ class SweepSupervisor {
         plan.detached = true;
         atomic_write_file(plan.run_dir / "gate", plan.gate->folder + "\n");
       }
-      if (on_target()) plan.extra_env["MLW_SCHEDULER"] = scheduler_variable(plan.record.point);
+      if (on_target()) {
+        plan.extra_env["MLW_SCHEDULER"] = scheduler_variable(
+            m_work, plan.record.point, new_flight(plan.record.point).scheduled.bracket);
+      }
+      if (m_tpe_there) {
+        plan.extra_env["MLW_PROPOSE"] = propose_variable(m_work, plan.record.point);
+        plan.propose_on_target = true;
+      }
       materialize_snapshot(plan.manifest, state / "objects", plan.project.root,
                            plan.run_dir / "snapshot");
       auto executor = m_ctx.executor(plan.compute.type);
@@ -564,6 +576,7 @@ class SweepSupervisor {
   int m_arrays = 0;      ///< job arrays submitted so far
   int m_gate_slots = 0;  ///< gate_slots()
   int m_gate_room = 0;   ///< with a gate: its slots and MLW_SWEEP_AHEAD, the points launched ahead
+  bool m_tpe_there = false;                     ///< tpe_on_target()
   std::map<std::string, TpeTrial> m_tpe_ended;  ///< ended trials as TPE learns from them, by run
 };
 

@@ -309,6 +309,9 @@ std::vector<std::string> container_command(const RunPlan& plan) {
 
 std::vector<std::string> script_command(const RunPlan& plan, const std::string& python) {
   std::vector<std::string> words = {python};
+  if (plan.propose_on_target && plan.run_config.framework != "PySpark") {
+    words.insert(words.end(), {"-m", "mlw.propose"});  // the point's arguments added there
+  }
   if (plan.run_config.framework == "PySpark") {
     // Where the run starts without an image built for it (remote, a batch job, a prebuilt image), a
     // missing spark-submit is explained as on the local target, not as tini's exec failure.

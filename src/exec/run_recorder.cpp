@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "mlw/history/collect.hpp"
 #include "mlw/history/params.hpp"
 #include "mlw/history/system_use.hpp"
+#include "mlw/sweep/sweep.hpp"
 #include "mlw/util/fs.hpp"
 #include "mlw/util/process.hpp"
 #include "mlw/util/strings.hpp"
@@ -93,6 +95,23 @@ void RunRecorder::collect_results(bool outputs) {
   for (auto it = summary.begin(); it != summary.end(); ++it) record.metrics[it.key()] = it.value();
   const nlohmann::ordered_json logged = logged_params(m_run_dir / "metrics.jsonl");
   for (auto it = logged.begin(); it != logged.end(); ++it) record.params[it.key()] = it.value();
+  if (!record.sweep_id.empty()) take_proposal();
+}
+
+void RunRecorder::take_proposal() {
+  for (const auto& decision : read_decisions(m_run_dir / "metrics.jsonl")) {
+    if (decision.verdict != k_proposal_verdict || !decision.proposal.is_object()) continue;
+    const std::vector<std::string> words = point_arguments(decision.proposal);
+    const auto has = [&words](const std::vector<std::string>& all) {
+      return all.size() >= words.size() &&
+             std::equal(words.begin(), words.end(), all.end() - static_cast<long>(words.size()));
+    };
+    if (!has(record.arguments))
+      record.arguments.insert(record.arguments.end(), words.begin(), words.end());
+    if (!has(record.command))
+      record.command.insert(record.command.end(), words.begin(), words.end());
+    return;
+  }
 }
 
 void RunRecorder::apply_early_stop() {

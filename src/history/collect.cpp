@@ -61,15 +61,19 @@ bool visit_line(std::string_view line, const MetricVisitor& visit, const ParamVi
 std::optional<TrialDecision> parse_decision_line(std::string_view line) {
   if (line.find("\"decision\"") == std::string_view::npos || !shallow_enough(line))
     return std::nullopt;
-  const auto json = nlohmann::json::parse(line, nullptr, false);
+  const auto json = nlohmann::ordered_json::parse(line, nullptr, false);
   if (json.is_discarded() || !json.is_object() || json.contains("name")) return std::nullopt;
   const auto text = json.find("decision");
   const auto verdict = json.find("verdict");
   if (text == json.end() || !text->is_string() || verdict == json.end() || !verdict->is_string())
     return std::nullopt;
   const auto time = json.find("time");
-  return TrialDecision{text->get<std::string>(), verdict->get<std::string>(),
-                       time != json.end() && time->is_number() ? time->get<double>() : 0};
+  TrialDecision out{text->get<std::string>(), verdict->get<std::string>(),
+                    time != json.end() && time->is_number() ? time->get<double>() : 0, nullptr};
+  if (const auto point = json.find("proposal");
+      out.verdict == k_proposal_verdict && point != json.end() && point->is_object())
+    out.proposal = *point;
+  return out;
 }
 
 std::vector<TrialDecision> read_decisions(const fs::path& metrics_file) {

@@ -356,6 +356,59 @@ kill -CONT $asleep 2>/dev/null
 check "… woken, every record says Completed" wait_for 60 bash -c \
   "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Completed\"')\" = 6 ]"
 
+# TPE's points wait there too, each proposed on the host as its turn comes (python/mlw/propose.py)
+# from the trials that ended there: asleep, one at a time, each point after the 3 drawn at random
+# learns from every one before it; woken, each record has the point proposed for it as its
+# arguments; the same seed proposes the same points again.
+cat >tpe.py <<'PY'
+import argparse, mlw
+p = argparse.ArgumentParser(); p.add_argument("--x", type=float); p.add_argument("--opt")
+a = p.parse_args()
+mlw.log_metric("loss", (a.x - 0.3) ** 2 + (0 if a.opt == "b" else 0.05))
+PY
+printf 'method: tpe\ncount: 7\nstartup: 3\nmaxConcurrent: 1\nmetric: {name: loss}\nparameters:\n  x: {uniform: [0, 1]}\n  opt: [a, b, c]\n' >tpe.yml
+tpe_sweep() { # SEED: starts it detached; sets sweep and ids
+  "$MLW" -q experiment sweep -a -c gpu -f tpe.yml --seed "$1" tpe.py >"$WORK/o" 2>"$WORK/e"
+  sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+  ids=$(json_get "$("$MLW" -o json history list --sweep "$sweep")" '" ".join(r["run_id"] for r in d)')
+}
+tpe_points() { # the sweep's records' points, in point order
+  json_get "$("$MLW" -o json history list --sweep "$sweep")" '" ".join("%s:%.9f:%s" % (r["point"],
+    r["params"]["x"], r["params"]["opt"]) for r in sorted(d, key=lambda r: r["point"]))'
+}
+tpe_sweep 5
+check "a TPE sweep's seven points all wait on the host" wait_for 60 all_have monitor.pid
+asleep=$( (tree_of "$(owner)"; for id in $ids; do json_get "$(json_file ".mlw/runs/$id/run.json")" 'd["pid"]'
+  done) | awk -v me=$$ '$1 > 1 && $1 != me' | sort -u)
+# shellcheck disable=SC2086 # one pid a word
+kill -STOP $asleep 2>/dev/null
+check "… with this machine asleep, the host runs all seven" wait_for 120 all_have exit_code
+expect_eq "… each proposed there, point k from the k trials before it" "$(for id in $ids; do
+  sed -n 's/^mlw: TPE \(proposes\|draws at random\) .*(\([0-9]*\) ended trials)$/\2:\1/p' \
+    "$on_host/$id/driver_log.txt"; done | sort -n | cut -d' ' -f1 | tr '\n' ' ')" \
+  "0:draws 1:draws 2:draws 3:proposes 4:proposes 5:proposes 6:proposes "
+# shellcheck disable=SC2086 # one pid a word
+kill -CONT $asleep 2>/dev/null
+check "… woken, every record says Completed" wait_for 60 bash -c \
+  "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Completed\"')\" = 7 ]"
+first=$(tpe_points)
+expect_eq "… each record has the point proposed there" "$first" "$(python3 -c '
+import json, sys
+p = [json.loads(l) for l in open(sys.argv[1]) if "params" in l]
+print(" ".join("%s:%.9f:%s" % (e["point"], e["params"]["x"], e["params"]["opt"]) for e in sorted(p, key=lambda e: e["point"])))' \
+  "${on_host%/runs}/share/gpus/gpu/sweeps/$sweep/tpe.jsonl")"
+last=$(json_file ".mlw/runs/$(json_get "$("$MLW" -o json history list --sweep "$sweep")" \
+  '[r["run_id"] for r in d if r["point"] == 6][0]')/run.json")
+expect_eq "… as its arguments (a rerun is given them again)" "$(json_get "$last" \
+  '" ".join(d["arguments"][-4:]) == " ".join(d["command"][-4:])')-$(json_get "$last" '" ".join(d["command"][-4:])')" \
+  "True-$(json_get "$last" '"--x %s --opt %s" % (repr(d["params"]["x"]), d["params"]["opt"])')"
+expect_contains "… the decisions log says it" "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
+  "(point 6): TPE proposes"
+tpe_sweep 5
+check "the same seed again" wait_for 120 bash -c \
+  "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Completed\"')\" = 7 ]"
+expect_eq "… proposes the same points there" "$(tpe_points)" "$first"
+
 # Canceled while its points wait there for their turn: the waits end, every run Canceled, and
 # nothing of the sweep's is left running on the host.
 printf 'import time\nprint("long", flush=True)\ntime.sleep(60)\n' >long.py
@@ -457,6 +510,24 @@ asha_array() {
 asha_array cluster "a Slurm job array"
 expect_contains "… stopped at the first rung" "$(cat ".mlw/sweeps/$sweep/decisions.log")" \
   "(point 1): stopped by ASHA at epochs 2: loss 0.55 is not in the top 1/2"
+# TPE on a job array: each element proposes its point as it starts, from the elements that ended
+# before it (one at a time: element k from the k before it), and its record has it.
+cp ../gpus/tpe.py .
+# tpe_array TARGET WHAT: a TPE sweep of 4 points (2 at random) on TARGET's job array.
+tpe_array() {
+  "$MLW" -q experiment sweep -c "$1" --max-concurrent 1 --metric loss --search tpe --count 4 \
+    --startup 2 --seed 3 tpe.py --x 0.1,0.2,0.3,0.4,0.5 --opt a,b >"$WORK/o" 2>"$WORK/e"
+  expect_eq "TPE on $2 ends with 0" "$?" 0
+  sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+  json=$("$MLW" -o json history list --sweep "$sweep")
+  expect_eq "… each element proposed its point there, from those that ended before it" "$(for id in \
+    $(json_get "$json" '" ".join(r["run_id"] for r in d)'); do "$MLW" history logs -r "$id" |
+      sed -n 's/^mlw: TPE \(proposes\|draws at random\) .*(\([0-9]*\) ended trials)$/\2:\1/p'
+  done | sort -n | cut -d' ' -f1 | tr '\n' ' ')" "0:draws 1:draws 2:proposes 3:proposes "
+  expect_eq "… its records have their points" "$(json_get "$json" \
+    'all(r["params"]["x"] in (0.1, 0.2, 0.3, 0.4, 0.5) and r["params"]["opt"] in "ab" for r in d) and len(d)')" 4
+}
+tpe_array cluster "a Slurm job array"
 slurm_unlock
 
 # --- Grid Engine: one job array, qsub -t 1-3 -tc 2 --------------------------------------------------
@@ -482,4 +553,5 @@ expect_contains "Grid Engine accounted three tasks of the one job" "$(qacct -j "
 # ASHA in a Grid Engine array, as on Slurm above (rungs 2, 4, 8; one task at a time): each task
 # judged itself against the sweep's record in the cell's shared home.
 asha_array cell "a Grid Engine array"
+tpe_array cell "a Grid Engine array"
 finish

@@ -62,6 +62,9 @@ struct RunPlan {
   Manifest manifest;
   std::optional<BatchArray> array;  ///< set: the run is an element of a job array
   std::optional<SweepGate> gate;    ///< set: the run waits on its target for its sweep's turn
+  /// A TPE sweep's trial whose point is proposed on its target as it starts (python/mlw/
+  /// propose.py, given $MLW_PROPOSE): the script runs under `python -m mlw.propose`.
+  bool propose_on_target = false;
   /// The folders of the data sets' versions it mounts on its target, by name (record.data).
   std::map<std::string, std::string> data_paths;
   bool detached = false;  ///< submitted with -a: nobody reads the live output

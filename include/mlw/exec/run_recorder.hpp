@@ -65,6 +65,9 @@ class RunRecorder {
   /// Canceled by a sweep's early stopping (k_stop_reason_file), or a trial that stopped itself
   /// at a rung (a "stopped" decision in its metrics): Stopped, the reason a problem.
   void apply_early_stop();
+  /// A TPE trial whose point was proposed on its target (python/mlw/propose.py): the point's
+  /// arguments after the record's own, as the script was given them (a rerun gives them again).
+  void take_proposal();
   std::filesystem::path m_run_dir;      // the run's folder here
   std::filesystem::path m_history_dir;  // the project's .mlw
   std::optional<HistoryStore> m_store;

@@ -17,12 +17,18 @@ namespace mlw {
 inline constexpr std::size_t k_max_metric_line = 1024 * 1024;
 
 /// A decision a sweep's trial took on its target at a rung (python/mlw/rungs.py), a line of its
-/// metrics file: {"decision": TEXT, "verdict": "goes on"|"promoted"|"stopped"|"note", "time": T}.
+/// metrics file: {"decision": TEXT, "verdict": "goes on"|"promoted"|"stopped"|"note", "time": T};
+/// or the point TPE proposed for it there (python/mlw/propose.py): verdict "proposal", with the
+/// point in "proposal".
 struct TrialDecision {
   std::string text;
   std::string verdict;
-  double time = 0;  ///< when it was taken (seconds since the epoch; 0: not said)
+  double time = 0;                  ///< when it was taken (seconds since the epoch; 0: not said)
+  nlohmann::ordered_json proposal;  ///< a proposal's point (an object), else null
 };
+
+/// The verdict of a TPE trial's line that names the point proposed for it on its target.
+inline constexpr const char* k_proposal_verdict = "proposal";
 
 /// The line as a trial's decision, or nullopt (a metric, a parameter, a bad line).
 std::optional<TrialDecision> parse_decision_line(std::string_view line);

@@ -97,6 +97,13 @@ TEST(ContainerWords, PySparkWithoutSparkSubmitIsExplainedWithExit127) {
   EXPECT_EQ(ran.output, "spark-submit train.py\n");
   plan.run_config.framework = "Python";
   EXPECT_EQ(script_command(plan), (std::vector<std::string>{"python3", "train.py"}));
+  // A TPE trial whose point is proposed there: the script under mlw.propose (Python only).
+  plan.propose_on_target = true;
+  EXPECT_EQ(script_command(plan),
+            (std::vector<std::string>{"python3", "-m", "mlw.propose", "train.py"}));
+  plan.run_config.framework = "PySpark";
+  EXPECT_EQ(script_command(plan)[0], "/bin/sh");
+  EXPECT_EQ(script_command(plan).size(), 5u);
 }
 
 }  // namespace mlw

@@ -83,6 +83,21 @@ TEST(MetricSeries, ATrialsDecisionsAreReadInOrderNotSkipped) {
   EXPECT_EQ(found[0].verdict, "stopped");
 }
 
+TEST(MetricSeries, ATPETrialsProposalIsADecisionWithItsPointInOrder) {
+  // python/mlw/propose.py's line: verdict "proposal", the point in "proposal" (keys in order).
+  const auto r = read(
+      "{\"decision\": \"TPE proposes {…} (3 ended trials)\", \"verdict\": \"proposal\", "
+      "\"proposal\": {\"x\": 0.25, \"opt\": \"b\"}, \"time\": 2}\n"
+      "{\"decision\": \"promoted\", \"verdict\": \"promoted\", \"proposal\": {\"x\": 1}}\n"
+      "{\"decision\": \"bad\", \"verdict\": \"proposal\", \"proposal\": [1]}\n");
+  ASSERT_EQ(r.decisions().size(), 3u);
+  EXPECT_EQ(r.decisions()[0].verdict, k_proposal_verdict);
+  EXPECT_EQ(r.decisions()[0].proposal.dump(), R"({"x":0.25,"opt":"b"})");
+  EXPECT_TRUE(r.decisions()[1].proposal.is_null());  // only a proposal's point is taken
+  EXPECT_TRUE(r.decisions()[2].proposal.is_null());  // a point is an object
+  EXPECT_EQ(r.skipped(), 0u);
+}
+
 TEST(MetricSeries, EscapesAndNestingGoToTheFullParser) {
   const std::string text =
       "{\"name\": \"l\\u006fss\", \"value\": 2, \"extra\": {\"a\": [1]}}\n"
