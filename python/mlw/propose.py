@@ -209,9 +209,12 @@ def _outcome(metric):
     stopped at a rung, from the run's metrics file."""
     value, stopped = None, False
     path = os.environ.get("MLW_METRICS_FILE")
+    mark = json.dumps(metric)  # only the lines that may name it are parsed (a big file is quick)
     try:
         with open(path, encoding="utf-8", errors="replace") as lines:
             for line in lines:
+                if mark not in line and '"stopped"' not in line:
+                    continue
                 try:
                     entry = json.loads(line)
                 except ValueError:
@@ -236,7 +239,14 @@ def _pass_on(pid, sig):
 
 def main(argv):
     spec = json.loads(os.environ["MLW_PROPOSE"])
-    params, said = _choose(spec)
+    try:
+        params, said = _choose(spec)
+    except (OSError, ValueError) as e:
+        # The record unusable (a share folder not writable): the trial still runs, at a point
+        # drawn at random, and says why; its training is never broken.
+        params = propose(spec, [], int(spec["point"]))[0]
+        said = "TPE draws at random %s (the sweep's record there cannot be used: %s: %s)" % (
+            json.dumps(params), type(e).__name__, e)
     from mlw import _write, log_param
 
     for name, value in params.items():
@@ -254,12 +264,16 @@ def main(argv):
         signal.signal(sig, lambda s, _f: _pass_on(child.pid, s))
     code = child.wait()
     value, stopped = _outcome(spec["metric"])
-    with _record(spec) as record:
-        fcntl.flock(record, fcntl.LOCK_EX)
-        _, _, last = _read(record)
-        _append(record, last, {"point": int(spec["point"]), "run": os.environ.get("MLW_RUN_ID"),
-                               "end": code, "value": value, "stopped": stopped,
-                               "time": time.time()})
+    try:
+        with _record(spec) as record:
+            fcntl.flock(record, fcntl.LOCK_EX)
+            _, _, last = _read(record)
+            _append(record, last, {"point": int(spec["point"]),
+                                   "run": os.environ.get("MLW_RUN_ID"), "end": code,
+                                   "value": value, "stopped": stopped, "time": time.time()})
+    except OSError as e:
+        print("mlw: this trial's end is not in the sweep's record (%s: %s): TPE will not learn "
+              "from it" % (type(e).__name__, e), file=sys.stderr, flush=True)
     if code < 0:  # killed by a signal: so is this process, as the script was
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)

@@ -79,4 +79,28 @@ TEST(Propose, AnAttemptsEndIsRecordedAndARestartKeepsItsPoint) {
             "4 {'n': 2} None None None\n4 None 3 0.25 False\n4 None 3 0.25 False\n");
 }
 
+TEST(Propose, ASweepRecordThatCannotBeUsedNeverStopsTheTrial) {
+  // A share folder that cannot be written (here a file in its place): the script runs all the
+  // same, at a point drawn at random, each line saying why.
+  test::TempDir dir{"propose"};
+  atomic_write_file(dir.path() / "s.py", "import sys\nprint('args', sys.argv[1:])\n");
+  atomic_write_file(dir.path() / "share", "a file\n");
+  const std::string out = python(
+      dir.path(),
+      "import runpy, sys\nsys.argv = ['propose', 's.py']\n"
+      "try:\n  runpy.run_module('mlw.propose', run_name='__main__')\n"
+      "except SystemExit as e:\n  print('exit', e.code)\n",
+      "MLW_SHARE_DIR=share/ MLW_METRICS_FILE=m.jsonl MLW_PROPOSE='{\"sweep\": \"s\", \"point\": "
+      "0, \"seed\": 1, \"startup\": 1, \"metric\": \"loss\", \"goal\": \"min\", "
+      "\"parameters\": [{\"name\": \"n\", \"kind\": \"int\", \"low\": 2, \"high\": 2}]}'");
+  EXPECT_NE(out.find("mlw: TPE draws at random {\"n\": 2} (the sweep's record there cannot be "
+                     "used: NotADirectoryError"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("args ['--n', '2']\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("mlw: this trial's end is not in the sweep's record"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("exit 0\n"), std::string::npos) << out;
+}
+
 }  // namespace mlw
