@@ -409,6 +409,21 @@ check "the same seed again" wait_for 120 bash -c \
   "[ \"\$('$MLW' -o json history list --sweep $sweep | grep -c '\"Completed\"')\" = 7 ]"
 expect_eq "… proposes the same points there" "$(tpe_points)" "$first"
 
+# TPE with ASHA there: the trials stopped at a rung are among those each proposal learns from.
+printf 'import argparse, time, mlw\np = argparse.ArgumentParser()\np.add_argument("--q", type=float)\np.add_argument("--epochs", type=int)\na = p.parse_args()\nfor e in range(1, a.epochs + 1):\n    mlw.log_metric("loss", a.q + 1 / e, step=e)\n    time.sleep(0.1)\n' >tq.py
+"$MLW" -q experiment sweep -c gpu --max-concurrent 1 --metric loss --search tpe --count 6 \
+  --startup 3 --seed 3 --scheduler asha --resource epochs --min 1 --max 9 tq.py \
+  --q 0.1,0.3,0.5,0.7,0.9 >"$WORK/o" 2>"$WORK/e"
+expect_eq "TPE with ASHA on the host ends with 0" "$?" 0
+sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
+json=$("$MLW" -o json history list --sweep "$sweep")
+expect_eq "… its trials completed or were stopped there" \
+  "$(json_get "$json" '" ".join(sorted({r["status"] for r in d}))')" "Completed Stopped"
+expect_eq "… point k proposed from the k before it, the stopped ones among them" "$(for id in \
+  $(json_get "$json" '" ".join(r["run_id"] for r in d)'); do "$MLW" history logs -r "$id" |
+    sed -n 's/^mlw: TPE \(proposes\|draws at random\) .*(\([0-9]*\) ended trials)$/\2:\1/p'
+  done | sort -n | cut -d' ' -f1 | tr '\n' ' ')" "0:draws 1:draws 2:draws 3:proposes 4:proposes 5:proposes "
+
 # Canceled while its points wait there for their turn: the waits end, every run Canceled, and
 # nothing of the sweep's is left running on the host.
 printf 'import time\nprint("long", flush=True)\ntime.sleep(60)\n' >long.py
