@@ -152,7 +152,11 @@ def _text(value):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
         return "%d" % value
-    return value if isinstance(value, str) else repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value, separators=(",", ":"))  # a list's or an object's JSON, as C++ dumps it
 
 
 def _record(spec):
@@ -257,11 +261,23 @@ def main(argv):
     words = [sys.executable] + argv
     for name, value in params.items():
         words += ["--" + name, _text(value)]
-    child = subprocess.Popen(words)
     # A stop is passed on to the script (a process group's signal reaches it once more: harmless
-    # for TERM and INT, which stop it either way).
+    # for TERM and INT, which stop it either way); one that comes before the script has started
+    # is passed on as it starts.
+    started, early = [], []
+
+    def on_signal(sig, _frame):
+        if started:
+            _pass_on(started[0].pid, sig)
+        else:
+            early.append(sig)
+
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(sig, lambda s, _f: _pass_on(child.pid, s))
+        signal.signal(sig, on_signal)
+    child = subprocess.Popen(words)
+    started.append(child)
+    for sig in early:
+        _pass_on(child.pid, sig)
     code = child.wait()
     value, stopped = _outcome(spec["metric"])
     try:
