@@ -3,7 +3,7 @@
 
 `mlw experiment sweep --search tpe` on one SSH target puts its points there ahead of their turn
 (docs/sweeps.md "The laptop may close"); each is started as this module with $MLW_PROPOSE (JSON:
-the sweep, the point's number, the seed, the startup count, the metric and the parameters). Under
+the sweep's spec as sweep.json records it, with the sweep's id and the point's number). Under
 a lock on the sweep's record on the target ($MLW_SHARE_DIR/sweeps/<sweep>/tpe.jsonl: a line per
 proposal and a line per ended attempt) it proposes the point from the trials that have ended
 there, the way src/sweep/tpe.cpp does on the machine that started the sweep (docs/sweeps.md
@@ -99,9 +99,14 @@ class _Parzen:
         return u
 
 
+def _space(spec):
+    """The parameters, in order, each with its name (the sweep's spec has them by name)."""
+    return [dict(p, name=name) for name, p in spec["parameters"].items()]
+
+
 def _random_point(spec, rng):
     point = {}
-    for p in spec["parameters"]:
+    for p in _space(spec):
         u = rng.random()
         if p["kind"] == "values":
             n = len(p["values"])
@@ -124,7 +129,7 @@ def propose(spec, trials, index):
     completed.sort(key=lambda t: t[1], reverse=spec.get("goal") == "max")  # stable, as C++'s
     good_count = int(math.ceil(_GAMMA * len(completed)))
     good, bad = completed[:good_count], completed[good_count:] + stopped
-    params = spec["parameters"]
+    params = _space(spec)
     dens = []
     for p in params:
         n = len(p["values"]) if p["kind"] == "values" else 0

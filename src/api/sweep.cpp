@@ -482,24 +482,9 @@ std::string scheduler_variable(const SweepWork& work, std::int64_t point, int br
 }
 
 std::string propose_variable(const SweepWork& work, std::int64_t point) {
-  nlohmann::ordered_json parameters = nlohmann::ordered_json::array();
-  for (const auto& p : work.spec.parameters) {
-    nlohmann::ordered_json one = {{"name", p.name}, {"kind", p.kind}};
-    if (p.kind == "values") {
-      one["values"] = p.values;
-    } else {
-      one["low"] = p.low;
-      one["high"] = p.high;
-    }
-    parameters.push_back(std::move(one));
-  }
-  const nlohmann::ordered_json spec = {{"sweep", work.sweep_id},
-                                       {"point", point},
-                                       {"seed", work.spec.seed},
-                                       {"startup", work.spec.startup},
-                                       {"metric", work.spec.metric},
-                                       {"goal", work.spec.maximize ? "max" : "min"},
-                                       {"parameters", std::move(parameters)}};
+  nlohmann::ordered_json spec = work.spec.to_json();  // its seed, startup, metric, parameters
+  spec["sweep"] = work.sweep_id;
+  spec["point"] = point;
   return spec.dump();
 }
 

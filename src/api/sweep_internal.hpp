@@ -46,8 +46,8 @@ void cancel_unstarted_point(HistoryStore& store, RunRecord& record, std::int64_t
 std::string scheduler_variable(const SweepWork& work, std::int64_t point, int bracket);
 
 /// What a TPE trial is given to propose its point by on its target ($MLW_PROPOSE, read by
-/// python/mlw/propose.py): the sweep, the point, the seed, the startup count, the metric and the
-/// parameters.
+/// python/mlw/propose.py): the sweep's spec as sweep.json records it (SweepSpec::to_json: the
+/// seed, the startup count, the metric, the parameters by name), its id and the point.
 std::string propose_variable(const SweepWork& work, std::int64_t point);
 
 /// The marker file of a sweep whose cancel was asked for.

@@ -34,7 +34,7 @@ std::string python(const std::filesystem::path& dir, const std::string& program,
 
 constexpr const char* k_choices =
     "spec = {'seed': 7, 'startup': 2, 'goal': 'min', 'parameters': "
-    "[{'name': 'opt', 'kind': 'values', 'values': ['a', 'b']}]}\n";
+    "{'opt': {'kind': 'values', 'values': ['a', 'b']}}}\n";
 
 }  // namespace
 
@@ -61,7 +61,7 @@ TEST(Propose, AnAttemptsEndIsRecordedAndARestartKeepsItsPoint) {
   const std::string env =
       "MLW_SHARE_DIR=share/ MLW_METRICS_FILE=m.jsonl MLW_PROPOSE='{\"sweep\": \"s\", \"point\": "
       "4, \"seed\": 1, \"startup\": 1, \"metric\": \"loss\", \"goal\": \"min\", \"parameters\": "
-      "[{\"name\": \"n\", \"kind\": \"int\", \"low\": 2, \"high\": 2}]}'";
+      "{\"n\": {\"kind\": \"int\", \"low\": 2, \"high\": 2}}}'";
   const std::string run =
       "import runpy, sys\nsys.argv = ['propose', 's.py', '--k', 'v']\n"
       "try:\n  runpy.run_module('mlw.propose', run_name='__main__')\n"
@@ -92,7 +92,7 @@ TEST(Propose, ASweepRecordThatCannotBeUsedNeverStopsTheTrial) {
       "except SystemExit as e:\n  print('exit', e.code)\n",
       "MLW_SHARE_DIR=share/ MLW_METRICS_FILE=m.jsonl MLW_PROPOSE='{\"sweep\": \"s\", \"point\": "
       "0, \"seed\": 1, \"startup\": 1, \"metric\": \"loss\", \"goal\": \"min\", "
-      "\"parameters\": [{\"name\": \"n\", \"kind\": \"int\", \"low\": 2, \"high\": 2}]}'");
+      "\"parameters\": {\"n\": {\"kind\": \"int\", \"low\": 2, \"high\": 2}}}'");
   EXPECT_NE(out.find("mlw: TPE draws at random {\"n\": 2} (the sweep's record there cannot be "
                      "used: NotADirectoryError"),
             std::string::npos)
