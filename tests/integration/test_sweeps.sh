@@ -371,6 +371,12 @@ a = p.parse_args()
 mlw.log_metric("loss", (a.x - 0.3) ** 2 + (0 if a.opt == "b" else 0.05))
 PY
 printf 'method: tpe\ncount: 7\nstartup: 3\nmaxConcurrent: 1\nmetric: {name: loss}\nparameters:\n  x: {uniform: [0, 1]}\n  opt: [a, b, c]\n' >tpe.yml
+# proposals: of the runs' logs on stdin, "K:draws" or "K:proposes" for each point's proposal
+# there (K: the ended trials it saw), in K's order.
+proposals() {
+  sed -n 's/^mlw: TPE \(proposes\|draws at random\) .*(\([0-9]*\) ended trials)$/\2:\1/p' |
+    sort -n | cut -d' ' -f1 | tr '\n' ' '
+}
 tpe_sweep() { # SEED: starts it detached; sets sweep and ids
   "$MLW" -q experiment sweep -a -c gpu -f tpe.yml --seed "$1" tpe.py >"$WORK/o" 2>"$WORK/e"
   sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
@@ -388,8 +394,7 @@ asleep=$( (tree_of "$(owner)"; for id in $ids; do json_get "$(json_file ".mlw/ru
 kill -STOP $asleep 2>/dev/null
 check "… with this machine asleep, the host runs all seven" wait_for 120 all_have exit_code
 expect_eq "… each proposed there, point k from the k trials before it" "$(for id in $ids; do
-  sed -n 's/^mlw: TPE \(proposes\|draws at random\) .*(\([0-9]*\) ended trials)$/\2:\1/p' \
-    "$on_host/$id/driver_log.txt"; done | sort -n | cut -d' ' -f1 | tr '\n' ' ')" \
+  cat "$on_host/$id/driver_log.txt"; done | proposals)" \
   "0:draws 1:draws 2:draws 3:proposes 4:proposes 5:proposes 6:proposes "
 # shellcheck disable=SC2086 # one pid a word
 kill -CONT $asleep 2>/dev/null
@@ -424,9 +429,8 @@ json=$("$MLW" -o json history list --sweep "$sweep")
 expect_eq "… its trials completed or were stopped there" \
   "$(json_get "$json" '" ".join(sorted({r["status"] for r in d}))')" "Completed Stopped"
 expect_eq "… point k proposed from the k before it, the stopped ones among them" "$(for id in \
-  $(json_get "$json" '" ".join(r["run_id"] for r in d)'); do "$MLW" history logs -r "$id" |
-    sed -n 's/^mlw: TPE \(proposes\|draws at random\) .*(\([0-9]*\) ended trials)$/\2:\1/p'
-  done | sort -n | cut -d' ' -f1 | tr '\n' ' ')" "0:draws 1:draws 2:draws 3:proposes 4:proposes 5:proposes "
+  $(json_get "$json" '" ".join(r["run_id"] for r in d)'); do "$MLW" history logs -r "$id"
+  done | proposals)" "0:draws 1:draws 2:draws 3:proposes 4:proposes 5:proposes "
 
 # Canceled while its points wait there for their turn: the waits end, every run Canceled, and
 # nothing of the sweep's is left running on the host.
@@ -540,9 +544,8 @@ tpe_array() {
   sweep=$(sed -n 's/^SweepId: //p' "$WORK/o")
   json=$("$MLW" -o json history list --sweep "$sweep")
   expect_eq "… each element proposed its point there, from those that ended before it" "$(for id in \
-    $(json_get "$json" '" ".join(r["run_id"] for r in d)'); do "$MLW" history logs -r "$id" |
-      sed -n 's/^mlw: TPE \(proposes\|draws at random\) .*(\([0-9]*\) ended trials)$/\2:\1/p'
-  done | sort -n | cut -d' ' -f1 | tr '\n' ' ')" "0:draws 1:draws 2:proposes 3:proposes "
+    $(json_get "$json" '" ".join(r["run_id"] for r in d)'); do "$MLW" history logs -r "$id"
+  done | proposals)" "0:draws 1:draws 2:proposes 3:proposes "
   expect_eq "… its records have their points" "$(json_get "$json" \
     'all(r["params"]["x"] in (0.1, 0.2, 0.3, 0.4, 0.5) and r["params"]["opt"] in "ab" for r in d) and len(d)')" 4
 }
