@@ -210,7 +210,8 @@ expect_contains "… naming the run" "$ERR" "$LRID"
 run_json=$(find .mlw -path "*$LRID*" -name run.json | head -1)
 lpid=$(json_get "$(cat "$run_json")" 'd["pid"]')
 lgroup=$(json_get "$(cat "$run_json")" 'd["process_group"]')
-kill -9 "$lpid" -- "-$lgroup"
+kill -9 "$lpid"
+kill -9 -- "-$lgroup"
 check "… its supervisor and script are gone" wait_for 10 sh -c "! kill -0 $lpid 2>/dev/null && ! kill -0 -- -$lgroup 2>/dev/null"
 run_mlw data rm ds@2 -c lc
 expect_eq "… then rm removes the version from this machine's store" "$CODE" 0
@@ -397,7 +398,9 @@ head -c 64M /dev/zero >"$WORK/moving/log.txt"
   while [ ! -e "$WORK/moving.stop" ] && [ $SECONDS -lt $end ]; do printf 'more\n' >>"$WORK/moving/log.txt"; done
 ) &
 appender=$!
-sleep 0.2
+# data add starts once the appender is seen appending (a file larger than it was written), so
+# that a loaded machine's late start of the appender does not let the file be hashed still.
+check "… (the file grows)" wait_for 30 sh -c "[ \$(stat -c %s '$WORK/moving/log.txt') -gt 67108864 ]"
 run_mlw data add moving "$WORK/moving"
 touch "$WORK/moving.stop"
 wait "$appender" 2>/dev/null

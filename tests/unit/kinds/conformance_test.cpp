@@ -109,9 +109,9 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     return store.load(store.list({"", "", 1}).at(0).run_id);
   }
 
-  /// The last run once it has ended (bounded: 30 s).
+  /// The last run once it has ended (bounded: 90 s: a sanitizer build beside other suites is slow).
   RunRecord ended_run() {
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < 900; ++i) {
       const RunRecord record = last_run();
       if (status::is_final(record.status)) return record;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -126,13 +126,25 @@ class Conformance : public ::testing::TestWithParam<std::string> {
         .value_or("");
   }
 
-  /// Waits until the run's log holds `text` (bounded: 30 s).
+  /// Waits until the run's log holds `text` (bounded: 90 s: a sanitizer build beside other suites
+  /// is slow).
   bool wait_for_log(const std::string& text) {
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < 900; ++i) {
       if (log_of(last_run()).find(text) != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return false;
+  }
+
+  /// The names of the files in the run's folder at the place (what its monitor left).
+  std::string there_files(const std::string& run_id) const {
+    std::string names;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(home() / ".mlw/runs" / run_id, ec);
+         !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      names += it->path().filename().string() + " ";
+    }
+    return names;
   }
 
   /// What the script wrote into the run's share folder when it started (one line per run).
@@ -154,9 +166,9 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     return n;
   }
 
-  /// Waits until `done` says so (bounded: 30 s).
+  /// Waits until `done` says so (bounded: 90 s: a sanitizer build beside other suites is slow).
   static bool wait_until(const std::function<bool()>& done) {
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < 900; ++i) {
       if (done()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -452,7 +464,9 @@ TEST_P(Conformance, ARunWhoseSystemOrEngineStopsAnsweringIsLost) {
   kill_listed(home() / ".fake-sge", ".group", true);
   kill_listed(home() / ".fake-slurm", ".group", true);
   kill_listed(home() / ".fake-docker", "pid", false);
-  EXPECT_EQ(record.status, status::k_lost) << join(record.problems, "\n");
+  EXPECT_EQ(record.status, status::k_lost) << join(record.problems, "\n") << "\nlog:\n"
+                                           << log_of(record) << "\nthere:\n"
+                                           << there_files(record.run_id);
   EXPECT_FALSE(record.lost_reason.empty());
   EXPECT_NE(record.lost_problem.find("did not answer"), std::string::npos) << record.lost_problem;
 }
