@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -355,6 +356,19 @@ bool follow_sweep(Context& ctx, const fs::path& state_dir, const std::string& sw
   return done;
 }
 
+/// Waits for the sweep's supervisor (this process's child) to end once every run has, so that
+/// its last lines (each run's end, its decisions) are in decisions.log when the command returns;
+/// bounded (30 s), after which it goes on alone.
+void wait_supervisor_end(pid_t supervisor) {
+  for (int i = 0; i < 300; ++i) {
+    int code = 0;
+    const pid_t ended = ::waitpid(supervisor, &code, WNOHANG);
+    if (ended == supervisor || (ended < 0 && errno == ECHILD)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  spdlog::warn("the sweep's supervisor (pid {}) has not ended 30 s after its last run", supervisor);
+}
+
 /// The points to run again on --resume: every point whose run did not complete (or stop early)
 /// and is not live gets a new run.
 std::vector<std::size_t> points_to_rerun(HistoryStore& store, const SweepRecord& sweep) {
@@ -399,6 +413,7 @@ int finish_sweep(Context& ctx, SweepWork& work, const SweepRecord& sweep, pid_t 
     return 0;
   }
   if (!follow_sweep(ctx, work.state_dir, sweep.sweep_id, supervisor)) return 130;
+  wait_supervisor_end(supervisor);
   if (ctx.output().structured()) {
     ctx.output().print_object(object);
   } else {

@@ -223,4 +223,31 @@ expect_contains "a trial that logs no step is said to reach no rung, with the ot
   "$decisions" "(point 3) reached no rung in 5 s (the others reached their first in 1 s or less): does it log loss with epochs as its step?"
 expect_eq "… while it ran (before its end), once" "$(grep '(point 3)' <<<"$decisions" |
   grep -o 'reached no rung\|ended: ' | tr '\n' '|')" "reached no rung|ended: |"
+
+# --- a sweep in the foreground returns once its supervisor has written its last lines ----------
+# (The check above once missed point 3's "ended" line: the command had returned when every run
+# had ended, before its supervisor logged them.) Here the supervisor is held (SIGSTOP) from the
+# moment its last run runs (one at a time on local) until it has ended and 2 s more: the
+# command waits for it.
+printf 'import argparse, time\np = argparse.ArgumentParser()\np.add_argument("--q")\np.parse_args()\ntime.sleep(3)\n' >three.py
+known=$(ls .mlw/sweeps)
+"$MLW" -q experiment sweep -c local three.py --q 1,2 >"$WORK/o" 2>"$WORK/e" &
+cli=$!
+STARTED_PIDS+=("$cli")
+new_sweep() { sweep=$(comm -13 <(sort <<<"$known") <(ls .mlw/sweeps | sort) | head -1) && [ -n "$sweep" ]; }
+supervised() { new_sweep && [ "$(owner)" != "$cli" ] && [ "$(owner)" -gt 0 ]; }
+runs_are() { [ "$(json_get "$("$MLW" -o json history list --sweep "$sweep")" '" ".join(sorted(r["status"] for r in d))')" = "$1" ]; }
+check "(a foreground sweep's supervisor has taken over)" wait_for 30 supervised
+check "(its last run runs)" wait_for 30 runs_are "Completed Running"
+held=$(owner)
+kill -STOP "$held"
+check "(it has ended, its supervisor held)" wait_for 30 runs_are "Completed Completed"
+sleep 2
+check "a sweep in the foreground has not returned while its supervisor has not logged the end" \
+  kill -0 "$cli"
+kill -CONT "$held"
+check "… it returns once it has" wait_for 30 bash -c "! kill -0 $cli 2>/dev/null"
+wait "$cli"
+expect_eq "… with 0" "$?" 0
+expect_eq "… and decisions.log then says each run's end and the sweep's" "$(grep -o 'ended: Completed\|every point.s run has ended' ".mlw/sweeps/$sweep/decisions.log" | sort | uniq -c | awk '{$1 = $1; printf "%s|", $0}')" "2 ended: Completed|1 every point's run has ended|"
 finish
