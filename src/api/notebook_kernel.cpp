@@ -101,26 +101,19 @@ class KernelLink {
   }
   /// Listens on the connection file's five ports before the kernel's run starts: Jupyter chose
   /// them free a moment ago, and another program that took one since is said at once (no run,
-  /// no queue wait), nor can one take it while the kernel starts. A kernel Jupyter restarts
-  /// gets the same ports, which the last one's forwarding child gives up within a second of its
-  /// end: a port in use is asked again for up to 3 s.
+  /// no queue wait), nor can one take it while the kernel starts.
   void hold(const nlohmann::json& connection, const fs::path& file) {
     for (const char* channel : k_channels) {
       const int port = port_in(connection, channel, file.string());
       int bound = 0;
-      int fd = listen_loopback(port, bound);
-      for (int i = 0; i < 30 && fd < 0 && errno == EADDRINUSE; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        fd = listen_loopback(port, bound);
-      }
+      const int fd = listen_loopback(port, bound);
       if (fd < 0) {
-        const int err = errno;
         throw Error(fmt::format(
             "{}: port {} (Jupyter's {}) {} on this machine: start the kernel again (Jupyter "
             "chooses free ports anew)",
             file.string(), port, channel,
-            err == EADDRINUSE ? std::string("is already in use")
-                              : "cannot be listened on: " + errno_text(err)));
+            errno == EADDRINUSE ? std::string("is already in use")
+                                : "cannot be listened on: " + errno_text(errno)));
       }
       ForwardPort held;
       held.listen_fd = fd;
