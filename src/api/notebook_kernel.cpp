@@ -90,54 +90,19 @@ void check_remote_connection(const nlohmann::json& connection, const fs::path& f
 /// ends the kernel there).
 class KernelLink {
  public:
-  KernelLink() = default;
-  KernelLink(const KernelLink&) = delete;
-  KernelLink& operator=(const KernelLink&) = delete;
   ~KernelLink() {
     if (m_lifeline >= 0) ::close(m_lifeline);
-    if (!m_opened) {
-      for (const auto& port : m_held.ports) ::close(port.listen_fd);
-    }
   }
-  /// Listens on the connection file's five ports before the kernel's run starts: Jupyter chose
-  /// them free a moment ago, and another program that took one since is said at once (no run,
-  /// no queue wait), nor can one take it while the kernel starts.
-  void hold(const nlohmann::json& connection, const fs::path& file) {
+  /// Listens on the connection file's ports and carries them to `ports` (the kernel's event).
+  void open(Context& ctx, const std::string& run_id, const nlohmann::json& connection,
+            const nlohmann::json& ports) {
+    std::vector<PortPair> pairs;
     for (const char* channel : k_channels) {
-      const int port = port_in(connection, channel, file.string());
-      int bound = 0;
-      const int fd = listen_loopback(port, bound);
-      if (fd < 0) {
-        throw Error(fmt::format(
-            "{}: port {} (Jupyter's {}) {} on this machine: start the kernel again (Jupyter "
-            "chooses free ports anew)",
-            file.string(), port, channel,
-            errno == EADDRINUSE ? std::string("is already in use")
-                                : "cannot be listened on: " + errno_text(errno)));
-      }
-      ForwardPort held;
-      held.listen_fd = fd;
-      m_held.ports.push_back(held);
-      m_held.served.push_back(
-          {{"port", 0}, {"local", port}, {"url", fmt::format("http://127.0.0.1:{}/", port)}});
+      pairs.push_back({port_in(ports, channel, "the kernel's ports"),
+                       port_in(connection, channel, "the connection file")});
     }
-  }
-  /// Carries the ports held to `ports` (the kernel's event), and its lifeline.
-  void open(Context& ctx, const std::string& run_id, const nlohmann::json& ports) {
-    std::array<int, k_channels.size()> to{};
-    for (std::size_t i = 0; i < k_channels.size(); ++i) {
-      to.at(i) = port_in(ports, k_channels.at(i), "the kernel's ports");
-    }
-    Forwards life =
-        listen_forwards({{port_in(ports, "lifeline_port", "the kernel's ports"), 0}}, false);
-    Forwards forwards = std::move(m_held);
-    m_held = {};
-    for (std::size_t i = 0; i < to.size(); ++i) {
-      forwards.ports.at(i).to.port = to.at(i);
-      forwards.served.at(i)["port"] = to.at(i);
-    }
-    forwards.ports.push_back(life.ports.front());
-    forwards.served.push_back(life.served.front());
+    pairs.push_back({port_in(ports, "lifeline_port", "the kernel's ports"), 0});
+    Forwards forwards = listen_forwards(pairs, false);
     const int lifeline = forwards.served.back()["local"].get<int>();
     m_forwarder.announce = false;
     m_opened = true;
@@ -162,7 +127,6 @@ class KernelLink {
 
  private:
   ForwarderGuard m_forwarder;
-  Forwards m_held;  ///< the connection file's ports, listened on until open
   int m_lifeline = -1;
   bool m_opened = false;
 };
@@ -199,8 +163,9 @@ struct KernelFollow {
   Executor& executor;
   const RunPlan& plan;
   CellRecorder& cells;
+  const nlohmann::json& connection;
   bool remote;
-  KernelLink& link;
+  KernelLink link;
   bool past_queue = false;  ///< the run is no longer Preparing or Queued (said, if it waited)
 
   /// One line of the run's output: an event of the kernel's, or its log (to Jupyter's).
@@ -208,7 +173,7 @@ struct KernelFollow {
     if (text.rfind(k_kernel_event_mark, 0) == 0) {
       const auto ports = cells.take(text.substr(k_kernel_event_mark.size()));
       if (ports && remote && !link.opened()) {
-        link.open(ctx, plan.record.run_id, *ports);
+        link.open(ctx, plan.record.run_id, connection, *ports);
       }
       return;
     }
@@ -296,10 +261,8 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   // A kernel on this machine binds the connection file's ports itself; elsewhere it binds its
   // own, with Jupyter's key from the run's variables, and this process carries the ports.
   const bool remote = plan.compute.type != "local";
-  KernelLink link;
   if (remote) {
     check_remote_connection(connection, connection_file);
-    link.hold(connection, connection_file);
     plan.arguments = {request.python_module,
                       "remote:" + text_at(connection, "signature_scheme", "hmac-sha256")};
     plan.extra_env[k_kernel_key_variable] = connection["key"].get<std::string>();
@@ -311,7 +274,7 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   const RunHandle handle = start_run(ctx, plan, *executor);
   HistoryStore store(plan.history_dir);
   CellRecorder cells(store, store.load(plan.record.run_id), connection_file);
-  KernelFollow follow{ctx, *executor, plan, cells, remote, link, false};
+  KernelFollow follow{ctx, *executor, plan, cells, connection, remote, {}, false};
   int code = 1;
   try {
     code = follow_kernel(follow, handle);
