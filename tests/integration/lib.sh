@@ -366,15 +366,30 @@ PY
 kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
 
 # kernel_connection FILE: a connection file as Jupyter writes one (free loopback ports, a key, 0600).
+# Its ports are drawn below the ephemeral range (32768-60999), which the many outgoing connections
+# of suites run at once take from: a port Jupyter's way (bind to 0) chose was once taken by one
+# before mlw's kernel, started seconds later from a batch queue, listened on it.
 kernel_connection() {
   /usr/bin/python3 - "$1" <<'PY'
-import json, os, secrets, socket, sys
+import json, os, random, secrets, socket, sys
 ports = {}
+draw = random.SystemRandom()
 for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    ports[name] = probe.getsockname()[1]
-    probe.close()
+    for _ in range(500):
+        port = draw.randrange(20000, 32768)
+        if port in ports.values():
+            continue
+        probe = socket.socket()
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            probe.close()
+        ports[name] = port
+        break
+    else:
+        sys.exit("kernel_connection: no free port below 32768")
 ports.update(ip="127.0.0.1", transport="tcp", key=secrets.token_hex(16),
              signature_scheme="hmac-sha256", kernel_name="mlw")
 with os.fdopen(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
