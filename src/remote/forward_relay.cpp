@@ -20,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <utility>
 
@@ -32,9 +33,14 @@ namespace {
 
 constexpr std::size_t k_held = 256 * 1024;  // bytes held for one direction before reading stops
 
-/// One accepted connection and its peer.
+constexpr auto k_wait_for_channel = std::chrono::seconds(60);  // a connection's wait for a peer
+
+/// One accepted connection and its peer (none yet while it waits for the machine's limit).
 struct Connection {
   int client = -1;
+  const ForwardPort* port = nullptr;
+  int client_port = 0;
+  std::chrono::steady_clock::time_point accepted;
   std::unique_ptr<ForwardPeer> peer;
   std::string up;    // read from the client, not yet taken by the peer
   std::string down;  // read from the peer, not yet written to the client
@@ -90,7 +96,8 @@ int client_port(int fd) {
 }
 
 /// Accepts what waits on `port` and opens its peer.
-void accept_on(const ForwardPort& port, const RelayHooks& hooks, std::vector<Connection>& open) {
+void accept_on(const ForwardPort& port, const RelayHooks& hooks, std::deque<Connection>& waiting,
+               std::vector<Connection>& open) {
   while (true) {
     const int client = ::accept4(port.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (client < 0) return;
@@ -100,12 +107,48 @@ void accept_on(const ForwardPort& port, const RelayHooks& hooks, std::vector<Con
     ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     Connection c;
     c.client = client;
-    c.peer = hooks.open(port, client_port(client));
-    if (!c.peer) {
+    c.port = &port;
+    c.client_port = client_port(client);
+    c.accepted = std::chrono::steady_clock::now();
+    if (!waiting.empty()) {  // after those that wait already, in turn
+      waiting.push_back(std::move(c));
+      continue;
+    }
+    PeerOpen made = hooks.open(port, c.client_port, static_cast<int>(open.size()));
+    if (made.later) {
+      waiting.push_back(std::move(c));
+      continue;
+    }
+    if (!made.peer) {
       ::close(client);
       continue;
     }
+    c.peer = std::move(made.peer);
     open.push_back(std::move(c));
+  }
+}
+
+/// Opens the peers of the connections that wait, in turn, while the machine gives them; one
+/// that has waited too long is closed, saying why.
+void open_waiting(const RelayHooks& hooks, std::deque<Connection>& waiting,
+                  std::vector<Connection>& open) {
+  while (!waiting.empty()) {
+    Connection& c = waiting.front();
+    PeerOpen made = hooks.open(*c.port, c.client_port, static_cast<int>(open.size()));
+    if (made.later) {
+      if (std::chrono::steady_clock::now() - c.accepted < k_wait_for_channel) return;
+      spdlog::warn(
+          "a connection to port {} waited {} s for a channel and none came free: it "
+          "is closed",
+          c.port->to.port, k_wait_for_channel.count());
+    }
+    if (made.peer) {
+      c.peer = std::move(made.peer);
+      open.push_back(std::move(c));
+    } else {
+      ::close(c.client);
+    }
+    waiting.pop_front();
   }
 }
 
@@ -115,6 +158,7 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
                     const std::function<bool()>& keep_going) {
   for (const auto& port : ports) ::fcntl(port.listen_fd, F_SETFL, O_NONBLOCK);
   std::vector<Connection> open;
+  std::deque<Connection> waiting;  // accepted; their peers wait for a channel to come free
   std::array<char, 32768> buffer{};
   auto asked = std::chrono::steady_clock::now();
   while (true) {
@@ -136,9 +180,10 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
     if (hooks.shared_fd >= 0) items.push_back({hooks.shared_fd, hooks.shared_events(), 0});
     ::poll(items.data(), items.size(), ready ? 0 : pending ? 20 : 500);
     for (std::size_t i = 0; i < ports.size(); ++i) {
-      if (items[i].revents & POLLIN) accept_on(ports[i], hooks, open);
+      if (items[i].revents & POLLIN) accept_on(ports[i], hooks, waiting, open);
     }
     for (auto& c : open) pump(c, buffer.data(), buffer.size());
+    bool ended = false;
     for (auto it = open.begin(); it != open.end();) {
       if (!it->finished()) {
         ++it;
@@ -146,14 +191,18 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
       }
       ::close(it->client);
       it = open.erase(it);
+      ended = true;
     }
+    const bool second = std::chrono::steady_clock::now() - asked >= std::chrono::seconds(1);
+    if (ended || second) open_waiting(hooks, waiting, open);
     if (hooks.tick) hooks.tick();
-    if (std::chrono::steady_clock::now() - asked >= std::chrono::seconds(1)) {
+    if (second) {
       asked = std::chrono::steady_clock::now();
       if (!keep_going()) break;
     }
   }
   for (auto& c : open) ::close(c.client);
+  for (auto& c : waiting) ::close(c.client);
 }
 
 namespace {
@@ -252,16 +301,21 @@ std::unique_ptr<ForwardPeer> start_relay(const std::string& command) {
 void LocalShell::forward(const std::vector<ForwardPort>& ports,
                          const std::function<bool()>& keep_going) {
   RelayHooks hooks;
-  hooks.open = [](const ForwardPort& port, int) -> std::unique_ptr<ForwardPeer> {
-    if (!port.to.command.empty()) return start_relay(port.to.command);
+  hooks.open = [](const ForwardPort& port, int, int) {
+    PeerOpen made;
+    if (!port.to.command.empty()) {
+      made.peer = start_relay(port.to.command);
+      return made;
+    }
     std::string why;
     const int fd = connect_here(port.to, why);
     if (fd < 0) {
       spdlog::warn("nothing answers on port {} of {} ({}): this connection is closed", port.to.port,
                    port.to.host, why);
-      return nullptr;
+      return made;
     }
-    return std::make_unique<FdPeer>(fd, 0);
+    made.peer = std::make_unique<FdPeer>(fd, 0);
+    return made;
   };
   relay_forwards(ports, hooks, keep_going);
 }

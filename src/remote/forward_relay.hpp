@@ -30,11 +30,17 @@ class ForwardPeer {
   virtual bool buffered() const { return false; }
 };
 
+/// What opening a connection's peer gave.
+struct PeerOpen {
+  std::unique_ptr<ForwardPeer> peer;  ///< nullptr: none (the hook has said why, unless `later`)
+  bool later = false;  ///< none now (the machine's limit on channels): ask again once one ends
+};
+
 /// How the relay reaches the machine.
 struct RelayHooks {
   /// The peer for a connection accepted on `port` (its client's port here, for the SSH server's
-  /// records); nullptr when it cannot be made (the hook has said why).
-  std::function<std::unique_ptr<ForwardPeer>(const ForwardPort& port, int client_port)> open;
+  /// records; `open_now` connections have their peers now).
+  std::function<PeerOpen(const ForwardPort& port, int client_port, int open_now)> open;
   int shared_fd = -1;                    ///< polled besides the peers' own fds (-1: none)
   std::function<short()> shared_events;  ///< the poll events shared_fd is waited for
   /// Called at least once a second: keep-alives; throws mlw::Error when the machine is lost.

@@ -71,9 +71,10 @@ class ChannelPeer : public ForwardPeer {
   ChannelPtr m_channel;
 };
 
-/// A direct-tcpip channel to to.host:to.port from the machine; nullptr (said) when the server
+/// A direct-tcpip channel to to.host:to.port from the machine; none (said) when the server
 /// cannot connect there or forbids it.
-std::unique_ptr<ForwardPeer> open_direct(const SshLink& link, const ForwardTo& to, int client) {
+PeerOpen open_direct(const SshLink& link, const ForwardTo& to, int client) {
+  PeerOpen made;
   ChannelPtr channel(nullptr, ChannelFree{&link});
   const int rc = link.retry(
       [&] {
@@ -82,7 +83,10 @@ std::unique_ptr<ForwardPeer> open_direct(const SshLink& link, const ForwardTo& t
         return channel ? 0 : libssh2_session_last_errno(link.session);
       },
       link.timeout_ms);
-  if (channel) return std::make_unique<ChannelPeer>(std::move(channel));
+  if (channel) {
+    made.peer = std::make_unique<ChannelPeer>(std::move(channel));
+    return made;
+  }
   if (link_lost(rc) || rc == LIBSSH2_ERROR_TIMEOUT) link.fail("forward", link.last_error());
   const std::string why = link.last_error();
   if (why.find("prohibited") != std::string::npos) {
@@ -91,18 +95,49 @@ std::unique_ptr<ForwardPeer> open_direct(const SshLink& link, const ForwardTo& t
   }
   spdlog::warn("nothing answers on port {} of {} there ({}): this connection is closed", to.port,
                to.host, why);
-  return nullptr;
+  return made;
 }
 
-/// A channel running `command` (a relay whose stdin and stdout are the connection).
-std::unique_ptr<ForwardPeer> open_relay(const SshLink& link, const std::string& command) {
-  ChannelPtr channel = open_channel(link);
+/// A channel running `command` (a relay whose stdin and stdout are the connection). A session
+/// channel the server refuses while others are open is its limit per connection (OpenSSH's
+/// MaxSessions, 10 by default): that connection waits for one to end (said once), and the
+/// others go on.
+PeerOpen open_relay(const SshLink& link, const std::string& command, int open_now,
+                    bool& said_limit) {
+  PeerOpen made;
+  ChannelPtr channel(nullptr, ChannelFree{&link});
+  const int rc = link.retry(
+      [&] {
+        channel.reset(libssh2_channel_open_session(link.session));
+        return channel ? 0 : libssh2_session_last_errno(link.session);
+      },
+      link.timeout_ms);
+  if (!channel) {
+    if (link_lost(rc) || rc == LIBSSH2_ERROR_TIMEOUT) {
+      link.fail("forward", "cannot open a channel: " + link.last_error());
+    }
+    if (open_now == 0) {
+      spdlog::warn("the SSH server opens no channel for the relay ({}): this connection is closed",
+                   link.last_error());
+      return made;
+    }
+    if (!said_limit) {
+      spdlog::warn(
+          "the SSH server opens no more channels on this connection ({} are open: "
+          "MaxSessions in its sshd_config): more connections wait until one ends",
+          open_now);
+      said_limit = true;
+    }
+    made.later = true;
+    return made;
+  }
   const std::string line = "exec /bin/sh -c " + shell_quote(command);
   if (link.retry([&] { return libssh2_channel_exec(channel.get(), line.c_str()); },
                  link.timeout_ms) != 0) {
     link.fail("forward", "cannot start the relay: " + link.last_error());
   }
-  return std::make_unique<ChannelPeer>(std::move(channel));
+  made.peer = std::make_unique<ChannelPeer>(std::move(channel));
+  return made;
 }
 
 }  // namespace
@@ -110,9 +145,10 @@ std::unique_ptr<ForwardPeer> open_relay(const SshLink& link, const std::string& 
 void forward_channels(const SshLink& link, const std::vector<ForwardPort>& ports,
                       const std::function<bool()>& keep_going) {
   RelayHooks hooks;
-  hooks.open = [&link](const ForwardPort& port, int client) {
+  bool said_limit = false;
+  hooks.open = [&link, &said_limit](const ForwardPort& port, int client, int open_now) {
     return port.to.command.empty() ? open_direct(link, port.to, client)
-                                   : open_relay(link, port.to.command);
+                                   : open_relay(link, port.to.command, open_now, said_limit);
   };
   hooks.shared_fd = link.socket;
   hooks.shared_events = [&link] {

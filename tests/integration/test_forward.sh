@@ -4,8 +4,9 @@
 # relay inside the container reaches the run's port), over the real sshd as mlwtest in a container
 # (remotedocker) and as a process (remote: direct-tcpip), and the remote one again through a
 # ProxyCommand. Each run serves a page and a reversing echo on ports of its own; through the
-# forward: the page, 2 MiB intact, eight connections at once, a half-closed 1 MiB upload, a port
-# nothing listens on; 127.0.0.1 only; the dashboard shows the URL; forwarding ends with the run.
+# forward: the page, 2 MiB intact, eight connections at once, fourteen held open at once (past
+# sshd's MaxSessions on rd), a half-closed 1 MiB upload, a port nothing listens on; 127.0.0.1
+# only; the dashboard shows the URL; forwarding ends with the run.
 source "$(dirname "$0")/lib.sh"
 
 require_env MLW_TEST_SERVERS MLW_TEST_SSH_PORT MLW_TEST_SSH_PASSWORD MLW_TEST_IMAGE DOCKER_HOST
@@ -119,6 +120,31 @@ many_at_once() {
   done
   return "$ok"
 }
+# held_at_once PORT: fourteen connections to the echo open together (more than the 10 sessions
+# OpenSSH allows on one connection by default, each a relay channel on rd), then each half-closed
+# and answered whole.
+held_at_once() {
+  python3 - "$1" <<'PY'
+import socket, sys, time
+socks = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=90) for _ in range(14)]
+for i, s in enumerate(socks):
+    s.sendall(b"connection %d" % i)
+time.sleep(2)  # each accepted, its peer asked for, before any ends
+bad = 0
+for i, s in enumerate(socks):
+    s.shutdown(socket.SHUT_WR)
+    back = b""
+    while True:
+        got = s.recv(65536)
+        if not got:
+            break
+        back += got
+    if back != (b"connection %d" % i)[::-1]:
+        print("connection %d got %r" % (i, back), file=sys.stderr)
+        bad = 1
+sys.exit(bad)
+PY
+}
 # local_port N: the port here that forward's Nth line names.
 local_port() { sed -n "${1}s#^http://127.0.0.1:\([0-9]*\)/ .*#\1#p" "$WORK/fwd.out"; }
 
@@ -148,6 +174,11 @@ for t in local d rd rm rp; do
   expect_eq "$t: 64 MiB through it within 30 s, intact" \
     "$(curl -s --max-time 30 "http://127.0.0.1:$PAGE/huge" | sha256sum | cut -d' ' -f1)" "$HUGE_SUM"
   check "$t: 1 MiB up, half-closed, answered whole (the end passed on)" echo_check "$ECHO"
+  check "$t: fourteen connections held open at once, each answered" held_at_once "$ECHO"
+  if [ "$t" = rd ]; then
+    expect_eq "rd: … those past the server's limit waited for a channel, said once" \
+      "$(grep -c 'MaxSessions' "$WORK/fwd.err")" 1
+  fi
   listening=$(ss -Hltn "sport = :$PAGE")
   expect_contains "$t: listens on 127.0.0.1 only" "$listening" "127.0.0.1:$PAGE "
   check "$t: … on no other address" test "$(wc -l <<<"$listening")" -eq 1
