@@ -48,30 +48,15 @@ int parse_port(std::string_view text, int lowest, const std::string& whole) {
 
 /// Listens on 127.0.0.1:`port` (0: a free port); the port it got through `bound`.
 int listen_here(int port, int run_port, int& bound) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw Error("cannot make a socket: " + errno_text(errno));
-  const int on = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::listen(fd, 64) != 0) {
-    const int err = errno;
-    ::close(fd);
-    if (err == EADDRINUSE) {
-      throw Error(fmt::format(
-          "port {} is already in use on this machine: forward to another one, e.g. {}:{} (or "
-          "{}:0 for any free port)",
-          port, run_port, port == run_port ? port + 10000 : run_port, run_port));
-    }
-    throw Error(fmt::format("cannot listen on 127.0.0.1:{}: {}", port, errno_text(err)));
+  const int fd = bind_loopback(port, bound, true);
+  if (fd >= 0) return fd;
+  if (errno == EADDRINUSE) {
+    throw Error(fmt::format(
+        "port {} is already in use on this machine: forward to another one, e.g. {}:{} (or "
+        "{}:0 for any free port)",
+        port, run_port, port == run_port ? port + 10000 : run_port, run_port));
   }
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  bound = ntohs(address.sin_port);
-  return fd;
+  throw Error(fmt::format("cannot listen on 127.0.0.1:{}: {}", port, errno_text(errno)));
 }
 
 /// Closes the listening sockets and removes the process's forwards file, however forward ends.
@@ -86,6 +71,28 @@ struct Served {
 };
 
 }  // namespace
+
+int bind_loopback(int port, int& bound, bool listen) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      (listen && ::listen(fd, k_listen_backlog) != 0)) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  socklen_t length = sizeof(address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  bound = ntohs(address.sin_port);
+  return fd;
+}
 
 std::vector<PortPair> parse_ports(const std::vector<std::string>& texts) {
   std::vector<PortPair> pairs;

@@ -90,19 +90,62 @@ void check_remote_connection(const nlohmann::json& connection, const fs::path& f
 /// ends the kernel there).
 class KernelLink {
  public:
+  KernelLink() = default;
+  KernelLink(const KernelLink&) = delete;
+  KernelLink& operator=(const KernelLink&) = delete;
   ~KernelLink() {
     if (m_lifeline >= 0) ::close(m_lifeline);
-  }
-  /// Listens on the connection file's ports and carries them to `ports` (the kernel's event).
-  void open(Context& ctx, const std::string& run_id, const nlohmann::json& connection,
-            const nlohmann::json& ports) {
-    std::vector<PortPair> pairs;
-    for (const char* channel : k_channels) {
-      pairs.push_back({port_in(ports, channel, "the kernel's ports"),
-                       port_in(connection, channel, "the connection file")});
+    if (!m_opened) {
+      for (const auto& port : m_held.ports) ::close(port.listen_fd);
     }
-    pairs.push_back({port_in(ports, "lifeline_port", "the kernel's ports"), 0});
-    Forwards forwards = listen_forwards(pairs, false);
+  }
+  /// Holds the connection file's five ports (bound, not yet listened on) before the kernel's run
+  /// starts: Jupyter chose them free a moment ago, and another program that took one since is
+  /// said at once (no run, no queue wait), nor can one take it while the kernel starts. Until
+  /// the forward listens, Jupyter's connections are refused (it tries again), not queued. A kernel
+  /// Jupyter restarts gets the same ports, which the last one's forwarding child gives up within a
+  /// second of its end: a port in use is asked again for up to 3 s.
+  void hold(const nlohmann::json& connection, const fs::path& file) {
+    for (const char* channel : k_channels) {
+      const int port = port_in(connection, channel, file.string());
+      int bound = 0;
+      int fd = bind_loopback(port, bound, false);
+      for (int i = 0; i < 30 && fd < 0 && errno == EADDRINUSE; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        fd = bind_loopback(port, bound, false);
+      }
+      if (fd < 0) {
+        const int err = errno;
+        throw Error(fmt::format(
+            "{}: port {} (Jupyter's {}) {} on this machine: start the kernel again (Jupyter "
+            "chooses free ports anew)",
+            file.string(), port, channel,
+            err == EADDRINUSE ? std::string("is already in use")
+                              : "cannot be held: " + errno_text(err)));
+      }
+      ForwardPort held;
+      held.listen_fd = fd;
+      m_held.ports.push_back(held);
+      m_held.served.push_back(
+          {{"port", 0}, {"local", port}, {"url", fmt::format("http://127.0.0.1:{}/", port)}});
+    }
+  }
+  /// Carries the ports held to `ports` (the kernel's event), and its lifeline.
+  void open(Context& ctx, const std::string& run_id, const nlohmann::json& ports) {
+    std::array<int, k_channels.size()> to{};
+    for (std::size_t i = 0; i < k_channels.size(); ++i) {
+      to.at(i) = port_in(ports, k_channels.at(i), "the kernel's ports");
+    }
+    Forwards life =
+        listen_forwards({{port_in(ports, "lifeline_port", "the kernel's ports"), 0}}, false);
+    Forwards forwards = std::move(m_held);
+    m_held = {};
+    for (std::size_t i = 0; i < to.size(); ++i) {
+      forwards.ports.at(i).to.port = to.at(i);
+      forwards.served.at(i)["port"] = to.at(i);
+    }
+    forwards.ports.push_back(life.ports.front());
+    forwards.served.push_back(life.served.front());
     const int lifeline = forwards.served.back()["local"].get<int>();
     m_forwarder.announce = false;
     m_opened = true;
@@ -127,6 +170,7 @@ class KernelLink {
 
  private:
   ForwarderGuard m_forwarder;
+  Forwards m_held;  ///< the connection file's ports, held until open
   int m_lifeline = -1;
   bool m_opened = false;
 };
@@ -163,9 +207,8 @@ struct KernelFollow {
   Executor& executor;
   const RunPlan& plan;
   CellRecorder& cells;
-  const nlohmann::json& connection;
   bool remote;
-  KernelLink link;
+  KernelLink& link;
   bool past_queue = false;  ///< the run is no longer Preparing or Queued (said, if it waited)
 
   /// One line of the run's output: an event of the kernel's, or its log (to Jupyter's).
@@ -173,7 +216,7 @@ struct KernelFollow {
     if (text.rfind(k_kernel_event_mark, 0) == 0) {
       const auto ports = cells.take(text.substr(k_kernel_event_mark.size()));
       if (ports && remote && !link.opened()) {
-        link.open(ctx, plan.record.run_id, connection, *ports);
+        link.open(ctx, plan.record.run_id, *ports);
       }
       return;
     }
@@ -261,8 +304,10 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   // A kernel on this machine binds the connection file's ports itself; elsewhere it binds its
   // own, with Jupyter's key from the run's variables, and this process carries the ports.
   const bool remote = plan.compute.type != "local";
+  KernelLink link;
   if (remote) {
     check_remote_connection(connection, connection_file);
+    link.hold(connection, connection_file);
     plan.arguments = {request.python_module,
                       "remote:" + text_at(connection, "signature_scheme", "hmac-sha256")};
     plan.extra_env[k_kernel_key_variable] = connection["key"].get<std::string>();
@@ -274,7 +319,7 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   const RunHandle handle = start_run(ctx, plan, *executor);
   HistoryStore store(plan.history_dir);
   CellRecorder cells(store, store.load(plan.record.run_id), connection_file);
-  KernelFollow follow{ctx, *executor, plan, cells, connection, remote, {}, false};
+  KernelFollow follow{ctx, *executor, plan, cells, remote, link, false};
   int code = 1;
   try {
     code = follow_kernel(follow, handle);

@@ -51,6 +51,11 @@ struct Forwards {
   std::vector<ForwardPort> ports;                   ///< bound on 127.0.0.1, to.port the run's
   nlohmann::json served = nlohmann::json::array();  ///< [{"port", "local", "url"}]
 };
+/// Binds 127.0.0.1:`port` (0: a free port), the port it got in `bound`, and listens there when
+/// `listen` (else the port is only held: no connection is taken or queued until the forward
+/// listens, and no other program, nor an outgoing connection, gets it): the socket, or -1 with
+/// errno (EADDRINUSE: another program holds it).
+int bind_loopback(int port, int& bound, bool listen);
 /// Binds `pairs` on 127.0.0.1 (`here`: the run's ports are this machine's, so a port heard as
 /// itself needs no listener); a port in use is an mlw::Error naming another.
 Forwards listen_forwards(const std::vector<PortPair>& pairs, bool here);

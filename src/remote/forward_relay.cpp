@@ -156,7 +156,14 @@ void open_waiting(const RelayHooks& hooks, std::deque<Connection>& waiting,
 
 void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hooks,
                     const std::function<bool()>& keep_going) {
-  for (const auto& port : ports) ::fcntl(port.listen_fd, F_SETFL, O_NONBLOCK);
+  for (const auto& port : ports) {
+    // A port held but not yet listened on (a notebook kernel's, while its job queued) refused
+    // connections until now, so that none waited for a relay that was not there.
+    if (::listen(port.listen_fd, k_listen_backlog) != 0) {
+      throw Error(std::string("cannot listen on a forwarded port here: ") + std::strerror(errno));
+    }
+    ::fcntl(port.listen_fd, F_SETFL, O_NONBLOCK);
+  }
   std::vector<Connection> open;
   std::deque<Connection> waiting;  // accepted; their peers wait for a channel to come free
   std::array<char, 32768> buffer{};

@@ -221,7 +221,15 @@ open_session rm.ipynb mlw-nbp-rm
 check "\"nbp rm\": a session on the remote target" wait_for 20 test -s "$CONN"
 CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'import os, getpass; print("USER", getpass.getuser(), os.environ["MLW_TARGET"])' 2>&1)
 expect_contains "a cell runs as the target's user" "$CELLS" "USER $MLW_TEST_GPU_USER rm"
+# The notebook's "Restart kernel": Jupyter ends mlw's kernel process and starts another on the
+# same connection file, whose ports that one holds from its start.
+FIRST=$(kernel_on rm)
+api POST "/api/kernels/$KERNEL_ID/restart" >/dev/null
+CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'print("AGAIN", 6 * 7)' 2>&1)
+expect_contains "a kernel Jupyter restarts answers on the same ports" "$CELLS" "AGAIN 42"
+check "… the kernel before it ended (Completed)" wait_for 60 run_is "$FIRST" Completed
 RRUN=$(kernel_on rm)
+check "… and the new one is another run" test "$RRUN" != "$FIRST"
 LAUNCHER=$(pgrep -f "notebook kernel -c rm -f $CONN" | head -n 1)
 # The kernel's Python there: the process of the target's user whose run is RRUN.
 THERE=$(for p in $(pgrep -u "$MLW_TEST_GPU_USER" -f "python[^ ]* -m mlw.kernel remote:"); do
@@ -237,6 +245,26 @@ api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 [ "$FAILED" -eq 0 ] || { echo "--- Jupyter's log (the end)"; tail -40 "$WORK/nb.err"; }
 kill -TERM "$NB_PID"
 check "Jupyter stops" wait_for 20 bash -c "! kill -0 $NB_PID 2>/dev/null"
+
+# --- a connection file's port taken here since Jupyter chose it: said at once, no run ------------
+# (Jupyter picks free ports, then starts mlw's kernel, which carries them: another program may
+# take one in between. Held from the start, before the run is submitted: a queue wait or an image
+# build cannot widen that window, and a port taken already is said before anything starts.)
+kernel_connection "$WORK/taken.json"
+TAKEN=$(json_get "$(cat "$WORK/taken.json")" 'd["iopub_port"]')
+/usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+open(sys.argv[2], "w").close(); time.sleep(120)' "$TAKEN" "$WORK/taken.up" &
+TAKER=$!
+STARTED_PIDS+=("$TAKER")
+check "(another program listens on the connection file's iopub port)" wait_for 20 test -e "$WORK/taken.up"
+NEWEST=$("$MLW" history list -o tsv | head -1 | cut -f1)
+run_mlw notebook kernel -c rm -f "$WORK/taken.json"
+expect_eq "a connection file whose port is taken here: exit 1" "$CODE" 1
+expect_contains "… one line naming the port and what to do" "$ERR" \
+  "port $TAKEN (Jupyter's iopub_port) is already in use on this machine: start the kernel again (Jupyter chooses free ports anew)"
+expect_eq "… and no run started" "$("$MLW" history list -o tsv | head -1 | cut -f1)" "$NEWEST"
+kill "$TAKER"
 
 # --- a kernel whose environment cannot be built: the build's reason, as submit says it ----------
 printf 'dependencies:\n  - python=2.7\n' >aml_config/conda_dependencies.yml

@@ -46,8 +46,11 @@ struct ForwardTo {
   std::string command;  ///< non-empty: run with /bin/sh there instead of connecting
 };
 
-/// One forwarded port: each connection accepted on `listen_fd` (bound on 127.0.0.1 here) is
-/// carried to `to`.
+/// How many connections a forwarded port queues before they are accepted.
+constexpr int k_listen_backlog = 64;
+
+/// One forwarded port: each connection accepted on `listen_fd` (bound on 127.0.0.1 here; the
+/// relay listens on it, if it does not already) is carried to `to`.
 struct ForwardPort {
   int listen_fd = -1;
   ForwardTo to;
