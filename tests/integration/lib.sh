@@ -307,7 +307,7 @@ via_link() {
 # through two connections, then Ctrl-C ends the forward (exit 0) and the run is canceled.
 forward_check() {
   local target=$1 bind=$2 port rid fpid local_port got i
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   cat >page.py <<'PY'
 import http.server, os, socketserver, sys, time
 open("page.txt", "w").write("page of %s\n" % os.environ["MLW_RUN_ID"])
@@ -364,6 +364,28 @@ PY
 
 # kernel_on TARGET: the newest notebook kernel's run on TARGET.
 kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
+
+# free_port: a loopback port free now, drawn below the ephemeral range (32768-60999) that the
+# outgoing connections of the suites run at once take from (a port the kernel chose, binding to 0,
+# was once taken by one before the program meant to listen on it did).
+free_port() {
+  /usr/bin/python3 - <<'PY'
+import random, socket, sys
+draw = random.SystemRandom()
+for _ in range(500):
+    port = draw.randrange(20000, 32768)
+    probe = socket.socket()
+    try:
+        probe.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        probe.close()
+    print(port)
+    sys.exit(0)
+sys.exit("free_port: no free port below 32768")
+PY
+}
 
 # kernel_connection FILE: a connection file as Jupyter writes one (free loopback ports, a key, 0600).
 # Its ports are drawn below the ephemeral range (32768-60999), which the many outgoing connections

@@ -20,7 +20,6 @@ export HOME="$WORK/home"
 mkdir -p "$HOME/.ssh"
 ADDR="127.0.0.1:$MLW_TEST_SSH_PORT"
 printf '%s\n' "$MLW_TEST_SSH_PASSWORD" >"$WORK/pw"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PAGE_PORT=$(free_port)
 ECHO_PORT=$(free_port)
 DEAD_PORT=$(free_port)

@@ -439,7 +439,7 @@ expect_contains "the key is in the real file" "$(cat "$HOME/dotfiles/known_hosts
 check "ssh itself accepts the line mlw wrote" ssh-keygen -F "$HOSTNAME_FIELD" -f "$HOME/dotfiles/known_hosts"
 
 # --- ~/.ssh/config: ProxyJump through a second sshd, ProxyCommand ------------------------------
-JPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+JPORT=$(free_port)
 sed -e "s/^Port .*/Port $JPORT/" -e "s#^PidFile .*#PidFile $WORK/jump.pid#" \
   "$MLW_TEST_SERVERS/sshd_config" >"$WORK/jump_sshd_config"
 /usr/sbin/sshd -f "$WORK/jump_sshd_config" -E "$WORK/jump.log"

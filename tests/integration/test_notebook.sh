@@ -54,7 +54,7 @@ expect_contains "… one line, with the package to install" "$ERR" \
   "mlw: error: Jupyter is not installed here (no jupyter-notebook on PATH): install it (Debian: sudo apt install jupyter-notebook python3-ipykernel)"
 
 # --- Jupyter, started by mlw --------------------------------------------------------------------
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 rm -f "$WORK/nb.out"
 "$MLW" notebook start --no-browser --port "$PORT" >"$WORK/nb.out" 2>"$WORK/nb.err" &
 NB_PID=$!

@@ -45,7 +45,7 @@ check "password in the secret store" grep -q -- "$MLW_TEST_SSH_PASSWORD" "$XDG_C
 
 # A stored password goes only to the endpoint it was given for (issue 45): not to the same user
 # and host on another port, where a second sshd of the same users (and host key) would take it.
-Q=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+Q=$(free_port)
 sed "s/^Port .*/Port $Q/; s#^PidFile .*#PidFile $WORK/sshd2.pid#" "$MLW_TEST_SERVERS/sshd_config" >"$WORK/sshd2_config"
 /usr/sbin/sshd -f "$WORK/sshd2_config" -E "$WORK/sshd2.log"
 check "a second sshd on port $Q" wait_for 5 test -s "$WORK/sshd2.pid"
