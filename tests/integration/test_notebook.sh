@@ -9,7 +9,8 @@
 # simulated NVIDIA host's engine over SSH (remotedocker: its hostname, GPU list, a metric, the
 # GPU leased while the kernel lives, the container removed and the GPU freed when Jupyter shuts
 # it down; the key on no command line and nowhere in the project) and a plain SSH login (remote:
-# mlw's kernel process killed, the kernel there ends on its own).
+# mlw's kernel process killed, the kernel there ends on its own); and the SSH connections of a
+# remotedocker kernel cut (mlw's kernel process ends, saying so; its container is removed).
 source "$(dirname "$0")/lib.sh"
 
 KERNEL_CELLS=$MLW_SOURCE_DIR/tests/integration/kernel_cells.py
@@ -245,6 +246,40 @@ api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 [ "$FAILED" -eq 0 ] || { echo "--- Jupyter's log (the end)"; tail -40 "$WORK/nb.err"; }
 kill -TERM "$NB_PID"
 check "Jupyter stops" wait_for 20 bash -c "! kill -0 $NB_PID 2>/dev/null"
+
+# --- the SSH connection dropped while a kernel is open (remotedocker) ---------------------------
+# Jupyter starts mlw's kernel as below; then every SSH connection of its processes is cut (the
+# sshd serving each is killed): mlw's kernel process ends, saying so (Jupyter: the kernel died),
+# and the kernel there is not left behind: its container ends and is removed, its GPU freed.
+kernel_connection "$WORK/drop.json"
+"$MLW" notebook kernel -c gpu -f "$WORK/drop.json" >"$WORK/drop.out" 2>"$WORK/drop.err" &
+DROPPER=$!
+STARTED_PIDS+=("$DROPPER")
+CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$WORK/drop.json" 'print("BEFORE", 6 * 7)' 2>&1)
+expect_contains "a kernel started as Jupyter does answers" "$CELLS" "BEFORE 42"
+DRUN=$(kernel_on gpu)
+# drop_logins PATTERN: kills the sshd of every SSH connection that processes named PATTERN hold.
+drop_logins() {
+  local pid lport
+  for pid in $(pgrep -f "$1"); do
+    for lport in $(ss -Htnp state established "dport = :$MLW_TEST_SSH_PORT" | grep "pid=$pid," |
+      awk '{print $3}' | sed 's/.*://'); do
+      ss -Htnp state established "sport = :$MLW_TEST_SSH_PORT and dport = :$lport" |
+        grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | xargs -r kill -KILL
+    done
+  done
+}
+drop_logins "notebook kernel -c gpu -f $WORK/drop.json"
+check "the SSH connection dropped: mlw's kernel process ends" \
+  wait_for 40 bash -c "! kill -0 $DROPPER 2>/dev/null"
+wait "$DROPPER"
+expect_eq "… exit 1 (Jupyter says the kernel died)" "$?" 1
+expect_contains "… saying why" "$(cat "$WORK/drop.err")" \
+  "the connection to the kernel on gpu was lost: the kernel ends there"
+check "… its container there ends and is removed" wait_for 60 bash -c \
+  "[ -z \"\$(DOCKER_HOST=$MLW_TEST_GPU_DOCKER_HOST docker ps -aq --filter label=mlw.run=$DRUN)\" ]"
+check "… and its GPU is freed" wait_for 30 gpu_free
+[ "$FAILED" -eq 0 ] || cat "$WORK/drop.err" >&2
 
 # --- a connection file's port taken here since Jupyter chose it: said at once, no run ------------
 # (Jupyter picks free ports, then starts mlw's kernel, which carries them: another program may
