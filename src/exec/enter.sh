@@ -20,6 +20,29 @@ mlw_parent() {
   read -r _ _ _ ppid _ <"/proc/$1/stat" 2>/dev/null && echo "$ppid"
 }
 
+# What ends an exec'd command inside the container, run there as `sh -c "$mlw_end_inside" MARK
+# SIGNAL`: MARK holds the command's pid. A command without a terminal leads no process group of
+# its own (`sh -c 'a; sleep 300; b'`: the sleep would stay), so the processes under it are found
+# first (by their parents, in /proc) and all are signalled, with its group where it leads one.
+# shellcheck disable=SC2016 # the words of the shell there
+mlw_end_inside='p=$(cat "$0") || exit 0
+sig=$1 all=$p new=$p
+while [ -n "$new" ]; do
+  next=
+  for f in /proc/[0-9]*/stat; do
+    read -r s <"$f" 2>/dev/null || continue
+    q=${s%% *}
+    set -f
+    set -- ${s##*) } # the fields after the name: state, parent, ...
+    set +f
+    case " $new " in *" $2 "*) case " $all " in *" $q "*) ;; *) next="$next $q" ;; esac ;; esac
+  done
+  all="$all$next" new=${next# }
+done
+kill -"$sig" -- "-$p" 2>/dev/null
+kill -"$sig" $all 2>/dev/null
+rm -f "$0"'
+
 mlw_enter() {
   id=$1 folder=$2 container=$3 docker=$4 tty=$5 pid=$6
   shift 6
@@ -76,9 +99,8 @@ mlw_enter() {
         # The clean-up must outlive the hang-up's rest (a terminal closed right after mlw died
         # hangs up its group again): it, and this shell, ignore HUP from here on.
         trap '' HUP
-        # shellcheck disable=SC2016,SC2086
-        $docker exec "$container" /bin/sh -c 'p=$(cat "$0") && { kill -"$1" -- "-$p" || kill -"$1" "$p"; }
-rm -f "$0"' "$mark" "$sig" </dev/null >/dev/null 2>&1
+        # shellcheck disable=SC2086
+        $docker exec "$container" /bin/sh -c "$mlw_end_inside" "$mark" "$sig" </dev/null >/dev/null 2>&1
         wait "$client"
         code=$?
       elif kill -0 "$client" 2>/dev/null; then

@@ -143,6 +143,18 @@ shell_checks() {
     tmux_ kill-server 2>/dev/null
   fi
 
+  # mlw killed while a command without a terminal runs a process of its own: in a container
+  # that command leads no process group (only a terminal's does), and neither may stay there.
+  if [ "$t" = d ] || [ "$t" = rd ]; then
+    "$MLW" experiment shell -r "$RID" -- sh -c 'sleep 45678; echo never' </dev/null >/dev/null 2>&1 &
+    local spid=$!
+    check "$t: a command without a terminal, and a process under it, run there" \
+      wait_for 30 in_run "$t" "$RID" "sleep 4567" 8
+    kill -KILL "$spid"
+    check "$t: … and both end when mlw is killed (none left in the run)" wait_for 40 bash -c \
+      "not_in_run '$t' '$RID' 'sleep 4567' 8"
+  fi
+
   # One command, no terminal: the run's variables and folder, its output and exit code.
   run_mlw experiment shell -r "$RID" -- sh -c \
     'echo "id=$MLW_RUN_ID"; env; if [ -t 0 ]; then echo tty; else echo notty; fi; touch release; exit 7'
