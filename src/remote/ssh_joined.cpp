@@ -113,7 +113,10 @@ class JoinedRelay {
       got = drain(SSH_EXTENDED_DATA_STDERR, STDERR_FILENO, buffer.data(), buffer.size()) || got;
       int next = 0;
       libssh2_keepalive_send(m_link.session, &next);
-      if (!got && m_dead) m_link.fail("the command's channel", m_link.last_error());
+      if (!got && m_dead) {
+        m_link.fail("the command's channel",
+                    "the connection was lost (" + m_link.last_error() + ")");
+      }
     }
     drain(0, STDOUT_FILENO, buffer.data(), buffer.size());
     drain(SSH_EXTENDED_DATA_STDERR, STDERR_FILENO, buffer.data(), buffer.size());

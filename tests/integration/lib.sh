@@ -365,6 +365,19 @@ PY
 # kernel_on TARGET: the newest notebook kernel's run on TARGET.
 kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
 
+# drop_logins PID...: cuts every SSH connection to the test sshd that these processes hold, as a
+# dropped network would, by killing the sshd serving each (root only).
+drop_logins() {
+  local pid lport
+  for pid in "$@"; do
+    for lport in $(ss -Htnp state established "dport = :$MLW_TEST_SSH_PORT" | grep "pid=$pid," |
+      awk '{print $3}' | sed 's/.*://'); do
+      ss -Htnp state established "sport = :$MLW_TEST_SSH_PORT and dport = :$lport" |
+        grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | xargs -r kill -KILL
+    done
+  done
+}
+
 # free_port: a loopback port free now, drawn below the ephemeral range (32768-60999) that the
 # outgoing connections of the suites run at once take from (a port the kernel chose, binding to 0,
 # was once taken by one before the program meant to listen on it did).

@@ -78,7 +78,7 @@ shows() { [[ "$(screen)" == *"$1"* ]]; }
 # run's variables and folder, the exit code, which releases the run), then refused once ended.
 # VAR=VALUE: a variable the script has (and the process that started it has not).
 shell_checks() {
-  local t=$1 var=${2:-} RID
+  local t=$1 var=${2:-} RID spid
   run_mlw experiment submit -c "$t" -a wait.py
   RID=$(sed -n 's/^RunId: //p' <<<"$OUT")
   check "$t: the run started (-a)" test -n "$RID"
@@ -147,12 +147,30 @@ shell_checks() {
   # that command leads no process group (only a terminal's does), and neither may stay there.
   if [ "$t" = d ] || [ "$t" = rd ]; then
     "$MLW" experiment shell -r "$RID" -- sh -c 'sleep 45678; echo never' </dev/null >/dev/null 2>&1 &
-    local spid=$!
+    spid=$!
     check "$t: a command without a terminal, and a process under it, run there" \
       wait_for 30 in_run "$t" "$RID" "sleep 4567" 8
     kill -KILL "$spid"
     check "$t: … and both end when mlw is killed (none left in the run)" wait_for 40 bash -c \
       "not_in_run '$t' '$RID' 'sleep 4567' 8"
+  fi
+
+  # Its SSH connection cut while a command runs (as a dropped network would): mlw says so (125),
+  # and nothing it started stays in the run.
+  if [ "$t" = rd ]; then
+    "$MLW" experiment shell -r "$RID" -- sh -c 'sleep 56789; echo never' </dev/null >/dev/null \
+      2>"$WORK/cut.err" &
+    spid=$!
+    check "$t: a command runs there again" wait_for 30 in_run "$t" "$RID" "sleep 5678" 9
+    drop_logins "$spid"
+    check "$t: its SSH connection cut: mlw ends" wait_for 30 bash -c "! kill -0 $spid 2>/dev/null"
+    kill -KILL "$spid" 2>/dev/null # still there: failed above; the wait must not hang
+    wait "$spid"
+    expect_eq "$t: … exit 125" "$?" 125
+    expect_contains "$t: … saying the connection was lost" "$(cat "$WORK/cut.err")" \
+      "the command's channel: the connection was lost"
+    check "$t: … and nothing it started stays in the run" wait_for 40 bash -c \
+      "not_in_run '$t' '$RID' 'sleep 5678' 9"
   fi
 
   # One command, no terminal: the run's variables and folder, its output and exit code.

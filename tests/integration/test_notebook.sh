@@ -258,18 +258,8 @@ STARTED_PIDS+=("$DROPPER")
 CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$WORK/drop.json" 'print("BEFORE", 6 * 7)' 2>&1)
 expect_contains "a kernel started as Jupyter does answers" "$CELLS" "BEFORE 42"
 DRUN=$(kernel_on gpu)
-# drop_logins PATTERN: kills the sshd of every SSH connection that processes named PATTERN hold.
-drop_logins() {
-  local pid lport
-  for pid in $(pgrep -f "$1"); do
-    for lport in $(ss -Htnp state established "dport = :$MLW_TEST_SSH_PORT" | grep "pid=$pid," |
-      awk '{print $3}' | sed 's/.*://'); do
-      ss -Htnp state established "sport = :$MLW_TEST_SSH_PORT and dport = :$lport" |
-        grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u | xargs -r kill -KILL
-    done
-  done
-}
-drop_logins "notebook kernel -c gpu -f $WORK/drop.json"
+# shellcheck disable=SC2046 # pids
+drop_logins $(pgrep -f "notebook kernel -c gpu -f $WORK/drop.json")
 check "the SSH connection dropped: mlw's kernel process ends" \
   wait_for 40 bash -c "! kill -0 $DROPPER 2>/dev/null"
 wait "$DROPPER"

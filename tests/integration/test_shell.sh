@@ -4,7 +4,8 @@
 # container (remotedocker) and as a process (remote). On each: one command's output and exit code,
 # with the run's variables, in its folder (the command releases the waiting run); a terminal driven
 # through tmux (tty answers a /dev/pts, the window's size and a change of it are seen, the shell's
-# exit code is mlw's); then the refusals (an ended run, another user's run, a bad flag pair).
+# exit code is mlw's), mlw killed or its SSH connection cut (nothing it started stays in the run);
+# then the refusals (an ended run, another user's run, a bad flag pair).
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/shell_checks.sh
 source "$(dirname "$0")/shell_checks.sh"
