@@ -365,6 +365,15 @@ PY
 # kernel_on TARGET: the newest notebook kernel's run on TARGET.
 kernel_on() { json_get "$("$MLW" -o json history list)" '[r["run_id"] for r in d if r["script"] == "-m mlw.kernel" and r["target"] == "'"$1"'"][0]'; }
 
+# reap PID: the exit code of this shell's background process PID in REAPED. Called once a check
+# said that it ended: one still running is killed first, so that the wait cannot hang.
+reap() {
+  kill -KILL "$1" 2>/dev/null
+  wait "$1"
+  # shellcheck disable=SC2034 # read by the suites
+  REAPED=$?
+}
+
 # drop_logins PID...: cuts every SSH connection to the test sshd that these processes hold, as a
 # dropped network would, by killing the sshd serving each (root only).
 drop_logins() {
@@ -378,14 +387,15 @@ drop_logins() {
   done
 }
 
-# free_port: a loopback port free now, drawn below the ephemeral range (32768-60999) that the
-# outgoing connections of the suites run at once take from (a port the kernel chose, binding to 0,
-# was once taken by one before the program meant to listen on it did).
+# free_port [N]: N (default 1) distinct loopback ports free now, one a line, drawn below the
+# ephemeral range (32768-60999) that the outgoing connections of the suites run at once take from
+# (a port a kernel chose, binding to 0, was once taken by one before mlw listened on it).
 free_port() {
-  /usr/bin/python3 - <<'PY'
+  /usr/bin/python3 - "${1:-1}" <<'PY'
 import random, socket, sys
 draw = random.SystemRandom()
-for _ in range(500):
+ports = []
+for _ in range(500 * int(sys.argv[1])):
     port = draw.randrange(20000, 32768)
     probe = socket.socket()
     try:
@@ -394,37 +404,26 @@ for _ in range(500):
         continue
     finally:
         probe.close()
-    print(port)
-    sys.exit(0)
-sys.exit("free_port: no free port below 32768")
+    if port not in ports:
+        ports.append(port)
+        if len(ports) == int(sys.argv[1]):
+            break
+else:
+    sys.exit("free_port: not enough free ports below 32768")
+print("\n".join(map(str, ports)))
 PY
 }
 
-# kernel_connection FILE: a connection file as Jupyter writes one (free loopback ports, a key, 0600).
-# Its ports are drawn below the ephemeral range (32768-60999), which the many outgoing connections
-# of suites run at once take from: a port Jupyter's way (bind to 0) chose was once taken by one
-# before mlw's kernel, started seconds later from a batch queue, listened on it.
+# kernel_connection FILE: a connection file as Jupyter writes one (free loopback ports, a key,
+# 0600), its ports from free_port.
 kernel_connection() {
-  /usr/bin/python3 - "$1" <<'PY'
-import json, os, random, secrets, socket, sys
-ports = {}
-draw = random.SystemRandom()
-for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
-    for _ in range(500):
-        port = draw.randrange(20000, 32768)
-        if port in ports.values():
-            continue
-        probe = socket.socket()
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            probe.close()
-        ports[name] = port
-        break
-    else:
-        sys.exit("kernel_connection: no free port below 32768")
+  local ports
+  ports=$(free_port 5) || return 1
+  # shellcheck disable=SC2086 # five numbers
+  /usr/bin/python3 - "$1" $ports <<'PY'
+import json, os, secrets, sys
+names = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
+ports = dict(zip(names, map(int, sys.argv[2:])))
 ports.update(ip="127.0.0.1", transport="tcp", key=secrets.token_hex(16),
              signature_scheme="hmac-sha256", kernel_name="mlw")
 with os.fdopen(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:

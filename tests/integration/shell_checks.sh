@@ -164,9 +164,8 @@ shell_checks() {
     check "$t: a command runs there again" wait_for 30 in_run "$t" "$RID" "sleep 5678" 9
     drop_logins "$spid"
     check "$t: its SSH connection cut: mlw ends" wait_for 30 bash -c "! kill -0 $spid 2>/dev/null"
-    kill -KILL "$spid" 2>/dev/null # still there: failed above; the wait must not hang
-    wait "$spid"
-    expect_eq "$t: … exit 125" "$?" 125
+    reap "$spid"
+    expect_eq "$t: … exit 125" "$REAPED" 125
     expect_contains "$t: … saying the connection was lost" "$(cat "$WORK/cut.err")" \
       "the command's channel: the connection was lost"
     check "$t: … and nothing it started stays in the run" wait_for 40 bash -c \

@@ -262,8 +262,8 @@ DRUN=$(kernel_on gpu)
 drop_logins $(pgrep -f "notebook kernel -c gpu -f $WORK/drop.json")
 check "the SSH connection dropped: mlw's kernel process ends" \
   wait_for 40 bash -c "! kill -0 $DROPPER 2>/dev/null"
-wait "$DROPPER"
-expect_eq "… exit 1 (Jupyter says the kernel died)" "$?" 1
+reap "$DROPPER"
+expect_eq "… exit 1 (Jupyter says the kernel died)" "$REAPED" 1
 expect_contains "… saying why" "$(cat "$WORK/drop.err")" \
   "the connection to the kernel on gpu was lost: the kernel ends there"
 check "… its container there ends and is removed" wait_for 60 bash -c \
