@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,6 +28,17 @@ bool link_lost(int rc) {
   return rc == LIBSSH2_ERROR_SOCKET_SEND || rc == LIBSSH2_ERROR_SOCKET_RECV ||
          rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_TIMEOUT;
 }
+
+/// True for "not now": libssh2 would block (EAGAIN), or another channel's packet is half-sent on
+/// the shared session (BAD_USE: libssh2 sends nothing else until that channel's next write
+/// finishes it), as happens when many connections move data at once.
+bool busy(long rc) {
+  return rc == LIBSSH2_ERROR_EAGAIN || rc == LIBSSH2_ERROR_BAD_USE;
+}
+
+/// How long a channel may find the session held by another's half-sent packet before its
+/// connection is given up (a packet whose channel went away is never finished).
+constexpr auto k_held_by_another = std::chrono::seconds(30);
 
 /// Writes all of `data` to stderr (a relay's own lines).
 void to_stderr(std::string_view data) {
@@ -52,23 +64,26 @@ class ChannelPeer : public ForwardPeer {
     if (n > 0) return static_cast<long>(n);
     // 0 is not the end: libssh2 says 0 when it took in another channel's packet (a keep-alive's
     // answer) and none of this one's; only the channel's EOF is.
-    if (n == 0 || n == LIBSSH2_ERROR_EAGAIN) {
-      return libssh2_channel_eof(m_channel.get()) ? 0 : k_peer_again;
-    }
+    if (n == 0 || busy(n)) return libssh2_channel_eof(m_channel.get()) ? 0 : k_peer_again;
     return k_peer_failed;
   }
   long write(const char* data, std::size_t size) override {
     const ssize_t n = libssh2_channel_write(m_channel.get(), data, size);
+    if (n != LIBSSH2_ERROR_BAD_USE) m_held_since = {};
     if (n >= 0) return static_cast<long>(n);
-    return n == LIBSSH2_ERROR_EAGAIN ? k_peer_again : k_peer_failed;
+    if (n == LIBSSH2_ERROR_BAD_USE) {
+      const auto now = std::chrono::steady_clock::now();
+      if (m_held_since == std::chrono::steady_clock::time_point{}) m_held_since = now;
+      if (now - m_held_since > k_held_by_another) return k_peer_failed;
+    }
+    return busy(n) ? k_peer_again : k_peer_failed;
   }
-  bool send_eof() override {
-    return libssh2_channel_send_eof(m_channel.get()) != LIBSSH2_ERROR_EAGAIN;
-  }
+  bool send_eof() override { return !busy(libssh2_channel_send_eof(m_channel.get())); }
   bool buffered() const override { return libssh2_poll_channel_read(m_channel.get(), 0) != 0; }
 
  private:
   ChannelPtr m_channel;
+  std::chrono::steady_clock::time_point m_held_since;  ///< writes found the session held since
 };
 
 /// A direct-tcpip channel to to.host:to.port from the machine; none (said) when the server
@@ -159,7 +174,7 @@ void forward_channels(const SshLink& link, const std::vector<ForwardPort>& ports
   hooks.tick = [&link] {
     int next = 0;
     const int rc = libssh2_keepalive_send(link.session, &next);
-    if (rc != 0 && rc != LIBSSH2_ERROR_EAGAIN) link.fail("the connection", link.last_error());
+    if (rc != 0 && !busy(rc)) link.fail("the connection", link.last_error());
   };
   relay_forwards(ports, hooks, keep_going);
 }

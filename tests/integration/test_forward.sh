@@ -75,6 +75,9 @@ class Echo(socketserver.BaseRequestHandler):
             data += got
         self.request.sendall(data[::-1])
 socketserver.ThreadingTCPServer.allow_reuse_address = True
+# A queue for the connections that arrive at once (socketserver's default, 5, overflows when
+# fourteen come together; a real server's, TensorBoard's, is longer).
+socketserver.ThreadingTCPServer.request_queue_size = 64
 socketserver.ThreadingTCPServer.daemon_threads = True
 for port, handler in ((int(sys.argv[1]), Page), (int(sys.argv[2]), Echo)):
     server = socketserver.ThreadingTCPServer(("127.0.0.1", port), handler)
