@@ -467,7 +467,8 @@ TEST_P(Conformance, ARunWhoseSystemOrEngineStopsAnsweringIsLost) {
   EXPECT_EQ(record.status, status::k_lost) << join(record.problems, "\n") << "\nlog:\n"
                                            << log_of(record) << "\nthere:\n"
                                            << there_files(record.run_id);
-  EXPECT_FALSE(record.lost_reason.empty());
+  EXPECT_FALSE(record.lost_reason.empty()) << join(record.problems, "\n") << "\nthere:\n"
+                                           << there_files(record.run_id);
   EXPECT_NE(record.lost_problem.find("did not answer"), std::string::npos) << record.lost_problem;
 }
 
