@@ -351,7 +351,10 @@ void HistoryStore::save(const RunRecord& record, bool durable) {
 RunRecord HistoryStore::load(const std::string& run_id) {
   const bool plain_id =
       run_id.find('/') == std::string::npos && !run_id.empty() && run_id[0] != '.';
-  std::optional<RunRecord> record = plain_id ? read_record(run_dir(run_id)) : std::nullopt;
+  std::optional<RunRecord> record =
+      plain_id ? ended_record([&] { return read_record(run_dir(run_id)); },
+                              [&](RunRecord& r) { return merge_final_index_row(r); })
+               : std::nullopt;
   if (!record) {
     if (plain_id && fs::exists(run_dir(run_id) / "run.json")) {
       throw Error("the record of run " + run_id + " (.mlw/runs/" + run_id +
@@ -365,21 +368,32 @@ RunRecord HistoryStore::load(const std::string& run_id) {
         fmt::format("no run \"{}\" in this project's history{}; see: mlw history list", run_id,
                     did_you_mean(run_id, ids)));
   }
-  if (!status::is_final(record->status)) merge_final_index_row(*record);
   return *record;
 }
 
-void HistoryStore::merge_final_index_row(RunRecord& record) {
+std::optional<RunRecord> ended_record(const std::function<std::optional<RunRecord>()>& read,
+                                      const std::function<bool(RunRecord&)>& merge) {
+  std::optional<RunRecord> record = read();
+  if (!record || status::is_final(record->status)) return record;
+  RunRecord merged = *record;
+  if (!merge(merged)) return record;
+  std::optional<RunRecord> again = read();
+  if (again && status::is_final(again->status)) return again;
+  return merged;
+}
+
+bool HistoryStore::merge_final_index_row(RunRecord& record) {
   Statement stmt(m_db, "SELECT status, end_ms, exit_code, problem FROM runs WHERE run_id = ?");
   if (!stmt.ok()) fail("reading run " + record.run_id);
   stmt.bind(1, record.run_id);
-  if (stmt.step() != SQLITE_ROW || !status::is_final(stmt.text(0))) return;
+  if (stmt.step() != SQLITE_ROW || !status::is_final(stmt.text(0))) return false;
   record.status = stmt.text(0);
   record.end_ms = stmt.integer(1);
   if (!stmt.is_null(2)) record.exit_code = static_cast<int>(stmt.integer(2));
   if (!stmt.is_null(3)) record.problems = {stmt.text(3)};
   record.pid = 0;
   record.process_group = 0;
+  return true;
 }
 
 void HistoryStore::repair_ended_rows() {

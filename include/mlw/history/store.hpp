@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,6 +114,13 @@ struct RunFacets {
 std::vector<std::string> run_ids_with_prefix(const std::filesystem::path& state_dir,
                                              const std::string& prefix, int limit);
 
+/// A run's record as `read` (its run.json) gives it where that says the run ended, else with the
+/// index's final row brought in by `merge` (the run ended but its run.json could not be written),
+/// unless run.json, read again, has ended meanwhile: the run ended between the two reads, and its
+/// own record says all of it (why it was lost, its metrics), the index row only some.
+std::optional<RunRecord> ended_record(const std::function<std::optional<RunRecord>()>& read,
+                                      const std::function<bool(RunRecord&)>& merge);
+
 class HistoryStore {
  public:
   /// Opens (and creates when missing) the history of the project whose state folder is
@@ -135,7 +143,7 @@ class HistoryStore {
   /// written, the index row still gets the status, exit code and the problem, then it throws.
   void save(const RunRecord& record, bool durable = true);
   /// The record of `run_id`; throws mlw::Error (listing near ids) when there is none. A final
-  /// status in the index wins over a run.json that could not be updated.
+  /// status in the index wins over a run.json that could not be updated (see ended_record).
   RunRecord load(const std::string& run_id);
   /// The newest run's id, or nullopt when there are no runs.
   std::optional<std::string> last_run_id();
@@ -164,7 +172,8 @@ class HistoryStore {
   void index_run_folders();
   std::optional<RunRecord> read_record(const std::filesystem::path& folder) const;
   void write_record(const RunRecord& record, bool durable);
-  void merge_final_index_row(RunRecord& record);
+  /// Brings the index's final row into `record`; false where the index has the run live too.
+  bool merge_final_index_row(RunRecord& record);
   /// Live index rows whose run.json has ended, brought to it (see list()).
   void repair_ended_rows();
   void exec(const char* sql);

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include <sys/wait.h>
 #include <unistd.h>
 #include "temp_dir.hpp"
@@ -106,6 +109,65 @@ TEST_F(HistoryStoreTest, ARunThatEndedWhileTheIndexWasBusyIsNeverListedAsLive) {
   EXPECT_EQ(rows[0].exit_code, 143);
   EXPECT_TRUE(store.list({"", "Queued", 0}).empty());
   EXPECT_EQ(HistoryStore(m_dir).list({"", "Canceled", 0}).size(), 1u);  // repaired, not masked
+}
+
+// A run that ended while `load` read it (its run.json still live, then the index row final):
+// the conformance suite's lost run came back Lost without why (issue 48's rehearsals). load
+// gives the run's own record, never the index's part of it.
+TEST_F(HistoryStoreTest, ARunThatEndsWhileItIsReadComesBackWhole) {
+  HistoryStore store(m_dir);
+  std::vector<RunRecord> runs(300, new_record());
+  for (auto& run : runs) {
+    run.status = status::k_running;
+    store.create(run, 5);
+  }
+  std::atomic<std::size_t> reading{0};
+  std::thread ender([&] {
+    HistoryStore other(m_dir);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      for (int spin = 0; spin < 100000 && reading.load() <= i; ++spin) std::this_thread::yield();
+      RunRecord lost = runs[i];
+      lost.mark_lost(lost_reason::k_engine, "the Docker engine did not answer");
+      other.save(lost, false);
+    }
+  });
+  int halves = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    reading = i + 1;
+    for (int tries = 0; tries < 20000; ++tries) {
+      const RunRecord back = store.load(runs[i].run_id);
+      if (back.status != status::k_lost) continue;
+      if (back.lost_reason.empty()) ++halves;
+      break;
+    }
+  }
+  ender.join();
+  EXPECT_EQ(halves, 0) << "runs read Lost without their reason";
+}
+
+// Where run.json, read twice, still says the run goes on and the index says it ended, the index
+// row is brought in (run.json could not be written); where the second read has ended, it wins.
+TEST(EndedRecord, TheSecondReadWinsOverTheIndexRow) {
+  RunRecord live;
+  live.status = status::k_running;
+  RunRecord ended = live;
+  ended.mark_lost(lost_reason::k_engine, "gone");
+  const auto merge = [](RunRecord& r) {
+    r.status = status::k_lost;
+    r.problems = {"gone"};
+    return true;
+  };
+  int reads = 0;
+  const auto record = ended_record([&] { return ++reads == 1 ? live : ended; }, merge);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->lost_reason, lost_reason::k_engine);
+  const auto stale = ended_record([&] { return std::optional<RunRecord>(live); }, merge);
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->status, status::k_lost);
+  EXPECT_EQ(stale->problems, std::vector<std::string>{"gone"});
+  const auto plain = ended_record([&] { return std::optional<RunRecord>(live); },
+                                  [](RunRecord&) { return false; });
+  EXPECT_EQ(plain->status, status::k_running);
 }
 
 TEST_F(HistoryStoreTest, ListFiltersAndLimitsNewestFirst) {
