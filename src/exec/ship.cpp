@@ -326,6 +326,40 @@ void write_record(const fs::path& record, const std::vector<std::string>& names)
   }
 }
 
+/// Why the target found objects damaged (its "damaged: NAME" lines), as one line naming the
+/// project's files: a file written to after the snapshot took its hash (what was sent is not
+/// what was hashed: a training run writing into the project, an editor saving), else a copy
+/// that did not arrive whole. Empty when the answer names no object of the snapshot.
+std::string damaged_files(const RunPlan& plan, const std::string& answer, const std::string& host) {
+  std::vector<std::string> changed, broken;
+  for (const auto& line : split(answer, '\n')) {
+    if (!starts_with(line, "damaged: ")) continue;
+    const std::string name = line.substr(9);
+    for (const auto& entry : plan.manifest.entries) {
+      if (!entry.link_target.empty() || object_name(entry) != name) continue;
+      const fs::path file = plan.project.root / entry.path;
+      std::error_code ec;
+      bool same = fs::file_size(file, ec) == entry.size && !ec;
+      try {
+        same = same && sha256_file(file) == entry.sha256;
+      } catch (const Error&) {
+        same = false;
+      }
+      (same ? broken : changed).push_back(entry.path);
+      break;
+    }
+  }
+  if (!changed.empty()) {
+    return fmt::format("{} changed while the snapshot was taken; submit again",
+                       join(changed, ", "));
+  }
+  if (broken.empty()) return "";
+  return fmt::format(
+      "{} did not arrive whole at {} (its SHA-256 there differs from this "
+      "machine's); submit again",
+      join(broken, ", "), host);
+}
+
 }  // namespace
 
 void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::string& store,
@@ -376,9 +410,13 @@ void ship_snapshot(Context& ctx, Shell& shell, const RunPlan& plan, const std::s
     }
   }
   if (shipped.exit_code != 0) {
-    throw Error(fmt::format("{}: shipping the snapshot to {} failed: {}", shell.host(), run_dir,
-                            trim(trim(shipped.errors) + "\n" + trim(step.answer()))),
-                exit_code::k_cannot_start);
+    const std::string damaged = damaged_files(plan, step.answer(), shell.host());
+    throw Error(
+        fmt::format("{}: shipping the snapshot to {} failed: {}", shell.host(), run_dir,
+                    damaged.empty()
+                        ? trim(trim(shipped.errors) + "\n" + trim(step.answer()))
+                        : damaged + " (" + join(split(trim(step.answer()), '\n'), "; ") + ")"),
+        exit_code::k_cannot_start);
   }
   write_record(record, object_names(plan.manifest));
 }

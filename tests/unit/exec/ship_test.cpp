@@ -260,8 +260,33 @@ TEST(Ship, ADamagedObjectFailsTheShipAndStaysOutOfTheStore) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), exit_code::k_cannot_start);
     EXPECT_NE(std::string(e.what()).find("damaged: " + b.sha256), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sub/b.py did not arrive whole at "), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(fs::exists(f.store / "objects" / b.sha256));
+  EXPECT_FALSE(fs::exists(f.store / "runs" / "r1"));
+}
+
+// A file written to between its hash and its ship (a run writing into the project while the
+// next is submitted; found with six submits at once): what arrives is not what was hashed. The
+// user is told which file changed and to submit again, as for a local snapshot, not only the
+// target's "damaged: HASH".
+TEST(Ship, AFileChangedAfterItsHashIsNamedAsChanged) {
+  ShipFixture f;
+  const ManifestEntry& b = f.entry("sub/b.py");
+  fs::remove_all(f.plan.project.state_dir() / "objects");  // sent from the project, as remotely
+  atomic_write_file(f.plan.project.root / "sub" / "b.py", "print('c')\n");  // the same size
+  try {
+    f.ship("r1");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), exit_code::k_cannot_start);
+    EXPECT_NE(std::string(e.what()).find(
+                  ": sub/b.py changed while the snapshot was taken; submit again (damaged: " +
+                  b.sha256 + ")"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_FALSE(fs::exists(f.store / "runs" / "r1"));
 }
 
