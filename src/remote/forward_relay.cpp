@@ -95,12 +95,14 @@ int client_port(int fd) {
   return ntohs(address.sin_port);
 }
 
-/// Accepts what waits on `port` and opens its peer.
-void accept_on(const ForwardPort& port, const RelayHooks& hooks, std::deque<Connection>& waiting,
-               std::vector<Connection>& open) {
+/// Accepts what waits on `port`, behind the connections that wait for their peers; true when
+/// one came.
+bool accept_on(const ForwardPort& port, std::deque<Connection>& waiting) {
+  bool accepted = false;
   while (true) {
     const int client = ::accept4(port.listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (client < 0) return;
+    if (client < 0) return accepted;
+    accepted = true;
     // Small messages (a notebook's) go at once, as the peers' own sockets send them (ZeroMQ and
     // OpenSSH turn Nagle's algorithm off too): no wait for the last segment's acknowledgement.
     const int one = 1;
@@ -110,21 +112,7 @@ void accept_on(const ForwardPort& port, const RelayHooks& hooks, std::deque<Conn
     c.port = &port;
     c.client_port = client_port(client);
     c.accepted = std::chrono::steady_clock::now();
-    if (!waiting.empty()) {  // after those that wait already, in turn
-      waiting.push_back(std::move(c));
-      continue;
-    }
-    PeerOpen made = hooks.open(port, c.client_port, static_cast<int>(open.size()));
-    if (made.later) {
-      waiting.push_back(std::move(c));
-      continue;
-    }
-    if (!made.peer) {
-      ::close(client);
-      continue;
-    }
-    c.peer = std::move(made.peer);
-    open.push_back(std::move(c));
+    waiting.push_back(std::move(c));
   }
 }
 
@@ -186,9 +174,11 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
     }
     if (hooks.shared_fd >= 0) items.push_back({hooks.shared_fd, hooks.shared_events(), 0});
     ::poll(items.data(), items.size(), ready ? 0 : pending ? 20 : 500);
+    bool accepted = false;
     for (std::size_t i = 0; i < ports.size(); ++i) {
-      if (items[i].revents & POLLIN) accept_on(ports[i], hooks, waiting, open);
+      if ((items[i].revents & POLLIN) && accept_on(ports[i], waiting)) accepted = true;
     }
+    if (accepted) open_waiting(hooks, waiting, open);
     for (auto& c : open) pump(c, buffer.data(), buffer.size());
     bool ended = false;
     for (auto it = open.begin(); it != open.end();) {

@@ -48,14 +48,20 @@ void ChannelFree::operator()(LIBSSH2_CHANNEL* channel) const {
   link->retry([channel] { return libssh2_channel_free(channel); }, 2000);
 }
 
-ChannelPtr open_channel(const SshLink& link) {
+ChannelPtr try_open_channel(const SshLink& link, int& rc) {
   ChannelPtr channel(nullptr, ChannelFree{&link});
-  link.retry(
+  rc = link.retry(
       [&] {
         channel.reset(libssh2_channel_open_session(link.session));
         return channel ? 0 : libssh2_session_last_errno(link.session);
       },
       link.timeout_ms);
+  return channel;
+}
+
+ChannelPtr open_channel(const SshLink& link) {
+  int rc = 0;
+  ChannelPtr channel = try_open_channel(link, rc);
   if (!channel) link.fail("exec", "cannot open a channel: " + link.last_error());
   return channel;
 }

@@ -42,6 +42,9 @@ using ChannelPtr = std::unique_ptr<LIBSSH2_CHANNEL, ChannelFree>;
 
 /// Opens a session channel on `link` (which must outlive it); a failure goes to link.fail.
 ChannelPtr open_channel(const SshLink& link);
+/// A session channel, or none with libssh2's error in `rc` (the server refused it, or the
+/// connection failed: the caller tells which).
+ChannelPtr try_open_channel(const SshLink& link, int& rc);
 
 /// Opens a channel on the session and starts `command` (conversation_command()) on it.
 std::unique_ptr<ShellPipe> open_shell_pipe(const SshLink& link, const std::string& command);

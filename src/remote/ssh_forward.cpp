@@ -120,13 +120,8 @@ PeerOpen open_direct(const SshLink& link, const ForwardTo& to, int client) {
 PeerOpen open_relay(const SshLink& link, const std::string& command, int open_now,
                     bool& said_limit) {
   PeerOpen made;
-  ChannelPtr channel(nullptr, ChannelFree{&link});
-  const int rc = link.retry(
-      [&] {
-        channel.reset(libssh2_channel_open_session(link.session));
-        return channel ? 0 : libssh2_session_last_errno(link.session);
-      },
-      link.timeout_ms);
+  int rc = 0;
+  ChannelPtr channel = try_open_channel(link, rc);
   if (!channel) {
     if (link_lost(rc) || rc == LIBSSH2_ERROR_TIMEOUT) {
       link.fail("forward", "cannot open a channel: " + link.last_error());
