@@ -316,6 +316,7 @@ int notebook_kernel(Context& ctx, const std::string& run_config, const fs::path&
   action.sa_handler = on_stop_signal;
   for (const int signal : {SIGTERM, SIGHUP, SIGINT}) ::sigaction(signal, &action, nullptr);
   plan.detached = false;
+  plan.ends_with_pid = ::getpid();  // killed (Jupyter's SIGKILL), its run is canceled still
   const RunHandle handle = start_run(ctx, plan, *executor);
   HistoryStore store(plan.history_dir);
   CellRecorder cells(store, store.load(plan.record.run_id), connection_file);

@@ -1,5 +1,6 @@
 #include "mlw/exec/run_recorder.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,10 +28,25 @@ RunEnding local_ending(int code, bool cancel_requested) {
 }
 
 RunRecorder::RunRecorder(Context& context, const RunPlan& plan)
-    : ctx(context), record(plan.record), m_run_dir(plan.run_dir), m_history_dir(plan.history_dir) {}
+    : ctx(context),
+      record(plan.record),
+      m_run_dir(plan.run_dir),
+      m_history_dir(plan.history_dir),
+      m_ends_with_pid(plan.ends_with_pid) {}
 
 bool RunRecorder::canceled() const {
-  return fs::exists(m_run_dir / "cancel_requested");
+  if (fs::exists(m_run_dir / "cancel_requested")) return true;
+  // The supervisor's parent is that process while it lives; once it is gone, another.
+  const pid_t owner = m_ends_with_pid;
+  if (owner <= 0 || ::getpid() == owner || ::getppid() == owner) return false;
+  try {
+    atomic_write_file(m_run_dir / "cancel_requested",
+                      fmt::format("the process it was started for (mlw, pid {}) ended without "
+                                  "stopping it: nothing is left to use the run\n",
+                                  owner));
+  } catch (const Error&) {
+  }
+  return true;
 }
 
 void RunRecorder::save(bool final_save) {
@@ -136,6 +152,11 @@ void RunRecorder::apply_early_stop() {
 
 void RunRecorder::end() {
   if (record.status != status::k_lost) record.process_group = 0;
+  // Why it was canceled, where mlw itself asked (canceled()); `experiment cancel` says nothing.
+  if (record.status == status::k_canceled) {
+    const std::string why = trim(read_file_if_exists(m_run_dir / "cancel_requested").value_or(""));
+    if (!why.empty()) record.problems.push_back(why);
+  }
   record.end_ms = ctx.clock->now_ms();
   record.pid = 0;
   save(true);

@@ -217,7 +217,9 @@ check "… its container is removed" wait_for 20 bash -c "[ -z \"\$(DOCKER_HOST=
 gpu_free() { [ -z "$(queue_runs gpu)" ]; }
 check "… and its GPU is free" wait_for 20 gpu_free
 
-# A plain SSH login (remote): mlw's kernel process killed, the kernel there ends on its own.
+# A plain SSH login (remote): mlw's kernel process killed (Jupyter's SIGKILL), its run is canceled
+# by the run's supervisor here; that killed too (this machine gone), the kernel there ends on its
+# own.
 open_session rm.ipynb mlw-nbp-rm
 check "\"nbp rm\": a session on the remote target" wait_for 20 test -s "$CONN"
 CELLS=$(timeout 240 "$PY" "$KERNEL_CELLS" "$CONN" 'import os, getpass; print("USER", getpass.getuser(), os.environ["MLW_TARGET"])' 2>&1)
@@ -231,16 +233,35 @@ expect_contains "a kernel Jupyter restarts answers on the same ports" "$CELLS" "
 check "… the kernel before it ended (Completed)" wait_for 60 run_is "$FIRST" Completed
 RRUN=$(kernel_on rm)
 check "… and the new one is another run" test "$RRUN" != "$FIRST"
+# kernel_there RUN: the kernel's Python there, the process of the target's user whose run is RUN.
+kernel_there() {
+  for p in $(pgrep -u "$MLW_TEST_GPU_USER" -f "python[^ ]* -m mlw.kernel remote:"); do
+    grep -qa "MLW_RUN_ID=$1" "/proc/$p/environ" 2>/dev/null && echo "$p"
+  done | head -n 1
+}
 LAUNCHER=$(pgrep -f "notebook kernel -c rm -f $CONN" | head -n 1)
-# The kernel's Python there: the process of the target's user whose run is RRUN.
-THERE=$(for p in $(pgrep -u "$MLW_TEST_GPU_USER" -f "python[^ ]* -m mlw.kernel remote:"); do
-  grep -qa "MLW_RUN_ID=$RRUN" "/proc/$p/environ" 2>/dev/null && echo "$p"; done | head -n 1)
+THERE=$(kernel_there "$RRUN")
 check "… the kernel is a process of the target's user" test -n "$THERE"
 kill -KILL "$LAUNCHER"
-# (Jupyter then starts the kernel again, a new run: the one killed is the one watched.)
-check "mlw's kernel process killed: the kernel there ends within 40 s" wait_for 40 bash -c "'$MLW' -o json history info -r '$RRUN' | grep -q '\"status\": \"Failed\"'"
-check "… and its process there is gone" wait_for 10 bash -c "! kill -0 ${THERE:-0} 2>/dev/null"
-expect_contains "… its log says why" "$("$MLW" history logs -r "$RRUN" 2>&1)" "mlw's connection to the kernel has been gone for 20 s"
+check "mlw's kernel process killed: its run is canceled" wait_for 40 run_is "$RRUN" Canceled
+check "… and its process there is gone" wait_for 20 bash -c "! kill -0 ${THERE:-0} 2>/dev/null"
+expect_contains "… the record says why" "$("$MLW" -o json history info -r "$RRUN")" \
+  "ended without stopping it: nothing is left to use the run"
+# Jupyter starts the kernel again, a new run: now mlw's kernel process and the run's supervisor
+# are killed, as when this machine is gone; the kernel there ends on its own.
+relaunched() { [ "$(pgrep -f "notebook kernel -c rm -f $CONN" | wc -l)" -ge 2 ]; }
+check "(Jupyter starts the kernel again)" wait_for 120 relaunched
+check "(… and it answers)" bash -c "timeout 240 '$PY' '$KERNEL_CELLS' '$CONN' 'print(6 * 7)' | grep -q 42"
+ARUN=$(kernel_on rm)
+THERE=$(kernel_there "$ARUN")
+check "… a kernel there" test -n "$THERE"
+# shellcheck disable=SC2046 # pids
+kill -KILL $(pgrep -f "notebook kernel -c rm -f $CONN")
+check "every mlw process of the kernel killed: the kernel there ends within 40 s" \
+  wait_for 40 bash -c "! kill -0 ${THERE:-0} 2>/dev/null"
+GPU_HOME=$(getent passwd "$MLW_TEST_GPU_USER" | cut -d: -f6)
+expect_contains "… its log there says why" "$(cat "$GPU_HOME/.mlw/runs/$ARUN/driver_log.txt")" \
+  "mlw's connection to the kernel has been gone for 20 s"
 api DELETE "/api/sessions/$SESSION_ID" >/dev/null
 
 [ "$FAILED" -eq 0 ] || { echo "--- Jupyter's log (the end)"; tail -40 "$WORK/nb.err"; }

@@ -197,6 +197,35 @@ expect_eq "a run canceled while it waited has no start in its record" \
   "$(json_get "$("$MLW" -o json history info -r "$WAITING")" '[d["started"], d["duration_s"]]')" "[None, None]"
 "$MLW" experiment cancel -r "$BUSY" >/dev/null 2>&1
 
+# --- a notebook kernel while its job waits in the queue: its connections cut, then it killed ---
+# (issue 48.) A cut connection is made again: the kernel goes on waiting. mlw's kernel process
+# killed (Jupyter's SIGKILL): its job leaves the queue, not to start later for a notebook that is
+# gone, and its run is Canceled, saying why.
+run_mlw -o json experiment submit -c two -a slow.py 600 0.2
+BUSY=$(json_get "$OUT" 'd["run_id"]')
+check "(the nodes are busy)" wait_for 60 grep -q "line 1" ".mlw/runs/$BUSY/driver_log.txt"
+kernel_connection "$WORK/queued.json"
+"$MLW" notebook kernel -c one -f "$WORK/queued.json" >"$WORK/queued.out" 2>"$WORK/queued.err" &
+QUEUED=$!
+STARTED_PIDS+=("$QUEUED")
+check "a kernel waits in the queue, saying so" wait_for 60 grep -q "waits in one's queue" "$WORK/queued.err"
+QRUN=$(kernel_on one)
+check "… its job is queued" bash -c "squeue -h -n mlw-$QRUN | grep -q ."
+# shellcheck disable=SC2046 # pids
+drop_logins $(pgrep -f "notebook kernel -c one -f $WORK/queued.json")
+sleep 10
+check "its connections cut: mlw's kernel process waits on" kill -0 "$QUEUED"
+check "… its job still queued" bash -c "squeue -h -n mlw-$QRUN | grep -q ."
+expect_eq "… its run still Queued" "$(run_state "$QRUN" | cut -d' ' -f1)" "Queued"
+kill -KILL "$QUEUED"
+check "mlw's kernel process killed: its job leaves the queue" \
+  wait_for 60 bash -c "! squeue -h -n mlw-$QRUN | grep -q ."
+check "… its run is Canceled" wait_for 60 run_is "$QRUN" Canceled
+expect_contains "… saying why" "$("$MLW" -o json history info -r "$QRUN")" \
+  "ended without stopping it: nothing is left to use the run"
+[ "$FAILED" -eq 0 ] || cat "$WORK/queued.err" >&2
+"$MLW" experiment cancel -r "$BUSY" >/dev/null 2>&1
+
 # --- the SSH connection killed mid-run: the run goes on, logs -f has every line once ----------
 run_mlw -o json experiment submit -c one -a slow.py 30 0.1
 RID=$(json_get "$OUT" 'd["run_id"]')

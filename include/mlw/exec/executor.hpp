@@ -70,6 +70,9 @@ struct RunPlan {
   bool detached = false;  ///< submitted with -a: nobody reads the live output
   /// A notebook kernel's run: its environment image gains ipykernel where the image lacks it.
   bool notebook_kernel = false;
+  /// The process the run is for (a notebook kernel's `mlw`), whose end cancels it: killed with
+  /// no time to cancel the run itself, it leaves no one to use it. 0: none.
+  int ends_with_pid = 0;
 };
 
 /// A line of a run's live output that begins with this byte is mlw's own note from before the

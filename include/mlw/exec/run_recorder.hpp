@@ -42,7 +42,9 @@ class RunRecorder {
   Context& ctx;
   RunRecord record;
 
-  /// True once `experiment cancel` asked for the run to stop.
+  /// True once `experiment cancel` asked for the run to stop, or, in the supervisor the process
+  /// of RunPlan::ends_with_pid forked, once that process is gone (the cancel is then asked for,
+  /// saying why).
   bool canceled() const;
   /// Saves the record (final: the run has ended); a failure is told in supervisor.log only.
   void save(bool final_save);
@@ -71,6 +73,7 @@ class RunRecorder {
   std::filesystem::path m_run_dir;      // the run's folder here
   std::filesystem::path m_history_dir;  // the project's .mlw
   std::optional<HistoryStore> m_store;
+  int m_ends_with_pid = 0;  // RunPlan::ends_with_pid
 };
 
 }  // namespace mlw
