@@ -434,6 +434,29 @@ PY
 # kernel_check TARGET: `mlw notebook kernel` on a batch TARGET as Jupyter starts it (a connection
 # file of free ports and a key, 0600), driven by jupyter_client: a cell runs in the kernel's job
 # and is a run of the history; the shutdown a notebook sends ends the kernel's run (Completed).
+# queued_kernel TARGET: Jupyter's `notebook kernel -c TARGET` started while TARGET's queue is
+# full, until it says that it waits there; its pid in QUEUED, its run in QRUN.
+queued_kernel() {
+  kernel_connection "$WORK/queued.json"
+  "$MLW" notebook kernel -c "$1" -f "$WORK/queued.json" >"$WORK/queued.out" 2>"$WORK/queued.err" &
+  QUEUED=$!
+  STARTED_PIDS+=("$QUEUED")
+  check "a kernel waits in $1's queue, saying so" wait_for 60 grep -q "waits in $1's queue" \
+    "$WORK/queued.err"
+  QRUN=$(kernel_on "$1")
+}
+
+# queued_kernel_killed GONE...: mlw's process of the queued kernel killed (Jupyter's SIGKILL): its
+# job leaves the queue (the command GONE… says when it has) and its run is Canceled, saying why.
+queued_kernel_killed() {
+  kill -KILL "$QUEUED"
+  check "mlw's kernel process killed: its job leaves the queue" wait_for 60 "$@"
+  check "… its run is Canceled" wait_for 60 run_is "$QRUN" Canceled
+  expect_contains "… saying why" "$("$MLW" -o json history info -r "$QRUN")" \
+    "ended without stopping it: nothing is left to use the run"
+  [ "$FAILED" -eq 0 ] || cat "$WORK/queued.err" >&2
+}
+
 kernel_check() {
   local target=$1 conn=$WORK/kernel-$1.json kpid out krun
   kernel_connection "$conn"

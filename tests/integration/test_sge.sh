@@ -166,20 +166,11 @@ expect_eq "a run canceled while it waited has no start in its record" \
   "$(json_get "$("$MLW" -o json history info -r "$WAITING")" '[d["started"], d["duration_s"]]')" "[None, None]"
 # A notebook kernel queued behind it whose mlw process is killed (Jupyter's SIGKILL): its job
 # leaves the queue, its run is Canceled, saying why (issue 48).
-kernel_connection "$WORK/queued.json"
-"$MLW" notebook kernel -c grid -f "$WORK/queued.json" >"$WORK/queued.out" 2>"$WORK/queued.err" &
-QUEUED=$!
-STARTED_PIDS+=("$QUEUED")
-check "a kernel waits in the queue, saying so" wait_for 60 grep -q "waits in grid's queue" "$WORK/queued.err"
-QRUN=$(kernel_on grid)
+queued_kernel grid
 QJOB=$(job_of "$QRUN")
 check "… its job is queued" in_qstat "$QJOB"
-kill -KILL "$QUEUED"
-check "mlw's kernel process killed: its job leaves the queue" wait_for 60 bash -c \
-  "! qstat -u '*' | awk '{print \$1}' | grep -qx '$QJOB'"
-check "… its run is Canceled" wait_for 60 run_is "$QRUN" Canceled
-expect_contains "… saying why" "$("$MLW" -o json history info -r "$QRUN")" \
-  "ended without stopping it: nothing is left to use the run"
+job_gone() { ! in_qstat "$QJOB"; }
+queued_kernel_killed job_gone
 "$MLW" experiment cancel -r "$BUSY" >/dev/null 2>&1
 
 # --- the SSH connection killed mid-run: the run goes on, logs -f has every line once ----------
