@@ -374,12 +374,9 @@ RunRecord HistoryStore::load(const std::string& run_id) {
 std::optional<RunRecord> ended_record(const std::function<std::optional<RunRecord>()>& read,
                                       const std::function<bool(RunRecord&)>& merge) {
   std::optional<RunRecord> record = read();
-  if (!record || status::is_final(record->status)) return record;
-  RunRecord merged = *record;
-  if (!merge(merged)) return record;
+  if (!record || status::is_final(record->status) || !merge(*record)) return record;
   std::optional<RunRecord> again = read();
-  if (again && status::is_final(again->status)) return again;
-  return merged;
+  return again && status::is_final(again->status) ? again : record;
 }
 
 bool HistoryStore::merge_final_index_row(RunRecord& record) {

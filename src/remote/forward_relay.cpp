@@ -178,7 +178,6 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
     for (std::size_t i = 0; i < ports.size(); ++i) {
       if ((items[i].revents & POLLIN) && accept_on(ports[i], waiting)) accepted = true;
     }
-    if (accepted) open_waiting(hooks, waiting, open);
     for (auto& c : open) pump(c, buffer.data(), buffer.size());
     bool ended = false;
     for (auto it = open.begin(); it != open.end();) {
@@ -191,7 +190,8 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
       ended = true;
     }
     const bool second = std::chrono::steady_clock::now() - asked >= std::chrono::seconds(1);
-    if (ended || second) open_waiting(hooks, waiting, open);
+    // Once a loop at most: each open that waits is a round trip to the server.
+    if (accepted || ended || second) open_waiting(hooks, waiting, open);
     if (hooks.tick) hooks.tick();
     if (second) {
       asked = std::chrono::steady_clock::now();

@@ -431,9 +431,6 @@ with os.fdopen(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 PY
 }
 
-# kernel_check TARGET: `mlw notebook kernel` on a batch TARGET as Jupyter starts it (a connection
-# file of free ports and a key, 0600), driven by jupyter_client: a cell runs in the kernel's job
-# and is a run of the history; the shutdown a notebook sends ends the kernel's run (Completed).
 # queued_kernel TARGET: Jupyter's `notebook kernel -c TARGET` started while TARGET's queue is
 # full, until it says that it waits there; its pid in QUEUED, its run in QRUN.
 queued_kernel() {
@@ -457,6 +454,9 @@ queued_kernel_killed() {
   [ "$FAILED" -eq 0 ] || cat "$WORK/queued.err" >&2
 }
 
+# kernel_check TARGET: `mlw notebook kernel` on a batch TARGET as Jupyter starts it (a connection
+# file of free ports and a key, 0600), driven by jupyter_client: a cell runs in the kernel's job
+# and is a run of the history; the shutdown a notebook sends ends the kernel's run (Completed).
 kernel_check() {
   local target=$1 conn=$WORK/kernel-$1.json kpid out krun
   kernel_connection "$conn"

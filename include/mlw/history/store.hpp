@@ -172,7 +172,8 @@ class HistoryStore {
   void index_run_folders();
   std::optional<RunRecord> read_record(const std::filesystem::path& folder) const;
   void write_record(const RunRecord& record, bool durable);
-  /// Brings the index's final row into `record`; false where the index has the run live too.
+  /// Brings the index's final row into `record`; false (and `record` untouched) where the index
+  /// has the run live too.
   bool merge_final_index_row(RunRecord& record);
   /// Live index rows whose run.json has ended, brought to it (see list()).
   void repair_ended_rows();
