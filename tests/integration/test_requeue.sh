@@ -22,7 +22,7 @@ new_project requeue
 # checkpoint signal with 3; on a later attempt it prints five more lines and ends, warned or not
 # (so little is left that it finishes within the lead time).
 cat >ckpt.py <<'PY'
-import os, signal, sys, time
+import os, signal, subprocess, sys, time
 path = os.path.join(os.environ["MLW_CHECKPOINT_DIR"], "next")
 restart = int(os.environ["MLW_RESTART_COUNT"])
 start = int(open(path).read()) if os.path.exists(path) else 0
@@ -33,7 +33,11 @@ if os.environ.get("MLW_CHECKPOINT_SIGNAL"):  # Slurm's warning, or Grid Engine's
 print("attempt", restart, "from line", start, "resume", os.environ.get("MLW_RESUME"), flush=True)
 for i in range(start, start + 5 if restart > 0 else 10**6):
     if warned and restart == 0:
-        print("checkpoint at line", i, flush=True)
+        left = "-"  # the time left of the job's limit as the warning came: Slurm's squeue says
+        if os.environ.get("SLURM_JOB_ID"):
+            left = subprocess.run(["squeue", "-h", "-j", os.environ["SLURM_JOB_ID"], "-o", "%L"],
+                                  capture_output=True, text=True).stdout.strip()
+        print("checkpoint at line", i, "with", left, "left", flush=True)
         sys.exit(3)
     print("line", i, flush=True)
     with open(path + ".tmp", "w") as f:
@@ -48,7 +52,7 @@ PY
 expect_eq "attach a Slurm target with a 1-minute limit" "$?" 0
 expect_contains "attach writes the requeue keys, off" "$(cat aml_config/rq.compute)" "requeue: false"
 sed 's/^timeLimit:.*/timeLimit: "10"/' aml_config/rq.compute >aml_config/plain.compute
-sed -i 's/^requeue:.*/requeue: true/; s/^checkpointLeadSeconds:.*/checkpointLeadSeconds: 45/' \
+sed -i 's/^requeue:.*/requeue: true/; s/^checkpointLeadSeconds:.*/checkpointLeadSeconds: 30/' \
   aml_config/rq.compute
 cp aml_config/rq.runconfig aml_config/plain.runconfig
 
@@ -151,6 +155,12 @@ check "… in its container, told to resume from its checkpoint (MLW_RESUME=1)" 
 
 # --- the first job: warned before its 1-minute limit -----------------------------------------
 warned_then_finished "$LIMITED" limited "the job" "after USR1; requeueing job"
+# Slurm sends its warning up to a minute early (here at its first look after the start, with 30 to
+# 60 s left; a script killed by it before its handler was set): the script gets it 30 s before.
+left=$(sed -nE 's/^checkpoint at line [0-9]+ with ([0-9]+):([0-9]+) left$/\1*60+\2/p' "$WORK/limited.txt")
+left=$((${left:-999}))
+check "the job: the warning came checkpointLeadSeconds (30) before its limit ($left s left)" \
+  test "$left" -ge 20 -a "$left" -le 31
 expect_eq "one record for each of the three runs" "$("$MLW" -o json history list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 3
 
 # --- Grid Engine: a rerunnable job (requeue: true, qsub -r y) that qmod -rj reschedules --------

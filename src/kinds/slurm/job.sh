@@ -101,13 +101,22 @@ seconds_of() {
   echo $((total + 10#$days * 86400))
 }
 # Slurm may warn a requeued job again as soon as it starts: a warning while more than the lead
-# time and a minute (the resolution of Slurm's warnings) are left is not passed on.
+# time and a minute (the resolution of Slurm's warnings) are left is not passed on. One that comes
+# early within that minute (Slurm sends it at its first look once the lead and its period of 30 s
+# are left) is held until the lead is left: a timer gives it to this shell again then.
+holder=
 pass_warning() {
   local left
   left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
   left=$(seconds_of "$left")
   if [[ -n "$left" ]] && ((left > mlw_checkpoint_lead + 60)); then
     echo "mlw: $mlw_checkpoint_signal came with ${left} s of the time limit left; not passed on"
+    return 0
+  fi
+  if [[ -n "$left" ]] && ((left > mlw_checkpoint_lead)); then
+    [[ -n "$holder" ]] && kill -0 "$holder" 2>/dev/null && return 0
+    (sleep $((left - mlw_checkpoint_lead)) && kill -s "$mlw_checkpoint_signal" $$) &
+    holder=$!
     return 0
   fi
   signalled=1
@@ -126,6 +135,7 @@ while [[ -z "$code" ]]; do
   fi
   kill -0 "$step" 2>/dev/null || code=$c
 done
+[[ -z "$holder" ]] || kill "$holder" 2>/dev/null
 # The step has ended: so does its sampler (each rank ends its own; this one, where a rank's shell
 # was killed: it would end at its next sample, with no process left). Other nodes' samples and
 # lines join the run's.
