@@ -119,6 +119,12 @@ expect_eq "a checkpoint signal that cannot be caught stops the submit" "$CODE" 1
 expect_contains "it says which line and why" "$ERR" "aml_config/rq.compute:"
 expect_contains "and what it may be" "$ERR" "checkpointSignal must be one of USR1"
 cp "$WORK/rq.compute" aml_config/rq.compute
+sed -i 's/^checkpointLeadSeconds:.*/checkpointLeadSeconds: 60/' aml_config/rq.compute
+run_mlw experiment submit -c rq ckpt.py
+expect_eq "a warning as long as the time limit stops the submit" "$CODE" 125
+expect_contains "it says why, with the file" "$ERR" \
+  "checkpointLeadSeconds (60) must be less than timeLimit (60 s) in aml_config/rq.compute"
+cp "$WORK/rq.compute" aml_config/rq.compute
 "$MLW" computetarget attach local -n here >/dev/null 2>&1
 run_mlw experiment submit -c here --requeue ckpt.py
 expect_eq "--requeue on a target that is not a batch one is refused" "$CODE" 125

@@ -61,6 +61,33 @@ bool is_slurm_time(const std::string& text) {
   return std::regex_match(text, format);
 }
 
+std::optional<long> slurm_time_seconds(const std::string& text) {
+  if (!is_slurm_time(text)) return std::nullopt;
+  const auto dash = text.find('-');
+  const bool with_days = dash != std::string::npos;
+  std::vector<long long> parts;
+  for (const auto& part : split(with_days ? text.substr(dash + 1) : text, ':')) {
+    const auto value = parse_integer(part, 0, 100'000'000);
+    if (!value) return std::nullopt;
+    parts.push_back(*value);
+  }
+  if (with_days) {
+    const auto days = parse_integer(text.substr(0, dash), 0, 100'000);
+    if (!days) return std::nullopt;
+    parts.insert(parts.begin(), *days * 24);  // D-HH…: hours, minutes, seconds after the days
+    parts[1] += parts[0];
+    parts.erase(parts.begin());
+  }
+  // Without days: minutes, MM:SS, HH:MM:SS; with them: HH, HH:MM, HH:MM:SS after the days.
+  static const long long scales[2][3][3] = {{{60}, {60, 1}, {3600, 60, 1}},
+                                            {{3600}, {3600, 60}, {3600, 60, 1}}};
+  long long seconds = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    seconds += parts[i] * scales[with_days ? 1 : 0][parts.size() - 1][i];
+  }
+  return static_cast<long>(seconds);
+}
+
 SlurmFacts slurm_facts(const TargetFacts& facts) {
   SlurmFacts slurm;
   for (const auto& [key, value] : facts.section) {

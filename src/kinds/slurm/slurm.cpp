@@ -104,6 +104,18 @@ void slurm_checks(const CheckInput& in, std::vector<CheckRow>& rows) {
                     "gpusPerNode asks Slurm for GPUs)",
                     nvidia});
   }
+  // A warning that would come as the job starts is no warning: refused, not dropped.
+  const RequeueConfig requeue = requeue_config(in.compute);
+  const auto limit = slurm_time_seconds(slurm_config(in.compute).time_limit);
+  if (requeue.requeue && limit && *limit > 0 && requeue.lead_s >= *limit) {
+    rows.push_back({"checkpoint warning", CheckResult::Fail,
+                    fmt::format("checkpointLeadSeconds {} is not less than timeLimit ({} s)",
+                                requeue.lead_s, *limit),
+                    "lower checkpointLeadSeconds or raise timeLimit",
+                    fmt::format("checkpointLeadSeconds ({}) must be less than timeLimit ({} s) in "
+                                "aml_config/{}.compute: the warning would come as the job starts",
+                                requeue.lead_s, *limit, in.target_name)});
+  }
   gpu_rows(in, rows, false);
   disk_row(in, rows);
 }

@@ -33,6 +33,9 @@ SlurmConfig slurm_config(const ComputeConfig& compute);
 /// Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
 bool is_slurm_time(const std::string& text);
 
+/// A Slurm time limit in seconds (0: none, as `--time=0`); nothing for another format.
+std::optional<long> slurm_time_seconds(const std::string& text);
+
 /// One node of a Slurm partition as sinfo reports it.
 struct SlurmNode {
   std::string name;   ///< e.g. "gpu-017"

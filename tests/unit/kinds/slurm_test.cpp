@@ -116,6 +116,47 @@ TEST(Slurm, RequeueSubmitsARerunnableJobWarnedBeforeItsLimit) {
                        "-e MLW_CHECKPOINT_DIR -e MLW_CHECKPOINT_SIGNAL"));
 }
 
+TEST(Slurm, TimeLimitsAreReadInEachOfSlurmsFormats) {
+  EXPECT_EQ(slurm_time_seconds("90"), 5400);  // minutes
+  EXPECT_EQ(slurm_time_seconds("1:30"), 90);  // MM:SS
+  EXPECT_EQ(slurm_time_seconds("01:00:05"), 3605);
+  EXPECT_EQ(slurm_time_seconds("2-3"), 2 * 86400 + 3 * 3600);  // D-HH
+  EXPECT_EQ(slurm_time_seconds("1-00:30"), 86400 + 1800);      // D-HH:MM
+  EXPECT_EQ(slurm_time_seconds("1-00:00:10"), 86410);
+  EXPECT_EQ(slurm_time_seconds("0"), 0);  // no limit
+  for (const char* bad : {"", "1h", "1:2:3:4", "-1", "99999999999999999999", "1-2-3"}) {
+    EXPECT_EQ(slurm_time_seconds(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(Slurm, AWarningThatWouldComeAsTheJobStartsIsRefused) {
+  ComputeConfig compute;
+  compute.type = "slurm";
+  compute.section["timeLimit"] = "1";
+  compute.section["requeue"] = "true";
+  compute.section["checkpointLeadSeconds"] = "60";
+  const TargetFacts facts = parse_probe("slurm_partition=gpu\nslurm_node=n1|idle|(null)\n");
+  try {
+    check_slurm(compute, facts, "login");
+    FAIL() << "a lead as long as the limit passed";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "checkpointLeadSeconds (60) must be less than timeLimit (60 s) in "
+              "aml_config/hpc.compute: the warning would come as the job starts");
+  }
+  compute.section["checkpointLeadSeconds"] = "59";
+  EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
+  // Without requeue, or with no limit of its own (the partition's, or 0), nothing to check.
+  compute.section["checkpointLeadSeconds"] = "600";
+  compute.section["timeLimit"] = "0";
+  EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
+  compute.section.erase("timeLimit");
+  EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
+  compute.section["timeLimit"] = "1";
+  compute.section["requeue"] = "false";
+  EXPECT_NO_THROW(check_slurm(compute, facts, "login"));
+}
+
 TEST(Slurm, ArgumentsAndValuesAreQuotedOnce) {
   const std::string env = slurm_run_env(slurm_plan(), k_paths);
   EXPECT_TRUE(contains(env, "export 'SECRET_TOKEN=s3cr3t value'\n"));
