@@ -282,9 +282,44 @@ class Lister {
   std::vector<std::vector<Found>> m_found;
 };
 
-/// Hashes one file, refusing one that changes while it is read (or since it was listed).
-std::string hash_file(const fs::path& full, const std::string& relative, const Stat& listed) {
-  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+/// The folder of the file a thread hashed last, kept open: the next file there is opened by its
+/// name in it, not looked up again from the root (most of a first add's time was path lookups).
+class OpenFolder {
+ public:
+  explicit OpenFolder(const fs::path& root) : m_root(root) {}
+  OpenFolder(const OpenFolder&) = delete;
+  OpenFolder& operator=(const OpenFolder&) = delete;
+  ~OpenFolder() { close(); }
+
+  /// The descriptor of `folder` (relative to the root, "" for the root); `relative` names the
+  /// file wanted in what a failure says.
+  int at(std::string_view folder, const std::string& relative) {
+    if (m_fd >= 0 && folder == m_folder) return m_fd;
+    close();
+    const fs::path full = folder.empty() ? m_root : m_root / fs::path(std::string(folder));
+    m_fd = ::open(full.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (m_fd < 0)
+      throw Error("cannot read " + printable(relative, 4096) + ": " + errno_text(errno));
+    m_folder = folder;
+    return m_fd;
+  }
+
+ private:
+  void close() {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = -1;
+  }
+
+  const fs::path& m_root;
+  std::string m_folder;
+  int m_fd = -1;
+};
+
+/// Hashes the file `name` of the open folder `folder_fd`, refusing one that changes while it is
+/// read (or since it was listed).
+std::string hash_file(int folder_fd, const char* name, const std::string& relative,
+                      const Stat& listed) {
+  const int fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) throw Error("cannot read " + printable(relative, 4096) + ": " + errno_text(errno));
   const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
     ::close(*f);
@@ -327,10 +362,16 @@ void hash_pending(const fs::path& root, const std::vector<Found*>& pending) {
   std::mutex failing;
   std::exception_ptr failure;
   auto work = [&] {
+    OpenFolder folder(root);  // the pending files are in path order: mostly the last one's folder
     for (std::size_t k = next++; k < pending.size() && !stop; k = next++) {
       Found& f = *pending[k];
       try {
-        f.entry.sha256 = hash_file(root / f.entry.path, f.entry.path, f.stat);
+        const std::string& path = f.entry.path;
+        const std::size_t slash = path.rfind('/');
+        const bool top = slash == std::string::npos;
+        const int fd =
+            folder.at(top ? std::string_view() : std::string_view(path).substr(0, slash), path);
+        f.entry.sha256 = hash_file(fd, path.c_str() + (top ? 0 : slash + 1), path, f.stat);
       } catch (...) {
         const std::lock_guard lock(failing);
         if (!failure) failure = std::current_exception();
