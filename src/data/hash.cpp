@@ -50,7 +50,8 @@ Stat stat_of(const struct stat& info) {
           static_cast<std::uint64_t>(info.st_ino)};
 }
 
-/// A file (or link) found by the walk, with its stat.
+/// A file (or link) found by the walk, with its stat (a file of a first add: taken once it is
+/// open, inode 0 until then).
 struct Found {
   DataEntry entry;
   Stat stat;
@@ -163,7 +164,10 @@ void save_cache(const fs::path& path, std::int64_t began_ns, const std::vector<F
 /// a time and hands its subfolders to the others.
 class Lister {
  public:
-  Lister(fs::path root, HashReport& report) : m_root(std::move(root)), m_report(report) {
+  /// `stat_files`: false where no stat cache is there to compare with (a first add): a file is
+  /// stat'ed when it is hashed, open, not by its name here as well.
+  Lister(fs::path root, HashReport& report, bool stat_files)
+      : m_root(std::move(root)), m_report(report), m_stat_files(stat_files) {
     std::error_code ec;
     m_canonical_root = fs::weakly_canonical(m_root, ec);
   }
@@ -237,6 +241,10 @@ class Lister {
         out.folders.push_back(relative);
         continue;
       }
+      if (item->d_type == DT_REG && !m_stat_files) {
+        out.found.emplace_back().entry.path = relative;
+        continue;
+      }
       struct stat info {};
       if (::fstatat(::dirfd(dir), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) {
         throw Error(
@@ -274,6 +282,7 @@ class Lister {
   fs::path m_root;
   fs::path m_canonical_root;
   HashReport& m_report;
+  bool m_stat_files = true;
   std::mutex m_mutex;
   std::condition_variable m_wake;
   std::vector<std::string> m_folders;
@@ -315,15 +324,16 @@ class OpenFolder {
   int m_fd = -1;
 };
 
-/// Hashes the file `name` of the open folder `folder_fd`, refusing one that changes while it is
-/// read (or since it was listed).
-std::string hash_file(int folder_fd, const char* name, const std::string& relative,
-                      const Stat& listed) {
-  const int fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+/// Hashes `f`, the file `name` of the open folder `folder_fd`, refusing one that changes while
+/// it is read (or since it was listed); one the listing did not stat is stat'ed open first.
+void hash_file(int folder_fd, const char* name, Found& f) {
+  const std::string& relative = f.entry.path;
+  // Not blocked by a pipe put in a file's place since the listing (the stat then refuses it).
+  const int fd = ::openat(folder_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) throw Error("cannot read " + printable(relative, 4096) + ": " + errno_text(errno));
-  const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
-    ::close(*f);
-    delete f;
+  const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* p) {
+    ::close(*p);
+    delete p;
   });
   auto changed = [&] {
     return Error(
@@ -331,8 +341,16 @@ std::string hash_file(int folder_fd, const char* name, const std::string& relati
                     "still (a data set is a version of files that do not change)",
                     printable(relative, 4096)));
   };
-  // No stat before reading: the one after is compared with the listing's (the same inode, size
-  // and times), which a file replaced or written since the listing fails as well.
+  if (f.stat.inode == 0) {
+    struct stat before {};
+    if (::fstat(fd, &before) != 0 || !S_ISREG(before.st_mode)) throw changed();
+    f.stat = stat_of(before);
+    f.entry.size = f.stat.size;
+    f.entry.mode = before.st_mode & 0777;
+  }
+  // The stat after reading is compared with the one before (the listing's, or the one above):
+  // the same inode, size and times, which a file replaced or written since then fails.
+  const Stat& listed = f.stat;
   static thread_local const std::unique_ptr<char[]> buffer(new char[k_buffer]);
   Sha256 hash;
   std::uint64_t total = 0;
@@ -350,7 +368,7 @@ std::string hash_file(int folder_fd, const char* name, const std::string& relati
   if (::fstat(fd, &after) != 0 || !(stat_of(after) == listed) || total != listed.size) {
     throw changed();
   }
-  return hash.hex_digest();
+  f.entry.sha256 = hash.hex_digest();
 }
 
 /// Hashes the files `pending` on every core.
@@ -371,7 +389,7 @@ void hash_pending(const fs::path& root, const std::vector<Found*>& pending) {
         const bool top = slash == std::string::npos;
         const int fd =
             folder.at(top ? std::string_view() : std::string_view(path).substr(0, slash), path);
-        f.entry.sha256 = hash_file(fd, path.c_str() + (top ? 0 : slash + 1), path, f.stat);
+        hash_file(fd, path.c_str() + (top ? 0 : slash + 1), f);
       } catch (...) {
         const std::lock_guard lock(failing);
         if (!failure) failure = std::current_exception();
@@ -390,7 +408,9 @@ void hash_pending(const fs::path& root, const std::vector<Found*>& pending) {
 
 DataManifest hash_folder(const fs::path& root, const fs::path& stat_cache, std::int64_t now_ns,
                          HashReport& report) {
-  std::vector<std::vector<Found>> folders = Lister(root, report).run();
+  std::error_code no_cache;
+  std::vector<std::vector<Found>> folders =
+      Lister(root, report, fs::exists(stat_cache, no_cache)).run();
   std::vector<Found*> found;
   for (auto& folder : folders) {
     for (Found& f : folder) found.push_back(&f);

@@ -136,6 +136,34 @@ TEST(DataHash, HashesEveryFileAndSkipsLinksThatLeave) {
   EXPECT_NE(said.find("skipped pipe: not a file, a folder or a link"), std::string::npos);
 }
 
+TEST(DataHash, AFirstAddRecordsEachFilesSizeAndModeAsALaterOneDoes) {
+  // A first add (no stat cache) stats each file once it is open, not in the listing: the
+  // manifest is the same as one whose listing stat'ed them.
+  test::TempDir dir("data-first");
+  const fs::path root = dir.path() / "ds";
+  write(root / "run.sh", "#!/bin/sh\n");
+  write(root / "d/empty", "");
+  write(root / "d/big.bin", std::string(70000, 'q'));
+  fs::permissions(root / "run.sh", fs::perms(0755));
+  fs::permissions(root / "d/big.bin", fs::perms(0640));
+  const fs::path cache = dir.path() / "cache";
+  HashReport first;
+  const DataManifest m = hash_folder(root, cache, now_ns(), first);
+  ASSERT_EQ(m.entries.size(), 3U);
+  EXPECT_EQ(m.entries[0].path, "d/big.bin");
+  EXPECT_EQ(m.entries[0].size, 70000U);
+  EXPECT_EQ(m.entries[0].mode, 0640U);
+  EXPECT_EQ(m.entries[1].size, 0U);
+  EXPECT_EQ(m.entries[1].sha256, sha256_hex(""));
+  EXPECT_EQ(m.entries[2].mode, 0755U);
+  EXPECT_EQ(m.entries[2].size, 10U);
+  EXPECT_EQ(first.bytes_read, 70010U);
+  ASSERT_TRUE(fs::exists(cache));
+  HashReport again;
+  const DataManifest cached = hash_folder(root, cache, now_ns(), again);
+  EXPECT_EQ(cached.text(), m.text());
+}
+
 TEST(DataHash, TheStatCacheIsTrustedOnlyOutsideTheRacyWindow) {
   test::TempDir dir("data-racy");
   const fs::path root = dir.path() / "ds";
