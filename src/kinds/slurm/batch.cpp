@@ -74,9 +74,7 @@ std::optional<long> slurm_time_seconds(const std::string& text) {
   if (with_days) {
     const auto days = parse_integer(text.substr(0, dash), 0, 100'000);
     if (!days) return std::nullopt;
-    parts.insert(parts.begin(), *days * 24);  // D-HH…: hours, minutes, seconds after the days
-    parts[1] += parts[0];
-    parts.erase(parts.begin());
+    parts[0] += *days * 24;  // the hours after the days
   }
   // Without days: minutes, MM:SS, HH:MM:SS; with them: HH, HH:MM, HH:MM:SS after the days.
   static const long long scales[2][3][3] = {{{60}, {60, 1}, {3600, 60, 1}},
