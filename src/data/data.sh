@@ -5,6 +5,8 @@
 #   STORE/versions/ID         the objects of a version ("NAME SIZE" lines): written once complete
 #   STORE/trees/ID/           the version's folder: hard links into objects/, folders 0555
 #   STORE/trees/ID.made       its mtime: nothing in the tree may be newer (else it was written to)
+#   STORE/trees/.ID.base      a version pushed as changes to BASE's folder, made after the push
+#                             returned (.ID.gone, .ID.gone-dirs, .ID.tar hold the changes)
 #   STORE/uses/RUN_ID         a run that mounts versions: its run folder, then their ids
 #   STORE/.gc.lock            pushes and uses hold it shared, gc exclusive
 set -e
@@ -43,10 +45,42 @@ mlw_data_remove() {
   }
 }
 
-# Removes a version's tree and its list (the next push makes them again).
+# Removes a version's tree, its list and the changes it is to be made from (the next push makes
+# them again).
 mlw_data_drop() {
   mlw_data_remove "$S/trees/$1"
-  rm -f "$S/trees/$1.made" "$S/versions/$1"
+  mlw_data_remove "$S/trees/.$1.tmp"
+  rm -f "$S/trees/$1.made" "$S/versions/$1" "$S/trees/.$1.base" "$S/trees/.$1.tar" \
+    "$S/trees/.$1.gone" "$S/trees/.$1.gone-dirs"
+}
+
+# mlw_data_make ID, with trees/.ID.lock held: makes the folder of a version that a push left as
+# changes to another's (trees/.ID.base names it): BASE's folder linked again (cp -al), what went
+# removed, the tar of what is new unpacked, its folders 0555. Where BASE's folder is gone or was
+# written to, drops the version (the next push sends it whole) and fails.
+mlw_data_make() {
+  mk_base=$(cat "$S/trees/.$1.base" 2>/dev/null) || return 1
+  mlw_data_remove "$S/trees/.$1.tmp"
+  if mlw_data_derive "$1" "$mk_base" && (cd "$S" && tar -xf "trees/.$1.tar") &&
+    find "$S/trees/.$1.tmp" -type d -exec chmod 555 {} + &&
+    mv "$S/trees/.$1.tmp" "$S/trees/$1"; then
+    : >"$S/trees/$1.made"
+    rm -f "$S/trees/.$1.base" "$S/trees/.$1.tar" "$S/trees/.$1.gone" "$S/trees/.$1.gone-dirs"
+    return 0
+  fi
+  mlw_data_drop "$1"
+  return 1
+}
+
+# mlw_data_settle ID: where the folder of a version is still to be made from its changes, waits
+# for the process the push started to make it, or makes it (that process died).
+mlw_data_settle() {
+  [ -f "$S/trees/.$1.base" ] && [ -f "$S/versions/$1" ] || return 0
+  exec 7>"$S/trees/.$1.lock"
+  flock 7
+  [ ! -f "$S/trees/.$1.base" ] || mlw_data_make "$1" || :
+  rm -f "$S/trees/.$1.lock"
+  exec 7>&-
 }
 
 # True where the store holds a version whole: its list, its tree and the tree's note of when it
@@ -99,6 +133,7 @@ mlw_data_ready() {
   shift 3
   all=1
   for id in "$@"; do
+    mlw_data_settle "$id"
     if mlw_data_whole "$id"; then
       t=$(mlw_data_touched "$id")
       if [ -z "$t" ]; then
@@ -122,8 +157,13 @@ mlw_data_ready() {
 # whose tree this store holds), "F\n" and F bytes of NUL-ended paths, "D\n" and D bytes of folders
 # come before the tar: the tree starts as BASE's (cp -al: links, no content copied), those files
 # and then those (emptied) folders are removed, and the tar holds only what is new or changed;
-# where BASE's tree is gone or was written to, nothing is made and it exits 6 (the push sends the
-# whole tree). Two pushes of one version take turns; a tree another push made is kept.
+# where BASE's tree is gone, nothing is made and it exits 6 (the push sends the whole tree).
+# With BASE, the version is whole once its list is in place: its folder is made by a process
+# started here, holding the version's lock, after the push returns (linking a large folder
+# again is O(files), the changes O(changes)); whatever reads the version waits for it
+# (mlw_data_settle); should BASE's folder have been written to, that process drops the version
+# and the next push sends it whole. Two pushes of one version take turns; a tree another push
+# made is kept.
 mlw_data_tree() {
   mlw_data_open "$1"
   id=$2 base=$3
@@ -140,21 +180,30 @@ mlw_data_tree() {
   read -r t
   if [ -f "$S/versions/$id" ] && [ -d "$S/trees/$id" ] && [ -z "$(mlw_data_touched "$id")" ]; then
     head -c "$t" >/dev/null
+  elif [ -n "$base" ]; then
+    rm -f "$S/trees/$id.made" "$S/versions/$id" "$S/trees/.$id.base"
+    mlw_data_remove "$S/trees/$id"
+    # (Whether BASE's folder was written to, a walk of all of it, is left to mlw_data_make.)
+    if ! mlw_data_whole "$base"; then
+      head -c "$t" >/dev/null
+      rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs"
+      echo "mlw: the tree of $base is gone or was written to on $(hostname)" >&2
+      exit 6
+    fi
+    head -c "$t" >"$S/trees/.$id.tar"
+    printf '%s\n' "$base" >"$S/trees/.$id.base"
+    mv -f "$S/trees/.$id.list" "$S/versions/$id"
+    (
+      exec </dev/null >/dev/null 2>&1
+      mlw_data_make "$id" && rm -f "$S/trees/.$id.lock"
+    ) &
+    printf 'ready %s %s/%s\n' "$id" "$(cd "$S/trees" && pwd -P)" "$id"
+    return 0
   else
     mlw_data_drop "$id"
     tmp=$S/trees/.$id.tmp
     mlw_data_remove "$tmp"
-    if [ -n "$base" ]; then
-      mlw_data_derive "$id" "$base" || {
-        head -c "$t" >/dev/null
-        mlw_data_remove "$tmp"
-        rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs"
-        echo "mlw: the tree of $base is gone or was written to on $(hostname)" >&2
-        exit 6
-      }
-    else
-      mkdir "$tmp"
-    fi
+    mkdir "$tmp"
     head -c "$t" | (cd "$S" && tar -x) || {
       mlw_data_remove "$tmp"
       echo "mlw: making the folder of data version $id failed on $(hostname)" >&2
@@ -234,6 +283,7 @@ mlw_data_verify() {
     if [ ! -f "$S/versions/$id" ]; then
       printf 'absent %s\n' "$id"
     else
+      mlw_data_settle "$id"
       out=$(mlw_data_check "$id")
       if [ -z "$out" ]; then printf 'ok %s\n' "$id"; else printf '%s\n' "$out"; fi
     fi
@@ -241,7 +291,8 @@ mlw_data_verify() {
 }
 
 # mlw_data_rm STORE ID: removes a version's tree and list unless a live run uses it ("in-use ID
-# RUN", exit 4); prints "removed ID" or "absent ID".
+# RUN", exit 4); prints "removed ID" or "absent ID". A version whose folder is still to be made
+# from this one's is made first.
 mlw_data_rm() {
   mlw_data_open "$1" x
   users=$(mlw_data_live | awk -v id="$2" '$1 == id { printf "%s ", $2 }')
@@ -250,6 +301,13 @@ mlw_data_rm() {
     exit 4
   fi
   if [ -e "$S/versions/$2" ] || [ -e "$S/trees/$2" ]; then
+    # A version still to be made from this one's folder is made first.
+    for plan in "$S"/trees/.*.base; do
+      if [ -f "$plan" ] && [ "$(cat "$plan")" = "$2" ]; then
+        plan=${plan##*/.}
+        mlw_data_settle "${plan%.base}"
+      fi
+    done
     mlw_data_drop "$2"
     printf 'removed %s\n' "$2"
   else
@@ -267,6 +325,11 @@ mlw_data_gc() {
     id=${tree##*/}
     case $id in *.made) continue ;; esac
     [ -f "$S/versions/$id" ] || printf '%s\n' "$live" | grep -qx "$id" || mlw_data_drop "$id"
+  done
+  for plan in "$S"/trees/.*.base; do
+    id=${plan##*/.}
+    id=${id%.base}
+    [ ! -f "$plan" ] || [ -f "$S/versions/$id" ] || mlw_data_drop "$id"
   done
   find "$S/incoming" -mindepth 1 -maxdepth 1 -mmin +1440 -exec rm -rf {} +
   cd "$S/objects"

@@ -300,6 +300,23 @@ void check_source(const DataVersion& version, const std::vector<const DataEntry*
                           said.empty() ? "it said nothing" : printable(said, 400)));
 }
 
+/// The tree plan of a push: derived from `base_id`'s tree where the store holds it whole and the
+/// two versions' folders agree, else whole; `base` is that version's manifest (kept for the
+/// objects it holds).
+TreePlan plan_tree(const DataVersion& version, const DataManifest& manifest,
+                   const DataCatalog* catalog, const std::string& base_id, bool base_ready,
+                   DataManifest& base) {
+  if (base_ready) {
+    for (const auto& other : catalog->versions(version.name)) {
+      if (other.id != base_id) continue;
+      base = catalog->manifest(other);
+      if (auto derived = derived_tree(manifest, base_id, base)) return std::move(*derived);
+    }
+  }
+  base = DataManifest();
+  return whole_tree(manifest);
+}
+
 }  // namespace
 
 std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::string>& ids,
@@ -344,17 +361,32 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
                    store.shell->host(), version.label(), store.store, printable(answer.path, 4096));
     }
   }
+  // A folder made from the base's asks only about the objects the base lacks: the store holds
+  // the base's (its folder is whole), so a version with one file changed asks about one name.
+  DataManifest base;
+  TreePlan plan = plan_tree(version, manifest, catalog, base_id, base_ready, base);
   const Objects objects(manifest);
+  std::vector<const DataEntry*> asking;
+  {
+    const Objects in_base(base);
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      if (plan.base.empty() || !in_base.find(data_object_name(objects[i]))) {
+        asking.push_back(&objects[i]);
+      }
+    }
+  }
   std::size_t names_bytes = 0;
+  std::size_t all_names_bytes = 0;
   std::size_t listed_bytes = 0;
   for (std::size_t i = 0; i < objects.size(); ++i) {
     const std::size_t name = data_object_name(objects[i]).size();
-    names_bytes += name + 1;
+    all_names_bytes += name + 1;
     listed_bytes += name + 2 + fmt::formatted_size("{}", objects[i].size);
   }
+  for (const DataEntry* entry : asking) names_bytes += data_object_name(*entry).size() + 1;
   // The names, and the names with their sizes, made as they are sent: never held whole.
-  const auto names = [&](Segments& input) {
-    input.lines(objects.size(), [&](std::size_t i) { return data_object_name(objects[i]) + "\n"; });
+  const auto names = [&](Segments& input, const std::vector<const DataEntry*>& of) {
+    input.lines(of.size(), [&](std::size_t i) { return data_object_name(*of[i]) + "\n"; });
   };
   const auto listed = [&](Segments& input) {
     input.lines(objects.size(), [&](std::size_t i) {
@@ -366,7 +398,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
   // What the store lacks (uploads a dropped push left are taken in first), read as it comes.
   Segments ask;
   ask.text("0\n" + std::to_string(names_bytes) + "\n");
-  names(ask);
+  names(ask, asking);
   ask.text("0\n");
   std::vector<const DataEntry*> lacking;
   std::string stranger;
@@ -420,26 +452,18 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     }
     return true;
   });
-  // The step checks once more that the store holds what it did not just receive (a gc may have
-  // run since it was asked): the objects uploaded are checked by their hash as they arrive.
-  std::vector<std::uint32_t> held;
+  // The step checks once more that the store holds what it was asked about and did not just
+  // receive (a gc may have run since): the objects uploaded are checked by their hash as they
+  // arrive.
+  std::vector<const DataEntry*> held;
   std::size_t held_bytes = 0;
   {
     std::vector<const DataEntry*> sent(lacking.begin(), lacking.end());
     std::sort(sent.begin(), sent.end());
-    for (std::size_t i = 0; i < objects.size(); ++i) {
-      if (std::binary_search(sent.begin(), sent.end(), &objects[i])) continue;
-      held.push_back(static_cast<std::uint32_t>(i));
-      held_bytes += data_object_name(objects[i]).size() + 1;
-    }
-  }
-  TreePlan plan = whole_tree(manifest);
-  if (base_ready) {
-    for (const auto& other : catalog->versions(version.name)) {
-      if (other.id != base_id) continue;
-      if (auto derived = derived_tree(manifest, base_id, catalog->manifest(other))) {
-        plan = std::move(*derived);
-      }
+    for (const DataEntry* entry : asking) {
+      if (std::binary_search(sent.begin(), sent.end(), entry)) continue;
+      held.push_back(entry);
+      held_bytes += data_object_name(*entry).size() + 1;
     }
   }
   const auto progress = ship_progress(ctx, pushed.bytes_sent, lacking.size());
@@ -459,11 +483,14 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     if (uploading) {
       input.tar(upload, upload_bytes);
       input.text(std::to_string(held_bytes) + "\n");
-      input.lines(held.size(),
-                  [&](std::size_t i) { return data_object_name(objects[held[i]]) + "\n"; });
-    } else {
+      names(input, held);
+    } else if (with_upload) {
       input.text(std::to_string(names_bytes) + "\n");
-      names(input);
+      names(input, asking);
+    } else {
+      input.text(std::to_string(all_names_bytes) + "\n");
+      input.lines(objects.size(),
+                  [&](std::size_t i) { return data_object_name(objects[i]) + "\n"; });
     }
     input.text("0\n" + std::to_string(listed_bytes) + "\n");
     listed(input);
@@ -483,7 +510,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     ShellResult result = run_bounded(
         *store.shell,
         open_store(store) + ship_into_store(nonce) + "mlw_data_tree " + shell_join(words) + "\n",
-        &input, 2 * names_bytes + k_answer_floor);
+        &input, 2 * all_names_bytes + k_answer_floor);
     if (progress && uploading) *ctx.err << "\r\x1b[K" << std::flush;
     return result;
   };

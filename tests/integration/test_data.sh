@@ -430,12 +430,46 @@ expect_eq "its push works" "$CODE" 0
 expect_contains "… made from the last version's folder" "$ERR" "its folder made from"
 expect_eq "… sending the two new contents" "$(json_get "$OUT" 'd["files_sent"]')" 2
 tree3=$(json_get "$OUT" 'd["path"]')
-check "… the folder that went is gone from it" test ! -e "$tree3/shards"
-check "… its folders are read-only" test "$(stat -c %a "$tree3/texts/deep")" = 555
 run_mlw experiment submit -c rm --data ds@3 see.py
 expect_eq "a run of it" "$CODE" 3
 expect_eq "… sees every file of the new version, nothing of the old" "$(sees "$OUT")" "$(expected_listing "$DS")"
+check "… the folder that went is gone from it" test ! -e "$tree3/shards"
+check "… its folders are read-only" test "$(stat -c %a "$tree3/texts/deep")" = 555
 run_mlw data verify -c rm ds@3
+expect_eq "… and it verifies" "$CODE" 0
+
+# Such a push returns once the new files are in the store and checked: the folder is made after
+# it, by a process it started on the target (linking the old folder again is O(files)). Here
+# that process hangs in its `cp` (a fake one first on the login's PATH) and is then killed: the
+# next run of the version makes the folder itself, pushes nothing, and sees the new version.
+printf 'cat 3, again\n' >"$DS/images/cats/c3.jpg"
+run_mlw data add ds "$DS" -m "one changed"
+run_mlw -o json data show ds@4
+ID4=$(json_get "$OUT" 'd["id"]')
+install -d -o mlwtest "$USER_HOME/slow"
+printf '#!/bin/sh\nexec sleep 1234\n' | install -o mlwtest -m 0755 /dev/stdin "$USER_HOME/slow/cp"
+printf 'PATH="$HOME/slow:$PATH"\n' | install -o mlwtest -m 0644 /dev/stdin "$USER_HOME/.bashrc"
+timeout 60 "$MLW" -v data push ds@4 -c rm >"$WORK/o" 2>"$WORK/e"
+expect_eq "a push of one changed file returns while its folder waits to be made" "$?" 0
+expect_contains "… made from the last version's folder" "$(cat "$WORK/e")" "its folder made from"
+check "… the folder is not there yet" test ! -e "$STORE/trees/$ID4"
+maker=
+for i in $(seq 50); do
+  maker=$(pgrep -u mlwtest -f "^sleep 1234$") && break
+  sleep 0.2
+done
+check "… the process making it is there, in cp" test -n "$maker"
+for pid in $maker; do
+  parent=$(ps -o ppid= -p "$pid" | tr -d ' ')
+  kill -9 "$parent" "$pid" 2>/dev/null
+done
+rm -rf "$USER_HOME/slow" "$USER_HOME/.bashrc"
+run_mlw -v experiment submit -c rm --data ds@4 see.py
+expect_eq "a run of it after that process was killed" "$CODE" 3
+expect_eq "… sees the new version" "$(sees "$OUT")" "$(expected_listing "$DS")"
+expect_not_contains "… pushing nothing again" "$ERR" "pushing"
+check "… its folder made" test -f "$STORE/trees/$ID4/images/cats/c3.jpg"
+run_mlw data verify -c rm ds@4
 expect_eq "… and it verifies" "$CODE" 0
 
 # A forged manifest in the project is refused before anything is sent.
