@@ -116,7 +116,7 @@ check "… and no kernel process is left" wait_for 10 bash -c "! kernel_alive '$
 # mlw's kernel process killed: the kernel on the target ends too (it watches its mlw).
 open_session second.ipynb mlw-nbp-local
 check "a second kernel" wait_for 30 kernel_alive "$CONN"
-LAUNCHER=$(pgrep -f "notebook kernel -c local -f $CONN" | head -n 1)
+LAUNCHER=$(pgrep -o -f "notebook kernel -c local -f $CONN")
 check "… started by mlw's kernel process" test -n "$LAUNCHER"
 KPID=$(pgrep -f "^[^ ]*python[^ ]* -m mlw.kernel $CONN" | head -n 1)
 kill -KILL "$LAUNCHER"
@@ -239,7 +239,7 @@ kernel_there() {
     grep -qa "MLW_RUN_ID=$1" "/proc/$p/environ" 2>/dev/null && echo "$p"
   done | head -n 1
 }
-LAUNCHER=$(pgrep -f "notebook kernel -c rm -f $CONN" | head -n 1)
+LAUNCHER=$(pgrep -o -f "notebook kernel -c rm -f $CONN")
 THERE=$(kernel_there "$RRUN")
 check "… the kernel is a process of the target's user" test -n "$THERE"
 kill -KILL "$LAUNCHER"
