@@ -57,7 +57,8 @@ mlw_data_drop() {
 # mlw_data_make ID, with trees/.ID.lock held: makes the folder of a version that a push left as
 # changes to another's (trees/.ID.base names it): BASE's folder linked again (cp -al), what went
 # removed, the tar of what is new unpacked, its folders 0555. Where BASE's folder is gone or was
-# written to, drops the version (the next push sends it whole) and fails.
+# written to (then BASE is dropped too), drops the version (the next push sends it whole) and
+# fails.
 mlw_data_make() {
   mk_base=$(cat "$S/trees/.$1.base" 2>/dev/null) || return 1
   mlw_data_remove "$S/trees/.$1.tmp"
@@ -67,6 +68,11 @@ mlw_data_make() {
     : >"$S/trees/$1.made"
     rm -f "$S/trees/.$1.base" "$S/trees/.$1.tar" "$S/trees/.$1.gone" "$S/trees/.$1.gone-dirs"
     return 0
+  fi
+  # BASE's folder written to: it is dropped too (mlw_data_check), so that the next push sends
+  # this version whole and a run of BASE gets it again.
+  if mlw_data_whole "$mk_base" && [ -n "$(mlw_data_touched "$mk_base")" ]; then
+    mlw_data_check "$mk_base" >/dev/null
   fi
   mlw_data_drop "$1"
   return 1
@@ -149,6 +155,15 @@ mlw_data_ready() {
   if [ -n "$all" ] && [ -n "$run" ]; then
     { printf '%s\n' "$dir" "$@"; } >"$S/uses/$run.tmp" && mv -f "$S/uses/$run.tmp" "$S/uses/$run"
   fi
+}
+
+# mlw_data_held STORE ID BASE: mlw_data_ready of ID (for a push), then "held BASE" where the store
+# holds BASE whole: a push may make ID's folder from BASE's. Whether BASE's folder was written to
+# (a walk of all of it) is left to mlw_data_make, which then drops both.
+mlw_data_held() {
+  mlw_data_ready "$1" "" "" "$2"
+  mlw_data_settle "$3"
+  ! mlw_data_whole "$3" || printf 'held %s\n' "$3"
 }
 
 # mlw_data_tree STORE ID [BASE]: reads "N\n" and N bytes of "OBJECT SIZE" lines, then "T\n" and a

@@ -300,6 +300,19 @@ void check_source(const DataVersion& version, const std::vector<const DataEntry*
                           said.empty() ? "it said nothing" : printable(said, 400)));
 }
 
+/// The lines of a data.sh step that reads the store (at most `limit` bytes); throws where it fails.
+std::vector<DataLine> read_store(DataStore& store, const std::vector<std::string>& words,
+                                 std::size_t limit) {
+  const ShellResult result =
+      run_bounded(*store.shell, script_call("src/data/data.sh", words), nullptr, limit);
+  if (result.exit_code != 0) {
+    throw Error(fmt::format("{}: the data store {} could not be read (exit {}): {}",
+                            store.shell->host(), store.store, result.exit_code,
+                            printable(trim(result.errors + result.output), 400)));
+  }
+  return parse_lines(result.output);
+}
+
 /// The tree plan of a push: derived from `base_id`'s tree where the store holds it whole and the
 /// two versions' folders agree, else whole; `base` is that version's manifest (kept for the
 /// objects it holds).
@@ -323,15 +336,8 @@ std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::s
                                       const std::string& run_dir, const std::string& run_id) {
   std::vector<std::string> words = {"mlw_data_ready", store.store, run_dir, run_id};
   words.insert(words.end(), ids.begin(), ids.end());
-  const ShellResult result = run_bounded(*store.shell, script_call("src/data/data.sh", words),
-                                         nullptr, k_answer_floor + 8192 * ids.size());
-  if (result.exit_code != 0) {
-    throw Error(fmt::format("{}: the data store {} could not be read (exit {}): {}",
-                            store.shell->host(), store.store, result.exit_code,
-                            printable(trim(result.errors + result.output), 400)));
-  }
   std::vector<DataReadiness> answers;
-  for (auto& line : parse_lines(result.output)) {
+  for (auto& line : read_store(store, words, k_answer_floor + 8192 * ids.size())) {
     if (line.word == "ready" || line.word == "damaged" || line.word == "missing") {
       answers.push_back({line.id, line.word, line.rest});
     }
@@ -344,14 +350,20 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
                          DataStore* from) {
   DataPushResult pushed;
   const std::string base_id = base_candidate(catalog, version);
-  std::vector<std::string> ids = {version.id};
-  if (!base_id.empty()) ids.push_back(base_id);
   bool base_ready = false;
-  for (const auto& answer : data_ready(store, ids)) {
-    if (answer.id == base_id) {
-      base_ready = answer.state == "ready";
-      continue;
+  std::vector<DataReadiness> answers;
+  if (base_id.empty()) {
+    answers = data_ready(store, {version.id});
+  } else {
+    // The version's state, and whether the store holds the base whole (not whether its folder
+    // was written to: a walk of all of it, left to the step that makes the folder from it).
+    for (auto& line :
+         read_store(store, {"mlw_data_held", store.store, version.id, base_id}, k_answer_floor)) {
+      if (line.word == "held" && line.id == base_id) base_ready = true;
+      if (line.id == version.id) answers.push_back({line.id, line.word, line.rest});
     }
+  }
+  for (const auto& answer : answers) {
     if (answer.state == "ready") {
       pushed.path = answer.path;
       return pushed;
