@@ -5,7 +5,8 @@ remotedocker target, against `rsync -a` of the same folder over ssh to the same 
 version adds, nothing changed (against the same submit without it). B14c: 300,000 files of 1 KB:
 the first `data add` against `find | xargs sha256sum` (one process), the second, the push against
 rsync, mlw's peak memory. B14d: one file of the 20,000 changed: push against rsync again.
-MLW_BENCH_SCALE (default 1) divides the sizes, for a quick try."""
+MLW_BENCH_SCALE (default 1) divides the sizes, for a quick try; MLW_B14_PARTS (default "a,b,c,d")
+names the figures to measure (B14d alone: MLW_B14_PARTS=d)."""
 
 import os
 import shutil
@@ -16,6 +17,7 @@ from targets import WAN, Targets
 from timing import median, row, run_once
 
 SCALE = int(os.environ.get("MLW_BENCH_SCALE", "1"))
+PARTS = set(os.environ.get("MLW_B14_PARTS", "a,b,c,d").split(","))
 
 
 def make_images(folder):
@@ -110,34 +112,8 @@ def first_push(t, disk, name, source, label, runs=3):
     return median(times["mlw"]), median(times["rsync"])
 
 
-def main(mlw, link=None):
-    wan = link == "wan"
-    t = Targets(mlw, "b14", link=WAN if wan else None)
-    t.attach_remote("rd")
-    disk = Disk(t)
-    data = os.path.join(t.home, "images")
-    make_images(data)
-    t.mlw("data", "add", "images", data)
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(data) for f in fs)
-    what = f"first push, {20000 // SCALE:,} files / {size / 1e9:.1f} GB (`data push -c rd`)"
-    a_mlw, a_floor = first_push(t, disk, "images", data, what, runs=1 if wan else 3)
-    if wan:
-        wire = size * 8 / (WAN["rate_mbit"] * 1e6) * 1000
-        print(row("B14-w", what, f"{a_mlw:.0f} ms ({a_mlw / wire:.2f}× the wire)",
-                  f"the wire {wire:.0f} ms; `rsync -a` {a_floor:.0f} ms ({a_mlw / a_floor:.2f}×)",
-                  "≤ 1.1× the wire", a_mlw / wire <= 1.1))
-        disk.remove()
-        t.remove()
-        return
-    print(row("B14", what, f"{a_mlw:.0f} ms ({a_mlw / a_floor:.2f}×)",
-              f"`rsync -a` over ssh {a_floor:.0f} ms", "≤ 1.0×", a_mlw / a_floor <= 1.0))
-
-    # The version and rsync's copy in place, for B14b and B14d.
-    disk.fresh("b14-rsync")
-    t.mlw("data", "push", "images", "-c", "rd")
-    run_once(rsync(t, data, disk.dest("b14-rsync")), env=t.env)
-
-    # B14b: a submit that mounts the pushed version, against the same submit without it.
+def b14b(t, mlw):
+    """B14b: a submit that mounts the pushed version, against the same submit without it."""
     t.mlw("experiment", "prepare", "-c", "rd")
     plain = [mlw, "-q", "experiment", "submit", "-c", "rd", "noop.py"]
     mounted = [mlw, "-q", "experiment", "submit", "-c", "rd", "--data", "images", "noop.py"]
@@ -151,7 +127,9 @@ def main(mlw, link=None):
               f"{added:+.0f} ms, no data sent", f"the same submit without it {median(times['plain']):.0f} ms",
               "≤ 50 ms added, 0 data bytes", added <= 50))
 
-    # B14d: one file changed.
+
+def b14d(t, mlw, disk, data):
+    """B14d: one file changed, pushed against rsync again."""
     victim = os.path.join(data, "images", "d1", "img500.jpg")
     changed = {"mlw": [], "rsync": []}
     for i in range(5):
@@ -166,7 +144,9 @@ def main(mlw, link=None):
     print(row("B14d", "push after one file of the 20,000 changed", f"{d_mlw:.0f} ms ({d_mlw / d_floor:.2f}×)",
               f"`rsync -a` again {d_floor:.0f} ms", "≤ 0.2×", d_mlw / d_floor <= 0.2))
 
-    # B14c: 300,000 files of 1 KB.
+
+def b14c(t, mlw, disk):
+    """B14c: 300,000 files of 1 KB."""
     small = os.path.join(t.home, "small")
     count = 300000 // SCALE
     make_small(small, count)
@@ -192,6 +172,44 @@ def main(mlw, link=None):
     rss = max(rss_add, rss_push)
     print(row("B14c", "… peak memory of mlw (`data add` reading all, `data push` of all)",
               f"{rss:.0f} MB (add {rss_add:.0f}, push {rss_push:.0f})", "—", "≤ 128 MB", rss <= 128))
+
+
+def main(mlw, link=None):
+    wan = link == "wan"
+    t = Targets(mlw, "b14", link=WAN if wan else None)
+    t.attach_remote("rd")
+    disk = Disk(t)
+    data = os.path.join(t.home, "images")
+    make_images(data)
+    t.mlw("data", "add", "images", data)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(data) for f in fs)
+    what = f"first push, {20000 // SCALE:,} files / {size / 1e9:.1f} GB (`data push -c rd`)"
+    if "a" in PARTS or wan:
+        a_mlw, a_floor = first_push(t, disk, "images", data, what, runs=1 if wan else 3)
+    if wan:
+        wire = size * 8 / (WAN["rate_mbit"] * 1e6) * 1000
+        print(row("B14-w", what, f"{a_mlw:.0f} ms ({a_mlw / wire:.2f}× the wire)",
+                  f"the wire {wire:.0f} ms; `rsync -a` {a_floor:.0f} ms ({a_mlw / a_floor:.2f}×)",
+                  "≤ 1.1× the wire", a_mlw / wire <= 1.1))
+        disk.remove()
+        t.remove()
+        return
+    if "a" in PARTS:
+        print(row("B14", what, f"{a_mlw:.0f} ms ({a_mlw / a_floor:.2f}×)",
+                  f"`rsync -a` over ssh {a_floor:.0f} ms", "≤ 1.0×", a_mlw / a_floor <= 1.0))
+
+    # The version and rsync's copy in place, for B14b and B14d.
+    disk.fresh("b14-rsync")
+    t.mlw("data", "push", "images", "-c", "rd")
+    run_once(rsync(t, data, disk.dest("b14-rsync")), env=t.env)
+
+    if "b" in PARTS:
+        b14b(t, mlw)
+
+    if "d" in PARTS:
+        b14d(t, mlw, disk, data)
+    if "c" in PARTS:
+        b14c(t, mlw, disk)
     clear(t, "b14-rsync", "b14-small")
     disk.remove()
     t.remove()
