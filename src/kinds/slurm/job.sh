@@ -94,7 +94,7 @@ step=$!
 signalled=
 # The seconds of squeue's time left (D-HH:MM:SS, HH:MM:SS, MM:SS), or nothing.
 seconds_of() {
-  local t=$1 days=0 total=0 part
+  local t="$1" days=0 total=0 part
   [[ "$t" =~ ^([0-9]+-)?[0-9]+(:[0-9]+){0,2}$ ]] || return 0
   if [[ "$t" == *-* ]]; then days=${t%%-*} t=${t#*-}; fi
   for part in ${t//:/ }; do total=$((total * 60 + 10#$part)); done
@@ -103,8 +103,10 @@ seconds_of() {
 # Slurm may warn a requeued job again as soon as it starts: a warning while more than the lead
 # time and a minute (the resolution of Slurm's warnings) are left is not passed on. One that comes
 # early within that minute (Slurm sends it at its first look once the lead and its period of 30 s
-# are left) is held until the lead is left: a timer gives it to this shell again then.
+# are left) is held until the lead is left: a timer gives it to this shell again then, and a
+# warning once that time has come is passed on whatever squeue says (its seconds are rounded).
 holder=
+held_until=
 pass_warning() {
   local left
   left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
@@ -113,8 +115,11 @@ pass_warning() {
     echo "mlw: $mlw_checkpoint_signal came with ${left} s of the time limit left; not passed on"
     return 0
   fi
-  if [[ -n "$left" ]] && ((left > mlw_checkpoint_lead)); then
-    [[ -n "$holder" ]] && kill -0 "$holder" 2>/dev/null && return 0
+  if [[ -n "$held_until" ]]; then
+    ((SECONDS >= held_until)) || return 0 # Slurm again, while one is held
+    held_until=
+  elif [[ -n "$left" ]] && ((left > mlw_checkpoint_lead)); then
+    held_until=$((SECONDS + left - mlw_checkpoint_lead))
     (sleep $((left - mlw_checkpoint_lead)) && kill -s "$mlw_checkpoint_signal" $$) &
     holder=$!
     return 0
