@@ -58,9 +58,11 @@ mlw_data_drop() {
 # changes to another's (trees/.ID.base names it): BASE's folder linked again (cp -al), what went
 # removed, the tar of what is new unpacked, its folders 0555. Where BASE's folder is gone or was
 # written to (then BASE is dropped too), drops the version (the next push sends it whole) and
-# fails.
+# fails. A BASE whose own folder is still to be made is waited for (in a subshell: its lock's fd
+# is this one's).
 mlw_data_make() {
   mk_base=$(cat "$S/trees/.$1.base" 2>/dev/null) || return 1
+  [ "$(cat "$S/trees/.$mk_base.base" 2>/dev/null)" = "$1" ] || (mlw_data_settle "$mk_base")
   mlw_data_remove "$S/trees/.$1.tmp"
   if mlw_data_derive "$1" "$mk_base" && (cd "$S" && tar -xf "trees/.$1.tar") &&
     find "$S/trees/.$1.tmp" -type d -exec chmod 555 {} + &&
@@ -81,12 +83,17 @@ mlw_data_make() {
 # mlw_data_settle ID: where the folder of a version is still to be made from its changes, waits
 # for the process the push started to make it, or makes it (that process died).
 mlw_data_settle() {
-  [ -f "$S/trees/.$1.base" ] && [ -f "$S/versions/$1" ] || return 0
+  mlw_data_pending "$1" || return 0
   exec 7>"$S/trees/.$1.lock"
   flock 7
   [ ! -f "$S/trees/.$1.base" ] || mlw_data_make "$1" || :
   rm -f "$S/trees/.$1.lock"
   exec 7>&-
+}
+
+# True where a version's folder is still to be made from its changes (its list is in place).
+mlw_data_pending() {
+  [ -f "$S/trees/.$1.base" ] && [ -f "$S/versions/$1" ]
 }
 
 # True where the store holds a version whole: its list, its tree and the tree's note of when it
@@ -158,12 +165,12 @@ mlw_data_ready() {
 }
 
 # mlw_data_held STORE ID BASE: mlw_data_ready of ID (for a push), then "held BASE" where the store
-# holds BASE whole: a push may make ID's folder from BASE's. Whether BASE's folder was written to
-# (a walk of all of it) is left to mlw_data_make, which then drops both.
+# holds BASE whole or will (its folder still to be made, not waited for: a push right after the
+# last one): a push may make ID's folder from BASE's. Whether BASE's folder was written to (a
+# walk of all of it) is left to mlw_data_make, which then drops both.
 mlw_data_held() {
   mlw_data_ready "$1" "" "" "$2"
-  mlw_data_settle "$3"
-  ! mlw_data_whole "$3" || printf 'held %s\n' "$3"
+  ! { mlw_data_whole "$3" || mlw_data_pending "$3"; } || printf 'held %s\n' "$3"
 }
 
 # mlw_data_tree STORE ID [BASE]: reads "N\n" and N bytes of "OBJECT SIZE" lines, then "T\n" and a
@@ -184,8 +191,17 @@ mlw_data_tree() {
   id=$2 base=$3
   exec 7>"$S/trees/.$id.lock"
   flock 7
-  read -r n
-  head -c "$n" >"$S/trees/.$id.list"
+  # The version's list: N bytes of it, or (N "derived") the lines BASE's list gains, then those
+  # it loses (mlw_data_list).
+  read -r n how
+  if [ "$how" = derived ]; then
+    read -r a
+    head -c "$a" >"$S/trees/.$id.added"
+    read -r r
+    head -c "$r" >"$S/trees/.$id.dropped"
+  else
+    head -c "$n" >"$S/trees/.$id.list"
+  fi
   if [ -n "$base" ]; then
     read -r f
     head -c "$f" >"$S/trees/.$id.gone"
@@ -199,9 +215,11 @@ mlw_data_tree() {
     rm -f "$S/trees/$id.made" "$S/versions/$id" "$S/trees/.$id.base"
     mlw_data_remove "$S/trees/$id"
     # (Whether BASE's folder was written to, a walk of all of it, is left to mlw_data_make.)
-    if ! mlw_data_whole "$base"; then
+    if ! { mlw_data_whole "$base" || mlw_data_pending "$base"; } ||
+      { [ "$how" = derived ] && ! mlw_data_list "$id" "$base" "$n"; }; then
       head -c "$t" >/dev/null
-      rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs"
+      rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs" \
+        "$S/trees/.$id.added" "$S/trees/.$id.dropped"
       echo "mlw: the tree of $base is gone or was written to on $(hostname)" >&2
       exit 6
     fi
@@ -229,8 +247,32 @@ mlw_data_tree() {
     : >"$S/trees/$id.made"
     mv -f "$S/trees/.$id.list" "$S/versions/$id"
   fi
-  rm -f "$S/trees/.$id.list" "$S/trees/.$id.lock" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs"
+  rm -f "$S/trees/.$id.list" "$S/trees/.$id.lock" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs" \
+    "$S/trees/.$id.added" "$S/trees/.$id.dropped"
   printf 'ready %s %s\n' "$id" "$(cd "$S/trees/$id" && pwd -P)"
+}
+
+# mlw_data_list ID BASE BYTES: trees/.ID.list as BASE's list less the lines of trees/.ID.dropped
+# and with those of trees/.ID.added, merged in name order (each is in it, as the lists are), where
+# it comes to BYTES bytes; else fails (the whole list is sent then). One process: awk.
+mlw_data_list() {
+  # shellcheck disable=SC2016 # awk's $0
+  LC_ALL=C awk -v want="$3" -v out="$S/trees/.$1.list" '
+    FILENAME == ARGV[1] { drop[$0] = 1; next }
+    FILENAME == ARGV[2] { add[++na] = $0; next }
+    {
+      while (i < na && add[i + 1] < $0) { print add[++i] > out; n += length(add[i]) + 1 }
+      if (!($0 in drop)) { print > out; n += length($0) + 1 }
+    }
+    END {
+      while (i < na) { print add[++i] > out; n += length(add[i]) + 1 }
+      close(out)
+      exit n == want ? 0 : 1
+    }' "$S/trees/.$1.dropped" "$S/trees/.$1.added" "$S/versions/$2" || {
+    rm -f "$S/trees/.$1.list"
+    return 1
+  }
+  rm -f "$S/trees/.$1.added" "$S/trees/.$1.dropped"
 }
 
 # mlw_data_derive ID BASE: trees/.ID.tmp as BASE's tree less the paths in trees/.ID.gone and the

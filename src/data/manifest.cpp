@@ -1,7 +1,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include "mlw/data/dataset.hpp"
 #include "mlw/util/error.hpp"
@@ -121,13 +124,117 @@ std::size_t DataManifest::files() const {
       entries.begin(), entries.end(), [](const auto& e) { return e.link_target.empty(); }));
 }
 
+namespace {
+
+/// The entry of a line that is not the plain file line below, or why not (any line that
+/// read_plain_file takes reads the same here).
+DataEntry read_entry_line(std::string_view line,
+                          const std::function<void(const std::string&)>& fail) {
+  const auto fields = split(line, ' ');
+  DataEntry entry;
+  if (fields.size() == 5 && fields[0] == "F") {
+    if (!is_hex64(fields[1])) fail("the sha256 is not 64 lowercase hex digits");
+    const auto size = parse_integer(fields[2], 0, (1LL << 50));
+    if (!size || fields[2] != std::to_string(*size)) fail("the size is not a number");
+    if (fields[3].empty() || fields[3].size() > 4 ||
+        fields[3].find_first_not_of("01234567") != std::string::npos) {
+      fail("the mode is not octal permission bits");
+    }
+    entry.sha256 = fields[1];
+    entry.size = static_cast<std::uint64_t>(*size);
+    entry.mode = static_cast<std::uint32_t>(std::stoul(fields[3], nullptr, 8)) & 0777;
+    if (fmt::format("{:o}", entry.mode) != fields[3]) fail("the mode is not octal permission bits");
+  } else if (fields.size() == 3 && fields[0] == "L") {
+    const auto target = unescape_data_path(fields[1]);
+    if (!target || target->empty() || target->size() > k_max_path || target->front() == '/') {
+      fail("the link's target is not a relative path");
+    }
+    entry.link_target = *target;
+    entry.mode = 0777;
+  } else {
+    fail("expected \"F SHA256 SIZE MODE PATH\" or \"L TARGET PATH\"");
+  }
+  const auto path = unescape_data_path(fields.back());
+  if (!path || !safe_relative(*path)) fail("the path is not a relative path inside the folder");
+  entry.path = *path;
+  // One text per manifest, so that its id names it: "%41" for "A", "0644" for "644" are not
+  // it (checked line by line: the whole text again would double a large manifest's memory).
+  if (entry_line(entry) != line) fail("the manifest is not in its one written form");
+  return entry;
+}
+
+/// The digits of `text` from `at` up to `stop` as a number with no leading zero (or "0"), at
+/// most `most`, in base `base`; `at` moved past them. Nullopt otherwise.
+std::optional<std::uint64_t> plain_number(std::string_view text, std::size_t& at, char stop,
+                                          unsigned base, std::uint64_t most) {
+  const std::size_t first = at;
+  std::uint64_t value = 0;
+  while (at < text.size() && text[at] != stop) {
+    const unsigned digit = static_cast<unsigned char>(text[at]) - '0';
+    if (digit >= base || value > most) return std::nullopt;
+    value = value * base + digit;
+    ++at;
+  }
+  const std::size_t digits = at - first;
+  if (at == text.size() || digits == 0 || (digits > 1 && text[first] == '0') || value > most) {
+    return std::nullopt;
+  }
+  ++at;
+  return value;
+}
+
+/// The common line, read without a copy of its fields: `F SHA256 SIZE MODE PATH` in its one
+/// written form, whose path needs no escape (printable ASCII but '%') and is a relative path
+/// inside the folder. False for any other line (read_entry_line says what it is).
+bool read_plain_file(std::string_view line, DataEntry& entry) {
+  if (line.size() < 72 || line[0] != 'F' || line[1] != ' ' || line[66] != ' ') return false;
+  const std::string_view sha = line.substr(2, 64);
+  static constexpr auto k_lower_hex = [] {
+    std::array<std::uint8_t, 256> table{};
+    for (int c = '0'; c <= '9'; ++c) table[static_cast<std::size_t>(c)] = 1;
+    for (int c = 'a'; c <= 'f'; ++c) table[static_cast<std::size_t>(c)] = 1;
+    return table;
+  }();
+  unsigned hex = 1;  // no branch per digit: a line of a manifest nearly always has its hash
+  for (const char c : sha) hex &= k_lower_hex[static_cast<unsigned char>(c)];
+  if (hex == 0) return false;
+  std::size_t at = 67;
+  const auto size = plain_number(line, at, ' ', 10, 1ULL << 50);
+  if (!size) return false;
+  const auto mode = plain_number(line, at, ' ', 8, 0777);
+  if (!mode) return false;
+  const std::string_view path = line.substr(at);
+  if (path.empty() || path.size() > k_max_path || path.front() == '/') return false;
+  std::size_t part = 0;  // where the path's current component starts
+  for (std::size_t i = 0; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') {
+      const auto byte = static_cast<unsigned char>(path[i]);
+      if (byte <= 0x20 || byte >= 0x7f || byte == '%') return false;
+      continue;
+    }
+    const std::string_view component = path.substr(part, i - part);
+    if (component.empty() || component == "." || component == "..") return false;
+    part = i + 1;
+  }
+  entry.sha256.assign(sha);
+  entry.size = *size;
+  entry.mode = static_cast<std::uint32_t>(*mode);
+  entry.path.assign(path);
+  return true;
+}
+
+}  // namespace
+
 DataManifest read_data_manifest(std::string_view text, const std::string& origin) {
   DataManifest manifest;
   // One entry per line after the first: reserved, so that a vector growing by doubling does not
   // hold two copies of 300,000 entries at once.
-  manifest.entries.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+  std::size_t lines = 0;
+  for (auto at = text.find('\n'); at != std::string_view::npos; at = text.find('\n', at + 1))
+    ++lines;
+  manifest.entries.reserve(lines);
   std::size_t line_number = 0;
-  auto fail = [&](const std::string& why) {
+  const std::function<void(const std::string&)> fail = [&](const std::string& why) {
     throw Error(fmt::format("{}:{}: {}", origin, line_number, why));
   };
   std::size_t start = 0;
@@ -141,40 +248,11 @@ DataManifest read_data_manifest(std::string_view text, const std::string& origin
       if (line != k_header) fail("not an mlw data manifest (its first line is not \"mlw-data 1\")");
       continue;
     }
-    const auto fields = split(line, ' ');
     DataEntry entry;
-    if (fields.size() == 5 && fields[0] == "F") {
-      if (!is_hex64(fields[1])) fail("the sha256 is not 64 lowercase hex digits");
-      const auto size = parse_integer(fields[2], 0, (1LL << 50));
-      if (!size || fields[2] != std::to_string(*size)) fail("the size is not a number");
-      if (fields[3].empty() || fields[3].size() > 4 ||
-          fields[3].find_first_not_of("01234567") != std::string::npos) {
-        fail("the mode is not octal permission bits");
-      }
-      entry.sha256 = fields[1];
-      entry.size = static_cast<std::uint64_t>(*size);
-      entry.mode = static_cast<std::uint32_t>(std::stoul(fields[3], nullptr, 8)) & 0777;
-      if (fmt::format("{:o}", entry.mode) != fields[3])
-        fail("the mode is not octal permission bits");
-    } else if (fields.size() == 3 && fields[0] == "L") {
-      const auto target = unescape_data_path(fields[1]);
-      if (!target || target->empty() || target->size() > k_max_path || target->front() == '/') {
-        fail("the link's target is not a relative path");
-      }
-      entry.link_target = *target;
-      entry.mode = 0777;
-    } else {
-      fail("expected \"F SHA256 SIZE MODE PATH\" or \"L TARGET PATH\"");
-    }
-    const auto path = unescape_data_path(fields.back());
-    if (!path || !safe_relative(*path)) fail("the path is not a relative path inside the folder");
-    if (!manifest.entries.empty() && manifest.entries.back().path >= *path) {
+    if (!read_plain_file(line, entry)) entry = read_entry_line(line, fail);
+    if (!manifest.entries.empty() && manifest.entries.back().path >= entry.path) {
       fail("the paths are not sorted, or one is repeated");
     }
-    entry.path = *path;
-    // One text per manifest, so that its id names it: "%41" for "A", "0644" for "644" are not
-    // it (checked line by line: the whole text again would double a large manifest's memory).
-    if (entry_line(entry) != line) fail("the manifest is not in its one written form");
     manifest.entries.push_back(std::move(entry));
   }
   if (line_number == 0) throw Error(origin + ": the manifest is empty");

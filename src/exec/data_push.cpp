@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "data_plan.hpp"
 #include "mlw/exec/data_store.hpp"
 #include "mlw/exec/ship.hpp"
 #include "mlw/remote/tar.hpp"
@@ -121,135 +122,6 @@ class TreeStream {
   std::set<std::string> m_dirs;
 };
 
-/// The objects of a version, each once (the first file that holds it), in name order: eight
-/// bytes per object, where a map of names held 150 (a push of 300,000 files took 311 MB).
-class Objects {
- public:
-  explicit Objects(const DataManifest& manifest) {
-    for (const auto& entry : manifest.entries) {
-      if (entry.link_target.empty()) m_entries.push_back(&entry);
-    }
-    std::stable_sort(m_entries.begin(), m_entries.end(), less);
-    m_entries.erase(std::unique(m_entries.begin(), m_entries.end(),
-                                [](const DataEntry* a, const DataEntry* b) {
-                                  return !less(a, b) && !less(b, a);
-                                }),
-                    m_entries.end());
-  }
-  std::size_t size() const { return m_entries.size(); }
-  const DataEntry& operator[](std::size_t i) const { return *m_entries[i]; }
-  /// The file that holds the object named `name`, or nullptr.
-  const DataEntry* find(std::string_view name) const {
-    const bool exec = name.size() == 66 && name.substr(64) == ".x";
-    if (name.size() != 64 && !exec) return nullptr;
-    const std::string_view sha = name.substr(0, 64);
-    const auto at =
-        std::lower_bound(m_entries.begin(), m_entries.end(), std::pair(sha, exec),
-                         [](const DataEntry* e, const std::pair<std::string_view, bool>& key) {
-                           return std::pair(std::string_view(e->sha256), executable(*e)) < key;
-                         });
-    if (at == m_entries.end() || (*at)->sha256 != sha || executable(**at) != exec) return nullptr;
-    return *at;
-  }
-
- private:
-  static bool executable(const DataEntry& e) { return (e.mode & 0111) != 0; }
-  static bool less(const DataEntry* a, const DataEntry* b) {
-    return std::pair(std::string_view(a->sha256), executable(*a)) <
-           std::pair(std::string_view(b->sha256), executable(*b));
-  }
-  std::vector<const DataEntry*> m_entries;
-};
-
-/// How a version's tree is made: whole, or from a base version's tree that the store holds
-/// (what is gone removed, what is new or changed sent): O(changes) entries on the wire.
-struct TreePlan {
-  std::string base;                       ///< the base version's id; empty: whole
-  std::vector<const DataEntry*> entries;  ///< sent, in path order
-  std::set<std::string> made;             ///< folders the base's tree already has
-  std::string gone;                       ///< paths to remove, each ended by NUL
-  std::string gone_dirs;                  ///< folders to remove, deepest first, each ended by NUL
-};
-
-std::set<std::string> folders_of(const DataManifest& manifest) {
-  std::set<std::string> dirs;
-  for (const auto& entry : manifest.entries) {
-    for (auto slash = entry.path.find('/'); slash != std::string::npos;
-         slash = entry.path.find('/', slash + 1)) {
-      dirs.insert(entry.path.substr(0, slash));
-    }
-  }
-  return dirs;
-}
-
-TreePlan whole_tree(const DataManifest& manifest) {
-  TreePlan plan;
-  for (const auto& entry : manifest.entries) plan.entries.push_back(&entry);
-  return plan;
-}
-
-/// The plan that starts from `base`'s tree; nullopt where a path is a folder in one version and
-/// a file or link in the other (a whole tree is simpler than unmaking one).
-std::optional<TreePlan> derived_tree(const DataManifest& manifest, const std::string& base_id,
-                                     const DataManifest& base) {
-  const auto dirs = folders_of(manifest);
-  const auto base_dirs = folders_of(base);
-  for (const auto& entry : manifest.entries) {
-    if (base_dirs.count(entry.path)) return std::nullopt;
-  }
-  for (const auto& entry : base.entries) {
-    if (dirs.count(entry.path)) return std::nullopt;
-  }
-  TreePlan plan;
-  plan.base = base_id;
-  auto a = base.entries.begin();
-  auto b = manifest.entries.begin();
-  const auto same = [](const DataEntry& x, const DataEntry& y) {
-    return x.link_target == y.link_target &&
-           (!x.link_target.empty() || data_object_name(x) == data_object_name(y));
-  };
-  while (a != base.entries.end() || b != manifest.entries.end()) {
-    if (b == manifest.entries.end() || (a != base.entries.end() && a->path < b->path)) {
-      plan.gone.append(a->path).append(1, '\0');
-      ++a;
-    } else if (a == base.entries.end() || b->path < a->path) {
-      plan.entries.push_back(&*b++);
-    } else {
-      if (!same(*a, *b)) {
-        plan.gone.append(a->path).append(1, '\0');
-        plan.entries.push_back(&*b);
-      }
-      ++a;
-      ++b;
-    }
-  }
-  std::vector<std::string> emptied;
-  for (const auto& dir : base_dirs) {
-    if (dirs.count(dir)) {
-      plan.made.insert(dir);
-    } else {
-      emptied.push_back(dir);
-    }
-  }
-  // Deepest first: a folder after the folders inside it.
-  std::sort(emptied.begin(), emptied.end(), std::greater<>());
-  for (const auto& dir : emptied) plan.gone_dirs.append(dir).append(1, '\0');
-  return plan;
-}
-
-/// The version to make a tree from: the newest other version of the data set before it (else
-/// after it); empty where it has none.
-std::string base_candidate(const DataCatalog* catalog, const DataVersion& version) {
-  if (!catalog) return {};
-  std::string before;
-  std::string after;
-  for (const auto& other : catalog->versions(version.name)) {
-    if (other.id == version.id) continue;
-    (other.number < version.number ? before : after) = other.id;
-  }
-  return before.empty() ? after : before;
-}
-
 /// Throws DataSourceChanged where a file to send is gone from the folder, or is no longer a
 /// file of its recorded size (a changed content of the same size shows in the store's check).
 void check_source(const DataVersion& version, const std::vector<const DataEntry*>& files) {
@@ -313,23 +185,6 @@ std::vector<DataLine> read_store(DataStore& store, const std::vector<std::string
   return parse_lines(result.output);
 }
 
-/// The tree plan of a push: derived from `base_id`'s tree where the store holds it whole and the
-/// two versions' folders agree, else whole; `base` is that version's manifest (kept for the
-/// objects it holds).
-TreePlan plan_tree(const DataVersion& version, const DataManifest& manifest,
-                   const DataCatalog* catalog, const std::string& base_id, bool base_ready,
-                   DataManifest& base) {
-  if (base_ready) {
-    for (const auto& other : catalog->versions(version.name)) {
-      if (other.id != base_id) continue;
-      base = catalog->manifest(other);
-      if (auto derived = derived_tree(manifest, base_id, base)) return std::move(*derived);
-    }
-  }
-  base = DataManifest();
-  return whole_tree(manifest);
-}
-
 }  // namespace
 
 std::vector<DataReadiness> data_ready(DataStore& store, const std::vector<std::string>& ids,
@@ -378,15 +233,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
   DataManifest base;
   TreePlan plan = plan_tree(version, manifest, catalog, base_id, base_ready, base);
   const Objects objects(manifest);
-  std::vector<const DataEntry*> asking;
-  {
-    const Objects in_base(base);
-    for (std::size_t i = 0; i < objects.size(); ++i) {
-      if (plan.base.empty() || !in_base.find(data_object_name(objects[i]))) {
-        asking.push_back(&objects[i]);
-      }
-    }
-  }
+  const std::vector<const DataEntry*> asking = objects_to_ask(plan, objects, base);
   std::size_t names_bytes = 0;
   std::size_t all_names_bytes = 0;
   std::size_t listed_bytes = 0;
@@ -400,10 +247,31 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
   const auto names = [&](Segments& input, const std::vector<const DataEntry*>& of) {
     input.lines(of.size(), [&](std::size_t i) { return data_object_name(*of[i]) + "\n"; });
   };
-  const auto listed = [&](Segments& input) {
-    input.lines(objects.size(), [&](std::size_t i) {
-      return fmt::format("{} {}\n", data_object_name(objects[i]), objects[i].size);
+  // A version's list ("NAME SIZE" per object, in name order): whole, or where its folder is
+  // made from the base's, the lines the base's list gains and loses (the store derives it, and
+  // checks its size).
+  const auto list_lines = [](Segments& input, const std::vector<const DataEntry*>& of) {
+    std::size_t bytes = 0;
+    for (const DataEntry* entry : of) {
+      bytes += data_object_name(*entry).size() + 2 + fmt::formatted_size("{}", entry->size);
+    }
+    input.text(std::to_string(bytes) + "\n");
+    input.lines(of.size(), [&of](std::size_t i) {
+      return fmt::format("{} {}\n", data_object_name(*of[i]), of[i]->size);
     });
+  };
+  // (Its lines are made as they are sent: `dropped` outlives the step.)
+  const auto listed = [&](Segments& input, const TreePlan& tree_plan,
+                          const std::vector<const DataEntry*>& dropped) {
+    input.text(std::to_string(listed_bytes) + (tree_plan.base.empty() ? "\n" : " derived\n"));
+    if (tree_plan.base.empty()) {
+      input.lines(objects.size(), [&](std::size_t i) {
+        return fmt::format("{} {}\n", data_object_name(objects[i]), objects[i].size);
+      });
+      return;
+    }
+    list_lines(input, asking);
+    list_lines(input, dropped);
   };
   std::random_device random;
   const std::string nonce = fmt::format("data-{}-{:x}", ::getpid(), random());
@@ -504,8 +372,10 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
       input.lines(objects.size(),
                   [&](std::size_t i) { return data_object_name(objects[i]) + "\n"; });
     }
-    input.text("0\n" + std::to_string(listed_bytes) + "\n");
-    listed(input);
+    input.text("0\n");
+    const auto dropped = tree_plan.base.empty() ? std::vector<const DataEntry*>()
+                                                : objects_dropped(tree_plan, objects);
+    listed(input, tree_plan, dropped);
     if (!tree_plan.base.empty()) {
       input.text(std::to_string(tree_plan.gone.size()) + "\n" + tree_plan.gone +
                  std::to_string(tree_plan.gone_dirs.size()) + "\n" + tree_plan.gone_dirs);

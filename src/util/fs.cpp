@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -78,10 +79,17 @@ std::optional<std::string> read_file_if_exists(const fs::path& path) {
     if (errno == ENOENT) return std::nullopt;
     throw Error("cannot read " + path.string() + ": " + errno_text(errno));
   }
+  // Read in place into a string of the file's size (a regular file's; one more byte to see its
+  // end), grown only where the file grew meanwhile or has no size (a pipe, /proc).
+  struct stat info {};
   std::string out;
-  char buffer[65536];
+  std::size_t have = 0;
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
+    out.resize(static_cast<std::size_t>(info.st_size) + 1);
+  }
   while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (have == out.size()) out.resize(std::max<std::size_t>(65536, out.size() * 2));
+    const ssize_t n = ::read(fd, out.data() + have, out.size() - have);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -89,9 +97,10 @@ std::optional<std::string> read_file_if_exists(const fs::path& path) {
       throw Error("cannot read " + path.string() + ": " + errno_text(err));
     }
     if (n == 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
+    have += static_cast<std::size_t>(n);
   }
   ::close(fd);
+  out.resize(have);
   return out;
 }
 

@@ -65,6 +65,12 @@ except OSError as e:
     sys.exit(3)
 PY
 sees() { printf '%s\n' "$1" | sed -n 's/^SEES //p'; }
+# The list a version's objects must have in the store, from its manifest in the project: each
+# object once ("HASH SIZE", ".x" after the hash of an executable file), in byte order.
+object_list() {
+  awk 'NR > 1 && $1 == "F" { n = $2; if ($4 ~ /[1357]/) n = n ".x"; print n " " $3 }' \
+    ".mlw/data/$1/manifests/$2" | LC_ALL=C sort -u
+}
 # hold.py FILE: runs until FILE exists (at most 30 s).
 cat >hold.py <<'PY'
 import os, sys, time
@@ -428,6 +434,11 @@ expect_contains "a reshaped version" "$OUT" "ds@3"
 run_mlw -v -o json data push ds@3 -c rm
 expect_eq "its push works" "$CODE" 0
 expect_contains "… made from the last version's folder" "$ERR" "its folder made from"
+expect_not_contains "… its list made from the last version's there, not sent whole" "$ERR" \
+  "the whole folder"
+ID3=$(json_get "$("$MLW" -o json data show ds@3)" 'd["id"]')
+expect_eq "… that list is the version's objects, each once" "$(cat "$STORE/versions/$ID3")" \
+  "$(object_list ds "$ID3")"
 expect_eq "… sending the two new contents" "$(json_get "$OUT" 'd["files_sent"]')" 2
 tree3=$(json_get "$OUT" 'd["path"]')
 run_mlw experiment submit -c rm --data ds@3 see.py
@@ -442,6 +453,8 @@ expect_eq "… and it verifies" "$CODE" 0
 # it, by a process it started on the target (linking the old folder again is O(files)). Here
 # that process hangs in its `cp` (a fake one first on the login's PATH) and is then killed: the
 # next run of the version makes the folder itself, pushes nothing, and sees the new version.
+# A push of the next version meanwhile does not wait for that folder: its own is made from it
+# once it is there.
 printf 'cat 3, again\n' >"$DS/images/cats/c3.jpg"
 run_mlw data add ds "$DS" -m "one changed"
 run_mlw -o json data show ds@4
@@ -459,17 +472,36 @@ for i in $(seq 50); do
   sleep 0.2
 done
 check "… the process making it is there, in cp" test -n "$maker"
+listing4=$(expected_listing "$DS")
+printf 'cat 1, once more\n' >"$DS/images/cats/c1.jpg"
+run_mlw data add ds "$DS" -m "the next one"
+ID5=$(json_get "$("$MLW" -o json data show ds@5)" 'd["id"]')
+timeout 60 "$MLW" -v data push ds@5 -c rm >"$WORK/o" 2>"$WORK/e"
+expect_eq "a push of the next version while that folder waits to be made returns" "$?" 0
+expect_contains "… made from that version's folder" "$(cat "$WORK/e")" \
+  "its folder made from ${ID4:0:7}'s"
+expect_not_contains "… its list made there" "$(cat "$WORK/e")" "the whole folder"
+check "… its folder is not there yet either" test ! -e "$STORE/trees/$ID5"
+expect_eq "… its list is the version's objects" "$(cat "$STORE/versions/$ID5")" \
+  "$(object_list ds "$ID5")"
+# The fake cp goes first, so that no maker started after the kill finds it.
+rm -rf "$USER_HOME/slow" "$USER_HOME/.bashrc"
 for pid in $maker; do
   parent=$(ps -o ppid= -p "$pid" | tr -d ' ')
   kill -9 "$parent" "$pid" 2>/dev/null
 done
-rm -rf "$USER_HOME/slow" "$USER_HOME/.bashrc"
 run_mlw -v experiment submit -c rm --data ds@4 see.py
 expect_eq "a run of it after that process was killed" "$CODE" 3
-expect_eq "… sees the new version" "$(sees "$OUT")" "$(expected_listing "$DS")"
+expect_eq "… sees the new version" "$(sees "$OUT")" "$listing4"
 expect_not_contains "… pushing nothing again" "$ERR" "pushing"
 check "… its folder made" test -f "$STORE/trees/$ID4/images/cats/c3.jpg"
 run_mlw data verify -c rm ds@4
+expect_eq "… and it verifies" "$CODE" 0
+run_mlw -v experiment submit -c rm --data ds@5 see.py
+expect_eq "a run of the next version" "$CODE" 3
+expect_eq "… sees it" "$(sees "$OUT")" "$(expected_listing "$DS")"
+expect_not_contains "… its folder made there: nothing pushed again" "$ERR" "pushing"
+run_mlw data verify -c rm ds@5
 expect_eq "… and it verifies" "$CODE" 0
 
 # A forged manifest in the project is refused before anything is sent.

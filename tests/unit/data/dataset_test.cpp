@@ -85,6 +85,19 @@ TEST(DataManifest, TheReaderRefusesAnythingElse) {
            head + "F " + sha + " 1 644 a b\n",                       // a space not escaped
            head + "L /etc/passwd a\n",                               // an absolute link
            head + "X " + sha + " 1 644 a\n",                         // an unknown kind
+           head + "F " + sha + " 1 644 a/\n",                        // a folder's path
+           head + "F " + sha + " 1 644 a/./b\n",                     // a "." component
+           head + "F " + sha + " 1 644 ./a\n",                       // … first
+           head + "F " + sha + " 1 644 a/..\n",                      // a ".." component, last
+           head + "F " + sha + " 1125899906842625 644 a\n",          // over 2^50 bytes
+           head + "F " + sha + " 99999999999999999999999 644 a\n",   // over 64 bits
+           head + "F " + sha + " +1 644 a\n",                        // a sign
+           head + "F " + sha + " 1 1000 a\n",                        // over 0777
+           head + "F " + sha + " 1 00 a\n",                          // "0" written twice
+           head + "F " + sha + " 1  644 a\n",                        // two spaces
+           head + "F " + sha + " 1 644 a\x7f\n",                     // a control byte
+           head + "F " + sha + " 1 644 \n",                          // no path
+           head + "F " + sha + "0 1 644 a\n",                        // a hash too long
        }) {
     EXPECT_THROW(read_data_manifest(bad, "m"), Error) << bad;
   }
@@ -95,6 +108,25 @@ TEST(DataManifest, TheReaderRefusesAnythingElse) {
     EXPECT_EQ(std::string(e.what()),
               ".mlw/data/ds/manifests/x:2: the path is not a relative path inside the folder");
   }
+}
+
+TEST(DataManifest, TheLimitsOfTheCommonLineAreTakenAsTheOtherLinesAre) {
+  const std::string sha(64, 'f');
+  const std::string head = "mlw-data 1\n";
+  // The edges that the reader takes without copying a field: the largest size, mode 0, a
+  // path of printable ASCII only, and one that needs an escape (read the other way).
+  const std::string text = head + "F " + sha + " 1125899906842624 0 a/b~c\n" + "F " + sha +
+                           " 0 755 a/b~d%20e\n" + "F " + sha + " 7 1 z\n";
+  const DataManifest m = read_data_manifest(text, "m");
+  ASSERT_EQ(m.entries.size(), 3U);
+  EXPECT_EQ(m.entries[0].size, 1ULL << 50);
+  EXPECT_EQ(m.entries[0].mode, 0U);
+  EXPECT_EQ(m.entries[0].path, "a/b~c");
+  EXPECT_EQ(m.entries[1].path, "a/b~d e");
+  EXPECT_EQ(m.entries[1].mode, 0755U);
+  EXPECT_EQ(m.entries[2].mode, 01U);
+  EXPECT_EQ(m.entries[2].sha256, sha);
+  EXPECT_EQ(m.text(), text);
 }
 
 TEST(DataManifest, DiffSaysAddedRemovedAndChanged) {
