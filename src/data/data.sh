@@ -6,7 +6,7 @@
 #   STORE/trees/ID/           the version's folder: hard links into objects/, folders 0555
 #   STORE/trees/ID.made       its mtime: nothing in the tree may be newer (else it was written to)
 #   STORE/trees/.ID.base      a version pushed as changes to BASE's folder, made after the push
-#                             returned (.ID.gone, .ID.gone-dirs, .ID.tar hold the changes)
+#                             returned (.ID.gone, .ID.tar hold the changes)
 #   STORE/uses/RUN_ID         a run that mounts versions: its run folder, then their ids
 #   STORE/.gc.lock            pushes and uses hold it shared, gc exclusive
 set -e
@@ -51,7 +51,7 @@ mlw_data_drop() {
   mlw_data_remove "$S/trees/$1"
   mlw_data_remove "$S/trees/.$1.tmp"
   rm -f "$S/trees/$1.made" "$S/versions/$1" "$S/trees/.$1.base" "$S/trees/.$1.tar" \
-    "$S/trees/.$1.gone" "$S/trees/.$1.gone-dirs"
+    "$S/trees/.$1.gone" "$S/trees/.$1.diff"
 }
 
 # mlw_data_make ID, with trees/.ID.lock held: makes the folder of a version that a push left as
@@ -61,14 +61,16 @@ mlw_data_drop() {
 # fails. A BASE whose own folder is still to be made is waited for (in a subshell: its lock's fd
 # is this one's).
 mlw_data_make() {
-  mk_base=$(cat "$S/trees/.$1.base" 2>/dev/null) || return 1
-  [ "$(cat "$S/trees/.$mk_base.base" 2>/dev/null)" = "$1" ] || (mlw_data_settle "$mk_base")
+  { read -r mk_base mk_gone <"$S/trees/.$1.base"; } 2>/dev/null || return 1
+  mk_its=
+  { read -r mk_its _ <"$S/trees/.$mk_base.base"; } 2>/dev/null || :
+  [ "$mk_its" = "$1" ] || (mlw_data_settle "$mk_base")
   mlw_data_remove "$S/trees/.$1.tmp"
-  if mlw_data_derive "$1" "$mk_base" && (cd "$S" && tar -xf "trees/.$1.tar") &&
+  if mlw_data_derive "$1" "$mk_base" "$mk_gone" && (cd "$S" && tar -xf "trees/.$1.tar") &&
     find "$S/trees/.$1.tmp" -type d -exec chmod 555 {} + &&
     mv "$S/trees/.$1.tmp" "$S/trees/$1"; then
     : >"$S/trees/$1.made"
-    rm -f "$S/trees/.$1.base" "$S/trees/.$1.tar" "$S/trees/.$1.gone" "$S/trees/.$1.gone-dirs"
+    rm -f "$S/trees/.$1.base" "$S/trees/.$1.tar" "$S/trees/.$1.gone" "$S/trees/.$1.diff"
     return 0
   fi
   # BASE's folder written to: it is dropped too (mlw_data_check), so that the next push sends
@@ -191,40 +193,38 @@ mlw_data_tree() {
   id=$2 base=$3
   exec 7>"$S/trees/.$id.lock"
   flock 7
-  # The version's list: N bytes of it, or (N "derived") the lines BASE's list gains, then those
-  # it loses (mlw_data_list).
+  # The version's list: N bytes of it, or (N "derived") the lines BASE's list gains, "-", and
+  # those it loses (mlw_data_list); then, with BASE, the paths gone and the folders emptied.
   read -r n how
   if [ "$how" = derived ]; then
     read -r a
-    head -c "$a" >"$S/trees/.$id.added"
-    read -r r
-    head -c "$r" >"$S/trees/.$id.dropped"
+    head -c "$a" >"$S/trees/.$id.diff"
   else
     head -c "$n" >"$S/trees/.$id.list"
   fi
   if [ -n "$base" ]; then
-    read -r f
-    head -c "$f" >"$S/trees/.$id.gone"
-    read -r d
-    head -c "$d" >"$S/trees/.$id.gone-dirs"
+    read -r f d
+    head -c "$((f + d))" >"$S/trees/.$id.gone"
   fi
   read -r t
   if [ -f "$S/versions/$id" ] && [ -d "$S/trees/$id" ] && [ -z "$(mlw_data_touched "$id")" ]; then
     head -c "$t" >/dev/null
   elif [ -n "$base" ]; then
-    rm -f "$S/trees/$id.made" "$S/versions/$id" "$S/trees/.$id.base"
+    # (A process each where there is something to remove: none on a first push of the version.)
+    for x in "$S/trees/$id.made" "$S/versions/$id" "$S/trees/.$id.base"; do
+      [ ! -e "$x" ] || rm -f "$x"
+    done
     mlw_data_remove "$S/trees/$id"
     # (Whether BASE's folder was written to, a walk of all of it, is left to mlw_data_make.)
     if ! { mlw_data_whole "$base" || mlw_data_pending "$base"; } ||
       { [ "$how" = derived ] && ! mlw_data_list "$id" "$base" "$n"; }; then
       head -c "$t" >/dev/null
-      rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs" \
-        "$S/trees/.$id.added" "$S/trees/.$id.dropped"
+      rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.diff"
       echo "mlw: the tree of $base is gone or was written to on $(hostname)" >&2
       exit 6
     fi
     head -c "$t" >"$S/trees/.$id.tar"
-    printf '%s\n' "$base" >"$S/trees/.$id.base"
+    printf '%s %s\n' "$base" "$f" >"$S/trees/.$id.base"
     mv -f "$S/trees/.$id.list" "$S/versions/$id"
     (
       exec </dev/null >/dev/null 2>&1
@@ -247,19 +247,23 @@ mlw_data_tree() {
     : >"$S/trees/$id.made"
     mv -f "$S/trees/.$id.list" "$S/versions/$id"
   fi
-  rm -f "$S/trees/.$id.list" "$S/trees/.$id.lock" "$S/trees/.$id.gone" "$S/trees/.$id.gone-dirs" \
-    "$S/trees/.$id.added" "$S/trees/.$id.dropped"
+  rm -f "$S/trees/.$id.list" "$S/trees/.$id.lock" "$S/trees/.$id.gone" "$S/trees/.$id.diff"
   printf 'ready %s %s\n' "$id" "$(cd "$S/trees/$id" && pwd -P)"
 }
 
-# mlw_data_list ID BASE BYTES: trees/.ID.list as BASE's list less the lines of trees/.ID.dropped
-# and with those of trees/.ID.added, merged in name order (each is in it, as the lists are), where
-# it comes to BYTES bytes; else fails (the whole list is sent then). One process: awk.
+# mlw_data_list ID BASE BYTES: trees/.ID.list as BASE's list less the lines of trees/.ID.diff
+# after its "-" line and with those before it, merged in name order (each part is in it, as the
+# lists are), where it comes to BYTES bytes; else fails (the whole list is sent then). One
+# process: awk.
 mlw_data_list() {
   # shellcheck disable=SC2016 # awk's $0
   LC_ALL=C awk -v want="$3" -v out="$S/trees/.$1.list" '
-    FILENAME == ARGV[1] { drop[$0] = 1; next }
-    FILENAME == ARGV[2] { add[++na] = $0; next }
+    FILENAME == ARGV[1] {
+      if ($0 == "-") dropping = 1
+      else if (dropping) drop[$0] = 1
+      else add[++na] = $0
+      next
+    }
     {
       while (i < na && add[i + 1] < $0) { print add[++i] > out; n += length(add[i]) + 1 }
       if (!($0 in drop)) { print > out; n += length($0) + 1 }
@@ -268,22 +272,21 @@ mlw_data_list() {
       while (i < na) { print add[++i] > out; n += length(add[i]) + 1 }
       close(out)
       exit n == want ? 0 : 1
-    }' "$S/trees/.$1.dropped" "$S/trees/.$1.added" "$S/versions/$2" || {
+    }' "$S/trees/.$1.diff" "$S/versions/$2" || {
     rm -f "$S/trees/.$1.list"
     return 1
   }
-  rm -f "$S/trees/.$1.added" "$S/trees/.$1.dropped"
 }
 
-# mlw_data_derive ID BASE: trees/.ID.tmp as BASE's tree less the paths in trees/.ID.gone and the
-# folders in trees/.ID.gone-dirs (deepest first), its folders writable; fails where BASE's tree
-# is not whole.
+# mlw_data_derive ID BASE F: trees/.ID.tmp as BASE's tree less the paths in the first F bytes of
+# trees/.ID.gone and then the folders in the rest (deepest first), its folders writable; fails
+# where BASE's tree is not whole.
 mlw_data_derive() {
   mlw_data_whole "$2" && [ -z "$(mlw_data_touched "$2")" ] || return 1
   cp -al "$S/trees/$2" "$S/trees/.$1.tmp" || return 1
   find "$S/trees/.$1.tmp" -type d -exec chmod u+w {} + || return 1
-  (cd "$S/trees/.$1.tmp" && xargs -r -0 rm -f -- <"$S/trees/.$1.gone" &&
-    xargs -r -0 rmdir -- <"$S/trees/.$1.gone-dirs")
+  (cd "$S/trees/.$1.tmp" && head -c "$3" <"$S/trees/.$1.gone" | xargs -r -0 rm -f -- &&
+    tail -c +"$(($3 + 1))" <"$S/trees/.$1.gone" | xargs -r -0 rmdir --)
 }
 
 # mlw_data_cat STORE: reads object names, one per line, and prints their contents one after the

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <functional>
 #include <optional>
 #include <random>
 #include <set>
@@ -27,6 +28,9 @@ namespace {
 constexpr int k_store_lacks = 3;
 /// The exit code of mlw_data_tree whose base version's tree is gone or was written to.
 constexpr int k_base_gone = 6;
+/// The most bytes of new contents that a push whose folder is made from the base's sends
+/// without asking the store which it lacks.
+constexpr std::uint64_t k_sent_unasked = 1 << 20;
 /// The most a store step may print per version asked about (its lines are short), and at least.
 constexpr std::size_t k_answer_floor = 1 << 20;
 
@@ -172,6 +176,40 @@ void check_source(const DataVersion& version, const std::vector<const DataEntry*
                           said.empty() ? "it said nothing" : printable(said, 400)));
 }
 
+/// The objects of `objects` that the store lacks, of those whose names `names` sends
+/// (`names_bytes` in all); throws where the step fails or names another object.
+std::vector<const DataEntry*> ask_store(DataStore& store, const DataVersion& version,
+                                        const Objects& objects, const std::string& nonce,
+                                        std::size_t names_bytes,
+                                        const std::function<void(Segments&)>& names) {
+  Segments ask;
+  ask.text("0\n" + std::to_string(names_bytes) + "\n");
+  names(ask);
+  ask.text("0\n");
+  std::vector<const DataEntry*> lacking;
+  std::string stranger;
+  const ShellResult asked =
+      run_bounded(*store.shell, open_store(store) + ship_into_store(nonce), &ask,
+                  2 * names_bytes + k_answer_floor, [&](std::string_view line) {
+                    if (line.empty() || line == ":missing") return;
+                    if (const DataEntry* found = objects.find(line)) {
+                      lacking.push_back(found);
+                    } else if (stranger.empty()) {
+                      stranger = line;
+                    }
+                  });
+  if (asked.exit_code == k_store_lacks && !stranger.empty()) {
+    throw Error(fmt::format(
+        "{}: its data store said it lacks \"{}\", which is no file of {}; is a tool on its "
+        "PATH (awk, ls) replaced?",
+        store.shell->host(), printable(stranger), version.label()));
+  }
+  if (asked.exit_code != 0 && asked.exit_code != k_store_lacks) {
+    push_failed(store, version, asked, 0, objects);
+  }
+  return lacking;
+}
+
 /// The lines of a data.sh step that reads the store (at most `limit` bytes); throws where it fails.
 std::vector<DataLine> read_store(DataStore& store, const std::vector<std::string>& words,
                                  std::size_t limit) {
@@ -248,59 +286,42 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     input.lines(of.size(), [&](std::size_t i) { return data_object_name(*of[i]) + "\n"; });
   };
   // A version's list ("NAME SIZE" per object, in name order): whole, or where its folder is
-  // made from the base's, the lines the base's list gains and loses (the store derives it, and
-  // checks its size).
-  const auto list_lines = [](Segments& input, const std::vector<const DataEntry*>& of) {
-    std::size_t bytes = 0;
-    for (const DataEntry* entry : of) {
-      bytes += data_object_name(*entry).size() + 2 + fmt::formatted_size("{}", entry->size);
-    }
-    input.text(std::to_string(bytes) + "\n");
-    input.lines(of.size(), [&of](std::size_t i) {
-      return fmt::format("{} {}\n", data_object_name(*of[i]), of[i]->size);
-    });
+  // made from the base's, the lines the base's list gains, "-" and those it loses (the store
+  // derives it, and checks its size).
+  const auto list_line = [](const DataEntry& entry) {
+    return fmt::format("{} {}\n", data_object_name(entry), entry.size);
   };
-  // (Its lines are made as they are sent: `dropped` outlives the step.)
   const auto listed = [&](Segments& input, const TreePlan& tree_plan,
                           const std::vector<const DataEntry*>& dropped) {
     input.text(std::to_string(listed_bytes) + (tree_plan.base.empty() ? "\n" : " derived\n"));
     if (tree_plan.base.empty()) {
-      input.lines(objects.size(), [&](std::size_t i) {
-        return fmt::format("{} {}\n", data_object_name(objects[i]), objects[i].size);
-      });
+      input.lines(objects.size(), [&](std::size_t i) { return list_line(objects[i]); });
       return;
     }
-    list_lines(input, asking);
-    list_lines(input, dropped);
+    std::size_t bytes = 2;  // "-\n"
+    for (const auto* of : {&asking, &dropped}) {
+      for (const DataEntry* entry : *of) {
+        bytes += data_object_name(*entry).size() + 2 + fmt::formatted_size("{}", entry->size);
+      }
+    }
+    input.text(std::to_string(bytes) + "\n");
+    input.lines(asking.size(), [&](std::size_t i) { return list_line(*asking[i]); });
+    input.text("-\n");
+    input.lines(dropped.size(),
+                [&dropped, &list_line](std::size_t i) { return list_line(*dropped[i]); });
   };
   std::random_device random;
   const std::string nonce = fmt::format("data-{}-{:x}", ::getpid(), random());
-  // What the store lacks (uploads a dropped push left are taken in first), read as it comes.
-  Segments ask;
-  ask.text("0\n" + std::to_string(names_bytes) + "\n");
-  names(ask, asking);
-  ask.text("0\n");
-  std::vector<const DataEntry*> lacking;
-  std::string stranger;
-  const ShellResult asked =
-      run_bounded(*store.shell, open_store(store) + ship_into_store(nonce), &ask,
-                  2 * names_bytes + k_answer_floor, [&](std::string_view line) {
-                    if (line.empty() || line == ":missing") return;
-                    if (const DataEntry* found = objects.find(line)) {
-                      lacking.push_back(found);
-                    } else if (stranger.empty()) {
-                      stranger = line;
-                    }
-                  });
-  if (asked.exit_code == k_store_lacks && !stranger.empty()) {
-    throw Error(fmt::format(
-        "{}: its data store said it lacks \"{}\", which is no file of {}; is a tool on its "
-        "PATH (awk, ls) replaced?",
-        store.shell->host(), printable(stranger), version.label()));
-  }
-  if (asked.exit_code != 0 && asked.exit_code != k_store_lacks) {
-    push_failed(store, version, asked, 0, objects);
-  }
+  // What the store lacks (uploads a dropped push left are taken in first), read as it comes. A
+  // folder made from the base's with few bytes changed sends them without asking (a round trip
+  // less): the store checks them as any upload, and keeps one copy of each.
+  std::uint64_t asking_bytes = 0;
+  for (const DataEntry* entry : asking) asking_bytes += entry->size;
+  const bool unasked = !from && !plan.base.empty() && asking_bytes <= k_sent_unasked;
+  const std::vector<const DataEntry*> lacking =
+      unasked ? asking
+              : ask_store(store, version, objects, nonce, names_bytes,
+                          [&](Segments& input) { names(input, asking); });
   // The objects it lacks, the names again (checked once more), then the version's tree.
   TarWriter upload;
   std::uint64_t upload_bytes = TarWriter::end_bytes();
@@ -377,8 +398,9 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
                                                 : objects_dropped(tree_plan, objects);
     listed(input, tree_plan, dropped);
     if (!tree_plan.base.empty()) {
-      input.text(std::to_string(tree_plan.gone.size()) + "\n" + tree_plan.gone +
-                 std::to_string(tree_plan.gone_dirs.size()) + "\n" + tree_plan.gone_dirs);
+      input.text(std::to_string(tree_plan.gone.size()) + " " +
+                 std::to_string(tree_plan.gone_dirs.size()) + "\n" + tree_plan.gone +
+                 tree_plan.gone_dirs);
     }
     input.text(std::to_string(tree_entries.bytes()) + "\n");
     input.tar(tree, tree_entries.bytes());
