@@ -88,6 +88,10 @@ int bind_loopback(int port, int& bound, bool listen) {
     errno = err;
     return -1;
   }
+  // A port only held: reuse off again, or a program that binds with SO_REUSEADDR (most servers)
+  // would share it, Linux letting sockets that both set it share a port none listens on.
+  const int off = 0;
+  if (!listen) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &off, sizeof(off));
   socklen_t length = sizeof(address);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   bound = ntohs(address.sin_port);

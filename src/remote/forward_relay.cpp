@@ -147,7 +147,7 @@ void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hoo
   for (const auto& port : ports) {
     // A port held but not yet listened on (a notebook kernel's, while its job queued) refused
     // connections until now, so that none waited for a relay that was not there.
-    if (::listen(port.listen_fd, k_listen_backlog) != 0) {
+    if (listen_held(port.listen_fd) != 0) {
       throw Error(std::string("cannot listen on a forwarded port here: ") + std::strerror(errno));
     }
     ::fcntl(port.listen_fd, F_SETFL, O_NONBLOCK);
@@ -319,6 +319,12 @@ void LocalShell::forward(const std::vector<ForwardPort>& ports,
 
 void Shell::forward(const std::vector<ForwardPort>&, const std::function<bool()>&) {
   throw Error("forwarding a port needs a login of its own, not a kept connection");
+}
+
+int listen_held(int fd) {
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  return ::listen(fd, k_listen_backlog);
 }
 
 }  // namespace mlw

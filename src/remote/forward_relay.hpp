@@ -52,4 +52,9 @@ struct RelayHooks {
 void relay_forwards(const std::vector<ForwardPort>& ports, const RelayHooks& hooks,
                     const std::function<bool()>& keep_going);
 
+/// Listens on a port held until now (api::bind_loopback without `listen`: bound with address
+/// reuse turned off again, so that no other program could bind it meanwhile); reuse is turned on
+/// first, as on every listening port here. 0, or -1 with errno.
+int listen_held(int fd);
+
 }  // namespace mlw
