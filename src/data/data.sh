@@ -98,6 +98,12 @@ mlw_data_pending() {
   [ -f "$S/trees/.$1.base" ] && [ -f "$S/versions/$1" ]
 }
 
+# True where the store holds a version whole or will (its folder still to be made): a folder may
+# be made from it.
+mlw_data_derivable() {
+  mlw_data_whole "$1" || mlw_data_pending "$1"
+}
+
 # True where the store holds a version whole: its list, its tree and the tree's note of when it
 # was made (whether the tree was written to since is mlw_data_touched's).
 mlw_data_whole() {
@@ -172,7 +178,7 @@ mlw_data_ready() {
 # walk of all of it) is left to mlw_data_make, which then drops both.
 mlw_data_held() {
   mlw_data_ready "$1" "" "" "$2"
-  ! { mlw_data_whole "$3" || mlw_data_pending "$3"; } || printf 'held %s\n' "$3"
+  ! mlw_data_derivable "$3" || printf 'held %s\n' "$3"
 }
 
 # mlw_data_tree STORE ID [BASE]: reads "N\n" and N bytes of "OBJECT SIZE" lines, then "T\n" and a
@@ -216,7 +222,7 @@ mlw_data_tree() {
     done
     mlw_data_remove "$S/trees/$id"
     # (Whether BASE's folder was written to, a walk of all of it, is left to mlw_data_make.)
-    if ! { mlw_data_whole "$base" || mlw_data_pending "$base"; } ||
+    if ! mlw_data_derivable "$base" ||
       { [ "$how" = derived ] && ! mlw_data_list "$id" "$base" "$n"; }; then
       head -c "$t" >/dev/null
       rm -f "$S/trees/.$id.list" "$S/trees/.$id.gone" "$S/trees/.$id.diff"

@@ -39,10 +39,18 @@ bool safe_relative(std::string_view path) {
   return true;
 }
 
+/// 64 lowercase hex digits (a manifest's every file line: no branch per digit).
 bool is_hex64(std::string_view text) {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  static constexpr auto k_lower_hex = [] {
+    std::array<std::uint8_t, 256> table{};
+    for (int c = '0'; c <= '9'; ++c) table[static_cast<std::size_t>(c)] = 1;
+    for (int c = 'a'; c <= 'f'; ++c) table[static_cast<std::size_t>(c)] = 1;
+    return table;
+  }();
+  if (text.size() != 64) return false;
+  unsigned hex = 1;
+  for (const char c : text) hex &= k_lower_hex[static_cast<unsigned char>(c)];
+  return hex != 0;
 }
 
 }  // namespace
@@ -189,15 +197,7 @@ std::optional<std::uint64_t> plain_number(std::string_view text, std::size_t& at
 bool read_plain_file(std::string_view line, DataEntry& entry) {
   if (line.size() < 72 || line[0] != 'F' || line[1] != ' ' || line[66] != ' ') return false;
   const std::string_view sha = line.substr(2, 64);
-  static constexpr auto k_lower_hex = [] {
-    std::array<std::uint8_t, 256> table{};
-    for (int c = '0'; c <= '9'; ++c) table[static_cast<std::size_t>(c)] = 1;
-    for (int c = 'a'; c <= 'f'; ++c) table[static_cast<std::size_t>(c)] = 1;
-    return table;
-  }();
-  unsigned hex = 1;  // no branch per digit: a line of a manifest nearly always has its hash
-  for (const char c : sha) hex &= k_lower_hex[static_cast<unsigned char>(c)];
-  if (hex == 0) return false;
+  if (!is_hex64(sha)) return false;
   std::size_t at = 67;
   const auto size = plain_number(line, at, ' ', 10, 1ULL << 50);
   if (!size) return false;

@@ -9,15 +9,14 @@
 
 namespace mlw {
 
-namespace {
-
-bool executable(const DataEntry& e) {
-  return (e.mode & 0111) != 0;
+ObjectKey object_key(const DataEntry& entry) {
+  return {entry.sha256, (entry.mode & 0111) != 0};
 }
 
+namespace {
+
 bool less(const DataEntry* a, const DataEntry* b) {
-  return std::pair(std::string_view(a->sha256), executable(*a)) <
-         std::pair(std::string_view(b->sha256), executable(*b));
+  return object_key(*a) < object_key(*b);
 }
 
 }  // namespace
@@ -42,7 +41,7 @@ Objects::Objects(const DataManifest& manifest) {
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
     if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    if (less(a.entry, b.entry) || less(b.entry, a.entry)) return less(a.entry, b.entry);
+    if (object_key(*a.entry) != object_key(*b.entry)) return less(a.entry, b.entry);
     return a.entry < b.entry;
   });
   m_entries.reserve(keys.size());
@@ -50,18 +49,21 @@ Objects::Objects(const DataManifest& manifest) {
     if (m_entries.empty() || less(m_entries.back(), key.entry)) m_entries.push_back(key.entry);
   }
 }
+
 const DataEntry* Objects::find(std::string_view name) const {
   const bool exec = name.size() == 66 && name.substr(64) == ".x";
   if (name.size() != 64 && !exec) return nullptr;
-  const std::string_view sha = name.substr(0, 64);
-  const auto at =
-      std::lower_bound(m_entries.begin(), m_entries.end(), std::pair(sha, exec),
-                       [](const DataEntry* e, const std::pair<std::string_view, bool>& key) {
-                         return std::pair(std::string_view(e->sha256), executable(*e)) < key;
-                       });
-  if (at == m_entries.end() || (*at)->sha256 != sha || executable(**at) != exec) return nullptr;
+  return find(ObjectKey(name.substr(0, 64), exec));
+}
+
+const DataEntry* Objects::find(const ObjectKey& key) const {
+  const auto at = std::lower_bound(
+      m_entries.begin(), m_entries.end(), key,
+      [](const DataEntry* e, const ObjectKey& wanted) { return object_key(*e) < wanted; });
+  if (at == m_entries.end() || object_key(**at) != key) return nullptr;
   return *at;
 }
+
 namespace {
 
 std::set<std::string> folders_of(const DataManifest& manifest) {
@@ -99,8 +101,7 @@ std::optional<TreePlan> derived_tree(const DataManifest& manifest, const std::st
   // The same object (its name: the hash, ".x" where executable) or the same link.
   const auto same = [](const DataEntry& x, const DataEntry& y) {
     return x.link_target == y.link_target &&
-           (!x.link_target.empty() ||
-            (x.sha256 == y.sha256 && ((x.mode & 0111) != 0) == ((y.mode & 0111) != 0)));
+           (!x.link_target.empty() || object_key(x) == object_key(y));
   };
   while (a != base.entries.end() || b != manifest.entries.end()) {
     if (b == manifest.entries.end() || (a != base.entries.end() && a->path < b->path)) {
@@ -158,26 +159,22 @@ std::vector<const DataEntry*> objects_to_ask(const TreePlan& plan, const Objects
     for (std::size_t i = 0; i < objects.size(); ++i) asking.push_back(&objects[i]);
     return asking;
   }
-  using Name = std::pair<std::string_view, bool>;  // an object's hash, and whether executable
-  const auto name = [](const DataEntry& e) { return Name(e.sha256, (e.mode & 0111) != 0); };
-  std::vector<Name> sent;
+  std::vector<ObjectKey> sent;
   for (const DataEntry* entry : plan.entries) {
-    if (entry->link_target.empty()) sent.push_back(name(*entry));
+    if (entry->link_target.empty()) sent.push_back(object_key(*entry));
   }
   std::sort(sent.begin(), sent.end());
   sent.erase(std::unique(sent.begin(), sent.end()), sent.end());
   std::vector<bool> held(sent.size(), false);
   for (const auto& entry : base.entries) {
     if (!entry.link_target.empty()) continue;
-    const auto at = std::lower_bound(sent.begin(), sent.end(), name(entry));
-    if (at != sent.end() && *at == name(entry))
+    const auto at = std::lower_bound(sent.begin(), sent.end(), object_key(entry));
+    if (at != sent.end() && *at == object_key(entry))
       held[static_cast<std::size_t>(at - sent.begin())] = true;
   }
   for (std::size_t i = 0; i < sent.size(); ++i) {
     if (held[i]) continue;
-    const DataEntry* found =
-        objects.find(std::string(sent[i].first) + (sent[i].second ? ".x" : ""));
-    if (found) asking.push_back(found);
+    if (const DataEntry* found = objects.find(sent[i])) asking.push_back(found);
   }
   return asking;  // in the objects' order (sent's)
 }
@@ -185,17 +182,14 @@ std::vector<const DataEntry*> objects_to_ask(const TreePlan& plan, const Objects
 std::vector<const DataEntry*> objects_dropped(const TreePlan& plan, const Objects& objects) {
   std::vector<const DataEntry*> dropped;
   for (const DataEntry* entry : plan.left) {
-    if (entry->link_target.empty() && !objects.find(data_object_name(*entry))) {
+    if (entry->link_target.empty() && !objects.find(object_key(*entry))) {
       dropped.push_back(entry);
     }
   }
-  const auto name_less = [](const DataEntry* a, const DataEntry* b) {
-    return data_object_name(*a) < data_object_name(*b);
-  };
-  std::sort(dropped.begin(), dropped.end(), name_less);
+  std::sort(dropped.begin(), dropped.end(), less);
   dropped.erase(std::unique(dropped.begin(), dropped.end(),
                             [](const DataEntry* a, const DataEntry* b) {
-                              return data_object_name(*a) == data_object_name(*b);
+                              return object_key(*a) == object_key(*b);
                             }),
                 dropped.end());
   return dropped;

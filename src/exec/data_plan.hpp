@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mlw/data/dataset.hpp"
@@ -14,6 +15,13 @@ namespace mlw {
 
 class DataCatalog;
 struct DataVersion;
+
+/// An object's name as a key: the file's hash, and whether it is executable (".x"); ordered as
+/// the names are.
+using ObjectKey = std::pair<std::string_view, bool>;
+
+/// The key of the object that holds a file's content.
+ObjectKey object_key(const DataEntry& entry);
 
 /// The objects of a version, each once (the first file that holds it), in name order: eight
 /// bytes per object, where a map of names held 150 (a push of 300,000 files took 311 MB).
@@ -27,6 +35,8 @@ class Objects {
   const DataEntry& operator[](std::size_t i) const { return *m_entries[i]; }
   /// The file that holds the object named `name`, or nullptr.
   const DataEntry* find(std::string_view name) const;
+  /// The file that holds the object of `key`, or nullptr.
+  const DataEntry* find(const ObjectKey& key) const;
 
  private:
   std::vector<const DataEntry*> m_entries;

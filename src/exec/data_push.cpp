@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <functional>
 #include <optional>
 #include <random>
 #include <set>
@@ -176,15 +175,26 @@ void check_source(const DataVersion& version, const std::vector<const DataEntry*
                           said.empty() ? "it said nothing" : printable(said, 400)));
 }
 
-/// The objects of `objects` that the store lacks, of those whose names `names` sends
-/// (`names_bytes` in all); throws where the step fails or names another object.
+/// The objects' names, a line each, made as they are sent: never held whole (`of` outlives the
+/// step).
+void name_lines(Segments& input, const std::vector<const DataEntry*>& of) {
+  input.lines(of.size(), [&of](std::size_t i) { return data_object_name(*of[i]) + "\n"; });
+}
+
+/// The bytes of an object's line in a version's list, "NAME SIZE\n", its name's known.
+std::size_t list_line_bytes(std::size_t name_bytes, const DataEntry& entry) {
+  return name_bytes + 2 + fmt::formatted_size("{}", entry.size);
+}
+
+/// The objects of `objects` that the store lacks, of `asking` (`names_bytes` of names in all);
+/// throws where the step fails or names another object.
 std::vector<const DataEntry*> ask_store(DataStore& store, const DataVersion& version,
                                         const Objects& objects, const std::string& nonce,
-                                        std::size_t names_bytes,
-                                        const std::function<void(Segments&)>& names) {
+                                        const std::vector<const DataEntry*>& asking,
+                                        std::size_t names_bytes) {
   Segments ask;
   ask.text("0\n" + std::to_string(names_bytes) + "\n");
-  names(ask);
+  name_lines(ask, asking);
   ask.text("0\n");
   std::vector<const DataEntry*> lacking;
   std::string stranger;
@@ -278,13 +288,9 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
   for (std::size_t i = 0; i < objects.size(); ++i) {
     const std::size_t name = data_object_name(objects[i]).size();
     all_names_bytes += name + 1;
-    listed_bytes += name + 2 + fmt::formatted_size("{}", objects[i].size);
+    listed_bytes += list_line_bytes(name, objects[i]);
   }
   for (const DataEntry* entry : asking) names_bytes += data_object_name(*entry).size() + 1;
-  // The names, and the names with their sizes, made as they are sent: never held whole.
-  const auto names = [&](Segments& input, const std::vector<const DataEntry*>& of) {
-    input.lines(of.size(), [&](std::size_t i) { return data_object_name(*of[i]) + "\n"; });
-  };
   // A version's list ("NAME SIZE" per object, in name order): whole, or where its folder is
   // made from the base's, the lines the base's list gains, "-" and those it loses (the store
   // derives it, and checks its size).
@@ -301,7 +307,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     std::size_t bytes = 2;  // "-\n"
     for (const auto* of : {&asking, &dropped}) {
       for (const DataEntry* entry : *of) {
-        bytes += data_object_name(*entry).size() + 2 + fmt::formatted_size("{}", entry->size);
+        bytes += list_line_bytes(data_object_name(*entry).size(), *entry);
       }
     }
     input.text(std::to_string(bytes) + "\n");
@@ -319,9 +325,7 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
   for (const DataEntry* entry : asking) asking_bytes += entry->size;
   const bool unasked = !from && !plan.base.empty() && asking_bytes <= k_sent_unasked;
   const std::vector<const DataEntry*> lacking =
-      unasked ? asking
-              : ask_store(store, version, objects, nonce, names_bytes,
-                          [&](Segments& input) { names(input, asking); });
+      unasked ? asking : ask_store(store, version, objects, nonce, asking, names_bytes);
   // The objects it lacks, the names again (checked once more), then the version's tree.
   TarWriter upload;
   std::uint64_t upload_bytes = TarWriter::end_bytes();
@@ -384,10 +388,10 @@ DataPushResult push_data(Context& ctx, DataStore& store, const DataVersion& vers
     if (uploading) {
       input.tar(upload, upload_bytes);
       input.text(std::to_string(held_bytes) + "\n");
-      names(input, held);
+      name_lines(input, held);
     } else if (with_upload) {
       input.text(std::to_string(names_bytes) + "\n");
-      names(input, asking);
+      name_lines(input, asking);
     } else {
       input.text(std::to_string(all_names_bytes) + "\n");
       input.lines(objects.size(),
