@@ -20,7 +20,8 @@ n=0
 [ -s ../restarts ] && { read -r n <../restarts || n=0; }
 child=
 stop=
-trap 'stop=1; [ -n "$child" ] && kill -s TERM "$child" 2>/dev/null' TERM INT
+cut=
+trap 'stop=1 cut=1; [ -n "$child" ] && kill -s TERM "$child" 2>/dev/null' TERM INT
 while :; do
   MLW_RESTART_COUNT=$n
   # MLW_RESUME=1: a checkpoint is there to go on from; a restart that finds none says so.
@@ -36,12 +37,21 @@ while :; do
   # A stop that came as the attempt started (after the pause's check, before child was set) ends
   # it at once: the trap had no child to pass it to.
   if [ -n "$stop" ] || [ -e ../stopped ]; then kill -s TERM "$child" 2>/dev/null; fi
-  # wait returns early when a signal's trap ran: the script's own end is waited for again.
+  # wait returns early (128+N) when a signal's trap ran: the script's own end is waited for
+  # again, and its own code taken (a wait after its end gives it; 127 where the shell has
+  # forgotten it, then the first wait had it).
   code=
   while [ -z "$code" ]; do
+    cut=
     wait "$child"
     c=$?
-    kill -0 "$child" 2>/dev/null || code=$c
+    if [ -n "$cut" ]; then
+      kill -0 "$child" 2>/dev/null && continue
+      wait "$child"
+      again=$?
+      [ "$again" = 127 ] || c=$again
+    fi
+    code=$c
   done
   child=
   [ -n "$stop" ] || [ -e ../stopped ] && exit "$code"

@@ -68,6 +68,18 @@ put_back() {
   echo "$1 $2: $said" >&2
   return 1
 }
+# show_the_job RUN JOB COMMAND: what the record, the run's log and (Slurm) the cluster say of a run
+# that did not complete, for the reader of a failed test.
+show_the_job() {
+  {
+    echo "  the record: $("$MLW" -o json history info -r "$1" 2>&1 | head -c 3000)"
+    echo "  its log's end: $(tail -c 2000 ".mlw/runs/$1/driver_log.txt" 2>&1)"
+    if [[ "$3" == scontrol* ]]; then
+      echo "  scontrol: $(scontrol show job "$2" 2>&1 | head -c 3000)"
+      echo "  sacct: $(sacct -j "$2" -P -o JobID,State,ExitCode,Start,End 2>&1 | head -n 20)"
+    fi
+  } >&2
+}
 # put_back_and_follow RUN COMMAND WORD NAME: once RUN's job printed line 3, COMMAND (scontrol
 # requeue, qmod -rj) puts it back; `logs -f` into $WORK/NAME.txt then has every line of all
 # attempts once and in order, the marker "job ID was WORD", and the record Completed with as many
@@ -81,6 +93,7 @@ put_back_and_follow() {
   timeout -k 5 240 "$MLW" history logs -r "$run" -f >"$out" 2>"$out.err"
   expect_eq "$command: logs -f across it" "$?" 0
   expect_eq "$command: the run completed" "$(run_state "$run")" "Completed 0"
+  [[ "$(run_state "$run")" == "Completed 0" ]] || show_the_job "$run" "$job" "$command"
   n=$(grep -c '^line ' "$out")
   check "$command: both attempts printed lines ($n)" test "$n" -ge 9
   expect_lines "$command: every line of both attempts" "$out" "$n" ".mlw/runs/$run/driver_log.txt"

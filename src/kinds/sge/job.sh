@@ -9,17 +9,18 @@
 # script then ends other than 0 — it saved a checkpoint — exits 99: Grid Engine runs it again.
 canceled=
 warned=
+cut=
 began=$(date +%s)
 folder=$PWD
 # USR2 comes before Grid Engine's SIGKILL, from qdel or from a limit (h_rt): when, in seconds after
 # the start, goes to stopped_after so that mlw can say which (it knows whether it asked).
 # shellcheck disable=SC2317 # run by the trap below
 stopped() {
-  canceled=1
+  canceled=1 cut=1
   echo $(($(date +%s) - began)) >"$folder/stopped_after"
 }
 trap stopped USR2
-trap 'warned=1' USR1
+trap 'warned=1 cut=1' USR1
 # shellcheck source=/dev/null
 . ./run.env || exit 125
 mkdir -p "$MLW_SHARE_DIR" 2>/dev/null
@@ -64,11 +65,19 @@ case "${CUDA_VISIBLE_DEVICES:-}" in
     fi
     ;;
 esac
-# wait returns early when a signal arrives: wait again until the command has ended.
+# wait returns early (128+N) when a trapped signal arrives: wait again until the command has
+# ended, and take its own code (a wait after its end gives it; 127 where the shell has forgotten
+# it, then the first wait had it).
 while :; do
+  cut=
   wait "$child"
   code=$?
-  kill -0 "$child" 2>/dev/null || break
+  [ -n "$cut" ] || break
+  kill -0 "$child" 2>/dev/null && continue
+  wait "$child"
+  again=$?
+  [ "$again" = 127 ] || code=$again
+  break
 done
 [ -z "$canceled" ] || code=143
 [ -z "$sampler" ] || kill -s TERM -- "-$sampler" 2>/dev/null

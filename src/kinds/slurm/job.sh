@@ -12,6 +12,12 @@ srun_options=()
 command=()
 # shellcheck source=/dev/null
 . ./run.env || exit 125
+# The checkpoint signal may come as soon as the job starts (Slurm warns a requeued job again at
+# its first look): from here on it is only noted (a signal with no trap would end this shell,
+# 138), and the loop below passes it on or not. A wait it cuts short is waited again.
+warning=
+cut=
+[[ -z "$mlw_checkpoint_signal" ]] || trap 'warning=1 cut=1' "$mlw_checkpoint_signal"
 run=$PWD
 mkdir -p "$mlw_share" 2>/dev/null
 # Each start of the job is an attempt (Slurm runs this script again in the same folder after a
@@ -124,21 +130,27 @@ pass_warning() {
     holder=$!
     return 0
   fi
-  signalled=1
-  kill -s "$mlw_checkpoint_signal" "$step" 2>/dev/null
+  kill -s "$mlw_checkpoint_signal" "$step" 2>/dev/null && signalled=1
 }
-# The trap only notes the warning; wait returns early for it, and the loop passes it on.
-warning=
-[[ -z "$mlw_checkpoint_signal" ]] || trap 'warning=1' "$mlw_checkpoint_signal"
+# The trap only notes the warning (one may have come before the step started); wait returns
+# early (128+N) for it, and the loop passes it on, then waits again for the step's own code (a
+# wait after its end gives it; 127 where bash has forgotten it, then the first wait had it).
 code=
 while [[ -z "$code" ]]; do
-  wait "$step"
-  c=$?
+  cut=
   if [[ -n "$warning" ]]; then
     warning=
     pass_warning
   fi
-  kill -0 "$step" 2>/dev/null || code=$c
+  wait "$step"
+  c=$?
+  if [[ -n "$cut" ]]; then
+    kill -0 "$step" 2>/dev/null && continue
+    wait "$step"
+    again=$?
+    ((again == 127)) || c=$again
+  fi
+  code=$c
 done
 [[ -z "$holder" ]] || kill "$holder" 2>/dev/null
 # The step has ended: so does its sampler (each rank ends its own; this one, where a rank's shell

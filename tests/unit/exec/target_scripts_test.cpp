@@ -76,6 +76,24 @@ TEST(TargetScripts, StopProcessSendsSigtermToTheScript) {
             0);
 }
 
+TEST(TargetScripts, RestartGivesAStoppedScriptsOwnCodeNotTheCutWaits) {
+  // A stop (SIGTERM) cuts restart.sh's wait short (143) and is passed to the script, which ends
+  // with its own 7. A `kill` that says the script is gone at once (as when it ends meanwhile):
+  // its own code is waited for and given, not the cut wait's.
+  test::TempDir dir("mlw-restart");
+  make_directories(dir.path() / "snapshot");
+  atomic_write_file(dir.path() / "restart.sh",
+                    "kill() { if [ \"$1\" = -0 ]; then return 1; fi; command kill \"$@\"; }\n" +
+                        script_body("src/exec/restart.sh"));
+  const std::string line =
+      "cd " + shell_quote((dir.path() / "snapshot").string()) +
+      " && { sh ../restart.sh any 2 0 sh -c 'sleep 5 & s=$!; trap \"kill $s; exit 7\" TERM; "
+      "wait' & p=$!; sleep 0.5; kill -s TERM $p; wait $p; }";
+  const int status = std::system(line.c_str());
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 7);
+  EXPECT_FALSE(fs::exists(dir.path() / "restarts"));  // a stopped script is not restarted
+}
+
 TEST(TargetScripts, StopContainerStopsTheRunsContainerWithTheDockerWords) {
   ScriptPlace place;
   place.stand_in("docker");

@@ -349,6 +349,69 @@ TEST(SlurmScripts, JobShRunsEachRankAndKeepsTheFirstFailure) {
   EXPECT_TRUE(fs::is_directory(d / "share"));
 }
 
+namespace {
+
+/// A run folder for job.sh whose run has a checkpoint signal (USR1, no lead), with a fake srun
+/// (the command as rank 0), squeue (10 minutes left: a warning is not passed on) and scontrol
+/// (`on_show` for `scontrol show`); run.env exports JOB_PID, job.sh's own pid, and `more`.
+struct WarnedJobFolder {
+  test::TempDir dir{"slurm-warned"};
+  WarnedJobFolder(const std::string& command, const std::string& on_show,
+                  const std::string& more = "") {
+    const fs::path d = dir.path();
+    fs::create_directories(d / "snapshot");
+    fs::create_directories(d / "bin");
+    std::ofstream(d / "job.sh") << embedded_script("src/kinds/slurm/job.sh");
+    tool("srun",
+         "while case \"$1\" in --*) true;; *) false;; esac; do shift; done\n"
+         "SLURM_NODEID=0 exec \"$@\"\n");
+    tool("squeue", "echo 10:00\n");
+    tool("scontrol", "case \"$1\" in show) " + on_show + " ;; esac\n");
+    std::ofstream(d / "run.env") << "export JOB_PID=$$\nmlw_share=" << (d / "share").string()
+                                 << "\nmlw_checkpoint_signal=USR1\nmlw_checkpoint_lead=0\n"
+                                 << more << "command=(sh -c " << shell_quote(command) << ")\n";
+  }
+  void tool(const std::string& name, const std::string& body) const {
+    std::ofstream(dir.path() / "bin" / name) << "#!/bin/sh\n" << body;
+    fs::permissions(dir.path() / "bin" / name, fs::perms::owner_all, fs::perm_options::add);
+  }
+  /// job.sh's exit status, its output in `out`.
+  int run() const {
+    const std::string line = "cd " + shell_quote(dir.path().string()) +
+                             " && PATH=" + shell_quote((dir.path() / "bin").string()) +
+                             ":$PATH bash ./job.sh >out 2>&1";
+    const int status = std::system(line.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string file(const std::string& name) const {
+    std::ifstream in(dir.path() / name);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+};
+
+}  // namespace
+
+TEST(SlurmScripts, AWarningWhileJobShStartsIsPassedOnNotItsDeath) {
+  // Slurm warns a requeued job again at once: here while job.sh asks for the job's nodes, before
+  // its step starts. The warning is looked at (10 minutes left: not passed on), not fatal (138).
+  WarnedJobFolder job("exit 0", "kill -s USR1 \"$JOB_PID\"");
+  EXPECT_EQ(job.run(), 0) << job.file("out");
+  EXPECT_TRUE(contains(job.file("out"), "USR1 came with 600 s of the time limit left"))
+      << job.file("out");
+  EXPECT_EQ(job.file("exit_code.job"), "0\n");
+}
+
+TEST(SlurmScripts, AWaitCutShortByAWarningStillGivesTheStepsOwnCode) {
+  // The warning cuts job.sh's wait short (128+10); the step ends on its own with 3. A `kill`
+  // that says the step is gone at once (as when it ends while the warning is looked at): the
+  // step's own code is waited for, not the cut wait's.
+  WarnedJobFolder job("kill -s USR1 \"$JOB_PID\"; sleep 0.3; exit 3", "true",
+                      "kill() { if [ \"$1\" = -0 ]; then return 1; fi; command kill \"$@\"; }\n");
+  EXPECT_EQ(job.run(), 3) << job.file("out");
+  EXPECT_EQ(job.file("exit_code.job"), "3\n");
+  EXPECT_FALSE(contains(job.file("out"), "requeueing")) << job.file("out");
+}
+
 TEST(SlurmScripts, MonitorWaitsOutAJobThatSqueueLeavesOutBetweenAttempts) {
   test::TempDir dir("slurm-monitor");
   const fs::path d = dir.path();
