@@ -231,7 +231,7 @@ TEST(SgeScripts, AWaitCutShortByAWarningStillGivesTheScriptsOwnCode) {
   // Grid Engine's warning (USR1) cuts job.sh's wait short (128+10); the script ends on its own
   // with 3. A `kill` that says the script is gone at once (as when it ends meanwhile): its own
   // code is waited for, not the cut wait's.
-  JobFolder job("sh -c 'kill -s USR1 $JOB_PID; sleep 0.3; exit 3'");
+  JobFolder job("sh -c 'sleep 0.5; kill -s USR1 $JOB_PID; sleep 0.3; exit 3'");
   std::ofstream(job.dir.path() / "run.env", std::ios::app)
       << "JOB_PID=$$; export JOB_PID\n"
          "kill() { if [ \"$1\" = -0 ]; then return 1; fi; command kill \"$@\"; }\n";
