@@ -233,8 +233,9 @@ expect_eq "… while it ran (before its end), once" "$(grep '(point 3)' <<<"$dec
 # (The check above once missed point 3's "ended" line: the command had returned when every run
 # had ended, before its supervisor logged them.) Here the supervisor is held (SIGSTOP) from the
 # moment its last run runs (one at a time on local) until it has ended and 2 s more: the
-# command waits for it.
-printf 'import argparse, time\np = argparse.ArgumentParser()\np.add_argument("--q")\np.parse_args()\ntime.sleep(3)\n' >three.py
+# command waits for it. (Each run takes 8 s: with 3, a loaded CI machine once saw the last run as
+# Running only after it and the supervisor had ended, and there was nothing left to hold.)
+printf 'import argparse, time\np = argparse.ArgumentParser()\np.add_argument("--q")\np.parse_args()\ntime.sleep(8)\n' >three.py
 known=$(ls .mlw/sweeps)
 "$MLW" -q experiment sweep -c local three.py --q 1,2 >"$WORK/o" 2>"$WORK/e" &
 cli=$!

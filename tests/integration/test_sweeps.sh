@@ -350,11 +350,14 @@ asleep=$( (tree_of "$(owner)"; for id in $ids; do json_get "$(json_file ".mlw/ru
 # shellcheck disable=SC2086 # one pid a word
 kill -STOP $asleep 2>/dev/null
 check "… with this machine asleep, the host runs all six to their end" wait_for 90 all_have exit_code
-expect_eq "… two at a time (the sweep's slots), never more" "$(for id in $ids; do
+# (At most two: on a loaded CI machine the host once started each next point only after the other
+# slot's had ended, so "exactly two at once" is not asked.)
+expect_eq "… at most two at a time (the sweep's slots), never more" "$(for id in $ids; do
   grep -h '^TURN' "$on_host/$id/driver_log.txt"; done | python3 -c '
 import sys
 runs = [tuple(map(float, l.split()[1:])) for l in sys.stdin]
-print(len(runs), max(sum(1 for r in runs if r[0] <= t[0] < r[1]) for t in runs))')" "6 2"
+most = max(sum(1 for r in runs if r[0] <= t[0] < r[1]) for t in runs)
+print(len(runs), "at most 2" if most <= 2 else most)')" "6 at most 2"
 # shellcheck disable=SC2086 # one pid a word
 kill -CONT $asleep 2>/dev/null
 check "… woken, every record says Completed" wait_for 60 bash -c \
