@@ -86,14 +86,15 @@ show_the_job() {
 # restarts as the last attempt counted (at least 1: a cluster may put a job back again itself,
 # e.g. Slurm after a launch that met the credential it had just revoked).
 put_back_and_follow() {
-  local run=$1 command=$2 word=$3 out="$WORK/$4.txt" job n
+  local run=$1 command=$2 word=$3 out="$WORK/$4.txt" job n state
   check "$command: the job printed first" wait_for 120 grep -q "^line 3" ".mlw/runs/$run/driver_log.txt"
   job=$("$MLW" -o json history info -r "$run" | python3 -c 'import json,sys; print(json.load(sys.stdin)["job_id"])')
   check "$command puts the job back" put_back "$command" "$job"
   timeout -k 5 240 "$MLW" history logs -r "$run" -f >"$out" 2>"$out.err"
   expect_eq "$command: logs -f across it" "$?" 0
-  expect_eq "$command: the run completed" "$(run_state "$run")" "Completed 0"
-  [[ "$(run_state "$run")" == "Completed 0" ]] || show_the_job "$run" "$job" "$command"
+  state=$(run_state "$run")
+  expect_eq "$command: the run completed" "$state" "Completed 0"
+  [[ "$state" == "Completed 0" ]] || show_the_job "$run" "$job" "$command"
   n=$(grep -c '^line ' "$out")
   check "$command: both attempts printed lines ($n)" test "$n" -ge 9
   expect_lines "$command: every line of both attempts" "$out" "$n" ".mlw/runs/$run/driver_log.txt"
