@@ -16,14 +16,16 @@ from jupyter_client import BlockingKernelClient
 
 def ready_client(connection_file):
     """A client whose kernel answered. A kernel on another machine answers once its run has
-    started there (an image to build, a container or a batch job to start): until then the
-    client's heartbeat sees none and gives up; so does this, for up to 150 s, as a notebook's page
-    would reconnect."""
+    started there (an image to build, a container or a batch job to start); this asks it, as a
+    notebook's page does, for up to 150 s. Without the heartbeat channel: its one second to answer
+    is shorter than a loaded machine takes to carry a new connection into a container, and a
+    client that gave up on it each time came back with five new connections while the last five
+    were still being carried (a CI run saw ten open at once on one SSH login)."""
     deadline = time.time() + 150
     while True:
         client = BlockingKernelClient()
         client.load_connection_file(connection_file)
-        client.start_channels()
+        client.start_channels(hb=False)
         try:
             client.wait_for_ready(timeout=60)
             return client
