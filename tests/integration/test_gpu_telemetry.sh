@@ -369,19 +369,20 @@ import os, time
 # The simulated nvidia-smi lists this process on the run's GPU, as a real one lists a CUDA process.
 with open(os.environ["MLW_SIM"] + "/compute-apps", "a") as f:
     f.write(f"{os.environ['CUDA_VISIBLE_DEVICES']} {os.getpid()} python3\n")
-time.sleep(6)
+time.sleep(14)
 PY
 load "0 0 0" "1 0 0" "2 0 0" "3 0 0"
 : >"$SIM/compute-apps"
-sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0.05/' aml_config/t.compute
+# 9 s: a loaded machine may take seconds to start Python, before own.py lists its process.
+sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0.15/' aml_config/t.compute
 id=$(submit_async -e "MLW_SIM=$SIM" own.py)
 check "own process: the run ends" wait_for 60 ended "$id"
 expect_not_contains "own process: its GPU is not said to be unused" "$("$MLW" history logs -r "$id")" \
   "has not been used"
-id=$(submit_async busy.py 6)
+id=$(submit_async busy.py 12)
 check "no process: the run ends" wait_for 60 ended "$id"
 check "no process: … where it has none, it is" grep -Eq \
-  '^mlw: GPU [0-3] has not been used for 0.05 min — is the script running on the CPU\?$' \
+  '^mlw: GPU [0-3] has not been used for 0.15 min — is the script running on the CPU\?$' \
   <<<"$("$MLW" history logs -r "$id")"
 sed -i 's/^gpuUnusedWarnMinutes: .*/gpuUnusedWarnMinutes: 0/' aml_config/t.compute
 rm -f "$SIM/compute-apps"
