@@ -1,6 +1,7 @@
 // The monitor driver: a detached monitor on the target runs the container or the script.
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,9 +12,12 @@
 #include "mlw/exec/monitor_driver.hpp"
 #include "mlw/kinds/kind.hpp"
 #include "mlw/util/embedded.hpp"
+#include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/settings.hpp"
 #include "mlw/util/shell_quote.hpp"
 #include "mlw/util/strings.hpp"
+#include "results_fetch.hpp"
 
 namespace mlw {
 
@@ -94,14 +98,24 @@ bool MonitorDriver::take_launch(RunSession& session, std::string& state) {
 void MonitorDriver::take_lease_lines(RunSession& session, std::string& state) {
   constexpr std::string_view prefix = "mlw-lease=";
   constexpr std::string_view metric = "mlw-metric=";
+  constexpr std::string_view skip = "mlw-metric-skip=";
   std::string metrics;
-  while (starts_with(state, prefix) || starts_with(state, metric)) {
+  std::uintmax_t skipped = 0;
+  while (starts_with(state, prefix) || starts_with(state, metric) || starts_with(state, skip)) {
     const auto newline = state.find('\n');
     if (newline == std::string::npos) break;
     if (starts_with(state, metric)) {
       // The run's metrics as they are logged, into the local copy of metrics.jsonl (the whole
       // file replaces it with the results).
       metrics.append(state, metric.size(), newline + 1 - metric.size());
+      state.erase(0, newline + 1);
+      continue;
+    }
+    if (starts_with(state, skip)) {
+      // A line the step does not carry (over 4000 bytes, or empty): its bytes on the target.
+      const auto bytes =
+          parse_integer(state.substr(skip.size(), newline - skip.size()), 1, 1LL << 40);
+      if (bytes) skipped += static_cast<std::uintmax_t>(*bytes);
       state.erase(0, newline + 1);
       continue;
     }
@@ -115,6 +129,18 @@ void MonitorDriver::take_lease_lines(RunSession& session, std::string& state) {
     } else if (answer.kind == LeaseAnswer::Kind::Granted) {
       m_lease_pending = false;
       session.mark_running();
+    }
+  }
+  // The skipped bytes first: a supervisor killed between the two writes then starts the next
+  // step past lines it lacks (they come with the results), never again at lines it has.
+  // (Not written: the next step carries those lines again, until the results replace them.)
+  if (skipped > 0) {
+    try {
+      atomic_write_file(session.plan.run_dir / k_metrics_skipped,
+                        std::to_string(metrics_skipped(session.plan.run_dir) + skipped) + "\n",
+                        0600, false);
+    } catch (const Error& e) {
+      spdlog::warn("the live copy of metrics.jsonl: {}", e.what());
     }
   }
   if (!metrics.empty()) {
@@ -224,11 +250,12 @@ void MonitorDriver::take_errors(RunSession& session, StepErrors& step, std::stri
 
 namespace {
 
-/// The bytes of the run's metrics.jsonl here: where the next follow step's metrics start.
-std::uintmax_t local_metrics_size(RunSession& session) {
+/// Where the next follow step's metrics start on the target: the bytes of the run's
+/// metrics.jsonl here, and those of the lines the steps so far did not carry.
+std::uintmax_t metrics_received(RunSession& session) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(session.plan.run_dir / "metrics.jsonl", ec);
-  return ec ? 0 : size;
+  return (ec ? 0 : size) + metrics_skipped(session.plan.run_dir);
 }
 
 }  // namespace
@@ -241,7 +268,7 @@ std::string MonitorDriver::follow_script(RunSession& session, bool launching, bo
              shell_quote(session.paths.run_dir), session.offset + 1,
              launching ? "" : shell_quote(m_monitor_pid),
              launching && !session.paths.tree.empty() ? "1" : "", shell_quote(end_script()),
-             m_lease_pending ? "1" : "", local_metrics_size(session) + 1, handover ? "1" : "",
+             m_lease_pending ? "1" : "", metrics_received(session) + 1, handover ? "1" : "",
              setting("MLW_REBOOT_WAIT")) +
          (launching ? std::string(embedded_script("src/exec/launch.sh")) : std::string()) +
          std::string(embedded_script("src/exec/follow.sh")) + RunSession::results_script();

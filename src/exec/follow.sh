@@ -66,11 +66,12 @@ if [ -n "$mlw_lease" ]; then
     sed -u -n 's/^/mlw-lease=/p; /^mlw-lease=[ges]/q' >&2
 fi
 # The run's metrics as the script writes them (a sweep's early stopping reads them): each whole
-# line of metrics.jsonl from byte mlw_metrics on, up to 4000 bytes, on stderr as mlw-metric=LINE
-# (longer ones come back with the results). Its tail is stopped by pid when the log's ends, so
-# that the step ends then too; what it had not sent comes with the results, which replace the
-# copy. (mawk reads a pipe a block at a time unless -W interactive; other awks take lines as they
-# come.)
+# line of metrics.jsonl from byte mlw_metrics on, up to 4000 bytes, on stderr as mlw-metric=LINE;
+# for a longer or empty one, mlw-metric-skip=N, its N bytes with the newline (its text comes back
+# with the results), so that the next step starts where this one ended. Its tail is stopped by
+# pid when the log's ends, so that the step ends then too; what it had not sent comes with the
+# results, which replace the copy. (awk in the C locale: lengths in bytes. mawk reads a pipe a
+# block at a time unless -W interactive; other awks take lines as they come.)
 mlw_mtail=
 if [ -n "$mlw_metrics" ]; then
   mlw_awk='awk'
@@ -82,8 +83,11 @@ if [ -n "$mlw_metrics" ]; then
     echo $! >"$mlw_run/metrics.tail"
     wait
   } |
-    $mlw_awk 'length($0) > 0 && length($0) <= 4000 { print "mlw-metric=" $0; fflush() }' \
-      >&2 2>/dev/null &
+    LC_ALL=C $mlw_awk '{
+      if (length($0) > 0 && length($0) <= 4000) print "mlw-metric=" $0
+      else print "mlw-metric-skip=" (length($0) + 1)
+      fflush()
+    }' >&2 2>/dev/null &
   mlw_mtail=$!
 fi
 tail -c "+$mlw_offset" -s 0.01 --pid="$mlw_pid" -f "$mlw_run/driver_log.txt" 2>/dev/null

@@ -7,6 +7,7 @@
 #include "mlw/remote/tar.hpp"
 #include "mlw/util/embedded.hpp"
 #include "mlw/util/error.hpp"
+#include "mlw/util/fs.hpp"
 #include "mlw/util/strings.hpp"
 
 namespace mlw {
@@ -22,6 +23,14 @@ constexpr std::uint64_t k_max_metrics_bytes = 256ULL << 20;
 constexpr std::uint64_t k_max_sockets_bytes = 1ULL << 20;
 
 }  // namespace
+
+std::uintmax_t metrics_skipped(const fs::path& run_dir) {
+  std::error_code ec;
+  if (fs::file_size(run_dir / k_metrics_skipped, ec) > 32 || ec) return 0;
+  const auto text = read_file_if_exists(run_dir / k_metrics_skipped);
+  const auto count = text ? parse_integer(trim(*text), 0, 1LL << 50) : std::nullopt;
+  return count ? static_cast<std::uintmax_t>(*count) : 0;
+}
 
 ResultsFetch::ResultsFetch(fs::path run_dir, std::string host)
     : m_run_dir(std::move(run_dir)),
@@ -116,6 +125,7 @@ void ResultsFetch::finish(std::vector<std::string>& problems) {
   std::error_code ec;
   if (m_block != Block::Metrics && !m_too_big && m_metrics && fs::file_size(m_part, ec) > 0) {
     fs::rename(m_part, m_run_dir / "metrics.jsonl", ec);
+    if (!ec) fs::remove(m_run_dir / k_metrics_skipped, ec);  // the whole file: nothing skipped
   }
   fs::remove(m_part, ec);
   for (const auto& refused : m_reader->refused()) problems.push_back("output refused: " + refused);

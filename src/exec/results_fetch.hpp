@@ -13,6 +13,14 @@ namespace mlw {
 
 class SafeTarReader;
 
+/// The file beside a run's live copy of metrics.jsonl (the lines the follow steps carried) that
+/// counts the bytes of the target's lines they did not (over 4000 bytes, or empty): with the
+/// copy's size, where the next step starts. Gone once the results replace the copy.
+inline constexpr std::string_view k_metrics_skipped = "metrics.skipped";
+
+/// The count in `run_dir`'s k_metrics_skipped (0 where there is none, or it holds no count).
+std::uintmax_t metrics_skipped(const std::filesystem::path& run_dir);
+
 /// Brings a target run folder's metrics.jsonl and outputs/ back into the run's history folder,
 /// never outside it, from what results_script() prints: the metrics' size, the metrics (unless
 /// over 256 MiB), the size and text of the list of sockets in outputs/ (tar leaves them out), then

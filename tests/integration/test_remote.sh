@@ -434,6 +434,58 @@ for target in rdk docker; do
   [ "$(run_state "$RID")" = "Completed 0" ] || cat "$WORK/follow.err" ".mlw/runs/$RID/supervisor.log" >&2
 done
 
+# --- a metric line longer than a follow step carries, then a takeover ----------------------------
+# The live copy of metrics.jsonl holds the lines the follow steps carried (up to 4000 bytes); a
+# step that takes over after the supervisor is killed starts where the last one ended on the
+# target, past the long line, not at the copy's size (which named a byte inside the long line and
+# brought back the lines after it a second time).
+cat >long_metric.py <<'PY'
+import os, sys, time
+from mlw import log_metric
+def wait(gate):
+    for _ in range(1200):  # bounded: 120 s
+        if os.path.exists(gate):
+            return
+        time.sleep(0.1)
+log_metric("loss", 1.0, step=1)
+log_metric("histogram", [0.123456789] * 600, step=1)  # 7,800 bytes: it comes with the results
+log_metric("loss", 0.5, step=2)
+log_metric("loss", 0.25, step=3)
+wait(sys.argv[1])
+log_metric("loss", 0.125, step=4)
+wait(sys.argv[2])
+PY
+GATE_L1=/tmp/mlw-remote-gate-l1-$$
+GATE_L2=/tmp/mlw-remote-gate-l2-$$
+rm -f "$GATE_L1" "$GATE_L2"
+run_mlw -o json experiment submit -c box -a long_metric.py "$GATE_L1" "$GATE_L2"
+RID=$(json_get "$OUT" 'd["run_id"]')
+# (the steps of the loss lines in the copy here, in order; the histogram's name when it is there)
+live_metrics() {
+  python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(" ".join(str(d["step"]) if d["name"] == "loss" else d["name"] for d in lines))' \
+    ".mlw/runs/$RID/metrics.jsonl" 2>/dev/null
+}
+has_metrics() { [ "$(live_metrics)" = "$1" ]; }
+check "box: the live copy has the short lines, not the long one" wait_for 60 has_metrics "1 2 3"
+SUPERVISOR=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("pid", 0))' ".mlw/runs/$RID/run.json")
+case "$SUPERVISOR" in '' | *[!0-9]* | 0 | 1) SUPERVISOR= ;; esac
+check "box: the run's supervisor has a pid" test -n "$SUPERVISOR"
+[ -z "$SUPERVISOR" ] || kill -9 "$SUPERVISOR"
+wait_for 10 run_is "$RID" Lost
+timeout -k 5 300 "$MLW" history logs -r "$RID" -f >"$WORK/follow4.txt" 2>"$WORK/follow4.err" &
+F4=$!
+touch "$GATE_L1"
+check "box: after the takeover, the next line once, where it belongs" wait_for 60 has_metrics "1 2 3 4"
+[ "$(live_metrics)" = "1 2 3 4" ] || { live_metrics; cat "$WORK/follow4.err"; } >&2
+touch "$GATE_L2"
+wait "$F4"
+expect_eq "box: the followed run ends" "$?" 0
+expect_eq "box: the results bring the long line" "$(live_metrics)" "1 histogram 2 3 4"
+rm -f "$GATE_L1" "$GATE_L2"
+
 # --- sshd gone mid-upload: a clear error; the resubmit reuses what arrived ----------------------
 mkdir -p data
 for i in $(seq 1 40); do head -c 2000000 /dev/urandom >"data/part$i.bin"; done
