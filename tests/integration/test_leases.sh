@@ -62,6 +62,11 @@ project() {
 
 # submit_async ARGS…: submits with -a, prints the run id.
 submit_async() { "$MLW" -o json experiment submit -a -c t "$@" 2>>"$WORK/submit.err" | json_get "$(cat)" 'd["run_id"]'; }
+open_gate() { "$MLW" -q experiment shell -T -r "$1" -- touch open </dev/null; }
+all_running() {
+  local id
+  for id in "$@"; do run_is "$id" Running || return 1; done
+}
 all_final() {
   local id
   for id in "$@"; do
@@ -103,14 +108,23 @@ check_packing() {
 for kind in ${LEASE_KINDS-local docker remotedocker remote}; do
   home "laptop-$kind"
   project "p-$kind" "$kind"
+  # The first four hold the four GPUs until the test opens their gates (a file in each one's
+  # working folder, made through experiment shell): an event, so that the ninth below waits for
+  # a GPU however slowly this machine submits (with four runs of 2 s ahead, a loaded machine
+  # had them all ended before the ninth was submitted, and it ran).
   ids=()
-  for _ in 1 2 3 4 5 6 7 8; do ids+=("$(submit_async lease.py 2)"); done
+  for _ in 1 2 3 4; do ids+=("$(submit_async lease.py gate:open)"); done
+  check "$kind: four gated runs hold the four GPUs" wait_for 60 all_running "${ids[@]}"
+  for _ in 5 6 7 8; do ids+=("$(submit_async lease.py 2)"); done
   expect_eq "$kind: 8 runs recorded" "${#ids[@]}" 8
   # A ninth, behind them all, canceled while it waits for a GPU: on every kind that leases.
   ninth=$(submit_async lease.py 2)
   "$MLW" -q experiment cancel -r "$ninth" >/dev/null 2>&1
   check "$kind: a run canceled while it waits ends" wait_for 30 all_final "$ninth"
   expect_eq "$kind: … Canceled 143, as a script stopped, not 125" "$(run_state "$ninth")" "Canceled 143"
+  for id in "${ids[@]:0:4}"; do
+    check "$kind: $id's gate opened in the run" open_gate "$id"
+  done
   check "$kind: all 8 end (bounded)" wait_for 120 all_final "${ids[@]}"
   check_packing "$kind" "${ids[@]}"
 done
