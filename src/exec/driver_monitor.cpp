@@ -132,8 +132,8 @@ void MonitorDriver::take_lease_lines(RunSession& session, std::string& state) {
     }
   }
   // The skipped bytes first: a supervisor killed between the two writes then starts the next
-  // step past lines it lacks (they come with the results), never again at lines it has.
-  // (Not written: the next step carries those lines again, until the results replace them.)
+  // step past lines it lacks (they come with the results), never again at lines it has. Where
+  // the count cannot be written, the next step starts at the copy's size, as before the count.
   if (skipped > 0) {
     try {
       atomic_write_file(session.plan.run_dir / k_metrics_skipped,
